@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# deploy/local.sh: the local stack of seckill on one Debian 12 machine.
+#
+#   deploy/local.sh deps|build|up|down|status|test|demo|bench [args]
+#
+# deps    installs the Debian packages the project needs (a no-op when present)
+# build   configures and builds the optimised tree into build/
+# up      starts a private Redis (AOF, appendfsync always) and PostgreSQL under .run/,
+#         then the dev Kafka, seckill-consumer and seckill-order when they are built,
+#         and writes .run/env (export lines for every address). Twice is harmless.
+# down    stops only what `up` started          status  says what runs
+# test    deps, a sanitizer build in build-asan/, its own stack (.run/test, other
+#         ports), the whole ctest suite (extra args go to ctest), down; exits with ctest's status
+# demo    deps, build, up, then the main job     bench   deps, build, up, every bench/bench-*.sh
+#
+# Ports (override by environment): SECKILL_REDIS_PORT=16379 SECKILL_PG_PORT=15432
+# SECKILL_HTTP_PORT=18080 SECKILL_CONSUMER_HTTP_PORT=18081. The test stack adds 10000.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${SECKILL_BUILD_DIR:-$ROOT/build}
+RUN=${SECKILL_RUN_DIR:-$ROOT/.run}
+REDIS_PORT=${SECKILL_REDIS_PORT:-16379}
+PG_PORT=${SECKILL_PG_PORT:-15432}
+HTTP_PORT=${SECKILL_HTTP_PORT:-18080}
+CONSUMER_HTTP_PORT=${SECKILL_CONSUMER_HTTP_PORT:-18081}
+
+PACKAGES=(build-essential cmake pkg-config clang libclang-rt-14-dev curl ca-certificates
+    libhiredis-dev librdkafka-dev libpq-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
+    redis-server redis-tools postgresql gnuplot-nox)
+
+log() { printf '[local.sh] %s\n' "$*" >&2; }
+die() { printf '[local.sh] error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# PostgreSQL refuses to run as root: as root we run it as the postgres user.
+as_pg() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+pg_bin() {
+    local d
+    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$d" ] || die "PostgreSQL server binaries not found (run: deploy/local.sh deps)"
+    echo "$d"
+}
+
+cmd_deps() {
+    local missing=() p
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    if [ ${#missing[@]} -eq 0 ]; then
+        log "deps: all ${#PACKAGES[@]} packages present"
+        return 0
+    fi
+    log "deps: installing ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    # Debian starts a system redis-server/postgresql on install; ours use other ports.
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# build DIR [cmake args...]
+build_into() {
+    local dir=$1
+    shift
+    cmake -S "$ROOT" -B "$dir" "$@" >/dev/null
+    cmake --build "$dir" -j "$(nproc)"
+}
+
+cmd_build() {
+    build_into "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
+}
+
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# wait_for DESCRIPTION SECONDS COMMAND...: polls a condition, never a blind sleep.
+wait_for() {
+    local what=$1 secs=$2
+    shift 2
+    local deadline=$((SECONDS + secs))
+    until "$@" >/dev/null 2>&1; do
+        [ $SECONDS -lt $deadline ] || die "$what did not come up within ${secs}s (logs: $RUN/logs)"
+        sleep 0.1
+    done
+}
+
+redis_up() {
+    mkdir -p "$RUN/redis" "$RUN/logs"
+    if pid_alive "$RUN/redis.pid"; then
+        log "redis: already running on $REDIS_PORT"
+        return 0
+    fi
+    # appendfsync always: libidgen's no-reissue guarantee needs every INCRBY on disk
+    # before its reply (see idgen/README.md). AOF on, RDB snapshots off.
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$RUN/redis" \
+        --appendonly yes --appendfsync always --save "" \
+        --daemonize yes --pidfile "$RUN/redis.pid" --logfile "$RUN/logs/redis.log"
+    wait_for "redis" 20 redis-cli -p "$REDIS_PORT" ping
+    log "redis: up on 127.0.0.1:$REDIS_PORT"
+}
+
+pg_dir() {
+    # The data directory lives outside the work tree: a clone in a 0700 temporary
+    # directory cannot be entered by the postgres user.
+    if [ -f "$RUN/pgdir" ] && [ -d "$(cat "$RUN/pgdir")" ]; then
+        cat "$RUN/pgdir"
+        return
+    fi
+    local d
+    d=$(mktemp -d /tmp/seckill-pg.XXXXXX)
+    chmod 755 "$d"
+    [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$d"
+    echo "$d" >"$RUN/pgdir"
+    echo "$d"
+}
+
+pg_up() {
+    mkdir -p "$RUN/logs"
+    local bin dir
+    bin=$(pg_bin)
+    dir=$(pg_dir)
+    if [ ! -f "$dir/data/PG_VERSION" ]; then
+        # trust on loopback only: a throwaway dev/test cluster. Real deployments use
+        # passwords and sslmode through the conninfo (README, Configuration).
+        as_pg "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+        mkdir -p "$dir/sock"
+        [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir/sock"
+    fi
+    if as_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+        log "postgresql: already running on $PG_PORT"
+    else
+        as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+            -o "-p $PG_PORT -k $dir/sock -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
+        log "postgresql: up on 127.0.0.1:$PG_PORT"
+    fi
+    wait_for "postgresql" 30 "$bin/pg_isready" -h 127.0.0.1 -p "$PG_PORT"
+    if ! psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "select 1 from pg_roles where rolname='seckill'" | grep -q 1; then
+        psql -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "create role seckill login" >/dev/null
+    fi
+    if ! psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "select 1 from pg_database where datname='seckill'" | grep -q 1; then
+        psql -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "create database seckill owner seckill" >/dev/null
+    fi
+}
+
+# start_service NAME HEALTH_CMD... -- BINARY ARGS...: a background service with a pid file.
+start_service() {
+    local name=$1
+    shift
+    local health=()
+    while [ "$1" != "--" ]; do health+=("$1"); shift; done
+    shift
+    if pid_alive "$RUN/$name.pid"; then
+        log "$name: already running"
+        return 0
+    fi
+    # setsid: the service outlives this script; its stderr is its log.
+    setsid "$@" >>"$RUN/logs/$name.log" 2>&1 </dev/null &
+    echo $! >"$RUN/$name.pid"
+    wait_for "$name" 60 "${health[@]}"
+    log "$name: up (pid $(cat "$RUN/$name.pid"))"
+}
+
+stop_service() {
+    local name=$1 pidf="$RUN/$1.pid"
+    pid_alive "$pidf" || { rm -f "$pidf"; return 0; }
+    local pid
+    pid=$(cat "$pidf")
+    kill -TERM "$pid" 2>/dev/null || true
+    local deadline=$((SECONDS + 20))
+    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+        log "$name: did not stop on SIGTERM within 20s, killing"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$pidf"
+    log "$name: stopped"
+}
+
+write_env() {
+    local f="$RUN/env"
+    {
+        echo "# written by deploy/local.sh up: source it to reach the local stack"
+        echo "export SECKILL_REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
+        echo "export SECKILL_PG='host=127.0.0.1 port=$PG_PORT dbname=seckill user=seckill'"
+        echo "export SECKILL_PG_ADMIN='host=127.0.0.1 port=$PG_PORT dbname=seckill user=postgres'"
+        echo "export SECKILL_REDIS_PORT=$REDIS_PORT"
+        echo "export SECKILL_PG_PORT=$PG_PORT"
+        echo "export SECKILL_RUN_DIR=$RUN"
+        echo "export SECKILL_BIN_DIR=$BUILD_DIR/bin"
+        if [ -f "$RUN/kafka.bootstrap" ]; then
+            echo "export SECKILL_KAFKA_BROKERS=$(cat "$RUN/kafka.bootstrap")"
+        fi
+        if [ -f "$RUN/jwt.secret" ]; then
+            echo "export SECKILL_JWT_SECRET=$(cat "$RUN/jwt.secret")"
+        fi
+        if pid_alive "$RUN/seckill-order.pid"; then
+            echo "export SECKILL_HTTP=http://127.0.0.1:$HTTP_PORT"
+        fi
+        if pid_alive "$RUN/seckill-consumer.pid"; then
+            echo "export SECKILL_CONSUMER_HTTP=http://127.0.0.1:$CONSUMER_HTTP_PORT"
+        fi
+    } >"$f.tmp"
+    mv "$f.tmp" "$f"
+}
+
+cmd_up() {
+    mkdir -p "$RUN/logs"
+    redis_up
+    pg_up
+    local bin="$BUILD_DIR/bin"
+    if [ -x "$bin/seckill-devkafka" ]; then
+        rm -f "$RUN/kafka.bootstrap.new"
+        pid_alive "$RUN/seckill-devkafka.pid" || rm -f "$RUN/kafka.bootstrap"
+        start_service seckill-devkafka test -s "$RUN/kafka.bootstrap" -- \
+            "$bin/seckill-devkafka" --bootstrap-file "$RUN/kafka.bootstrap"
+    fi
+    [ -f "$RUN/jwt.secret" ] || head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RUN/jwt.secret"
+    chmod 600 "$RUN/jwt.secret"
+    write_env
+    # shellcheck disable=SC1091
+    . "$RUN/env"
+    if [ -x "$bin/seckill-consumer" ] && [ -n "${SECKILL_KAFKA_BROKERS:-}" ]; then
+        SECKILL_HTTP_PORT=$CONSUMER_HTTP_PORT start_service seckill-consumer \
+            curl -fsS "http://127.0.0.1:$CONSUMER_HTTP_PORT/healthz" -- "$bin/seckill-consumer"
+    fi
+    if [ -x "$bin/seckill-order" ] && [ -n "${SECKILL_KAFKA_BROKERS:-}" ]; then
+        SECKILL_HTTP_PORT=$HTTP_PORT start_service seckill-order \
+            curl -fsS "http://127.0.0.1:$HTTP_PORT/healthz" -- "$bin/seckill-order"
+    fi
+    write_env
+    log "up: source $RUN/env to reach the stack"
+}
+
+cmd_down() {
+    stop_service seckill-order
+    stop_service seckill-consumer
+    stop_service seckill-devkafka
+    if pid_alive "$RUN/redis.pid"; then
+        redis-cli -p "$REDIS_PORT" shutdown >/dev/null 2>&1 || kill "$(cat "$RUN/redis.pid")" 2>/dev/null || true
+        local deadline=$((SECONDS + 20))
+        while pid_alive "$RUN/redis.pid" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+        log "redis: stopped"
+    fi
+    rm -f "$RUN/redis.pid"
+    if [ -f "$RUN/pgdir" ]; then
+        local dir bin
+        dir=$(cat "$RUN/pgdir")
+        bin=$(pg_bin)
+        if [ -d "$dir/data" ] && as_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+            as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+            log "postgresql: stopped"
+        fi
+    fi
+    rm -f "$RUN/env"
+}
+
+cmd_status() {
+    local name
+    pid_alive "$RUN/redis.pid" && echo "redis            running  127.0.0.1:$REDIS_PORT" || echo "redis            stopped"
+    if [ -f "$RUN/pgdir" ] && as_pg "$(pg_bin)/pg_ctl" -D "$(cat "$RUN/pgdir")/data" status >/dev/null 2>&1; then
+        echo "postgresql       running  127.0.0.1:$PG_PORT"
+    else
+        echo "postgresql       stopped"
+    fi
+    for name in seckill-devkafka seckill-consumer seckill-order; do
+        if pid_alive "$RUN/$name.pid"; then
+            printf '%-16s running  pid %s\n' "$name" "$(cat "$RUN/$name.pid")"
+        else
+            printf '%-16s stopped\n' "$name"
+        fi
+    done
+}
+
+# The test stack: its own run directory and ports, so a demo stack left up is untouched.
+use_test_stack() {
+    BUILD_DIR=${SECKILL_TEST_BUILD_DIR:-$ROOT/build-asan}
+    RUN=$ROOT/.run/test
+    REDIS_PORT=$((REDIS_PORT + 10000))
+    PG_PORT=$((PG_PORT + 10000))
+    HTTP_PORT=$((HTTP_PORT + 10000))
+    CONSUMER_HTTP_PORT=$((CONSUMER_HTTP_PORT + 10000))
+}
+
+cmd_test() {
+    cmd_deps
+    use_test_stack
+    local werror=OFF
+    [ -n "${CI:-}" ] && werror=ON
+    build_into "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DSECKILL_SANITIZE=ON -DSECKILL_WERROR=$werror
+    # Leaks are bugs: LeakSanitizer is on. abort_on_error gives a core-like stop.
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    cmd_down >/dev/null 2>&1 || true
+    cmd_up
+    # shellcheck disable=SC1091
+    . "$RUN/env"
+    local rc=0
+    ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 "$@" || rc=$?
+    cmd_down
+    return $rc
+}
+
+demo_idgen() {
+    local bin="$BUILD_DIR/bin"
+    echo "== idgen: 5 IDs, one INCR each (incr mode)"
+    "$bin/idgen" next --mode incr -n 5
+    echo "== idgen: 5 IDs from a leased segment (segment mode)"
+    local ids
+    ids=$("$bin/idgen" next --mode segment -n 5)
+    echo "$ids"
+    echo "== idgen decode"
+    # shellcheck disable=SC2086
+    "$bin/idgen" decode $ids
+}
+
+cmd_demo() {
+    cmd_deps
+    cmd_build
+    cmd_up
+    # shellcheck disable=SC1091
+    . "$RUN/env"
+    if [ -x "$ROOT/bench/demo.sh" ] && [ -x "$BUILD_DIR/bin/seckill-order" ] && [ -x "$BUILD_DIR/bin/seckill-consumer" ]; then
+        "$ROOT/bench/demo.sh" "$@"
+    else
+        demo_idgen
+    fi
+    if [ "${1:-}" = "--down" ]; then
+        cmd_down
+    else
+        log "the stack is still up: 'deploy/local.sh status', 'deploy/local.sh down' to stop it"
+    fi
+}
+
+cmd_bench() {
+    cmd_deps
+    cmd_build
+    cmd_up
+    # shellcheck disable=SC1091
+    . "$RUN/env"
+    local s rc=0
+    for s in "$ROOT"/bench/bench-*.sh; do
+        [ -x "$s" ] || continue
+        log "bench: $(basename "$s")"
+        "$s" "$@" || rc=$?
+    done
+    return $rc
+}
+
+case "${1:-}" in
+deps | build | up | down | status | test | demo | bench)
+    c=$1
+    shift
+    "cmd_$c" "$@"
+    ;;
+*)
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

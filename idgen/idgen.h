@@ -1,0 +1,105 @@
+/* libidgen: globally unique 64-bit IDs from Redis (INCR of a per-day counter plus a timestamp).
+ *
+ * Layout of an ID (bit 63 is always 0, so IDs are positive int64 everywhere):
+ *   bits 62..32  whole seconds since 2024-01-01T00:00:00Z (31 bits, about 68 years)
+ *   bits 31..0   the sequence from INCR icr:<prefix>:<yyyymmdd> on that UTC day
+ * Invariant: an ID's timestamp always lies in the UTC day of the counter key its
+ * sequence came from, so (day, sequence) pairs are unique as long as the counter never
+ * goes back, and this library detects when it does.
+ *
+ * Modes: IDGEN_MODE_INCR, one INCR per ID; IDGEN_MODE_SEGMENT, a block of sequence
+ * numbers leased with one INCRBY and handed out in process, the next block fetched in
+ * the background before the current one runs out (a double buffer, like Meituan Leaf).
+ *
+ * Threads: one idgen_t may be used from many threads at once; every function is
+ * thread-safe except idgen_free, which the caller must not race with other calls.
+ * Errors: functions return IDGEN_OK (0) or a negative idgen_err; the last message is
+ * kept in the context (idgen_errstr) and is per thread. */
+#ifndef IDGEN_H
+#define IDGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct idgen_s idgen_t;
+
+typedef enum {
+    IDGEN_OK = 0,
+    IDGEN_ERR_ARG = -1,       /* a bad argument: not retriable */
+    IDGEN_ERR_REDIS = -2,     /* Redis unreachable, timed out or answered an error: retriable */
+    IDGEN_ERR_EXHAUSTED = -3, /* the day's 32-bit sequence ran out: retriable next UTC day */
+    IDGEN_ERR_RESET = -4,     /* the day counter went backwards (Redis lost data): see idgen.c */
+    IDGEN_ERR_NOMEM = -5,
+    IDGEN_ERR_CLOCK = -6,     /* the clock is before the epoch or past the layout: not retriable */
+} idgen_err;
+
+typedef enum {
+    IDGEN_MODE_INCR = 0,
+    IDGEN_MODE_SEGMENT = 1,
+} idgen_mode;
+
+/* Options; start from idgen_opts_init and change what you need. */
+typedef struct idgen_opts {
+    idgen_mode mode;
+    int timeout_ms;          /* connect and command timeout; default 1000 */
+    uint32_t segment_min;    /* smallest block leased in segment mode; default 1000 */
+    uint32_t segment_max;    /* largest block; default 1000000 */
+    int key_ttl_days;        /* the day key expires this many days after its day; default 3 */
+    /* Injected wall clock in milliseconds since the Unix epoch (tests); NULL: the real one. */
+    int64_t (*clock_ms)(void *arg);
+    void *clock_arg;
+} idgen_opts;
+
+typedef struct idgen_parts {
+    int64_t unix_seconds; /* the ID's time, seconds since the Unix epoch */
+    uint32_t sequence;
+} idgen_parts;
+
+/** @brief Fills opts with the defaults. */
+void idgen_opts_init(idgen_opts *opts);
+
+/** @brief Creates a generator on the Redis at `redis_url` (redis://..., unix://...),
+ *  for counter keys icr:<prefix>:<yyyymmdd>. `opts` may be NULL (defaults).
+ *  @returns the context (free with idgen_free) or NULL with a message in errstr.
+ *  @remark Connects lazily: a Redis that is down now is not an error here. */
+idgen_t *idgen_new(const char *redis_url, const char *prefix, const idgen_opts *opts,
+                   char *errstr, size_t errstr_size);
+
+/** @brief Stores a new unique ID in *id. @returns IDGEN_OK or a negative idgen_err;
+ *  never a made-up ID. Bounded by timeout_ms when Redis is unreachable. */
+int idgen_next(idgen_t *g, uint64_t *id);
+
+/** @brief Stores n new unique IDs in ids[0..n-1]. @returns IDGEN_OK or an error, in
+ *  which case none of ids is valid. */
+int idgen_next_batch(idgen_t *g, uint64_t *ids, size_t n);
+
+/** @brief The calling thread's last error message on g ("" if none). Valid until the
+ *  thread's next call on g. */
+const char *idgen_errstr(const idgen_t *g);
+
+/** @brief A static description of an idgen_err. */
+const char *idgen_strerror(int err);
+
+/** @brief Whether err is worth a retry (Redis errors, exhaustion on a later day). */
+int idgen_err_retriable(int err);
+
+/** @brief Splits an ID into its time and sequence. @returns IDGEN_OK, or IDGEN_ERR_ARG
+ *  when bit 63 is set. Pure: no context needed. */
+int idgen_decode(uint64_t id, idgen_parts *out);
+
+/** @brief Builds an ID from a time and a sequence. @returns IDGEN_OK or IDGEN_ERR_CLOCK
+ *  when unix_seconds is outside the layout. */
+int idgen_encode(int64_t unix_seconds, uint32_t sequence, uint64_t *id);
+
+/** @brief Stops the background refill, closes the connections, frees. NULL is fine. */
+void idgen_free(idgen_t *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
