@@ -2,8 +2,8 @@
 # Inputs: OUT_C, OUT_H, SCRIPTS (;-separated list of .lua paths).
 # Each script foo_bar.lua becomes `const char seckill_lua_foo_bar[]`, and
 # seckill_lua_find("foo_bar") looks one up by name.
-set(c "/* Generated from lua/*.lua by cmake/embed_lua.cmake. Do not edit. */\n#include \"seckill_lua.h\"\n#include <string.h>\n\n")
-set(h "/* Generated from lua/*.lua by cmake/embed_lua.cmake. Do not edit. */\n#ifndef SECKILL_LUA_H\n#define SECKILL_LUA_H\n\n/* The text of each Redis Lua script, NUL-terminated. */\n")
+set(c "/* Generated from the lua/ scripts by cmake/embed_lua.cmake. Do not edit. */\n#include \"seckill_lua.h\"\n#include <string.h>\n\n")
+set(h "/* Generated from the lua/ scripts by cmake/embed_lua.cmake. Do not edit. */\n#ifndef SECKILL_LUA_H\n#define SECKILL_LUA_H\n\n/* The text of each Redis Lua script, NUL-terminated. */\n")
 set(table "")
 foreach(path ${SCRIPTS})
   get_filename_component(name ${path} NAME_WE)
