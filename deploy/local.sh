@@ -193,6 +193,8 @@ write_env() {
         echo "export SECKILL_BIN_DIR=$BUILD_DIR/bin"
         if [ -f "$RUN/kafka.bootstrap" ]; then
             echo "export SECKILL_KAFKA_BROKERS=$(cat "$RUN/kafka.bootstrap")"
+            # The dev Kafka's fault-injection port (see deploy/devkafka/devkafka.c).
+            echo "export SECKILL_KAFKA_CONTROL=$(cat "$RUN/kafka.control")"
         fi
         if [ -f "$RUN/jwt.secret" ]; then
             echo "export SECKILL_JWT_SECRET=$(cat "$RUN/jwt.secret")"
@@ -216,7 +218,7 @@ cmd_up() {
         rm -f "$RUN/kafka.bootstrap.new"
         pid_alive "$RUN/seckill-devkafka.pid" || rm -f "$RUN/kafka.bootstrap"
         start_service seckill-devkafka test -s "$RUN/kafka.bootstrap" -- \
-            "$bin/seckill-devkafka" --bootstrap-file "$RUN/kafka.bootstrap"
+            "$bin/seckill-devkafka" --bootstrap-file "$RUN/kafka.bootstrap" --control-file "$RUN/kafka.control"
     fi
     [ -f "$RUN/jwt.secret" ] || head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RUN/jwt.secret"
     chmod 600 "$RUN/jwt.secret"
