@@ -1,0 +1,213 @@
+/* sk_jwt: HS256 JWT mint and verify. See sk_jwt.h. */
+#include "sk_jwt.h"
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+size_t sk_b64url_encode(const unsigned char *in, size_t len, char *out)
+{
+    size_t o = 0, i = 0;
+    for (; i + 2 < len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = b64url[v >> 18 & 63];
+        out[o++] = b64url[v >> 12 & 63];
+        out[o++] = b64url[v >> 6 & 63];
+        out[o++] = b64url[v & 63];
+    }
+    if (len - i == 1) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        out[o++] = b64url[v >> 18 & 63];
+        out[o++] = b64url[v >> 12 & 63];
+    } else if (len - i == 2) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+        out[o++] = b64url[v >> 18 & 63];
+        out[o++] = b64url[v >> 12 & 63];
+        out[o++] = b64url[v >> 6 & 63];
+    }
+    out[o] = '\0';
+    return o;
+}
+
+static int b64url_val(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '-')
+        return 62;
+    if (c == '_')
+        return 63;
+    return -1;
+}
+
+long sk_b64url_decode(const char *in, size_t len, unsigned char *out, size_t outsz)
+{
+    if (len % 4 == 1)
+        return -1; /* no valid encoding has this length */
+    size_t need = len / 4 * 3 + (len % 4 ? len % 4 - 1 : 0);
+    if (need > outsz)
+        return -1;
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = b64url_val((unsigned char)in[i]);
+        if (v < 0)
+            return -1;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (unsigned char)(acc >> bits & 0xff);
+        }
+    }
+    return (long)o;
+}
+
+static void hs256(const unsigned char *key, size_t keylen, const char *data, size_t len,
+                  unsigned char mac[32])
+{
+    unsigned int maclen = 32;
+    HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)data, len, mac, &maclen);
+}
+
+/* Parses one base64url JSON part into a jansson object (caller decrefs), or NULL. */
+static json_t *part_json(const char *p, size_t len)
+{
+    unsigned char buf[SK_JWT_MAX_LEN];
+    long n = sk_b64url_decode(p, len, buf, sizeof(buf));
+    if (n <= 0)
+        return NULL;
+    json_t *j = json_loadb((const char *)buf, (size_t)n, JSON_REJECT_DUPLICATES, NULL);
+    if (j && !json_is_object(j)) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+static int parse_sub(json_t *sub, uint64_t *out)
+{
+    if (json_is_integer(sub)) {
+        json_int_t v = json_integer_value(sub);
+        if (v <= 0)
+            return -1;
+        *out = (uint64_t)v;
+        return 0;
+    }
+    if (!json_is_string(sub))
+        return -1;
+    const char *s = json_string_value(sub);
+    size_t n = json_string_length(sub);
+    if (n == 0 || n > 19)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (v == 0 || v > INT64_MAX)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int sk_jwt_verify(const char *token, size_t len, const unsigned char *secret, size_t secret_len,
+                  int64_t now, sk_jwt_claims *claims)
+{
+    if (len == 0 || len > SK_JWT_MAX_LEN)
+        return SK_JWT_MALFORMED;
+    const char *dot1 = memchr(token, '.', len);
+    if (!dot1)
+        return SK_JWT_MALFORMED;
+    const char *dot2 = memchr(dot1 + 1, '.', len - (size_t)(dot1 + 1 - token));
+    if (!dot2 || memchr(dot2 + 1, '.', len - (size_t)(dot2 + 1 - token)))
+        return SK_JWT_MALFORMED;
+
+    /* The header first: refuse any alg but HS256 before touching the signature. */
+    json_t *hdr = part_json(token, (size_t)(dot1 - token));
+    if (!hdr)
+        return SK_JWT_MALFORMED;
+    json_t *alg = json_object_get(hdr, "alg");
+    int alg_ok = json_is_string(alg) && strcmp(json_string_value(alg), "HS256") == 0;
+    json_decref(hdr);
+    if (!alg_ok)
+        return SK_JWT_BAD_ALG;
+
+    unsigned char sig[64], mac[32];
+    long siglen = sk_b64url_decode(dot2 + 1, len - (size_t)(dot2 + 1 - token), sig, sizeof(sig));
+    if (siglen != 32)
+        return SK_JWT_BAD_SIG;
+    hs256(secret, secret_len, token, (size_t)(dot2 - token), mac);
+    if (CRYPTO_memcmp(mac, sig, 32) != 0)
+        return SK_JWT_BAD_SIG;
+
+    json_t *body = part_json(dot1 + 1, (size_t)(dot2 - dot1 - 1));
+    if (!body)
+        return SK_JWT_MALFORMED;
+    int rc = SK_JWT_OK;
+    json_t *exp = json_object_get(body, "exp"), *role = json_object_get(body, "role");
+    memset(claims, 0, sizeof(*claims));
+    if (!json_is_integer(exp) || json_integer_value(exp) <= now)
+        rc = SK_JWT_EXPIRED;
+    else if (parse_sub(json_object_get(body, "sub"), &claims->sub) != 0)
+        rc = SK_JWT_BAD_SUB;
+    else if (role && !json_is_string(role))
+        rc = SK_JWT_MALFORMED;
+    else {
+        claims->exp = json_integer_value(exp);
+        claims->is_admin = role && strcmp(json_string_value(role), "admin") == 0;
+    }
+    json_decref(body);
+    return rc;
+}
+
+int sk_jwt_mint(const unsigned char *secret, size_t secret_len, uint64_t sub, int is_admin,
+                int64_t exp, char *out, size_t outsz)
+{
+    static const char header[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    char body[160];
+    int blen = snprintf(body, sizeof(body), "{\"sub\":\"%llu\",%s\"exp\":%lld}",
+                        (unsigned long long)sub, is_admin ? "\"role\":\"admin\"," : "",
+                        (long long)exp);
+    /* header (27 bytes -> 36 chars) + body (<= 160 -> 214) + sig (32 -> 43) + dots + NUL */
+    if (blen < 0 || outsz < 36 + 214 + 43 + 3)
+        return -1;
+    size_t n = sk_b64url_encode((const unsigned char *)header, sizeof(header) - 1, out);
+    out[n++] = '.';
+    n += sk_b64url_encode((const unsigned char *)body, (size_t)blen, out + n);
+    unsigned char mac[32];
+    hs256(secret, secret_len, out, n, mac);
+    out[n++] = '.';
+    n += sk_b64url_encode(mac, 32, out + n);
+    return (int)n;
+}
+
+const char *sk_jwt_strerror(int status)
+{
+    switch (status) {
+    case SK_JWT_OK:
+        return "ok";
+    case SK_JWT_MALFORMED:
+        return "malformed token";
+    case SK_JWT_BAD_ALG:
+        return "token algorithm is not HS256";
+    case SK_JWT_BAD_SIG:
+        return "bad token signature";
+    case SK_JWT_EXPIRED:
+        return "token expired or without exp";
+    case SK_JWT_BAD_SUB:
+        return "token sub is not a user id";
+    }
+    return "unknown token error";
+}

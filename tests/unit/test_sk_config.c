@@ -1,0 +1,168 @@
+/* Unit tests of common/sk_config (table, file, environment, kafka.*) and sk_redis_url. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sk_config.h"
+#include "sk_redis_url.h"
+
+struct cfg {
+    char *url;
+    char *secret;
+    long long workers;
+    int flag;
+};
+
+static const sk_cfg_entry table[] = {
+    {"redis.url", SK_CFG_STRING, 0, 0, "redis://127.0.0.1:6379", "Redis URL", offsetof(struct cfg, url)},
+    {"jwt.secret", SK_CFG_SECRET, 0, 0, NULL, "token secret", offsetof(struct cfg, secret)},
+    {"workers", SK_CFG_INT, 1, 64, "2", "worker threads", offsetof(struct cfg, workers)},
+    {"feature.on", SK_CFG_BOOL, 0, 0, "false", "a flag", offsetof(struct cfg, flag)},
+    {NULL, 0, 0, 0, NULL, NULL, 0},
+};
+
+static char *write_tmp(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof(path), "/tmp/sk-config-test-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+static void clear_env(void)
+{
+    unsetenv("SECKILL_REDIS_URL");
+    unsetenv("SECKILL_WORKERS");
+    unsetenv("SECKILL_KAFKA_BROKERS");
+    unsetenv("SECKILL_KAFKA_LINGER_MS");
+}
+
+static void test_defaults_file_env(void **state)
+{
+    (void)state;
+    clear_env();
+    struct cfg c = {0};
+    sk_cfg_kv *kafka = NULL;
+    char err[256];
+    char *path = write_tmp("# comment\n\nworkers = 8\nfeature.on = yes\n"
+                           "kafka.acks = all\n  jwt.secret=s3cret  \n");
+    setenv("SECKILL_WORKERS", "4", 1);
+    setenv("SECKILL_KAFKA_BROKERS", "127.0.0.1:9092", 1);
+    setenv("SECKILL_KAFKA_LINGER_MS", "5", 1);
+    assert_int_equal(sk_config_load(table, &c, path, &kafka, err, sizeof(err)), 0);
+    unlink(path);
+    assert_string_equal(c.url, "redis://127.0.0.1:6379"); /* default */
+    assert_string_equal(c.secret, "s3cret");               /* file, trimmed */
+    assert_int_equal(c.workers, 4);                        /* env beats file */
+    assert_int_equal(c.flag, 1);
+    int seen = 0;
+    for (sk_cfg_kv *kv = kafka; kv; kv = kv->next) {
+        if (strcmp(kv->key, "acks") == 0 && strcmp(kv->value, "all") == 0)
+            seen |= 1;
+        if (strcmp(kv->key, "bootstrap.servers") == 0 && strcmp(kv->value, "127.0.0.1:9092") == 0)
+            seen |= 2;
+        if (strcmp(kv->key, "linger.ms") == 0 && strcmp(kv->value, "5") == 0)
+            seen |= 4;
+    }
+    assert_int_equal(seen, 7);
+    sk_config_free(table, &c, kafka);
+    clear_env();
+}
+
+static void test_errors_name_file_and_line(void **state)
+{
+    (void)state;
+    clear_env();
+    struct {
+        const char *text, *expect;
+    } cases[] = {
+        {"workers = 2\nnonsense\n", ":2: expected \"key = value\""},
+        {"\n\nbogus.key = 1\n", ":3: unknown setting \"bogus.key\""},
+        {"workers = 99\n", ":1: workers: 99 is out of range [1, 64]"},
+        {"workers = 3x\n", ":1: workers: not an integer"},
+        {"feature.on = maybe\n", ":1: feature.on: not a boolean"},
+        {" = 3\n", ":1: empty key"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cfg c = {0};
+        sk_cfg_kv *kafka = NULL;
+        char err[256] = "";
+        char *path = write_tmp(cases[i].text);
+        assert_int_equal(sk_config_load(table, &c, path, &kafka, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, path));
+        assert_non_null(strstr(err, cases[i].expect));
+        unlink(path);
+        sk_config_free(table, &c, kafka);
+    }
+    struct cfg c = {0};
+    sk_cfg_kv *kafka = NULL;
+    char err[256];
+    assert_int_equal(sk_config_load(table, &c, "/nonexistent/x.conf", &kafka, err, sizeof(err)), -1);
+    sk_config_free(table, &c, kafka);
+    setenv("SECKILL_WORKERS", "0", 1);
+    assert_int_equal(sk_config_load(table, &c, NULL, &kafka, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "SECKILL_WORKERS"));
+    sk_config_free(table, &c, kafka);
+    clear_env();
+}
+
+static void test_help_hides_secrets(void **state)
+{
+    (void)state;
+    char buf[4096] = "";
+    FILE *f = fmemopen(buf, sizeof(buf), "w");
+    sk_config_print_help(f, table, 1);
+    fclose(f);
+    assert_non_null(strstr(buf, "`SECKILL_REDIS_URL`"));
+    assert_non_null(strstr(buf, "(secret)"));
+    assert_non_null(strstr(buf, "kafka.*"));
+}
+
+static void test_redis_url(void **state)
+{
+    (void)state;
+    sk_redis_url u;
+    char err[128], red[512];
+    assert_int_equal(sk_redis_url_parse("redis://127.0.0.1:16379", &u, err, sizeof(err)), 0);
+    assert_string_equal(u.host, "127.0.0.1");
+    assert_int_equal(u.port, 16379);
+    assert_int_equal(u.db, 0);
+    assert_int_equal(sk_redis_url_parse("redis://app:pw@redis.local/3", &u, err, sizeof(err)), 0);
+    assert_string_equal(u.user, "app");
+    assert_string_equal(u.pass, "pw");
+    assert_int_equal(u.port, 6379);
+    assert_int_equal(u.db, 3);
+    sk_redis_url_redacted(&u, red, sizeof(red));
+    assert_null(strstr(red, "pw"));
+    assert_int_equal(sk_redis_url_parse("redis://:only@h:1", &u, err, sizeof(err)), 0);
+    assert_string_equal(u.user, "");
+    assert_string_equal(u.pass, "only");
+    assert_int_equal(sk_redis_url_parse("unix:///run/redis.sock?db=2", &u, err, sizeof(err)), 0);
+    assert_true(u.is_unix);
+    assert_string_equal(u.host, "/run/redis.sock");
+    assert_int_equal(u.db, 2);
+    const char *bad[] = {"", "http://x", "redis://", "redis://h:0", "redis://h:70000",
+                         "redis://h:12ab", "redis://h/x", "unix://relative", "unix:///s?db=x"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(sk_redis_url_parse(bad[i], &u, err, sizeof(err)), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_file_env),
+        cmocka_unit_test(test_errors_name_file_and_line),
+        cmocka_unit_test(test_help_hides_secrets),
+        cmocka_unit_test(test_redis_url),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,162 @@
+/* Unit tests of common/sk_jwt: HS256 tokens minted and verified, and every refusal. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sk_jwt.h"
+
+static const unsigned char secret[] = "test-secret-0123456789";
+#define SECRET_LEN (sizeof(secret) - 1)
+#define NOW 1795000000LL
+
+static int verify(const char *tok, sk_jwt_claims *c)
+{
+    return sk_jwt_verify(tok, strlen(tok), secret, SECRET_LEN, NOW, c);
+}
+
+/* Builds header.body.signature by hand, signed with `key` (NULL: an empty signature). */
+static void forge(const char *header, const char *body, const unsigned char *key, char *out)
+{
+    size_t n = sk_b64url_encode((const unsigned char *)header, strlen(header), out);
+    out[n++] = '.';
+    n += sk_b64url_encode((const unsigned char *)body, strlen(body), out + n);
+    out[n++] = '.';
+    out[n] = '\0';
+    if (key) {
+        unsigned char mac[32];
+        unsigned int maclen = 32;
+        HMAC(EVP_sha256(), key, (int)SECRET_LEN, (unsigned char *)out, n - 1, mac, &maclen);
+        sk_b64url_encode(mac, 32, out + n);
+    }
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    char tok[512];
+    sk_jwt_claims c;
+    assert_true(sk_jwt_mint(secret, SECRET_LEN, 424242, 0, NOW + 60, tok, sizeof(tok)) > 0);
+    assert_int_equal(verify(tok, &c), SK_JWT_OK);
+    assert_true(c.sub == 424242);
+    assert_false(c.is_admin);
+    assert_true(c.exp == NOW + 60);
+    assert_true(sk_jwt_mint(secret, SECRET_LEN, 7, 1, NOW + 60, tok, sizeof(tok)) > 0);
+    assert_int_equal(verify(tok, &c), SK_JWT_OK);
+    assert_true(c.is_admin);
+    assert_int_equal(sk_jwt_mint(secret, SECRET_LEN, 7, 1, NOW + 60, tok, 20), -1);
+}
+
+static void test_expired(void **state)
+{
+    (void)state;
+    char tok[512];
+    sk_jwt_claims c;
+    sk_jwt_mint(secret, SECRET_LEN, 1, 0, NOW, tok, sizeof(tok)); /* exp == now: expired */
+    assert_int_equal(verify(tok, &c), SK_JWT_EXPIRED);
+    forge("{\"alg\":\"HS256\"}", "{\"sub\":\"1\"}", secret, tok); /* no exp */
+    assert_int_equal(verify(tok, &c), SK_JWT_EXPIRED);
+}
+
+static void test_bad_signature(void **state)
+{
+    (void)state;
+    char tok[512];
+    sk_jwt_claims c;
+    sk_jwt_mint((const unsigned char *)"another-secret-xxxxxxx", SECRET_LEN, 1, 0, NOW + 60, tok,
+                sizeof(tok));
+    assert_int_equal(verify(tok, &c), SK_JWT_BAD_SIG);
+    /* A body changed after signing (user 1 -> admin) must fail. */
+    char good[512], evil[512];
+    sk_jwt_mint(secret, SECRET_LEN, 1, 0, NOW + 60, good, sizeof(good));
+    forge("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", "{\"sub\":\"1\",\"role\":\"admin\",\"exp\":1795000060}",
+          NULL, evil);
+    strcat(evil, strrchr(good, '.') + 1);
+    assert_int_equal(verify(evil, &c), SK_JWT_BAD_SIG);
+}
+
+static void test_wrong_algorithm(void **state)
+{
+    (void)state;
+    char tok[512];
+    sk_jwt_claims c;
+    forge("{\"alg\":\"none\"}", "{\"sub\":\"1\",\"exp\":1795000060}", NULL, tok);
+    assert_int_equal(verify(tok, &c), SK_JWT_BAD_ALG);
+    forge("{\"alg\":\"HS512\"}", "{\"sub\":\"1\",\"exp\":1795000060}", secret, tok);
+    assert_int_equal(verify(tok, &c), SK_JWT_BAD_ALG);
+    forge("{\"alg\":\"RS256\"}", "{\"sub\":\"1\",\"exp\":1795000060}", secret, tok);
+    assert_int_equal(verify(tok, &c), SK_JWT_BAD_ALG);
+    forge("{\"typ\":\"JWT\"}", "{\"sub\":\"1\",\"exp\":1795000060}", secret, tok);
+    assert_int_equal(verify(tok, &c), SK_JWT_BAD_ALG);
+}
+
+static void test_malformed(void **state)
+{
+    (void)state;
+    sk_jwt_claims c;
+    const char *bad[] = {"", "abc", "a.b", "a.b.c.d", "!!!.e30.AAAA", "e30", ".."};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_true(verify(bad[i], &c) < 0);
+    char tok[512];
+    forge("[1,2]", "{}", secret, tok); /* header not an object */
+    assert_int_equal(verify(tok, &c), SK_JWT_MALFORMED);
+    char big[SK_JWT_MAX_LEN + 10];
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    assert_int_equal(verify(big, &c), SK_JWT_MALFORMED);
+}
+
+static void test_bad_sub(void **state)
+{
+    (void)state;
+    char tok[512];
+    sk_jwt_claims c;
+    const char *bodies[] = {
+        "{\"exp\":1795000060}",                               /* missing */
+        "{\"sub\":\"12a\",\"exp\":1795000060}",               /* not decimal */
+        "{\"sub\":\"0\",\"exp\":1795000060}",                 /* zero */
+        "{\"sub\":\"9223372036854775808\",\"exp\":1795000060}", /* over 63 bits */
+        "{\"sub\":\"\",\"exp\":1795000060}",                  /* empty */
+        "{\"sub\":-5,\"exp\":1795000060}",                    /* negative */
+    };
+    for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        forge("{\"alg\":\"HS256\"}", bodies[i], secret, tok);
+        assert_int_equal(verify(tok, &c), SK_JWT_BAD_SUB);
+    }
+    forge("{\"alg\":\"HS256\"}", "{\"sub\":9223372036854775807,\"exp\":1795000060}", secret, tok);
+    assert_int_equal(verify(tok, &c), SK_JWT_OK);
+    assert_true(c.sub == 9223372036854775807ULL);
+}
+
+static void test_b64url(void **state)
+{
+    (void)state;
+    unsigned char in[64], back[64];
+    char enc[128];
+    for (size_t len = 0; len < 40; len++) {
+        for (size_t i = 0; i < len; i++)
+            in[i] = (unsigned char)(i * 37 + len);
+        size_t n = sk_b64url_encode(in, len, enc);
+        assert_null(strchr(enc, '='));
+        assert_int_equal(sk_b64url_decode(enc, n, back, sizeof(back)), (long)len);
+        assert_memory_equal(in, back, len);
+    }
+    assert_int_equal(sk_b64url_decode("abcde", 5, back, sizeof(back)), -1);
+    assert_int_equal(sk_b64url_decode("ab+/", 4, back, sizeof(back)), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_expired),
+        cmocka_unit_test(test_bad_signature),  cmocka_unit_test(test_wrong_algorithm),
+        cmocka_unit_test(test_malformed),      cmocka_unit_test(test_bad_sub),
+        cmocka_unit_test(test_b64url),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
