@@ -38,7 +38,8 @@ as_root() {
 
 # PostgreSQL refuses to run as root: as root we run it as the postgres user.
 as_pg() {
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+    # From /: the postgres user may not be allowed into the caller's directory.
+    if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 pg_bin() {
@@ -194,7 +195,7 @@ write_env() {
         if [ -f "$RUN/kafka.bootstrap" ]; then
             echo "export SECKILL_KAFKA_BROKERS=$(cat "$RUN/kafka.bootstrap")"
             # The dev Kafka's fault-injection port (see deploy/devkafka/devkafka.c).
-            echo "export SECKILL_KAFKA_CONTROL=$(cat "$RUN/kafka.control")"
+            echo "export SECKILL_DEVKAFKA_CONTROL=$(cat "$RUN/kafka.control")"
         fi
         if [ -f "$RUN/jwt.secret" ]; then
             echo "export SECKILL_JWT_SECRET=$(cat "$RUN/jwt.secret")"
