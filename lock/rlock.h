@@ -1,0 +1,216 @@
+/* librlock: the Redis lock family (Redisson's RLock and friends) in C, with fencing tokens.
+ *
+ * One rlock_client_t per process (or per Redis) holds a command connection, a process-
+ * unique id and the watchdog thread. Lock-like objects are opaque handles made from it:
+ *
+ *   rlock_t          simple (SET NX PX), reentrant, fair, read and write locks
+ *   rlock_sem_t      semaphore (permits)          rlock_latch_t   countdown latch
+ *   rlock_redlock_t  Redlock over N independent Redis servers (its own connections)
+ *   rlock_multi_*    all of several rlock_t or none (MultiLock)
+ *
+ * Threads: the client is thread-safe (its command connection is behind a mutex). A handle
+ * (rlock_t, rlock_sem_t, rlock_latch_t, rlock_redlock_t) belongs to one thread at a time:
+ * threads that contend for one lock each make their own handle for the same name. The
+ * reentrant, fair, read and write locks are owned by (client id, thread id), as in
+ * Redisson, so two handles of one thread re-enter each other's hold.
+ *
+ * Errors: functions return 0 or a negative rlock_err_t; the handle (or client) keeps a
+ * message (rlock_errstr / rlock_client_errstr). Libraries never print. */
+#ifndef RLOCK_H
+#define RLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RLOCK_VERSION "0.1.0"
+
+typedef enum rlock_err {
+    RLOCK_OK = 0,
+    RLOCK_ERR_IO = -1,       /* connection or timeout talking to Redis: retriable */
+    RLOCK_ERR_REDIS = -2,    /* Redis answered an error (script, OOM, READONLY...) */
+    RLOCK_ERR_TIMEOUT = -3,  /* not acquired within the wait: retriable */
+    RLOCK_ERR_NOT_HELD = -4, /* unlock/renew by a caller that does not hold it (Java's
+                              * IllegalMonitorStateException): a bug or a lost lock */
+    RLOCK_ERR_ARG = -5,      /* bad argument */
+    RLOCK_ERR_NOMEM = -6,    /* out of memory */
+    RLOCK_ERR_STATE = -7,    /* call not valid now (count already set, not held here...) */
+} rlock_err_t;
+
+/** @returns a short static description of `err`. */
+const char *rlock_strerror(int err);
+/** @returns 1 when trying the same call again later may succeed (IO, TIMEOUT). */
+int rlock_err_retriable(int err);
+
+/* ------------------------------------------------------------------ client */
+
+typedef struct rlock_client rlock_client_t;
+
+typedef struct rlock_client_opts {
+    int connect_timeout_ms;  /* connect and per-command timeout; 0: 2000 */
+    int watchdog_timeout_ms; /* lease of watchdog locks, renewed every third; 0: 30000 */
+    int wait_poll_ms;        /* pub/sub wait falls back to a retry this often; 0: 1000 */
+    int fair_waiter_timeout_ms; /* a fair-lock waiter silent this long is dropped; 0: 5000 */
+} rlock_client_opts;
+
+/** @brief Connects to `redis_url` (redis://[user:pass@]host:port/db or unix:///path?db=N).
+ *  @param opts NULL for defaults.
+ *  @returns the client (free with rlock_client_free) or NULL with errstr set. */
+rlock_client_t *rlock_client_new(const char *redis_url, const rlock_client_opts *opts,
+                                 char *errstr, size_t errstr_size);
+
+/** @brief Stops the watchdog (held watchdog locks then expire within one timeout),
+ *  closes connections, frees. Free every handle first. NULL is fine. */
+void rlock_client_free(rlock_client_t *c);
+
+/** @returns this process's client id (32 hex chars), the owner prefix in Redis. */
+const char *rlock_client_id(const rlock_client_t *c);
+/** @returns the last client-level error message (empty when none). */
+const char *rlock_client_errstr(const rlock_client_t *c);
+
+/* ------------------------------------------------------------------ locks */
+
+typedef enum rlock_kind {
+    RLOCK_SIMPLE = 0,    /* SET key token NX PX; not reentrant */
+    RLOCK_REENTRANT = 1, /* hash owner -> hold count */
+    RLOCK_FAIR = 2,      /* reentrant, granted in request order */
+    RLOCK_READ = 3,      /* read side of a read-write lock: shared, reentrant */
+    RLOCK_WRITE = 4,     /* write side: exclusive, reentrant */
+} rlock_kind_t;
+
+typedef struct rlock rlock_t;
+
+/** @brief A handle on the lock called `name`, of `kind`.
+ *  Keys: a name without '{' becomes `rlock:{name}` (+ `:fence`, `:queue`, ...); a name
+ *  that carries its own hash tag is used as is (`seckill:{e42}:lock`, `seckill:{e42}:lock:fence`),
+ *  so the lock lives in that slot. READ and WRITE handles of one name are one RW lock.
+ *  @returns the handle (free with rlock_free) or NULL (out of memory or bad name). */
+rlock_t *rlock_new(rlock_client_t *c, const char *name, rlock_kind_t kind);
+
+/** @brief Frees the handle. A lock still held is not released (it expires: a lease
+ *  lock at its lease, a watchdog lock one watchdog timeout later). NULL is fine.
+ *  @remark Must not be called from the lost-lock callback. */
+void rlock_free(rlock_t *l);
+
+/** @brief Waits until the lock is acquired (rlock_try_lock with an endless wait). */
+int rlock_lock(rlock_t *l, int64_t lease_ms, uint64_t *fence);
+
+/** @brief Tries to acquire for up to `wait_ms` (0: one attempt).
+ *  Waiting is woken by a pub/sub message on unlock (a second connection per handle,
+ *  opened on first wait), with a jittered retry every wait_poll_ms as a fallback.
+ *  @param lease_ms  > 0: the lock expires after it and is never renewed;
+ *                   0: a watchdog lock, kept alive while this client lives.
+ *  @param fence     NULL, or receives the fencing token: strictly greater than every
+ *                   token of an earlier acquisition of this lock (name).
+ *  @returns 0, RLOCK_ERR_TIMEOUT when not acquired in time, or an error. */
+int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fence);
+
+/** @brief Releases one hold (reentrant kinds count holds) and wakes waiters.
+ *  @returns 0, RLOCK_ERR_NOT_HELD when this owner does not hold it in Redis (never
+ *  held, expired, taken by another), or an IO/REDIS error. */
+int rlock_unlock(rlock_t *l);
+
+/** @brief Local check, no round trip: 1 when this handle holds the lock, the watchdog
+ *  has not found it lost, and a lease lock's lease has not run out. */
+int rlock_is_held(const rlock_t *l);
+
+/** @brief Asks Redis: 1 held by this owner (handle token, or client id + thread),
+ *  0 not, or a negative error. */
+int rlock_is_held_remote(rlock_t *l);
+
+/** @brief Force-deletes the lock whoever holds it (admin/tests). @returns 1 deleted, 0 none. */
+int rlock_force_unlock(rlock_t *l);
+
+/** @returns the last fencing token this handle got (0 before any). */
+uint64_t rlock_fence(const rlock_t *l);
+
+/** @returns the last error message on this handle. */
+const char *rlock_errstr(const rlock_t *l);
+
+/** @brief Called once when the watchdog finds a held lock gone (expired, deleted or
+ *  taken by another) or could not renew it for a whole timeout.
+ *  @remark Runs on the client's watchdog thread. It may call rlock_is_held and
+ *  rlock_unlock (which then answers RLOCK_ERR_NOT_HELD), not rlock_free. Keep it short. */
+typedef void(rlock_lost_cb)(rlock_t *l, const char *name, void *arg);
+/** @brief Sets the lost-lock callback of a handle (before locking). */
+void rlock_set_lost_cb(rlock_t *l, rlock_lost_cb *cb, void *arg);
+
+/* ------------------------------------------------------------------ multilock */
+
+/** @brief Acquires all `n` locks or none (Redisson's MultiLock), waiting up to wait_ms.
+ *  Each lock is tried in turn; on a refusal the ones taken are released and the round
+ *  starts again after a jittered pause. @returns 0 or RLOCK_ERR_TIMEOUT/an error. */
+int rlock_multi_lock(rlock_t *const *locks, size_t n, int64_t wait_ms, int64_t lease_ms);
+/** @brief Unlocks every one of `locks`. @returns the first error met, after trying all. */
+int rlock_multi_unlock(rlock_t *const *locks, size_t n);
+
+/* ------------------------------------------------------------------ semaphore */
+
+typedef struct rlock_sem rlock_sem_t;
+
+/** @brief A handle on the semaphore `name` (key `rlock:{name}:sem`). Free with rlock_sem_free. */
+rlock_sem_t *rlock_sem_new(rlock_client_t *c, const char *name);
+void rlock_sem_free(rlock_sem_t *s);
+/** @brief Sets the permits when the semaphore does not exist yet.
+ *  @returns 1 set, 0 already existed, or an error. */
+int rlock_sem_try_set_permits(rlock_sem_t *s, int64_t permits);
+/** @brief Takes `n` permits, waiting up to wait_ms for releases (pub/sub woken).
+ *  @returns 0, RLOCK_ERR_TIMEOUT, or an error. Permits of a dead holder are not given
+ *  back (as Redisson's RSemaphore): use a lock with a lease for that. */
+int rlock_sem_try_acquire(rlock_sem_t *s, int64_t n, int64_t wait_ms);
+/** @brief Gives `n` permits back and wakes waiters. @returns 0 or an error. */
+int rlock_sem_release(rlock_sem_t *s, int64_t n);
+/** @returns permits available now (>= 0), or a negative error. */
+int64_t rlock_sem_available(rlock_sem_t *s);
+/** @brief Deletes the semaphore. @returns 0 or an error. */
+int rlock_sem_delete(rlock_sem_t *s);
+const char *rlock_sem_errstr(const rlock_sem_t *s);
+
+/* ------------------------------------------------------------------ countdown latch */
+
+typedef struct rlock_latch rlock_latch_t;
+
+/** @brief A handle on the latch `name` (key `rlock:{name}:latch`). */
+rlock_latch_t *rlock_latch_new(rlock_client_t *c, const char *name);
+void rlock_latch_free(rlock_latch_t *l);
+/** @brief Sets the count when the latch is not counting. @returns 1 set, 0 not, or an error. */
+int rlock_latch_try_set_count(rlock_latch_t *l, int64_t count);
+/** @brief Counts down by one; at zero the latch is deleted and waiters wake. @returns 0 or an error. */
+int rlock_latch_count_down(rlock_latch_t *l);
+/** @returns the count now (0 when not counting), or a negative error. */
+int64_t rlock_latch_count(rlock_latch_t *l);
+/** @brief Waits until the count is zero, up to wait_ms (< 0: for ever).
+ *  @returns 0 at zero, RLOCK_ERR_TIMEOUT, or an error. */
+int rlock_latch_await(rlock_latch_t *l, int64_t wait_ms);
+const char *rlock_latch_errstr(const rlock_latch_t *l);
+
+/* ------------------------------------------------------------------ Redlock */
+
+typedef struct rlock_redlock rlock_redlock_t;
+
+/** @brief A Redlock handle for `name` over `n` independent Redis servers (own connections,
+ *  opened lazily and reopened after failures). Quorum n/2+1.
+ *  @returns the handle (free with rlock_redlock_free) or NULL with errstr set. */
+rlock_redlock_t *rlock_redlock_new(const char *const *urls, size_t n, const char *name,
+                                   int timeout_ms, char *errstr, size_t errstr_size);
+void rlock_redlock_free(rlock_redlock_t *r);
+/** @brief Tries to acquire with lease `ttl_ms` until wait_ms passes (< 0: for ever).
+ *  One attempt: SET NX PX on every server in order; success when a quorum took it and
+ *  validity = ttl - elapsed - drift (drift = ttl/100 + 2 ms) is positive. After a failed
+ *  attempt the lock is released on every server and retried after a random delay.
+ *  @param validity_ms NULL or receives the time left in which the lock is safe to use.
+ *  @remark Redlock gives no fencing token: counters on independent servers do not make one. */
+int rlock_redlock_lock(rlock_redlock_t *r, int64_t ttl_ms, int64_t wait_ms, int64_t *validity_ms);
+/** @brief Releases on every server (compare-and-delete). @returns 0 or RLOCK_ERR_NOT_HELD. */
+int rlock_redlock_unlock(rlock_redlock_t *r);
+/** @brief Mean pause between attempts (each pause is jittered to [d/2, 3d/2)); default 20 ms. */
+void rlock_redlock_set_retry_delay(rlock_redlock_t *r, int64_t ms);
+const char *rlock_redlock_errstr(const rlock_redlock_t *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,158 @@
+/* rlock_int.h: librlock's insides, shared by its files; not installed.
+ *
+ * Design note (threads and ordering):
+ * - rlock_client.mu guards the command connection; every script call takes it for one
+ *   round trip. Handles keep their own pub/sub connection for waiting.
+ * - The watchdog thread renews every registered hold once per pass, holding wd_mu for
+ *   the whole pass (renewals are pipelined on its own connection). A hold is registered
+ *   under wd_mu when taken and deregistered under wd_mu *before* its unlock is sent, so
+ *   no renewal is in flight or can start after the unlock: renewal and unlock are
+ *   ordered without a per-lock lock.
+ * - Lost-lock callbacks run on the watchdog thread under cb_mu (taken before wd_mu is
+ *   dropped); rlock_free passes through cb_mu after deregistering, so a handle is never
+ *   freed under a running callback. */
+#ifndef RLOCK_INT_H
+#define RLOCK_INT_H
+
+#include "rlock.h"
+#include "sk_redis_url.h"
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/time.h>
+
+#define RLOCK_ERRSTR_SIZE 256
+#define RLOCK_OWNER_SIZE 64  /* client id (32 hex) ':' thread id */
+#define RLOCK_TOKEN_SIZE 104 /* 32 hex random ':' owner */
+
+/* ---- scripts (rlock_script.c) ---- */
+enum rlock_script_id {
+    RLOCK_S_SIMPLE_LOCK,
+    RLOCK_S_SIMPLE_UNLOCK,
+    RLOCK_S_SIMPLE_RENEW,
+    RLOCK_S_REENTRANT_LOCK,
+    RLOCK_S_REENTRANT_UNLOCK,
+    RLOCK_S_REENTRANT_RENEW,
+    RLOCK_S_FAIR_LOCK,
+    RLOCK_S_FAIR_CANCEL,
+    RLOCK_S_RW_READ_LOCK,
+    RLOCK_S_RW_WRITE_LOCK,
+    RLOCK_S_RW_UNLOCK,
+    RLOCK_S_RW_RENEW,
+    RLOCK_S_SEM_ACQUIRE,
+    RLOCK_S_SEM_RELEASE,
+    RLOCK_S_LATCH_SET,
+    RLOCK_S_LATCH_COUNT_DOWN,
+    RLOCK_S__COUNT
+};
+
+const char *rlock_script_text(int id);
+/* 40 hex chars + NUL, computed locally (SHA-1 of the text) once per process. */
+const char *rlock_script_sha(int id);
+/* SHA-1 of data as 40 lowercase hex chars into out[41] (pure; unit-tested). */
+void rlock_sha1_hex(const void *data, size_t len, char out[41]);
+
+/* EVALSHA script `id` on `c` with nkeys keys then args (argv holds keys then args),
+ * loading it with SCRIPT LOAD and retrying once on NOSCRIPT.
+ * @returns 0 with *out set (caller frees), RLOCK_ERR_IO (context now unusable) or
+ * RLOCK_ERR_REDIS with the message in err. */
+int rlock_script_eval(redisContext *c, int id, int nkeys, int argc, const char **argv,
+                      redisReply **out, char *err, size_t errsz);
+/* Appends EVALSHA (no NOSCRIPT handling: for pipelines whose caller retries). */
+int rlock_script_append(redisContext *c, int id, int nkeys, int argc, const char **argv);
+
+/* ---- pure helpers (rlock_keys.c) ---- */
+/* Key of `suffix` ("" for the lock itself) for lock `name`: `rlock:{name}suffix`, or
+ * `name suffix` when name carries its own '{...}' hash tag. Returns bytes written
+ * (snprintf), or -1 on a bad name. */
+int rlock_key_build(char *out, size_t outsz, const char *name, const char *suffix);
+/* Redlock validity: ttl - elapsed - drift, drift = ttl/100 + 2. */
+int64_t rlock_redlock_validity(int64_t ttl_ms, int64_t elapsed_ms);
+/* Uniform jitter: base * [0.5, 1.5), never below 1, from the seed (thread-local ok). */
+int64_t rlock_jitter_ms(int64_t base_ms, unsigned int *seed);
+/* 16 random bytes from the OS as 32 hex chars. @returns 0 or -1. */
+int rlock_random_hex32(char out[33]);
+int64_t rlock_now_ms(void); /* CLOCK_MONOTONIC */
+void rlock_sleep_ms(int64_t ms);
+
+/* ---- client (rlock_client.c) ---- */
+struct rlock_client {
+    sk_redis_url url;
+    struct timeval tv;
+    rlock_client_opts opts;
+    char id[33];
+    pthread_mutex_t mu; /* guards cmd and errstr */
+    redisContext *cmd;
+    char errstr[RLOCK_ERRSTR_SIZE];
+
+    /* watchdog (rlock_watchdog.c) */
+    pthread_mutex_t wd_mu;
+    pthread_cond_t wd_cond;
+    pthread_mutex_t cb_mu;
+    pthread_t wd_thread;
+    int wd_started;
+    int wd_stop;
+    rlock_t **wd_list;
+    size_t wd_n, wd_cap;
+};
+
+/* Runs script `id` on the command connection (reconnecting when needed).
+ * Same contract as rlock_script_eval. */
+int rlock_client_eval(rlock_client_t *c, int id, int nkeys, int argc, const char **argv,
+                      redisReply **out, char *err, size_t errsz);
+/* Runs one plain command (argv form) on the command connection. */
+int rlock_client_command(rlock_client_t *c, int argc, const char **argv, redisReply **out,
+                         char *err, size_t errsz);
+/* Opens a new connection with the client's URL and timeouts (NULL + err on failure). */
+redisContext *rlock_client_connect(rlock_client_t *c, char *err, size_t errsz);
+/* "clientid:tid" of the calling thread. */
+void rlock_client_owner(const rlock_client_t *c, char out[RLOCK_OWNER_SIZE]);
+
+/* ---- waiting on pub/sub (rlock_wait.c) ---- */
+typedef struct rlock_waiter {
+    redisContext *sub; /* opened on first wait, kept for the handle's life */
+    int subscribed;
+    unsigned int seed;
+} rlock_waiter;
+
+/* One attempt: 1 acquired/done, 0 not yet (*hint_ms: when to look again at the latest,
+ * e.g. the lock's pttl; <= 0 none), < 0 error. */
+typedef int(rlock_attempt_fn)(void *ctx, int64_t *hint_ms);
+
+/* Attempts until done or wait_ms passes (< 0: for ever), waking on `channel` messages,
+ * retrying at least every poll_ms (jittered). The first attempt runs before any
+ * subscription (fast path). @returns 0, RLOCK_ERR_TIMEOUT or the attempt's error. */
+int rlock_wait_until(rlock_client_t *c, rlock_waiter *w, const char *channel, int64_t wait_ms,
+                     int64_t poll_ms, rlock_attempt_fn *attempt, void *ctx);
+void rlock_waiter_close(rlock_waiter *w);
+
+/* ---- lock handles (rlock_lock.c) ---- */
+struct rlock {
+    rlock_client_t *c;
+    rlock_kind_t kind;
+    char *name;
+    char *key, *fence_key, *queue_key, *tmo_key, *rexp_key, *channel;
+    char token[RLOCK_TOKEN_SIZE]; /* simple: this hold's token; others: the owner */
+    int holds;                    /* holds taken through this handle */
+    int watched;                  /* registered with the watchdog */
+    int64_t lease_ms;             /* lease of the current hold (0: watchdog) */
+    int64_t lease_end_ms;         /* monotonic end of a lease hold (is_held) */
+    int64_t last_renew_ms;        /* watchdog: last renewal answered "held" */
+    atomic_int lost;              /* set by the watchdog */
+    uint64_t fence;
+    rlock_lost_cb *cb;
+    void *cb_arg;
+    rlock_waiter w;
+    char errstr[RLOCK_ERRSTR_SIZE];
+};
+
+/* ---- watchdog (rlock_watchdog.c) ---- */
+int rlock_watchdog_register(rlock_client_t *c, rlock_t *l, char *err, size_t errsz);
+/* Returns once no renewal of l is in flight; none starts after. */
+void rlock_watchdog_deregister(rlock_client_t *c, rlock_t *l);
+/* After deregistering: waits for a running lost-lock callback pass to end. */
+void rlock_watchdog_barrier(rlock_client_t *c);
+void rlock_watchdog_stop(rlock_client_t *c);
+
+#endif

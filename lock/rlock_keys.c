@@ -1,0 +1,80 @@
+/* rlock_keys: pure helpers: key naming (one hash tag per lock, so each script touches
+ * one slot), Redlock validity, jitter, random ids, monotonic time. No I/O but the OS
+ * random source and the clock. */
+#include "rlock_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+int rlock_key_build(char *out, size_t outsz, const char *name, const char *suffix)
+{
+    if (name == NULL || name[0] == '\0' || suffix == NULL)
+        return -1;
+    const char *open = strchr(name, '{');
+    if (open != NULL) {
+        /* The caller's own hash tag must be a real one: non-empty, closed. */
+        const char *close = strchr(open + 1, '}');
+        if (close == NULL || close == open + 1)
+            return -1;
+        return snprintf(out, outsz, "%s%s", name, suffix);
+    }
+    if (strchr(name, '}') != NULL)
+        return -1;
+    return snprintf(out, outsz, "rlock:{%s}%s", name, suffix);
+}
+
+int64_t rlock_redlock_validity(int64_t ttl_ms, int64_t elapsed_ms)
+{
+    int64_t drift = ttl_ms / 100 + 2;
+    return ttl_ms - elapsed_ms - drift;
+}
+
+int64_t rlock_jitter_ms(int64_t base_ms, unsigned int *seed)
+{
+    if (base_ms <= 1)
+        return 1;
+    int64_t span = base_ms; /* [base/2, base*3/2) */
+    int64_t v = base_ms / 2 + (int64_t)(rand_r(seed) % (unsigned)(span > 0x7fffffff ? 0x7fffffff : span));
+    return v < 1 ? 1 : v;
+}
+
+int rlock_random_hex32(char out[33])
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof(b)) {
+        ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[b[i] >> 4];
+        out[2 * i + 1] = hex[b[i] & 15];
+    }
+    out[32] = '\0';
+    return 0;
+}
+
+int64_t rlock_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void rlock_sleep_ms(int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}

@@ -1,0 +1,326 @@
+/* rlock_lock: the lock handles: simple, reentrant, fair, read and write locks. Each
+ * acquisition and release is one script (lua/rlock_*.lua); waiting is rlock_wait.c;
+ * renewal of holds without a lease is rlock_watchdog.c. */
+#include "rlock_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *key_dup(const char *name, const char *suffix)
+{
+    int n = rlock_key_build(NULL, 0, name, suffix);
+    if (n < 0)
+        return NULL;
+    char *k = malloc((size_t)n + 1);
+    if (k)
+        rlock_key_build(k, (size_t)n + 1, name, suffix);
+    return k;
+}
+
+rlock_t *rlock_new(rlock_client_t *c, const char *name, rlock_kind_t kind)
+{
+    if (c == NULL || name == NULL || kind < RLOCK_SIMPLE || kind > RLOCK_WRITE ||
+        rlock_key_build(NULL, 0, name, "") < 0)
+        return NULL;
+    rlock_t *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return NULL;
+    l->c = c;
+    l->kind = kind;
+    /* A read-write lock lives apart (":rw") from a plain lock of the same name, so the
+     * two never meet on one key with different types. */
+    int rw = kind == RLOCK_READ || kind == RLOCK_WRITE;
+    l->name = strdup(name);
+    l->key = key_dup(name, rw ? ":rw" : "");
+    l->fence_key = key_dup(name, ":fence");
+    l->queue_key = key_dup(name, ":queue");
+    l->tmo_key = key_dup(name, ":timeouts");
+    l->rexp_key = key_dup(name, ":rw:readers");
+    l->channel = key_dup(name, rw ? ":rw:ch" : ":ch");
+    atomic_init(&l->lost, 0);
+    if (!l->name || !l->key || !l->fence_key || !l->queue_key || !l->tmo_key || !l->rexp_key ||
+        !l->channel) {
+        rlock_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void rlock_free(rlock_t *l)
+{
+    if (l == NULL)
+        return;
+    if (l->watched) {
+        rlock_watchdog_deregister(l->c, l);
+        l->watched = 0;
+    }
+    rlock_watchdog_barrier(l->c);
+    rlock_waiter_close(&l->w);
+    free(l->name);
+    free(l->key);
+    free(l->fence_key);
+    free(l->queue_key);
+    free(l->tmo_key);
+    free(l->rexp_key);
+    free(l->channel);
+    free(l);
+}
+
+const char *rlock_errstr(const rlock_t *l) { return l->errstr; }
+uint64_t rlock_fence(const rlock_t *l) { return l->fence; }
+
+void rlock_set_lost_cb(rlock_t *l, rlock_lost_cb *cb, void *arg)
+{
+    l->cb = cb;
+    l->cb_arg = arg;
+}
+
+struct acquire {
+    rlock_t *l;
+    const char *who; /* token (simple) or owner */
+    char ttl[24];
+    char waiter_ttl[24];
+    int64_t t0; /* start of the winning attempt: the lease counts from before it */
+    uint64_t fence;
+};
+
+/* Parses {1, fence} / {0, pttl}. */
+static int parse_acquire(rlock_t *l, redisReply *r, uint64_t *fence, int64_t *hint)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_INTEGER) {
+        snprintf(l->errstr, sizeof(l->errstr), "lock script: unexpected reply type %d", r->type);
+        return RLOCK_ERR_REDIS;
+    }
+    if (r->element[0]->integer == 1) {
+        *fence = (uint64_t)r->element[1]->integer;
+        return 1;
+    }
+    *hint = r->element[1]->integer;
+    return 0;
+}
+
+static int acquire_attempt(void *p, int64_t *hint)
+{
+    struct acquire *a = p;
+    rlock_t *l = a->l;
+    const char *argv[8];
+    int id, nk, argc;
+    switch (l->kind) {
+    case RLOCK_SIMPLE:
+    case RLOCK_REENTRANT:
+        id = l->kind == RLOCK_SIMPLE ? RLOCK_S_SIMPLE_LOCK : RLOCK_S_REENTRANT_LOCK;
+        argv[0] = l->key, argv[1] = l->fence_key, argv[2] = a->who, argv[3] = a->ttl;
+        nk = 2, argc = 4;
+        break;
+    case RLOCK_FAIR:
+        id = RLOCK_S_FAIR_LOCK;
+        argv[0] = l->key, argv[1] = l->queue_key, argv[2] = l->tmo_key, argv[3] = l->fence_key;
+        argv[4] = a->who, argv[5] = a->ttl, argv[6] = a->waiter_ttl;
+        nk = 4, argc = 7;
+        break;
+    default:
+        id = l->kind == RLOCK_READ ? RLOCK_S_RW_READ_LOCK : RLOCK_S_RW_WRITE_LOCK;
+        argv[0] = l->key, argv[1] = l->rexp_key, argv[2] = l->fence_key, argv[3] = a->who,
+        argv[4] = a->ttl;
+        nk = 3, argc = 5;
+        break;
+    }
+    int64_t t0 = rlock_now_ms();
+    redisReply *r;
+    int rv = rlock_client_eval(l->c, id, nk, argc, argv, &r, l->errstr, sizeof(l->errstr));
+    if (rv != 0)
+        return rv;
+    rv = parse_acquire(l, r, &a->fence, hint);
+    freeReplyObject(r);
+    if (rv == 1)
+        a->t0 = t0;
+    return rv;
+}
+
+int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fence)
+{
+    if (lease_ms < 0) {
+        snprintf(l->errstr, sizeof(l->errstr), "lease must be >= 0 (0: watchdog)");
+        return RLOCK_ERR_ARG;
+    }
+    char owner[RLOCK_OWNER_SIZE];
+    rlock_client_owner(l->c, owner);
+    char token[RLOCK_TOKEN_SIZE];
+    if (l->kind == RLOCK_SIMPLE) {
+        if (l->holds > 0) {
+            snprintf(l->errstr, sizeof(l->errstr), "simple lock %s is not reentrant and already held here", l->name);
+            return RLOCK_ERR_STATE;
+        }
+        char rnd[33];
+        if (rlock_random_hex32(rnd) != 0) {
+            snprintf(l->errstr, sizeof(l->errstr), "no OS randomness for the token");
+            return RLOCK_ERR_IO;
+        }
+        snprintf(token, sizeof(token), "%s:%s", rnd, owner);
+    } else {
+        if (l->holds > 0 && strcmp(l->token, owner) != 0) {
+            snprintf(l->errstr, sizeof(l->errstr), "handle of %s held by another thread", l->name);
+            return RLOCK_ERR_STATE;
+        }
+        snprintf(token, sizeof(token), "%s", owner);
+    }
+    struct acquire a = {.l = l, .who = token};
+    snprintf(a.ttl, sizeof(a.ttl), "%" PRId64, lease_ms > 0 ? lease_ms : (int64_t)l->c->opts.watchdog_timeout_ms);
+    snprintf(a.waiter_ttl, sizeof(a.waiter_ttl), "%d", l->c->opts.fair_waiter_timeout_ms);
+    int64_t poll_ms = l->c->opts.wait_poll_ms;
+    /* A fair waiter keeps its place only by asking again within its waiter timeout. */
+    if (l->kind == RLOCK_FAIR && poll_ms > l->c->opts.fair_waiter_timeout_ms / 3)
+        poll_ms = l->c->opts.fair_waiter_timeout_ms / 3;
+    int rv = rlock_wait_until(l->c, &l->w, l->channel, wait_ms, poll_ms, acquire_attempt, &a);
+    if (rv != 0) {
+        if (l->kind == RLOCK_FAIR && rv == RLOCK_ERR_TIMEOUT) {
+            const char *argv[4] = {l->queue_key, l->tmo_key, owner, l->channel};
+            redisReply *r;
+            char err[RLOCK_ERRSTR_SIZE];
+            if (rlock_client_eval(l->c, RLOCK_S_FAIR_CANCEL, 2, 4, argv, &r, err, sizeof(err)) == 0)
+                freeReplyObject(r);
+        }
+        if (rv == RLOCK_ERR_TIMEOUT)
+            snprintf(l->errstr, sizeof(l->errstr), "lock %s not acquired within %" PRId64 " ms", l->name, wait_ms);
+        return rv;
+    }
+    memcpy(l->token, token, sizeof(l->token));
+    l->fence = a.fence;
+    if (fence)
+        *fence = a.fence;
+    if (l->holds++ == 0) {
+        atomic_store(&l->lost, 0);
+        l->last_renew_ms = a.t0;
+    }
+    l->lease_ms = lease_ms;
+    if (lease_ms > 0)
+        l->lease_end_ms = a.t0 + lease_ms;
+    if (lease_ms == 0 && !l->watched) {
+        rv = rlock_watchdog_register(l->c, l, l->errstr, sizeof(l->errstr));
+        if (rv != 0) {
+            /* No renewal possible: do not keep a lock that would silently expire. */
+            char keep[RLOCK_ERRSTR_SIZE];
+            memcpy(keep, l->errstr, sizeof(keep));
+            rlock_unlock(l);
+            memcpy(l->errstr, keep, sizeof(keep));
+            return rv;
+        }
+        l->watched = 1;
+    }
+    return 0;
+}
+
+int rlock_lock(rlock_t *l, int64_t lease_ms, uint64_t *fence)
+{
+    return rlock_try_lock(l, -1, lease_ms, fence);
+}
+
+int rlock_unlock(rlock_t *l)
+{
+    char owner[RLOCK_OWNER_SIZE];
+    const char *who = l->token;
+    if (l->kind == RLOCK_SIMPLE) {
+        if (l->holds == 0) {
+            snprintf(l->errstr, sizeof(l->errstr), "unlock of %s: not held by this handle", l->name);
+            return RLOCK_ERR_NOT_HELD;
+        }
+    } else {
+        /* Reentrant kinds belong to the thread: another handle of this thread may hold it. */
+        rlock_client_owner(l->c, owner);
+        who = owner;
+    }
+    /* Last hold through this handle: stop renewing before the release is sent, so no
+     * renewal can land after it (see rlock_int.h). */
+    if (l->holds <= 1 && l->watched) {
+        rlock_watchdog_deregister(l->c, l);
+        l->watched = 0;
+    }
+    const char *argv[4];
+    int id, nk, argc;
+    switch (l->kind) {
+    case RLOCK_SIMPLE:
+        id = RLOCK_S_SIMPLE_UNLOCK, argv[0] = l->key, argv[1] = who, argv[2] = l->channel;
+        nk = 1, argc = 3;
+        break;
+    case RLOCK_REENTRANT:
+    case RLOCK_FAIR:
+        id = RLOCK_S_REENTRANT_UNLOCK, argv[0] = l->key, argv[1] = who, argv[2] = l->channel;
+        nk = 1, argc = 3;
+        break;
+    default:
+        id = RLOCK_S_RW_UNLOCK, argv[0] = l->key, argv[1] = l->rexp_key, argv[2] = who,
+        argv[3] = l->channel;
+        nk = 2, argc = 4;
+        break;
+    }
+    redisReply *r;
+    int rv = rlock_client_eval(l->c, id, nk, argc, argv, &r, l->errstr, sizeof(l->errstr));
+    if (l->holds > 0)
+        l->holds--;
+    if (rv != 0)
+        return rv;
+    long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -2;
+    freeReplyObject(r);
+    int not_held = l->kind == RLOCK_SIMPLE ? n != 1 : n < 0;
+    if (not_held) {
+        /* Our hold (if we thought we had one) is gone: expired or taken. */
+        l->holds = 0;
+        if (l->watched) {
+            rlock_watchdog_deregister(l->c, l);
+            l->watched = 0;
+        }
+        snprintf(l->errstr, sizeof(l->errstr), "unlock of %s: not held by this owner", l->name);
+        return RLOCK_ERR_NOT_HELD;
+    }
+    return 0;
+}
+
+int rlock_is_held(const rlock_t *l)
+{
+    if (l->holds <= 0 || atomic_load(&l->lost))
+        return 0;
+    return l->watched || rlock_now_ms() < l->lease_end_ms;
+}
+
+int rlock_is_held_remote(rlock_t *l)
+{
+    char owner[RLOCK_OWNER_SIZE];
+    redisReply *r;
+    int rv;
+    if (l->kind == RLOCK_SIMPLE) {
+        if (l->holds == 0)
+            return 0;
+        const char *argv[2] = {"GET", l->key};
+        rv = rlock_client_command(l->c, 2, argv, &r, l->errstr, sizeof(l->errstr));
+        if (rv != 0)
+            return rv;
+        rv = r->type == REDIS_REPLY_STRING && strcmp(r->str, l->token) == 0;
+    } else {
+        rlock_client_owner(l->c, owner);
+        const char *argv[3] = {"HEXISTS", l->key, owner};
+        rv = rlock_client_command(l->c, 3, argv, &r, l->errstr, sizeof(l->errstr));
+        if (rv != 0)
+            return rv;
+        rv = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    }
+    freeReplyObject(r);
+    return rv;
+}
+
+int rlock_force_unlock(rlock_t *l)
+{
+    const char *argv[4] = {"DEL", l->key, l->rexp_key, NULL};
+    redisReply *r;
+    int rv = rlock_client_command(l->c, 3, argv, &r, l->errstr, sizeof(l->errstr));
+    if (rv != 0)
+        return rv;
+    int deleted = r->type == REDIS_REPLY_INTEGER && r->integer > 0;
+    freeReplyObject(r);
+    const char *pv[3] = {"PUBLISH", l->channel, "0"};
+    if (rlock_client_command(l->c, 3, pv, &r, l->errstr, sizeof(l->errstr)) == 0)
+        freeReplyObject(r);
+    return deleted;
+}

@@ -1,0 +1,123 @@
+/* rlock_script: our Lua scripts (lua/rlock_*.lua, embedded as rlock_lua.h) by id, their SHA-1 digests, and EVALSHA with the NOSCRIPT
+ * fallback (SCRIPT LOAD, then one retry): the script cache of a restarted or flushed
+ * server is refilled on demand, while the common path sends only the digest. */
+#include "rlock_int.h"
+#include "rlock_lua.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const texts[RLOCK_S__COUNT] = {
+    [RLOCK_S_SIMPLE_LOCK] = rlock_lua_simple_lock,
+    [RLOCK_S_SIMPLE_UNLOCK] = rlock_lua_simple_unlock,
+    [RLOCK_S_SIMPLE_RENEW] = rlock_lua_simple_renew,
+    [RLOCK_S_REENTRANT_LOCK] = rlock_lua_reentrant_lock,
+    [RLOCK_S_REENTRANT_UNLOCK] = rlock_lua_reentrant_unlock,
+    [RLOCK_S_REENTRANT_RENEW] = rlock_lua_reentrant_renew,
+    [RLOCK_S_FAIR_LOCK] = rlock_lua_fair_lock,
+    [RLOCK_S_FAIR_CANCEL] = rlock_lua_fair_cancel,
+    [RLOCK_S_RW_READ_LOCK] = rlock_lua_rw_read_lock,
+    [RLOCK_S_RW_WRITE_LOCK] = rlock_lua_rw_write_lock,
+    [RLOCK_S_RW_UNLOCK] = rlock_lua_rw_unlock,
+    [RLOCK_S_RW_RENEW] = rlock_lua_rw_renew,
+    [RLOCK_S_SEM_ACQUIRE] = rlock_lua_sem_acquire,
+    [RLOCK_S_SEM_RELEASE] = rlock_lua_sem_release,
+    [RLOCK_S_LATCH_SET] = rlock_lua_latch_set,
+    [RLOCK_S_LATCH_COUNT_DOWN] = rlock_lua_latch_count_down,
+};
+
+static char shas[RLOCK_S__COUNT][41];
+static pthread_once_t shas_once = PTHREAD_ONCE_INIT;
+
+static void shas_init(void)
+{
+    for (int i = 0; i < RLOCK_S__COUNT; i++)
+        rlock_sha1_hex(texts[i], strlen(texts[i]), shas[i]);
+}
+
+const char *rlock_script_text(int id)
+{
+    return id >= 0 && id < RLOCK_S__COUNT ? texts[id] : NULL;
+}
+
+const char *rlock_script_sha(int id)
+{
+    pthread_once(&shas_once, shas_init);
+    return id >= 0 && id < RLOCK_S__COUNT ? shas[id] : NULL;
+}
+
+#define MAX_ARGS 16
+
+static void fill_argv(int id, int nkeys, int argc, const char **argv, const char **v,
+                      size_t *vl, char nk[16])
+{
+    snprintf(nk, 16, "%d", nkeys);
+    v[0] = "EVALSHA";
+    v[1] = rlock_script_sha(id);
+    v[2] = nk;
+    for (int i = 0; i < argc; i++)
+        v[3 + i] = argv[i];
+    for (int i = 0; i < argc + 3; i++)
+        vl[i] = strlen(v[i]);
+}
+
+int rlock_script_append(redisContext *c, int id, int nkeys, int argc, const char **argv)
+{
+    const char *v[MAX_ARGS + 3];
+    size_t vl[MAX_ARGS + 3];
+    char nk[16];
+    if (argc > MAX_ARGS)
+        return RLOCK_ERR_ARG;
+    fill_argv(id, nkeys, argc, argv, v, vl, nk);
+    return redisAppendCommandArgv(c, argc + 3, v, vl) == REDIS_OK ? 0 : RLOCK_ERR_IO;
+}
+
+int rlock_script_eval(redisContext *c, int id, int nkeys, int argc, const char **argv,
+                      redisReply **out, char *err, size_t errsz)
+{
+    const char *v[MAX_ARGS + 3];
+    size_t vl[MAX_ARGS + 3];
+    char nk[16];
+    *out = NULL;
+    if (argc > MAX_ARGS) {
+        snprintf(err, errsz, "too many script arguments");
+        return RLOCK_ERR_ARG;
+    }
+    fill_argv(id, nkeys, argc, argv, v, vl, nk);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        redisReply *r = redisCommandArgv(c, argc + 3, v, vl);
+        if (r == NULL) {
+            snprintf(err, errsz, "redis: %s", c->errstr[0] ? c->errstr : "connection lost");
+            return RLOCK_ERR_IO;
+        }
+        if (r->type == REDIS_REPLY_ERROR && attempt == 0 && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+            freeReplyObject(r);
+            /* The server lost its script cache (restart, SCRIPT FLUSH, failover). */
+            const char *lv[3] = {"SCRIPT", "LOAD", texts[id]};
+            size_t ll[3] = {6, 4, strlen(texts[id])};
+            redisReply *lr = redisCommandArgv(c, 3, lv, ll);
+            if (lr == NULL) {
+                snprintf(err, errsz, "redis: %s", c->errstr[0] ? c->errstr : "connection lost");
+                return RLOCK_ERR_IO;
+            }
+            int bad = lr->type != REDIS_REPLY_STRING;
+            if (bad)
+                snprintf(err, errsz, "SCRIPT LOAD: %s",
+                         lr->type == REDIS_REPLY_ERROR ? lr->str : "unexpected reply");
+            freeReplyObject(lr);
+            if (bad)
+                return RLOCK_ERR_REDIS;
+            continue;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            snprintf(err, errsz, "script: %s", r->str);
+            freeReplyObject(r);
+            return RLOCK_ERR_REDIS;
+        }
+        *out = r;
+        return 0;
+    }
+    snprintf(err, errsz, "script: NOSCRIPT after SCRIPT LOAD");
+    return RLOCK_ERR_REDIS;
+}
