@@ -1,0 +1,97 @@
+/* order_app: the state of one seckill-order process, shared by its worker threads, and
+ * the worker threads themselves (internal header).
+ *
+ * Design: N workers, each one libevent loop with its own evhttp server listening on the
+ * same port (SO_REUSEPORT: the kernel spreads connections over them) and its own Redis
+ * connection, so a request lives on one thread from accept to answer. What is shared is
+ * thread-safe by construction: the producer (librdkafka), the ID generators (libidgen),
+ * the PostgreSQL pool, the token buckets (striped locks), the sold-out flags and the
+ * metrics (atomics). Work that finishes on another thread (a Kafka delivery report on
+ * the poll thread, a PostgreSQL job on a pool thread) comes back to its worker through
+ * the worker's inbox: a locked list plus an event made active from that thread. Nothing
+ * touches evhttp or hiredis from any thread but the owning worker. */
+#ifndef ORDER_APP_H
+#define ORDER_APP_H
+
+#include "idgen.h"
+#include "order_bucket.h"
+#include "order_config.h"
+#include "order_kafka.h"
+#include "order_metrics.h"
+#include "order_pg.h"
+#include "order_redis.h"
+#include "order_soldout.h"
+#include "sk_redis_url.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct event_base;
+struct event;
+struct evhttp;
+struct evhttp_bound_socket;
+struct evhttp_request;
+
+/* A continuation run on a worker's loop; embedded in the object it belongs to. */
+typedef struct order_task {
+    void (*fn)(struct order_task *t);
+    struct order_task *next;
+} order_task;
+
+typedef struct order_app order_app;
+
+typedef struct order_worker {
+    int index;
+    order_app *app;
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound; /* NULL once it stopped accepting */
+    order_redis *redis;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t inbox_mu;
+    order_task *inbox_head, *inbox_tail;
+    int inbox_signalled;
+    struct event *inbox_ev;
+    order_task stop_accepting_task, exit_task;
+} order_worker;
+
+struct order_app {
+    order_config cfg;
+    sk_cfg_kv *kafka_props;
+    sk_redis_url redis_url;
+    order_scripts scripts;
+    idgen_t *ids_order, *ids_event;
+    order_kafka *kafka;
+    order_pg *pg; /* NULL when no pg is configured: event calls answer 503 */
+    order_bucket_table *buckets;
+    order_soldout *soldout;
+    order_metrics metrics;
+    int port; /* the port actually bound */
+    atomic_int draining;
+    int nworkers;
+    order_worker *workers;
+};
+
+/** @brief Hands `t` to worker `w`: t->fn runs on w's loop soon. Thread-safe. */
+void order_worker_post(order_worker *w, order_task *t);
+
+/** @brief Creates the workers (listening sockets bound, Redis connecting) and starts
+ *  their threads. @returns 0, or -1 with err (whatever was created is freed by
+ *  order_workers_free). */
+int order_workers_start(order_app *app, char *err, size_t errsz);
+
+/** @brief Asks every worker to close its listening socket (connections already open
+ *  are still served). Returns at once. */
+void order_workers_stop_accepting(order_app *app);
+
+/** @brief Ends every worker's loop, joins the threads and frees the workers. */
+void order_workers_free(order_app *app);
+
+/* order_http.c: the request handler (runs on a worker) and the Kafka delivery report
+ * hand-off (runs on the producer's poll thread). */
+void order_http_handle(struct evhttp_request *req, void *worker);
+void order_http_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg_status_t status,
+                            int32_t partition, int64_t offset);
+
+#endif

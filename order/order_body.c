@@ -1,0 +1,101 @@
+/* order_body: request body parsing. See order_body.h. */
+#include "order_body.h"
+#include "order_time.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+static int parse_time(json_t *root, const char *key, int64_t *ms, char *err, size_t errsz)
+{
+    json_t *v = json_object_get(root, key);
+    if (!json_is_string(v)) {
+        snprintf(err, errsz, "%s: required, an RFC 3339 time", key);
+        return -1;
+    }
+    if (order_time_parse_rfc3339(json_string_value(v), json_string_length(v), ms) != 0) {
+        snprintf(err, errsz, "%s: not an RFC 3339 time", key);
+        return -1;
+    }
+    return 0;
+}
+
+int order_body_parse_event(const char *body, size_t len, order_event_spec *out, char *err,
+                           size_t errsz)
+{
+    memset(out, 0, sizeof(*out));
+    if (len > ORDER_BODY_MAX) {
+        snprintf(err, errsz, "body over %d bytes", ORDER_BODY_MAX);
+        return -1;
+    }
+    json_error_t jerr;
+    /* REJECT_DUPLICATES: {"stock":1,"stock":1000} is ambiguous, refuse it. */
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        snprintf(err, errsz, "invalid JSON");
+        return -1;
+    }
+    int rc = -1;
+    if (!json_is_object(root)) {
+        snprintf(err, errsz, "body must be a JSON object");
+        goto out;
+    }
+    json_t *name = json_object_get(root, "name");
+    if (!json_is_string(name) || json_string_length(name) == 0 ||
+        json_string_length(name) > ORDER_EVENT_NAME_MAX ||
+        strlen(json_string_value(name)) != json_string_length(name)) {
+        snprintf(err, errsz, "name: required, a string of 1 to %d bytes", ORDER_EVENT_NAME_MAX);
+        goto out;
+    }
+    memcpy(out->name, json_string_value(name), json_string_length(name) + 1);
+    json_t *stock = json_object_get(root, "stock");
+    if (!json_is_integer(stock) || json_integer_value(stock) < 0 ||
+        json_integer_value(stock) > INT32_MAX) {
+        snprintf(err, errsz, "stock: required, an integer from 0 to %d", INT32_MAX);
+        goto out;
+    }
+    out->stock = json_integer_value(stock);
+    if (parse_time(root, "starts_at", &out->starts_at_ms, err, errsz) != 0 ||
+        parse_time(root, "ends_at", &out->ends_at_ms, err, errsz) != 0)
+        goto out;
+    if (out->ends_at_ms <= out->starts_at_ms) {
+        snprintf(err, errsz, "ends_at must be after starts_at");
+        goto out;
+    }
+    out->per_user_limit = 1;
+    json_t *lim = json_object_get(root, "per_user_limit");
+    if (lim && !(json_is_integer(lim) && json_integer_value(lim) == 1)) {
+        snprintf(err, errsz, "per_user_limit: only 1 is supported (one order per user)");
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(root);
+    return rc;
+}
+
+int order_body_check_order(const char *body, size_t len, char *err, size_t errsz)
+{
+    size_t i = 0;
+    while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'))
+        i++;
+    if (i == len)
+        return 0;
+    if (len > ORDER_BODY_MAX) {
+        snprintf(err, errsz, "body over %d bytes", ORDER_BODY_MAX);
+        return -1;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, 0, &jerr);
+    if (!root) {
+        snprintf(err, errsz, "invalid JSON");
+        return -1;
+    }
+    int ok = json_is_object(root);
+    json_decref(root);
+    if (!ok) {
+        snprintf(err, errsz, "body must be a JSON object");
+        return -1;
+    }
+    return 0;
+}

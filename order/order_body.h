@@ -1,0 +1,31 @@
+/* order_body: request bodies of the HTTP API, parsed and validated. Pure (jansson only).
+ *
+ * Each parser either fills its struct completely or returns -1 with a short message
+ * for the client's 400 body; nothing else happens on a bad body. */
+#ifndef ORDER_BODY_H
+#define ORDER_BODY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bodies larger than this are refused with 413 before any parsing. */
+#define ORDER_BODY_MAX 4096
+#define ORDER_EVENT_NAME_MAX 200
+
+/* POST /api/v1/events {"name","stock","starts_at","ends_at"[,"per_user_limit":1]} */
+typedef struct order_event_spec {
+    char name[ORDER_EVENT_NAME_MAX + 1]; /* UTF-8 as received, NUL-terminated */
+    int64_t stock;                       /* 0 .. INT32_MAX (a PostgreSQL int) */
+    int64_t starts_at_ms, ends_at_ms;    /* ends_at_ms > starts_at_ms */
+    int per_user_limit;                  /* 1: the schema allows one order per user */
+} order_event_spec;
+
+/** @brief Parses a create-event body. @returns 0, or -1 with a message in err. */
+int order_body_parse_event(const char *body, size_t len, order_event_spec *out, char *err,
+                           size_t errsz);
+
+/** @brief Checks a place-order body: empty, or a JSON object (its fields are ignored:
+ *  the event is in the path and the user in the token). @returns 0, or -1 with err. */
+int order_body_check_order(const char *body, size_t len, char *err, size_t errsz);
+
+#endif

@@ -1,0 +1,83 @@
+/* order_config: the configuration table of seckill-order. See order_config.h. */
+#include "order_config.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define F(field) offsetof(order_config, field)
+
+const sk_cfg_entry order_config_table[] = {
+    {"redis.url", SK_CFG_STRING, 0, 0, "redis://127.0.0.1:6379",
+     "Redis URL: redis://[user:pass@]host:port/db or unix:///path?db=N", F(redis_url)},
+    {"pg", SK_CFG_STRING, 0, 0, "", "PostgreSQL conninfo or URI (events, order lookup)", F(pg)},
+    {"jwt.secret", SK_CFG_SECRET, 0, 0, "", "HS256 secret of the bearer tokens (required)",
+     F(jwt_secret)},
+    {"http.bind", SK_CFG_STRING, 0, 0, "0.0.0.0", "address the HTTP API listens on", F(http_bind)},
+    {"http.port", SK_CFG_INT, 0, 65535, "8080", "HTTP port (0: any free port, logged)",
+     F(http_port)},
+    {"workers", SK_CFG_INT, 0, 64, "0", "event-loop threads (0: one per online core)",
+     F(workers)},
+    {"topic", SK_CFG_STRING, 0, 0, "seckill.orders", "Kafka topic of accepted orders", F(topic)},
+    {"idgen.order_prefix", SK_CFG_STRING, 0, 0, "order", "libidgen prefix of order ids",
+     F(idgen_order_prefix)},
+    {"idgen.event_prefix", SK_CFG_STRING, 0, 0, "event", "libidgen prefix of event ids",
+     F(idgen_event_prefix)},
+    {"ratelimit.mode", SK_CFG_STRING, 0, 0, "local",
+     "per-user rate limit: off, local (in process) or redis (global, ratelimit.lua)",
+     F(ratelimit_mode)},
+    {"ratelimit.rate", SK_CFG_INT, 1, 1000000, "5", "per-user tokens per second",
+     F(ratelimit_rate)},
+    {"ratelimit.burst", SK_CFG_INT, 1, 1000000, "10", "per-user bucket size", F(ratelimit_burst)},
+    {"ratelimit.users", SK_CFG_INT, 64, 100000000, "1048576",
+     "users tracked in process (bounded memory, about 32 bytes each)", F(ratelimit_users)},
+    {"limits.inflight", SK_CFG_INT, 1, 10000000, "20000",
+     "requests in flight past which the service answers 503 at once", F(max_inflight)},
+    {"limits.kafka_inflight", SK_CFG_INT, 1, 10000000, "20000",
+     "messages waiting for Kafka past which orders get 503 at once", F(max_kafka_inflight)},
+    {"soldout.ttl_ms", SK_CFG_INT, 1, 1000, "500",
+     "how long a sold-out flag answers without Redis (stock given back sells again after it)",
+     F(soldout_ttl_ms)},
+    {"redis.timeout_ms", SK_CFG_INT, 10, 60000, "1000",
+     "Redis connect timeout; a command unanswered this long fails its request", F(redis_timeout_ms)},
+    {"pg.pool", SK_CFG_INT, 1, 64, "2", "PostgreSQL connections (one blocking thread each)",
+     F(pg_pool)},
+    {"order.index_ttl_s", SK_CFG_INT, 60, 31536000, "604800",
+     "how long Redis remembers an order's event for GET /api/v1/orders/{id}", F(index_ttl_s)},
+    {"shutdown.timeout_ms", SK_CFG_INT, 0, 600000, "5000",
+     "on SIGTERM, how long to wait for requests in flight and the Kafka flush",
+     F(shutdown_timeout_ms)},
+    {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error", F(log_level)},
+    {NULL, 0, 0, 0, NULL, NULL, 0},
+};
+
+int order_config_check(order_config *cfg, char *err, size_t errsz)
+{
+    if (strcmp(cfg->ratelimit_mode, "off") == 0)
+        cfg->rl_mode = ORDER_RL_OFF;
+    else if (strcmp(cfg->ratelimit_mode, "local") == 0)
+        cfg->rl_mode = ORDER_RL_LOCAL;
+    else if (strcmp(cfg->ratelimit_mode, "redis") == 0)
+        cfg->rl_mode = ORDER_RL_REDIS;
+    else {
+        snprintf(err, errsz, "ratelimit.mode: \"%s\" is not off, local or redis",
+                 cfg->ratelimit_mode);
+        return -1;
+    }
+    if (strcmp(cfg->log_level, "debug") && strcmp(cfg->log_level, "info") &&
+        strcmp(cfg->log_level, "warn") && strcmp(cfg->log_level, "error")) {
+        snprintf(err, errsz, "log.level: \"%s\" is not debug, info, warn or error",
+                 cfg->log_level);
+        return -1;
+    }
+    if (!*cfg->topic) {
+        snprintf(err, errsz, "topic: must not be empty");
+        return -1;
+    }
+    if (!*cfg->idgen_order_prefix || !*cfg->idgen_event_prefix ||
+        strcmp(cfg->idgen_order_prefix, cfg->idgen_event_prefix) == 0) {
+        snprintf(err, errsz, "idgen.order_prefix and idgen.event_prefix: two different names");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* order_config: seckill-order's configuration table (sk_config) and its struct.
+ * --help, the parser, the environment names and order/README.md's table all come
+ * from order_config_table. */
+#ifndef ORDER_CONFIG_H
+#define ORDER_CONFIG_H
+
+#include "sk_config.h"
+
+typedef enum {
+    ORDER_RL_OFF = 0,   /* no per-user limit */
+    ORDER_RL_LOCAL = 1, /* token buckets in this process (default) */
+    ORDER_RL_REDIS = 2, /* ratelimit.lua: one bucket per user across every instance */
+} order_rl_mode;
+
+typedef struct order_config {
+    char *redis_url;
+    char *pg;          /* libpq conninfo or URI: may hold a password */
+    char *jwt_secret;
+    char *http_bind;
+    long long http_port;
+    long long workers; /* 0: one per online core */
+    char *topic;
+    char *idgen_order_prefix, *idgen_event_prefix;
+    char *ratelimit_mode; /* off | local | redis, checked by order_config_check */
+    long long ratelimit_rate, ratelimit_burst, ratelimit_users;
+    long long max_inflight, max_kafka_inflight;
+    long long soldout_ttl_ms;
+    long long redis_timeout_ms;
+    long long pg_pool;
+    long long index_ttl_s;
+    long long shutdown_timeout_ms;
+    char *log_level;
+    /* derived by order_config_check */
+    order_rl_mode rl_mode;
+} order_config;
+
+extern const sk_cfg_entry order_config_table[];
+
+/** @brief Checks what the table cannot (enumerations, cross-field rules) and fills the
+ *  derived fields. @returns 0, or -1 with a message in err. */
+int order_config_check(order_config *cfg, char *err, size_t errsz);
+
+#endif

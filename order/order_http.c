@@ -1,0 +1,747 @@
+/* order_http: the HTTP API's handlers, run on a worker's loop (see order_app.h).
+ *
+ * Placing an order is a chain of continuations on one worker:
+ *   token -> sold-out flag -> rate limit -> order id (libidgen) -> EVALSHA reserve.lua
+ *   -> produce to Kafka ... delivery report (poll thread, handed back through the inbox)
+ *   -> EVALSHA confirm.lua -> 202, or on a failed delivery: NOT_PERSISTED -> cancel.lua
+ *   -> 503; POSSIBLY_PERSISTED -> the reservation stays pending -> 503 with the order id.
+ * No 202 is sent before Kafka acknowledged the order. Every answer goes through
+ * reply(), which counts it in the metrics and the in-flight gauge. */
+#include "order_app.h"
+#include "order_body.h"
+#include "order_msg.h"
+#include "order_reply.h"
+#include "order_route.h"
+#include "order_time.h"
+#include "sk_jwt.h"
+#include "sk_log.h"
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+/* One request that waits on something (Redis, Kafka, PostgreSQL). */
+typedef struct order_req {
+    order_task task; /* continuation posted back to the worker */
+    order_worker *w;
+    struct evhttp_request *req;
+    order_route_id route;
+    int64_t start_us;
+    uint64_t user;
+    int is_admin;
+    uint64_t event_id, order_id;
+    int64_t now_ms;
+    rd_kafka_resp_err_t dr_err;
+    rd_kafka_msg_status_t dr_status;
+    order_pg_job job;
+} order_req;
+
+#define REQ_OF(t) ((order_req *)((char *)(t) - offsetof(order_req, task)))
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 503: return "Service Unavailable";
+    default: return "Internal Server Error";
+    }
+}
+
+static void reply_raw(order_worker *w, struct evhttp_request *req, order_route_id route,
+                      int64_t start_us, int status, const char *ctype, const char *body,
+                      size_t len)
+{
+    order_app *app = w->app;
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Content-Type", ctype);
+    if (atomic_load_explicit(&app->draining, memory_order_relaxed))
+        evhttp_add_header(h, "Connection", "close");
+    evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
+    evhttp_send_reply(req, status, reason(status), NULL);
+    order_metrics_request(&app->metrics, route, status, order_time_mono_us() - start_us);
+    atomic_fetch_sub_explicit(&app->metrics.requests_inflight, 1, memory_order_relaxed);
+}
+
+static void reply_json(order_worker *w, struct evhttp_request *req, order_route_id route,
+                       int64_t start_us, int status, const char *body, size_t len)
+{
+    reply_raw(w, req, route, start_us, status, "application/json", body, len);
+}
+
+static void reply_error(order_worker *w, struct evhttp_request *req, order_route_id route,
+                        int64_t start_us, order_err e, const char *msg, uint64_t order_id)
+{
+    char body[640];
+    size_t n = order_reply_error(body, sizeof(body), e, msg, order_id);
+    if (e == ORDER_ERR_UNAUTHORIZED)
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
+    reply_json(w, req, route, start_us, order_err_status(e), body, n);
+}
+
+/* Answers a waiting request and frees it. */
+static void req_error(order_req *r, order_err e, const char *msg, uint64_t order_id)
+{
+    reply_error(r->w, r->req, r->route, r->start_us, e, msg, order_id);
+    free(r);
+}
+
+static void req_json(order_req *r, int status, const char *body, size_t len)
+{
+    reply_json(r->w, r->req, r->route, r->start_us, status, body, len);
+    free(r);
+}
+
+static order_req *req_new(order_worker *w, struct evhttp_request *req, order_route_id route,
+                          int64_t start_us, const sk_jwt_claims *claims)
+{
+    order_req *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->w = w;
+    r->req = req;
+    r->route = route;
+    r->start_us = start_us;
+    r->user = claims->sub;
+    r->is_admin = claims->is_admin;
+    return r;
+}
+
+static int authenticate(order_app *app, struct evhttp_request *req, sk_jwt_claims *claims)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return -1;
+    const char *tok = h + 7;
+    while (*tok == ' ')
+        tok++;
+    return sk_jwt_verify(tok, strlen(tok), (const unsigned char *)app->cfg.jwt_secret,
+                         strlen(app->cfg.jwt_secret), (int64_t)time(NULL), claims) == SK_JWT_OK
+               ? 0
+               : -1;
+}
+
+/* The body as one contiguous string (NUL-terminated copy not needed: callers take len). */
+static const char *request_body(struct evhttp_request *req, size_t *len)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    *len = evbuffer_get_length(in);
+    if (*len == 0)
+        return "";
+    return (const char *)evbuffer_pullup(in, -1);
+}
+
+/* ---- placing an order ---------------------------------------------------------- */
+
+static void event_keys(uint64_t event_id, char keys[ORDER_KEY_COUNT][ORDER_KEY_MAX],
+                       size_t lens[ORDER_KEY_COUNT])
+{
+    for (int i = 0; i < ORDER_KEY_COUNT; i++)
+        lens[i] = order_key(event_id, (order_key_kind)i, keys[i], ORDER_KEY_MAX);
+}
+
+static void on_cancelled(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER)
+        sk_log(SK_LOG_WARN, "cancel_failed",
+               "order_id=%" PRIu64 " event_id=%" PRIu64 " note=\"left pending for the reconciler\"",
+               r->order_id, r->event_id);
+    req_error(r, ORDER_ERR_UNAVAILABLE, "the order could not be queued; nothing was taken", 0);
+}
+
+/* The order surely is not in Kafka: give the stock back, then 503. */
+static void cancel_then_503(order_req *r)
+{
+    char keys[ORDER_KEY_COUNT][ORDER_KEY_MAX];
+    size_t klens[ORDER_KEY_COUNT];
+    event_keys(r->event_id, keys, klens);
+    char oid[24], uid[24];
+    const char *args[5] = {keys[ORDER_KEY_STOCK], keys[ORDER_KEY_BUYERS], keys[ORDER_KEY_PENDING],
+                           oid, uid};
+    size_t lens[5] = {klens[ORDER_KEY_STOCK], klens[ORDER_KEY_BUYERS], klens[ORDER_KEY_PENDING],
+                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id),
+                      (size_t)snprintf(uid, sizeof(uid), "%" PRIu64, r->user)};
+    if (order_redis_script(r->w->redis, ORDER_SCRIPT_CANCEL, 3, 5, args, lens, on_cancelled, r) != 0)
+        on_cancelled(NULL, r);
+}
+
+/* Remembers which event an order belongs to, for GET /api/v1/orders/{id}. Sent before
+ * confirm.lua on the same connection, so it is in Redis when the client reads the 202. */
+static void set_order_index(order_req *r)
+{
+    char key[ORDER_KEY_MAX], eid[24], ttl[24];
+    const char *argv[5] = {"SET", key, eid, "EX", ttl};
+    size_t lens[5] = {3, order_key_index(r->order_id, key, sizeof(key)),
+                      (size_t)snprintf(eid, sizeof(eid), "%" PRIu64, r->event_id), 2,
+                      (size_t)snprintf(ttl, sizeof(ttl), "%lld", r->w->app->cfg.index_ttl_s)};
+    order_redis_command(r->w->redis, 5, argv, lens, NULL, NULL);
+}
+
+static void on_confirmed(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER)
+        /* Kafka has the order: it will reach PostgreSQL. Only the pending entry stays
+         * behind, which the reconciler finds already written. */
+        sk_log(SK_LOG_WARN, "confirm_failed", "order_id=%" PRIu64 " event_id=%" PRIu64,
+               r->order_id, r->event_id);
+    char body[128];
+    size_t n = order_reply_order_queued(body, sizeof(body), r->order_id);
+    req_json(r, 202, body, n);
+}
+
+static void after_delivery(order_task *t)
+{
+    order_req *r = REQ_OF(t);
+    order_app *app = r->w->app;
+    if (r->dr_err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        set_order_index(r);
+        char pending[ORDER_KEY_MAX], accepted[ORDER_KEY_MAX], oid[24];
+        const char *args[3] = {pending, accepted, oid};
+        size_t lens[3] = {order_key(r->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
+                          order_key(r->event_id, ORDER_KEY_ACCEPTED, accepted, sizeof(accepted)),
+                          (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
+        if (order_redis_script(r->w->redis, ORDER_SCRIPT_CONFIRM, 2, 3, args, lens, on_confirmed,
+                               r) != 0)
+            on_confirmed(NULL, r);
+        return;
+    }
+    atomic_fetch_add_explicit(&app->metrics.kafka_delivery_failures, 1, memory_order_relaxed);
+    if (r->dr_status == RD_KAFKA_MSG_STATUS_NOT_PERSISTED) {
+        sk_log(SK_LOG_WARN, "delivery_failed",
+               "order_id=%" PRIu64 " event_id=%" PRIu64 " err=\"%s\" persisted=no action=cancel",
+               r->order_id, r->event_id, rd_kafka_err2str(r->dr_err));
+        cancel_then_503(r);
+        return;
+    }
+    /* It may still land (a timed-out in-flight message can be written): keep the stock
+     * taken, leave the reservation pending for the reconciler, and let the client poll. */
+    sk_log(SK_LOG_WARN, "delivery_failed",
+           "order_id=%" PRIu64 " event_id=%" PRIu64 " err=\"%s\" persisted=maybe action=pending",
+           r->order_id, r->event_id, rd_kafka_err2str(r->dr_err));
+    set_order_index(r);
+    req_error(r, ORDER_ERR_UNAVAILABLE,
+              "the order may or may not have been queued: poll GET /api/v1/orders/{order_id}",
+              r->order_id);
+}
+
+void order_http_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg_status_t status,
+                            int32_t partition, int64_t offset)
+{
+    order_req *r = opaque;
+    r->dr_err = err;
+    r->dr_status = status;
+    atomic_fetch_sub_explicit(&r->w->app->metrics.kafka_inflight, 1, memory_order_relaxed);
+    r->task.fn = after_delivery;
+    order_worker_post(r->w, &r->task);
+}
+
+static void produce(order_req *r)
+{
+    order_app *app = r->w->app;
+    order_msg m = {r->order_id, r->event_id, r->user, r->now_ms};
+    char value[ORDER_MSG_MAX], key[24];
+    size_t vlen = order_msg_encode(&m, value, sizeof(value));
+    size_t klen = (size_t)snprintf(key, sizeof(key), "%" PRIu64, r->event_id);
+    atomic_fetch_add_explicit(&app->metrics.kafka_inflight, 1, memory_order_relaxed);
+    int err = order_kafka_produce(app->kafka, key, klen, value, vlen, r);
+    if (err != 0) {
+        atomic_fetch_sub_explicit(&app->metrics.kafka_inflight, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&app->metrics.kafka_produce_failures, 1, memory_order_relaxed);
+        sk_log(SK_LOG_WARN, "produce_failed", "order_id=%" PRIu64 " err=\"%s\"", r->order_id,
+               rd_kafka_err2str((rd_kafka_resp_err_t)err));
+        cancel_then_503(r);
+    }
+}
+
+static void on_reserved(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    order_app *app = r->w->app;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        /* No answer: reserve.lua may or may not have run. If it did, the pending entry
+         * is the reconciler's to give back; the client is told to retry. */
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    order_metrics_reserve(&app->metrics, reply->integer);
+    if (reply->integer == 0) {
+        produce(r);
+        return;
+    }
+    if (reply->integer == 1)
+        order_soldout_set(app->soldout, r->event_id, order_time_now_ms());
+    int e = order_err_from_reserve(reply->integer);
+    req_error(r, e < 0 ? ORDER_ERR_INTERNAL : (order_err)e, NULL, 0);
+}
+
+static void reserve(order_req *r)
+{
+    order_app *app = r->w->app;
+    int rc = idgen_next(app->ids_order, &r->order_id);
+    if (rc != IDGEN_OK) {
+        sk_log(SK_LOG_WARN, "idgen_failed", "err=\"%s\"", idgen_strerror(rc));
+        req_error(r, ORDER_ERR_UNAVAILABLE, "no order id available", 0);
+        return;
+    }
+    char keys[ORDER_KEY_COUNT][ORDER_KEY_MAX];
+    size_t klens[ORDER_KEY_COUNT];
+    event_keys(r->event_id, keys, klens);
+    char uid[24], oid[24], now[24];
+    const char *args[7] = {keys[ORDER_KEY_STOCK], keys[ORDER_KEY_BUYERS], keys[ORDER_KEY_META],
+                           keys[ORDER_KEY_PENDING], uid, oid, now};
+    size_t lens[7] = {klens[ORDER_KEY_STOCK], klens[ORDER_KEY_BUYERS], klens[ORDER_KEY_META],
+                      klens[ORDER_KEY_PENDING],
+                      (size_t)snprintf(uid, sizeof(uid), "%" PRIu64, r->user),
+                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id),
+                      (size_t)snprintf(now, sizeof(now), "%" PRId64, r->now_ms)};
+    if (order_redis_script(r->w->redis, ORDER_SCRIPT_RESERVE, 4, 7, args, lens, on_reserved, r) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+}
+
+static void on_ratelimit(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    if (reply->integer != 1) {
+        atomic_fetch_add_explicit(&r->w->app->metrics.rate_limited, 1, memory_order_relaxed);
+        req_error(r, ORDER_ERR_RATE_LIMITED, NULL, 0);
+        return;
+    }
+    reserve(r);
+}
+
+static void handle_order_create(order_worker *w, struct evhttp_request *req,
+                                const order_route *rt, int64_t start_us)
+{
+    order_app *app = w->app;
+    sk_jwt_claims claims;
+    if (authenticate(app, req, &claims) != 0) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+        return;
+    }
+    size_t blen;
+    const char *body = request_body(req, &blen);
+    char msg[160];
+    if (blen > ORDER_BODY_MAX) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_TOO_LARGE, NULL, 0);
+        return;
+    }
+    if (order_body_check_order(body, blen, msg, sizeof(msg)) != 0) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST, msg, 0);
+        return;
+    }
+    int64_t now_ms = order_time_now_ms();
+    /* The sold-out path never touches Redis: the flag comes before the rate limit. */
+    if (order_soldout_get(app->soldout, rt->arg, now_ms)) {
+        atomic_fetch_add_explicit(&app->metrics.soldout_flag_hits, 1, memory_order_relaxed);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_SOLD_OUT, NULL, 0);
+        return;
+    }
+    if (app->cfg.rl_mode == ORDER_RL_LOCAL &&
+        !order_bucket_take(app->buckets, claims.sub, order_time_mono_us())) {
+        atomic_fetch_add_explicit(&app->metrics.rate_limited, 1, memory_order_relaxed);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_RATE_LIMITED, NULL, 0);
+        return;
+    }
+    if (atomic_load_explicit(&app->metrics.kafka_inflight, memory_order_relaxed) >=
+        app->cfg.max_kafka_inflight) {
+        atomic_fetch_add_explicit(&app->metrics.overload_rejections, 1, memory_order_relaxed);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "too many orders waiting for Kafka", 0);
+        return;
+    }
+    if (!order_redis_connected(w->redis)) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    order_req *r = req_new(w, req, rt->id, start_us, &claims);
+    if (!r) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return;
+    }
+    r->event_id = rt->arg;
+    r->now_ms = now_ms;
+    if (app->cfg.rl_mode == ORDER_RL_REDIS) {
+        char key[ORDER_KEY_MAX], rate[24], burst[24], now[24];
+        const char *args[4] = {key, rate, burst, now};
+        size_t lens[4] = {order_key_ratelimit(r->user, key, sizeof(key)),
+                          (size_t)snprintf(rate, sizeof(rate), "%lld", app->cfg.ratelimit_rate),
+                          (size_t)snprintf(burst, sizeof(burst), "%lld", app->cfg.ratelimit_burst),
+                          (size_t)snprintf(now, sizeof(now), "%" PRId64, now_ms)};
+        if (order_redis_script(w->redis, ORDER_SCRIPT_RATELIMIT, 1, 4, args, lens, on_ratelimit,
+                               r) != 0)
+            req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    reserve(r);
+}
+
+/* ---- reading an order ---------------------------------------------------------- */
+
+static void on_order_status(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
+        reply->element[0]->type != REDIS_REPLY_INTEGER) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    if (reply->element[0]->integer == 0 || reply->elements < 2 ||
+        reply->element[1]->type != REDIS_REPLY_STRING) {
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        return;
+    }
+    uint64_t owner = strtoull(reply->element[1]->str, NULL, 10); /* "user_id:ts_ms" */
+    if (owner != r->user && !r->is_admin) {
+        req_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
+        return;
+    }
+    char body[256];
+    size_t n = order_reply_order(body, sizeof(body), r->order_id, r->event_id, owner, "queued");
+    req_json(r, 200, body, n);
+}
+
+static void on_order_index(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_NIL) {
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        return;
+    }
+    r->event_id = strtoull(reply->str, NULL, 10);
+    char pending[ORDER_KEY_MAX], accepted[ORDER_KEY_MAX], oid[24];
+    const char *args[3] = {pending, accepted, oid};
+    size_t lens[3] = {order_key(r->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
+                      order_key(r->event_id, ORDER_KEY_ACCEPTED, accepted, sizeof(accepted)),
+                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
+    if (order_redis_script(r->w->redis, ORDER_SCRIPT_ORDER_STATUS, 2, 3, args, lens,
+                           on_order_status, r) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+}
+
+/* Not in PostgreSQL (yet): ask Redis whether it is on its way. */
+static void order_lookup_redis(order_req *r)
+{
+    char key[ORDER_KEY_MAX];
+    const char *argv[2] = {"GET", key};
+    size_t lens[2] = {3, order_key_index(r->order_id, key, sizeof(key))};
+    if (order_redis_command(r->w->redis, 2, argv, lens, on_order_index, r) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+}
+
+static void after_pg_order(order_task *t)
+{
+    order_req *r = REQ_OF(t);
+    order_pg_job *j = &r->job;
+    if (j->status == ORDER_PG_ERROR) {
+        sk_log(SK_LOG_WARN, "pg_failed", "op=get_order err=\"%s\"", j->err);
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    if (j->status == ORDER_PG_NOT_FOUND) {
+        order_lookup_redis(r);
+        return;
+    }
+    if (j->user_id != r->user && !r->is_admin) {
+        req_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
+        return;
+    }
+    char body[256];
+    size_t n = order_reply_order(body, sizeof(body), r->order_id, j->event_id, j->user_id,
+                                 j->order_status);
+    req_json(r, 200, body, n);
+}
+
+static void on_pg_done(order_pg_job *job)
+{
+    order_req *r = job->arg;
+    order_worker_post(r->w, &r->task);
+}
+
+static int submit_pg(order_req *r, void (*next)(order_task *))
+{
+    order_app *app = r->w->app;
+    if (!app->pg)
+        return -1;
+    r->task.fn = next;
+    r->job.done = on_pg_done;
+    r->job.arg = r;
+    return order_pg_submit(app->pg, &r->job, 4096);
+}
+
+static void handle_order_get(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                             int64_t start_us)
+{
+    sk_jwt_claims claims;
+    if (authenticate(w->app, req, &claims) != 0) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+        return;
+    }
+    order_req *r = req_new(w, req, rt->id, start_us, &claims);
+    if (!r) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return;
+    }
+    r->order_id = rt->arg;
+    r->job.kind = ORDER_PG_GET_ORDER;
+    r->job.id = r->order_id;
+    if (!w->app->pg) {
+        order_lookup_redis(r); /* no database configured: only orders on their way */
+        return;
+    }
+    if (submit_pg(r, after_pg_order) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
+}
+
+/* ---- events ---------------------------------------------------------------------- */
+
+static void on_event_loaded(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        sk_log(SK_LOG_WARN, "event_load_failed", "event_id=%" PRIu64, r->event_id);
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the event was saved but its stock is not loaded", 0);
+        return;
+    }
+    sk_log(SK_LOG_INFO, "event_created", "event_id=%" PRIu64 " stock=%" PRId64, r->event_id,
+           r->job.spec.stock);
+    char body[64];
+    size_t n = order_reply_event_created(body, sizeof(body), r->event_id);
+    req_json(r, 201, body, n);
+}
+
+static void after_pg_create(order_task *t)
+{
+    order_req *r = REQ_OF(t);
+    if (r->job.status != ORDER_PG_OK) {
+        sk_log(SK_LOG_WARN, "pg_failed", "op=create_event err=\"%s\"", r->job.err);
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    char stock[ORDER_KEY_MAX], meta[ORDER_KEY_MAX], n[24], s[24], e[24], l[12];
+    const char *args[6] = {stock, meta, n, s, e, l};
+    size_t lens[6] = {order_key(r->event_id, ORDER_KEY_STOCK, stock, sizeof(stock)),
+                      order_key(r->event_id, ORDER_KEY_META, meta, sizeof(meta)),
+                      (size_t)snprintf(n, sizeof(n), "%" PRId64, r->job.spec.stock),
+                      (size_t)snprintf(s, sizeof(s), "%" PRId64, r->job.spec.starts_at_ms),
+                      (size_t)snprintf(e, sizeof(e), "%" PRId64, r->job.spec.ends_at_ms),
+                      (size_t)snprintf(l, sizeof(l), "%d", r->job.spec.per_user_limit)};
+    if (order_redis_script(r->w->redis, ORDER_SCRIPT_EVENT_LOAD, 2, 6, args, lens,
+                           on_event_loaded, r) != 0)
+        on_event_loaded(NULL, r);
+}
+
+static void handle_event_create(order_worker *w, struct evhttp_request *req,
+                                const order_route *rt, int64_t start_us)
+{
+    order_app *app = w->app;
+    sk_jwt_claims claims;
+    if (authenticate(app, req, &claims) != 0) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+        return;
+    }
+    if (!claims.is_admin) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_FORBIDDEN, "creating events needs the admin role", 0);
+        return;
+    }
+    size_t blen;
+    const char *body = request_body(req, &blen);
+    if (blen > ORDER_BODY_MAX) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_TOO_LARGE, NULL, 0);
+        return;
+    }
+    order_req *r = req_new(w, req, rt->id, start_us, &claims);
+    if (!r) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return;
+    }
+    char msg[160];
+    if (order_body_parse_event(body, blen, &r->job.spec, msg, sizeof(msg)) != 0) {
+        req_error(r, ORDER_ERR_BAD_REQUEST, msg, 0);
+        return;
+    }
+    if (!app->pg) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "no database configured", 0);
+        return;
+    }
+    int rc = idgen_next(app->ids_event, &r->event_id);
+    if (rc != IDGEN_OK) {
+        sk_log(SK_LOG_WARN, "idgen_failed", "err=\"%s\"", idgen_strerror(rc));
+        req_error(r, ORDER_ERR_UNAVAILABLE, "no event id available", 0);
+        return;
+    }
+    r->job.kind = ORDER_PG_CREATE_EVENT;
+    r->job.id = r->event_id;
+    if (submit_pg(r, after_pg_create) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
+}
+
+static void on_event_stock(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    int64_t left = r->job.stock_left; /* PostgreSQL's figure, if Redis has none */
+    if (reply && reply->type == REDIS_REPLY_STRING)
+        left = strtoll(reply->str, NULL, 10);
+    char *body = order_reply_event(r->event_id, r->job.spec.name, r->job.spec.stock, left,
+                                   r->job.spec.starts_at_ms, r->job.spec.ends_at_ms);
+    if (!body) {
+        req_error(r, ORDER_ERR_INTERNAL, NULL, 0);
+        return;
+    }
+    req_json(r, 200, body, strlen(body));
+    free(body);
+}
+
+static void after_pg_event(order_task *t)
+{
+    order_req *r = REQ_OF(t);
+    if (r->job.status == ORDER_PG_NOT_FOUND) {
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such event", 0);
+        return;
+    }
+    if (r->job.status != ORDER_PG_OK) {
+        sk_log(SK_LOG_WARN, "pg_failed", "op=get_event err=\"%s\"", r->job.err);
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    /* stock_left: the gate's live figure in Redis (PostgreSQL's lags behind the consumer). */
+    char key[ORDER_KEY_MAX];
+    const char *argv[2] = {"GET", key};
+    size_t lens[2] = {3, order_key(r->event_id, ORDER_KEY_STOCK, key, sizeof(key))};
+    if (order_redis_command(r->w->redis, 2, argv, lens, on_event_stock, r) != 0)
+        on_event_stock(NULL, r);
+}
+
+static void handle_event_get(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                             int64_t start_us)
+{
+    sk_jwt_claims claims;
+    if (authenticate(w->app, req, &claims) != 0) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+        return;
+    }
+    order_req *r = req_new(w, req, rt->id, start_us, &claims);
+    if (!r) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return;
+    }
+    r->event_id = rt->arg;
+    r->job.kind = ORDER_PG_GET_EVENT;
+    r->job.id = r->event_id;
+    if (submit_pg(r, after_pg_event) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+}
+
+/* ---- the entry point ------------------------------------------------------------- */
+
+static order_method method_of(struct evhttp_request *req)
+{
+    switch (evhttp_request_get_command(req)) {
+    case EVHTTP_REQ_GET: return ORDER_METHOD_GET;
+    case EVHTTP_REQ_POST: return ORDER_METHOD_POST;
+    case EVHTTP_REQ_HEAD: return ORDER_METHOD_HEAD;
+    default: return ORDER_METHOD_OTHER;
+    }
+}
+
+void order_http_handle(struct evhttp_request *req, void *arg)
+{
+    order_worker *w = arg;
+    order_app *app = w->app;
+    int64_t start_us = order_time_mono_us();
+    int64_t inflight =
+        atomic_fetch_add_explicit(&app->metrics.requests_inflight, 1, memory_order_relaxed) + 1;
+    const char *uri = evhttp_request_get_uri(req);
+    size_t plen = strcspn(uri, "?#");
+    order_route rt;
+    order_route_match(method_of(req), uri, plen, &rt);
+    if (rt.status == 404) {
+        reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND, "no such path", 0);
+        return;
+    }
+    if (rt.status == 405) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", rt.allow);
+        reply_error(w, req, rt.id, start_us, ORDER_ERR_METHOD, NULL, 0);
+        return;
+    }
+    if (rt.status == 400) {
+        reply_error(w, req, rt.id, start_us, ORDER_ERR_BAD_REQUEST,
+                    "ids are decimal numbers from 1 to 9223372036854775807", 0);
+        return;
+    }
+    switch (rt.id) {
+    case ORDER_ROUTE_HEALTHZ:
+        reply_json(w, req, rt.id, start_us, 200, "{\"status\":\"ok\"}", 15);
+        return;
+    case ORDER_ROUTE_READYZ: {
+        int redis_ok = order_redis_connected(w->redis), kafka_ok = order_kafka_ready(app->kafka);
+        if (redis_ok && kafka_ok && !atomic_load(&app->draining)) {
+            reply_json(w, req, rt.id, start_us, 200, "{\"status\":\"ready\"}", 18);
+        } else {
+            char msg[128];
+            snprintf(msg, sizeof(msg), "redis: %s, kafka: %s%s", redis_ok ? "ok" : "down",
+                     kafka_ok ? "ok" : "down", atomic_load(&app->draining) ? ", draining" : "");
+            reply_error(w, req, rt.id, start_us, ORDER_ERR_UNAVAILABLE, msg, 0);
+        }
+        return;
+    }
+    case ORDER_ROUTE_METRICS: {
+        size_t len = 0;
+        char *text = order_metrics_render(&app->metrics, &len);
+        if (!text) {
+            reply_error(w, req, rt.id, start_us, ORDER_ERR_INTERNAL, NULL, 0);
+            return;
+        }
+        reply_raw(w, req, rt.id, start_us, 200, "text/plain; version=0.0.4", text, len);
+        free(text);
+        return;
+    }
+    default:
+        break;
+    }
+    /* Past the bound, answer at once rather than queue without limit. */
+    if (inflight > app->cfg.max_inflight) {
+        atomic_fetch_add_explicit(&app->metrics.overload_rejections, 1, memory_order_relaxed);
+        reply_error(w, req, rt.id, start_us, ORDER_ERR_UNAVAILABLE, "too many requests in flight", 0);
+        return;
+    }
+    switch (rt.id) {
+    case ORDER_ROUTE_ORDER_CREATE:
+        handle_order_create(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_ORDER_GET:
+        handle_order_get(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_CREATE:
+        handle_event_create(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_GET:
+        handle_event_get(w, req, &rt, start_us);
+        break;
+    default:
+        reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND, "no such path", 0);
+    }
+}

@@ -1,0 +1,167 @@
+/* order_kafka: the producer, its poll thread and its health thread. See order_kafka.h. */
+#include "order_kafka.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct order_kafka {
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt;
+    order_kafka_dr_fn *dr;
+    pthread_t poll_thread, health_thread;
+    int threads_started;
+    atomic_int stop;
+    atomic_int ready;
+    pthread_mutex_t mu; /* with cond: wakes the health thread up early on stop */
+    pthread_cond_t cond;
+};
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    order_kafka *k = opaque;
+    k->dr(m->_private, m->err, rd_kafka_message_status(m), m->partition, m->offset);
+}
+
+static void *poll_main(void *arg)
+{
+    order_kafka *k = arg;
+    while (!atomic_load(&k->stop))
+        rd_kafka_poll(k->rk, 100);
+    return NULL;
+}
+
+static void *health_main(void *arg)
+{
+    order_kafka *k = arg;
+    while (!atomic_load(&k->stop)) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t err = rd_kafka_metadata(k->rk, 0, k->rkt, &md, 1000);
+        int ok = err == RD_KAFKA_RESP_ERR_NO_ERROR && md && md->topic_cnt == 1 &&
+                 md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->broker_cnt > 0;
+        if (md)
+            rd_kafka_metadata_destroy(md);
+        atomic_store(&k->ready, ok);
+        pthread_mutex_lock(&k->mu);
+        if (!atomic_load(&k->stop)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&k->cond, &k->mu, &ts);
+        }
+        pthread_mutex_unlock(&k->mu);
+    }
+    return NULL;
+}
+
+static int set(rd_kafka_conf_t *conf, const char *key, const char *value, char *err, size_t errsz)
+{
+    char why[256];
+    if (rd_kafka_conf_set(conf, key, value, why, sizeof(why)) != RD_KAFKA_CONF_OK) {
+        snprintf(err, errsz, "kafka.%s: %s", key, why);
+        return -1;
+    }
+    return 0;
+}
+
+order_kafka *order_kafka_new(const sk_cfg_kv *props, const char *topic, order_kafka_dr_fn *dr,
+                             char *err, size_t errsz)
+{
+    order_kafka *k = calloc(1, sizeof(*k));
+    if (!k) {
+        snprintf(err, errsz, "out of memory");
+        return NULL;
+    }
+    k->dr = dr;
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cond, NULL);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    /* Our defaults first, so that kafka.* from the configuration wins. A flash sale
+     * answers each buyer only after the delivery report, so linger is kept short. */
+    if (set(conf, "enable.idempotence", "true", err, errsz) ||
+        set(conf, "acks", "all", err, errsz) || set(conf, "linger.ms", "1", err, errsz) ||
+        set(conf, "client.id", "seckill-order", err, errsz))
+        goto fail_conf;
+    for (const sk_cfg_kv *kv = props; kv; kv = kv->next)
+        if (set(conf, kv->key, kv->value, err, errsz))
+            goto fail_conf;
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_opaque(conf, k);
+    char why[512];
+    k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
+    if (!k->rk) {
+        snprintf(err, errsz, "kafka: %s", why);
+        goto fail_conf;
+    }
+    conf = NULL; /* owned by rk now */
+    k->rkt = rd_kafka_topic_new(k->rk, topic, NULL);
+    if (!k->rkt) {
+        snprintf(err, errsz, "kafka: topic %s: %s", topic, rd_kafka_err2str(rd_kafka_last_error()));
+        goto fail;
+    }
+    if (pthread_create(&k->poll_thread, NULL, poll_main, k) != 0)
+        goto fail;
+    if (pthread_create(&k->health_thread, NULL, health_main, k) != 0) {
+        atomic_store(&k->stop, 1);
+        pthread_join(k->poll_thread, NULL);
+        goto fail;
+    }
+    k->threads_started = 1;
+    return k;
+fail_conf:
+    if (conf)
+        rd_kafka_conf_destroy(conf);
+fail:
+    order_kafka_free(k);
+    return NULL;
+}
+
+int order_kafka_produce(order_kafka *k, const char *key, size_t keylen, const char *value,
+                        size_t vallen, void *opaque)
+{
+    if (rd_kafka_produce(k->rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, (void *)value,
+                         vallen, key, keylen, opaque) == -1)
+        return rd_kafka_last_error();
+    return 0;
+}
+
+int order_kafka_ready(const order_kafka *k)
+{
+    return atomic_load(&((order_kafka *)k)->ready);
+}
+
+int order_kafka_flush(order_kafka *k, int timeout_ms)
+{
+    /* rd_kafka_flush also serves callbacks on this thread, beside the poll thread:
+     * both are fine, the delivery callback only hands results over. */
+    rd_kafka_flush(k->rk, timeout_ms);
+    return rd_kafka_outq_len(k->rk);
+}
+
+void order_kafka_free(order_kafka *k)
+{
+    if (!k)
+        return;
+    if (k->threads_started) {
+        pthread_mutex_lock(&k->mu);
+        atomic_store(&k->stop, 1);
+        pthread_cond_broadcast(&k->cond);
+        pthread_mutex_unlock(&k->mu);
+        pthread_join(k->poll_thread, NULL);
+        pthread_join(k->health_thread, NULL);
+    }
+    if (k->rkt)
+        rd_kafka_topic_destroy(k->rkt);
+    if (k->rk) {
+        /* Remaining messages are purged: their reports come through the last poll. */
+        rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_poll(k->rk, 0);
+        rd_kafka_destroy(k->rk);
+    }
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cond);
+    free(k);
+}

@@ -1,0 +1,317 @@
+/* seckill-order: the flash-sale front service (HTTP API -> Redis gate -> Kafka).
+ *
+ *   seckill-order [--config FILE]            run the service
+ *   seckill-order token --sub U [--admin] [--ttl S] [--count N] [--config FILE]
+ *                                            print JWTs minted with jwt.secret
+ *   seckill-order --help | --help-markdown | --version
+ *
+ * Configuration: defaults < --config file < SECKILL_* environment (order_config.c).
+ * A bad setting is reported with its file and line and exits with status 2.
+ * SIGTERM/SIGINT: stop accepting, finish the requests in flight, flush the producer,
+ * exit 0 (bounded by shutdown.timeout_ms). */
+#include "order_app.h"
+#include "order_time.h"
+#include "sk_jwt.h"
+#include "sk_log.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <getopt.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: seckill-order [--config FILE]\n"
+            "       seckill-order token --sub USER_ID [--admin] [--ttl SECONDS] [--count N]\n"
+            "                           [--config FILE]\n"
+            "       seckill-order --help | --help-markdown | --version\n\n"
+            "The flash-sale front service: HTTP API, Redis gate (Lua), Kafka producer.\n"
+            "`token` prints JWTs (HS256, jwt.secret) for tests and benchmarks: --count N\n"
+            "prints N tokens for users USER_ID .. USER_ID+N-1, one a line.\n\n"
+            "Settings (file `key = value`, or environment SECKILL_<KEY>):\n");
+    sk_config_print_help(out, order_config_table, 0);
+}
+
+static int load_config(order_config *cfg, sk_cfg_kv **kafka, const char *path)
+{
+    char err[768];
+    if (sk_config_load(order_config_table, cfg, path, kafka, err, sizeof(err)) != 0 ||
+        order_config_check(cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "seckill-order: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_token(int argc, char **argv)
+{
+    const char *config = NULL;
+    uint64_t sub = 0;
+    long long ttl = 3600, count = 1;
+    int admin = 0;
+    static const struct option opts[] = {{"sub", required_argument, 0, 's'},
+                                         {"admin", no_argument, 0, 'a'},
+                                         {"ttl", required_argument, 0, 't'},
+                                         {"count", required_argument, 0, 'n'},
+                                         {"config", required_argument, 0, 'c'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int o;
+    char *end;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "s:at:n:c:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 's':
+            errno = 0;
+            sub = strtoull(optarg, &end, 10);
+            if (errno || *end || sub == 0 || sub > INT64_MAX) {
+                fprintf(stderr, "seckill-order token: --sub takes a user id 1..2^63-1\n");
+                return 2;
+            }
+            break;
+        case 'a':
+            admin = 1;
+            break;
+        case 't':
+            ttl = strtoll(optarg, &end, 10);
+            if (*end || ttl < 1 || ttl > 10LL * 365 * 86400) {
+                fprintf(stderr, "seckill-order token: --ttl takes 1..315360000 seconds\n");
+                return 2;
+            }
+            break;
+        case 'n':
+            count = strtoll(optarg, &end, 10);
+            if (*end || count < 1 || count > 10000000) {
+                fprintf(stderr, "seckill-order token: --count takes 1..10000000\n");
+                return 2;
+            }
+            break;
+        case 'c':
+            config = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!sub || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    order_config cfg = {0};
+    sk_cfg_kv *kafka = NULL;
+    int rc = 2;
+    if (load_config(&cfg, &kafka, config) != 0)
+        goto out;
+    if (!*cfg.jwt_secret) {
+        fprintf(stderr, "seckill-order token: jwt.secret is not set (SECKILL_JWT_SECRET)\n");
+        goto out;
+    }
+    int64_t exp = (int64_t)time(NULL) + ttl;
+    char tok[1024];
+    for (long long i = 0; i < count; i++) {
+        if (sk_jwt_mint((const unsigned char *)cfg.jwt_secret, strlen(cfg.jwt_secret),
+                        sub + (uint64_t)i, admin, exp, tok, sizeof(tok)) < 0) {
+            fprintf(stderr, "seckill-order token: cannot mint\n");
+            goto out;
+        }
+        puts(tok);
+    }
+    rc = fflush(stdout) == 0 ? 0 : 1;
+out:
+    sk_config_free(order_config_table, &cfg, kafka);
+    return rc;
+}
+
+static int online_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (n > 64 ? 64 : (int)n);
+}
+
+/* Waits until no request is in flight or the deadline passes. @returns what is left. */
+static int64_t wait_idle(order_app *app, int64_t deadline_us)
+{
+    int64_t n;
+    while ((n = atomic_load(&app->metrics.requests_inflight)) > 0 &&
+           order_time_mono_us() < deadline_us) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return n;
+}
+
+static int run(const char *config)
+{
+    static order_app app; /* static: big (metrics), and lives as long as the process */
+    int rc = 1;
+    char err[768];
+    if (load_config(&app.cfg, &app.kafka_props, config) != 0)
+        return 2;
+    sk_log_level lvl = SK_LOG_INFO;
+    sk_log_level_parse(app.cfg.log_level, &lvl);
+    sk_log_init("seckill-order", lvl);
+    if (!*app.cfg.jwt_secret) {
+        fprintf(stderr, "seckill-order: jwt.secret is not set (SECKILL_JWT_SECRET)\n");
+        rc = 2;
+        goto out;
+    }
+    if (sk_redis_url_parse(app.cfg.redis_url, &app.redis_url, err, sizeof(err)) != 0) {
+        fprintf(stderr, "seckill-order: redis.url: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    if (order_scripts_init(&app.scripts) != 0) {
+        sk_log(SK_LOG_ERROR, "start_failed", "why=\"a Lua script is missing from the build\"");
+        goto out;
+    }
+    /* Block the stop signals in every thread; main waits for them with sigwait. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (evthread_use_pthreads() != 0) {
+        sk_log(SK_LOG_ERROR, "start_failed", "why=\"libevent without thread support\"");
+        goto out;
+    }
+
+    char redacted[600];
+    sk_redis_url_redacted(&app.redis_url, redacted, sizeof(redacted));
+    {
+        struct timeval tv = {app.cfg.redis_timeout_ms / 1000, (app.cfg.redis_timeout_ms % 1000) * 1000};
+        redisContext *c = sk_redis_url_connect(&app.redis_url, tv, err, sizeof(err));
+        if (!c || order_scripts_load(&app.scripts, c, err, sizeof(err)) != 0)
+            /* Not fatal: workers reconnect, and NOSCRIPT falls back to EVAL. */
+            sk_log(SK_LOG_WARN, "scripts_not_loaded", "redis=%s err=\"%s\"", redacted, err);
+        if (c)
+            redisFree(c);
+    }
+    idgen_opts io;
+    idgen_opts_init(&io);
+    io.mode = IDGEN_MODE_SEGMENT;
+    io.timeout_ms = (int)app.cfg.redis_timeout_ms;
+    app.ids_order = idgen_new(app.cfg.redis_url, app.cfg.idgen_order_prefix, &io, err, sizeof(err));
+    if (app.ids_order) {
+        io.segment_max = 1000; /* events are few: small leases */
+        app.ids_event = idgen_new(app.cfg.redis_url, app.cfg.idgen_event_prefix, &io, err,
+                                  sizeof(err));
+    }
+    if (!app.ids_order || !app.ids_event) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=idgen err=\"%s\"", err);
+        goto out;
+    }
+    app.kafka = order_kafka_new(app.kafka_props, app.cfg.topic, order_http_on_delivery, err,
+                                sizeof(err));
+    if (!app.kafka) {
+        fprintf(stderr, "seckill-order: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    if (*app.cfg.pg && !(app.pg = order_pg_new(app.cfg.pg, (int)app.cfg.pg_pool))) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=pg");
+        goto out;
+    }
+    app.soldout = order_soldout_new(app.cfg.soldout_ttl_ms);
+    app.buckets = order_bucket_new((size_t)app.cfg.ratelimit_users, (double)app.cfg.ratelimit_rate,
+                                   (double)app.cfg.ratelimit_burst);
+    if (!app.soldout || !app.buckets) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
+        goto out;
+    }
+    app.nworkers = app.cfg.workers ? (int)app.cfg.workers : online_cores();
+    if (order_workers_start(&app, err, sizeof(err)) != 0) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=workers err=\"%s\"", err);
+        goto stop;
+    }
+    sk_log(SK_LOG_INFO, "listening",
+           "addr=%s port=%d workers=%d redis=%s topic=%s ratelimit=%s version=%s", app.cfg.http_bind,
+           app.port, app.nworkers, redacted, app.cfg.topic, app.cfg.ratelimit_mode, SECKILL_VERSION);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    sk_log(SK_LOG_INFO, "stopping", "signal=%d", sig);
+    rc = 0;
+stop : {
+    int64_t deadline = order_time_mono_us() + app.cfg.shutdown_timeout_ms * 1000;
+    atomic_store(&app.draining, 1);
+    if (app.workers)
+        order_workers_stop_accepting(&app);
+    int64_t left = wait_idle(&app, deadline);
+    if (app.kafka) {
+        int64_t ms = (deadline - order_time_mono_us()) / 1000;
+        int queued = order_kafka_flush(app.kafka, ms > 0 ? (int)ms : 0);
+        /* Whatever is still queued is purged now; its reports (NOT_PERSISTED) reach the
+         * workers, which give the stock back and answer 503. */
+        order_kafka_free(app.kafka);
+        app.kafka = NULL;
+        if (queued > 0 || left > 0)
+            left = wait_idle(&app, order_time_mono_us() + 1000 * 1000);
+    }
+    order_pg_free(app.pg); /* finishes queued jobs; their answers go through the workers */
+    app.pg = NULL;
+    left = wait_idle(&app, order_time_mono_us() + 500 * 1000);
+    order_workers_free(&app);
+    sk_log(left ? SK_LOG_WARN : SK_LOG_INFO, "stopped", "unanswered=%" PRId64, left);
+}
+out:
+    order_kafka_free(app.kafka);
+    order_pg_free(app.pg);
+    idgen_free(app.ids_order);
+    idgen_free(app.ids_event);
+    order_bucket_free(app.buckets);
+    order_soldout_free(app.soldout);
+    sk_config_free(order_config_table, &app.cfg, app.kafka_props);
+    libevent_global_shutdown();
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "token") == 0)
+        return cmd_token(argc - 1, argv + 1);
+    const char *config = NULL;
+    static const struct option opts[] = {{"config", required_argument, 0, 'c'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"help-markdown", no_argument, 0, 'm'},
+                                         {"version", no_argument, 0, 'V'},
+                                         {0, 0, 0, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c':
+            config = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'm':
+            sk_config_print_help(stdout, order_config_table, 1);
+            return 0;
+        case 'V':
+            printf("seckill-order %s\n", SECKILL_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    return run(config);
+}

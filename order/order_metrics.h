@@ -1,0 +1,44 @@
+/* order_metrics: the service's counters and their Prometheus text form.
+ *
+ * Plain relaxed atomics, updated by every worker thread; /metrics reads them without a
+ * lock (each number is exact, the set of numbers is not one snapshot). */
+#ifndef ORDER_METRICS_H
+#define ORDER_METRICS_H
+
+#include "order_route.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The statuses the API answers; anything else lands in the last slot. */
+#define ORDER_METRICS_STATUSES 14
+#define ORDER_METRICS_BUCKETS 13
+#define ORDER_METRICS_RESERVE_CODES 7 /* reserve.lua 0..5, and "other" */
+
+typedef struct order_metrics {
+    _Atomic uint64_t requests[ORDER_ROUTE_COUNT][ORDER_METRICS_STATUSES];
+    _Atomic uint64_t latency[ORDER_ROUTE_COUNT][ORDER_METRICS_BUCKETS]; /* per bucket, not cumulative */
+    _Atomic uint64_t latency_sum_us[ORDER_ROUTE_COUNT];
+    _Atomic uint64_t reserve[ORDER_METRICS_RESERVE_CODES];
+    _Atomic uint64_t redis_errors;
+    _Atomic uint64_t kafka_delivery_failures;
+    _Atomic uint64_t kafka_produce_failures;
+    _Atomic uint64_t soldout_flag_hits;
+    _Atomic uint64_t rate_limited;
+    _Atomic uint64_t overload_rejections;
+    _Atomic int64_t requests_inflight;
+    _Atomic int64_t kafka_inflight;
+} order_metrics;
+
+/** @brief Counts one answered request of `route` with `status` that took `us`. */
+void order_metrics_request(order_metrics *m, order_route_id route, int status, int64_t us);
+
+/** @brief Counts one reserve.lua result code. */
+void order_metrics_reserve(order_metrics *m, long long code);
+
+/** @brief Writes the Prometheus text exposition. @returns a malloc'd string (caller frees)
+ *  and its length in *len, or NULL. */
+char *order_metrics_render(order_metrics *m, size_t *len);
+
+#endif

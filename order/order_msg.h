@@ -1,0 +1,47 @@
+/* order_msg: the seckill.orders message (DESIGN.md, Kafka) and the Redis key names of an
+ * event (DESIGN.md, Redis data). Pure functions.
+ *
+ * Value: {"v":1,"order_id":"<decimal>","event_id":"<decimal>","user_id":"<decimal>","ts_ms":<int>}
+ * Key:   the event id in decimal, so one event's orders share a partition. */
+#ifndef ORDER_MSG_H
+#define ORDER_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ORDER_MSG_MAX 160 /* longest value: four 20-digit numbers plus the names */
+
+typedef struct order_msg {
+    uint64_t order_id, event_id, user_id;
+    int64_t ts_ms;
+} order_msg;
+
+/** @brief Encodes the message value into out. @returns its length, or 0 if out is too small. */
+size_t order_msg_encode(const order_msg *m, char *out, size_t outsz);
+
+/** @brief Decodes a value (for tests and tools; strict: v must be 1, ids decimal strings).
+ *  @returns 0 or -1. */
+int order_msg_decode(const char *buf, size_t len, order_msg *out);
+
+/* Redis keys of one event; all share the hash tag {e<ID>} (one Cluster slot). */
+typedef enum {
+    ORDER_KEY_STOCK = 0,
+    ORDER_KEY_BUYERS,
+    ORDER_KEY_META,
+    ORDER_KEY_PENDING,
+    ORDER_KEY_ACCEPTED, /* order_id -> user_id:ts_ms once Kafka acknowledged (confirm.lua) */
+    ORDER_KEY_COUNT
+} order_key_kind;
+
+#define ORDER_KEY_MAX 64
+
+/** @brief Writes "seckill:{e<ID>}:<kind>" into out (>= ORDER_KEY_MAX). @returns the length. */
+size_t order_key(uint64_t event_id, order_key_kind kind, char *out, size_t outsz);
+
+/** @brief "seckill:order:<order_id>": which event an order belongs to (for GET order). */
+size_t order_key_index(uint64_t order_id, char *out, size_t outsz);
+
+/** @brief "seckill:rl:{u<user_id>}": the user's bucket of ratelimit.lua. */
+size_t order_key_ratelimit(uint64_t user_id, char *out, size_t outsz);
+
+#endif

@@ -1,0 +1,239 @@
+/* order_pg: PostgreSQL job pool. See order_pg.h. */
+#include "order_pg.h"
+
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct order_pg {
+    char *conninfo;
+    int nthreads;
+    pthread_t *threads;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    order_pg_job *head, *tail;
+    int queued;
+    int stopping;
+};
+
+static void fail(order_pg_job *job, PGconn *c, PGresult *res, const char *what)
+{
+    job->status = ORDER_PG_ERROR;
+    const char *msg = res ? PQresultErrorMessage(res) : "";
+    if (!*msg)
+        msg = PQerrorMessage(c);
+    snprintf(job->err, sizeof(job->err), "%s: %s", what, msg);
+    size_t n = strlen(job->err);
+    while (n && (job->err[n - 1] == '\n' || job->err[n - 1] == ' '))
+        job->err[--n] = '\0';
+}
+
+static void run_create_event(PGconn *c, order_pg_job *job)
+{
+    char id[24], stock[24], starts[24], ends[24], lim[12];
+    snprintf(id, sizeof(id), "%" PRIu64, job->id);
+    snprintf(stock, sizeof(stock), "%" PRId64, job->spec.stock);
+    snprintf(starts, sizeof(starts), "%" PRId64, job->spec.starts_at_ms);
+    snprintf(ends, sizeof(ends), "%" PRId64, job->spec.ends_at_ms);
+    snprintf(lim, sizeof(lim), "%d", job->spec.per_user_limit);
+    const char *params[6] = {
+        id,             /* $1 event id from libidgen */
+        job->spec.name, /* $2 name */
+        stock,          /* $3 stock_total = stock_left at creation */
+        starts,         /* $4 starts_at, ms since the epoch */
+        ends,           /* $5 ends_at, ms since the epoch */
+        lim,            /* $6 per_user_limit */
+    };
+    PGresult *res = PQexecParams(
+        c,
+        "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at, "
+        "per_user_limit) VALUES ($1::bigint, $2, $3::int, $3::int, "
+        "to_timestamp($4::bigint / 1000.0), to_timestamp($5::bigint / 1000.0), $6::int)",
+        6, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        fail(job, c, res, "insert event");
+    else
+        job->status = ORDER_PG_OK;
+    PQclear(res);
+}
+
+static void run_get_event(PGconn *c, order_pg_job *job)
+{
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRIu64, job->id);
+    const char *params[1] = {id /* $1 event id */};
+    PGresult *res = PQexecParams(
+        c,
+        "SELECT name, stock_total, stock_left, "
+        "(extract(epoch from starts_at) * 1000)::bigint, "
+        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit "
+        "FROM seckill_event WHERE id = $1::bigint",
+        1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fail(job, c, res, "select event");
+    } else if (PQntuples(res) == 0) {
+        job->status = ORDER_PG_NOT_FOUND;
+    } else {
+        snprintf(job->spec.name, sizeof(job->spec.name), "%s", PQgetvalue(res, 0, 0));
+        job->spec.stock = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+        job->stock_left = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+        job->spec.starts_at_ms = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+        job->spec.ends_at_ms = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+        job->spec.per_user_limit = atoi(PQgetvalue(res, 0, 5));
+        job->status = ORDER_PG_OK;
+    }
+    PQclear(res);
+}
+
+static void run_get_order(PGconn *c, order_pg_job *job)
+{
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRIu64, job->id);
+    const char *params[1] = {id /* $1 order id */};
+    PGresult *res = PQexecParams(
+        c, "SELECT event_id, user_id, status FROM seckill_order WHERE order_id = $1::bigint", 1,
+        NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fail(job, c, res, "select order");
+    } else if (PQntuples(res) == 0) {
+        job->status = ORDER_PG_NOT_FOUND;
+    } else {
+        job->event_id = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+        job->user_id = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
+        snprintf(job->order_status, sizeof(job->order_status), "%s", PQgetvalue(res, 0, 2));
+        job->status = ORDER_PG_OK;
+    }
+    PQclear(res);
+}
+
+void order_pg_run(void *pgconn, order_pg_job *job)
+{
+    PGconn *c = pgconn;
+    job->err[0] = '\0';
+    switch (job->kind) {
+    case ORDER_PG_CREATE_EVENT:
+        run_create_event(c, job);
+        break;
+    case ORDER_PG_GET_EVENT:
+        run_get_event(c, job);
+        break;
+    case ORDER_PG_GET_ORDER:
+        run_get_order(c, job);
+        break;
+    default:
+        job->status = ORDER_PG_ERROR;
+        snprintf(job->err, sizeof(job->err), "unknown job");
+    }
+}
+
+static void *pool_main(void *arg)
+{
+    order_pg *p = arg;
+    PGconn *c = NULL;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->head && !p->stopping)
+            pthread_cond_wait(&p->cond, &p->mu);
+        order_pg_job *job = p->head;
+        if (job) {
+            p->head = job->next;
+            if (!p->head)
+                p->tail = NULL;
+            p->queued--;
+        }
+        pthread_mutex_unlock(&p->mu);
+        if (!job)
+            break; /* stopping and the queue is empty */
+        if (c && PQstatus(c) != CONNECTION_OK) {
+            PQfinish(c);
+            c = NULL;
+        }
+        if (!c)
+            c = PQconnectdb(p->conninfo);
+        if (PQstatus(c) != CONNECTION_OK) {
+            fail(job, c, NULL, "connect");
+            PQfinish(c);
+            c = NULL;
+        } else {
+            order_pg_run(c, job);
+            /* A query that failed on a broken connection: one retry on a fresh one,
+             * every job here is a single statement that is safe to repeat (the insert
+             * of a new id either happened, then the retry fails on the key, or not). */
+            if (job->status == ORDER_PG_ERROR && PQstatus(c) != CONNECTION_OK) {
+                PQfinish(c);
+                c = PQconnectdb(p->conninfo);
+                if (PQstatus(c) == CONNECTION_OK)
+                    order_pg_run(c, job);
+            }
+        }
+        job->done(job);
+    }
+    PQfinish(c);
+    return NULL;
+}
+
+order_pg *order_pg_new(const char *conninfo, int threads)
+{
+    order_pg *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->conninfo = strdup(conninfo);
+    p->threads = calloc((size_t)threads, sizeof(pthread_t));
+    if (!p->conninfo || !p->threads) {
+        free(p->conninfo);
+        free(p->threads);
+        free(p);
+        return NULL;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    for (int i = 0; i < threads; i++) {
+        if (pthread_create(&p->threads[i], NULL, pool_main, p) != 0)
+            break;
+        p->nthreads++;
+    }
+    if (p->nthreads == 0) {
+        order_pg_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+int order_pg_submit(order_pg *p, order_pg_job *job, int max_queue)
+{
+    job->next = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (p->stopping || p->queued >= max_queue) {
+        pthread_mutex_unlock(&p->mu);
+        return -1;
+    }
+    if (p->tail)
+        p->tail->next = job;
+    else
+        p->head = job;
+    p->tail = job;
+    p->queued++;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+void order_pg_free(order_pg *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = 1;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->nthreads; i++)
+        pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cond);
+    free(p->threads);
+    free(p->conninfo);
+    free(p);
+}

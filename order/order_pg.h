@@ -1,0 +1,57 @@
+/* order_pg: PostgreSQL for seckill-order (create event, read event, read order), on a
+ * small pool of blocking threads so that no event loop ever waits on the database.
+ *
+ * A worker fills an order_pg_job and submits it; a pool thread runs it on its own
+ * connection (reconnecting when the connection broke) and calls job->done on the pool
+ * thread, which must only hand the job back to its worker. Parameterised SQL only.
+ * The job is owned by the caller throughout; the pool only borrows it until done. */
+#ifndef ORDER_PG_H
+#define ORDER_PG_H
+
+#include "order_body.h"
+
+#include <stdint.h>
+
+typedef enum {
+    ORDER_PG_CREATE_EVENT = 1, /* in: id, spec */
+    ORDER_PG_GET_EVENT,        /* in: id; out: spec (name, stock, times), stock_left */
+    ORDER_PG_GET_ORDER,        /* in: id; out: event_id, user_id, order_status */
+} order_pg_kind;
+
+typedef enum {
+    ORDER_PG_OK = 0,
+    ORDER_PG_NOT_FOUND = 1,
+    ORDER_PG_ERROR = -1, /* connection or query failed: message in err (not for clients) */
+} order_pg_status;
+
+typedef struct order_pg_job {
+    order_pg_kind kind;
+    uint64_t id;
+    order_event_spec spec;
+    int64_t stock_left;
+    uint64_t event_id, user_id;
+    char order_status[16];
+    order_pg_status status;
+    char err[256];
+    void (*done)(struct order_pg_job *job); /* on a pool thread */
+    void *arg;
+    struct order_pg_job *next; /* the pool's queue */
+} order_pg_job;
+
+typedef struct order_pg order_pg;
+
+/** @brief Starts `threads` pool threads for `conninfo` (connections open lazily).
+ *  @returns the pool or NULL on OOM. */
+order_pg *order_pg_new(const char *conninfo, int threads);
+
+/** @brief Queues a job. @returns 0, or -1 when the queue is over `max_queue` or the pool
+ *  is stopping (done is not called). */
+int order_pg_submit(order_pg *p, order_pg_job *job, int max_queue);
+
+/** @brief Runs one job right here on a blocking connection (tests, tools). */
+void order_pg_run(void *pgconn, order_pg_job *job);
+
+/** @brief Finishes the queued jobs, stops the threads, closes. NULL is fine. */
+void order_pg_free(order_pg *p);
+
+#endif

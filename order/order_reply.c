@@ -1,0 +1,135 @@
+/* order_reply: response encoding. See order_reply.h. */
+#include "order_reply.h"
+#include "order_time.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const struct {
+    int status;
+    const char *code;
+    const char *message;
+} errs[ORDER_ERR_COUNT] = {
+    [ORDER_ERR_BAD_REQUEST] = {400, "bad_request", "the request is malformed"},
+    [ORDER_ERR_UNAUTHORIZED] = {401, "unauthorized", "a valid bearer token is required"},
+    [ORDER_ERR_FORBIDDEN] = {403, "forbidden", "not allowed for this token"},
+    [ORDER_ERR_NOT_FOUND] = {404, "not_found", "no such resource"},
+    [ORDER_ERR_METHOD] = {405, "method_not_allowed", "method not allowed on this path"},
+    [ORDER_ERR_TOO_LARGE] = {413, "payload_too_large", "the body is over 4096 bytes"},
+    [ORDER_ERR_SOLD_OUT] = {409, "sold_out", "the event is sold out"},
+    [ORDER_ERR_DUPLICATE] = {409, "duplicate", "this user already holds an order for this event"},
+    [ORDER_ERR_NOT_STARTED] = {403, "not_started", "the event has not started"},
+    [ORDER_ERR_ENDED] = {403, "ended", "the event has ended"},
+    [ORDER_ERR_RATE_LIMITED] = {429, "rate_limited", "too many requests, slow down"},
+    [ORDER_ERR_UNAVAILABLE] = {503, "unavailable", "the service cannot take this request now"},
+    [ORDER_ERR_INTERNAL] = {500, "internal", "internal error"},
+};
+
+int order_err_status(order_err e)
+{
+    return (unsigned)e < ORDER_ERR_COUNT ? errs[e].status : 500;
+}
+
+const char *order_err_code(order_err e)
+{
+    return (unsigned)e < ORDER_ERR_COUNT ? errs[e].code : "internal";
+}
+
+const char *order_err_message(order_err e)
+{
+    return (unsigned)e < ORDER_ERR_COUNT ? errs[e].message : "internal error";
+}
+
+/* JSON string escaping of our own messages (ASCII; control characters as \u00XX). */
+static size_t escape(char *out, size_t outsz, const char *s)
+{
+    size_t n = 0;
+    for (; *s && n + 7 < outsz; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)c;
+        } else if (c < 0x20) {
+            n += (size_t)snprintf(out + n, outsz - n, "\\u%04x", c);
+        } else {
+            out[n++] = (char)c;
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
+static size_t clamp(int n, size_t outsz)
+{
+    if (n < 0)
+        return 0;
+    return (size_t)n < outsz ? (size_t)n : outsz - 1;
+}
+
+size_t order_reply_error(char *out, size_t outsz, order_err e, const char *message,
+                         uint64_t order_id)
+{
+    char msg[384];
+    escape(msg, sizeof(msg), message ? message : order_err_message(e));
+    int n;
+    if (order_id)
+        n = snprintf(out, outsz, "{\"error\":\"%s\",\"message\":\"%s\",\"order_id\":\"%" PRIu64 "\"}",
+                     order_err_code(e), msg, order_id);
+    else
+        n = snprintf(out, outsz, "{\"error\":\"%s\",\"message\":\"%s\"}", order_err_code(e), msg);
+    return clamp(n, outsz);
+}
+
+size_t order_reply_order_queued(char *out, size_t outsz, uint64_t order_id)
+{
+    return clamp(snprintf(out, outsz, "{\"order_id\":\"%" PRIu64 "\",\"status\":\"queued\"}", order_id),
+                 outsz);
+}
+
+size_t order_reply_order(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
+                         uint64_t user_id, const char *status)
+{
+    return clamp(snprintf(out, outsz,
+                          "{\"order_id\":\"%" PRIu64 "\",\"event_id\":\"%" PRIu64
+                          "\",\"user_id\":\"%" PRIu64 "\",\"status\":\"%s\"}",
+                          order_id, event_id, user_id, status),
+                 outsz);
+}
+
+size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id)
+{
+    return clamp(snprintf(out, outsz, "{\"event_id\":\"%" PRIu64 "\"}", event_id), outsz);
+}
+
+char *order_reply_event(uint64_t event_id, const char *name, int64_t stock_total,
+                        int64_t stock_left, int64_t starts_at_ms, int64_t ends_at_ms)
+{
+    char id[24], s[32], e[32];
+    snprintf(id, sizeof(id), "%" PRIu64, event_id);
+    /* The name is the client's text: jansson escapes it (and refuses invalid UTF-8). */
+    json_t *o = json_pack("{s:s, s:s?, s:I, s:I, s:s, s:s}", "event_id", id, "name", name,
+                          "stock_total", (json_int_t)stock_total, "stock_left",
+                          (json_int_t)stock_left, "starts_at",
+                          order_time_format_rfc3339(starts_at_ms, s, sizeof(s)), "ends_at",
+                          order_time_format_rfc3339(ends_at_ms, e, sizeof(e)));
+    if (!o)
+        return NULL;
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return text;
+}
+
+int order_err_from_reserve(long long code)
+{
+    switch (code) {
+    case 1: return ORDER_ERR_SOLD_OUT;
+    case 2: return ORDER_ERR_DUPLICATE;
+    case 3: return ORDER_ERR_NOT_STARTED;
+    case 4: return ORDER_ERR_ENDED;
+    case 5: return ORDER_ERR_NOT_FOUND;
+    case 0: return -1;
+    default: return ORDER_ERR_INTERNAL;
+    }
+}

@@ -1,0 +1,58 @@
+/* order_reply: response bodies of the HTTP API (errors and successes), pure functions.
+ *
+ * Every error body is {"error":"<code>","message":"..."} (plus "order_id" when the
+ * client may poll an order whose fate is unknown). Messages are fixed texts or our
+ * own validation messages, JSON-escaped here all the same. */
+#ifndef ORDER_REPLY_H
+#define ORDER_REPLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    ORDER_ERR_BAD_REQUEST = 0, /* 400 bad_request */
+    ORDER_ERR_UNAUTHORIZED,    /* 401 unauthorized */
+    ORDER_ERR_FORBIDDEN,       /* 403 forbidden (not admin, not the owner) */
+    ORDER_ERR_NOT_FOUND,       /* 404 not_found */
+    ORDER_ERR_METHOD,          /* 405 method_not_allowed */
+    ORDER_ERR_TOO_LARGE,       /* 413 payload_too_large */
+    ORDER_ERR_SOLD_OUT,        /* 409 sold_out */
+    ORDER_ERR_DUPLICATE,       /* 409 duplicate */
+    ORDER_ERR_NOT_STARTED,     /* 403 not_started */
+    ORDER_ERR_ENDED,           /* 403 ended */
+    ORDER_ERR_RATE_LIMITED,    /* 429 rate_limited */
+    ORDER_ERR_UNAVAILABLE,     /* 503 unavailable */
+    ORDER_ERR_INTERNAL,        /* 500 internal */
+    ORDER_ERR_COUNT
+} order_err;
+
+/** @brief The HTTP status of an error. */
+int order_err_status(order_err e);
+/** @brief The "error" code string ("sold_out", ...). */
+const char *order_err_code(order_err e);
+/** @brief The default human message of an error. */
+const char *order_err_message(order_err e);
+
+/** @brief Writes an error body. `message` NULL: the default one; `order_id` 0: none.
+ *  @returns the length written (truncated bodies are still valid JSON only if outsz >= 512). */
+size_t order_reply_error(char *out, size_t outsz, order_err e, const char *message,
+                         uint64_t order_id);
+
+/** @brief {"order_id":"<id>","status":"queued"} @returns the length. */
+size_t order_reply_order_queued(char *out, size_t outsz, uint64_t order_id);
+
+/** @brief {"order_id","event_id","user_id","status"} @returns the length. */
+size_t order_reply_order(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
+                         uint64_t user_id, const char *status);
+
+/** @brief {"event_id":"<id>"} @returns the length. */
+size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id);
+
+/** @brief GET event body. @returns a malloc'd NUL-terminated string the caller frees, or NULL. */
+char *order_reply_event(uint64_t event_id, const char *name, int64_t stock_total,
+                        int64_t stock_left, int64_t starts_at_ms, int64_t ends_at_ms);
+
+/** @brief Reserve result code (reserve.lua) -> error; 0 (ok) is not an error: returns -1. */
+int order_err_from_reserve(long long code);
+
+#endif

@@ -1,0 +1,109 @@
+/* order_route: path matching for the HTTP API. See order_route.h. */
+#include "order_route.h"
+
+#include <string.h>
+
+int order_parse_id(const char *s, size_t len, uint64_t *out)
+{
+    if (len == 0 || len > 19)
+        return -1; /* INT64_MAX has 19 digits */
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (uint64_t)(s[i] - '0'); /* 19 digits cannot wrap a uint64 */
+    }
+    if (v == 0 || v > (uint64_t)INT64_MAX)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int prefix(const char *path, size_t len, const char *p, size_t *rest)
+{
+    size_t n = strlen(p);
+    if (len < n || memcmp(path, p, n) != 0)
+        return 0;
+    *rest = n;
+    return 1;
+}
+
+static int is(const char *path, size_t len, const char *p)
+{
+    return strlen(p) == len && memcmp(path, p, len) == 0;
+}
+
+/* A path segment must not be empty and must not hold '/'; its digits are checked later
+ * (a non-decimal id is a 400, not a 404: the path has the right shape). */
+static int set_route(order_route *out, order_route_id id, order_method method,
+                     order_method want, const char *allow)
+{
+    out->id = id;
+    out->allow = allow;
+    if (method != want && !(want == ORDER_METHOD_GET && method == ORDER_METHOD_HEAD)) {
+        out->status = 405;
+        return 405;
+    }
+    out->status = 0;
+    return 0;
+}
+
+int order_route_match(order_method method, const char *path, size_t len, order_route *out)
+{
+    memset(out, 0, sizeof(*out));
+    size_t off;
+    int rc;
+    if (is(path, len, "/healthz"))
+        return set_route(out, ORDER_ROUTE_HEALTHZ, method, ORDER_METHOD_GET, "GET, HEAD");
+    if (is(path, len, "/readyz"))
+        return set_route(out, ORDER_ROUTE_READYZ, method, ORDER_METHOD_GET, "GET, HEAD");
+    if (is(path, len, "/metrics"))
+        return set_route(out, ORDER_ROUTE_METRICS, method, ORDER_METHOD_GET, "GET, HEAD");
+    if (is(path, len, "/api/v1/events"))
+        return set_route(out, ORDER_ROUTE_EVENT_CREATE, method, ORDER_METHOD_POST, "POST");
+    if (prefix(path, len, "/api/v1/events/", &off)) {
+        const char *seg = path + off;
+        size_t seglen = len - off;
+        const char *slash = memchr(seg, '/', seglen);
+        if (!slash) {
+            if (seglen == 0)
+                goto none;
+            rc = set_route(out, ORDER_ROUTE_EVENT_GET, method, ORDER_METHOD_GET, "GET, HEAD");
+        } else {
+            size_t idlen = (size_t)(slash - seg);
+            if (idlen == 0 || !is(slash, seglen - idlen, "/orders"))
+                goto none;
+            seglen = idlen;
+            rc = set_route(out, ORDER_ROUTE_ORDER_CREATE, method, ORDER_METHOD_POST, "POST");
+        }
+        if (rc != 0)
+            return rc;
+        if (order_parse_id(seg, seglen, &out->arg) != 0)
+            return out->status = 400;
+        return 0;
+    }
+    if (prefix(path, len, "/api/v1/orders/", &off)) {
+        const char *seg = path + off;
+        size_t seglen = len - off;
+        if (seglen == 0 || memchr(seg, '/', seglen))
+            goto none;
+        rc = set_route(out, ORDER_ROUTE_ORDER_GET, method, ORDER_METHOD_GET, "GET, HEAD");
+        if (rc != 0)
+            return rc;
+        if (order_parse_id(seg, seglen, &out->arg) != 0)
+            return out->status = 400;
+        return 0;
+    }
+none:
+    memset(out, 0, sizeof(*out));
+    return out->status = 404;
+}
+
+const char *order_route_name(order_route_id id)
+{
+    static const char *names[ORDER_ROUTE_COUNT] = {
+        "unknown", "event_create", "event_get", "order_create",
+        "order_get", "healthz", "readyz", "metrics",
+    };
+    return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
+}

@@ -1,0 +1,50 @@
+/* order_route: the HTTP API's routing table and id parsing, pure functions.
+ *
+ * Maps (method, path) to one route of DESIGN.md's API and pulls the decimal id out of
+ * the path. Knows nothing of evhttp, so it is unit-tested without a network. The
+ * order of checks is fixed: unknown path 404, then wrong method 405, then a bad id 400. */
+#ifndef ORDER_ROUTE_H
+#define ORDER_ROUTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    ORDER_ROUTE_NONE = 0,       /* no such path */
+    ORDER_ROUTE_EVENT_CREATE,   /* POST /api/v1/events */
+    ORDER_ROUTE_EVENT_GET,      /* GET  /api/v1/events/{id} */
+    ORDER_ROUTE_ORDER_CREATE,   /* POST /api/v1/events/{id}/orders */
+    ORDER_ROUTE_ORDER_GET,      /* GET  /api/v1/orders/{id} */
+    ORDER_ROUTE_HEALTHZ,        /* GET  /healthz */
+    ORDER_ROUTE_READYZ,         /* GET  /readyz */
+    ORDER_ROUTE_METRICS,        /* GET  /metrics */
+    ORDER_ROUTE_COUNT
+} order_route_id;
+
+typedef enum {
+    ORDER_METHOD_GET = 1,
+    ORDER_METHOD_POST = 2,
+    ORDER_METHOD_HEAD = 3,
+    ORDER_METHOD_OTHER = 4, /* PUT, DELETE, ...: never allowed */
+} order_method;
+
+typedef struct order_route {
+    order_route_id id;  /* ORDER_ROUTE_NONE when status is 404 */
+    uint64_t arg;       /* the {id} of the path, when the route has one */
+    int status;         /* 0 matched, or 404 / 405 / 400 */
+    const char *allow;  /* for 405: the Allow header value */
+} order_route;
+
+/** @brief Matches `path` (no query string; len bytes) for `method` into *out.
+ *  @returns out->status: 0 when the request may go on. */
+int order_route_match(order_method method, const char *path, size_t len, order_route *out);
+
+/** @brief Parses a decimal id: 1 to 20 digits, no sign, no spaces, value in
+ *  [1, INT64_MAX] (ids are PostgreSQL bigints). @returns 0, or -1 if not decimal,
+ *  zero or over 63 bits. */
+int order_parse_id(const char *s, size_t len, uint64_t *out);
+
+/** @brief A stable short name for metrics labels ("order_create", ...). */
+const char *order_route_name(order_route_id id);
+
+#endif

@@ -1,0 +1,199 @@
+/* order_worker: worker threads, their listening sockets and their inboxes. See order_app.h. */
+#include "order_app.h"
+#include "sk_log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+void order_worker_post(order_worker *w, order_task *t)
+{
+    t->next = NULL;
+    pthread_mutex_lock(&w->inbox_mu);
+    if (w->inbox_tail)
+        w->inbox_tail->next = t;
+    else
+        w->inbox_head = t;
+    w->inbox_tail = t;
+    int wake = !w->inbox_signalled;
+    w->inbox_signalled = 1;
+    pthread_mutex_unlock(&w->inbox_mu);
+    /* One activation per batch: the callback takes the whole list. event_active is
+     * safe from any thread because evthread_use_pthreads() ran before the bases. */
+    if (wake)
+        event_active(w->inbox_ev, EV_READ, 0);
+}
+
+static void on_inbox(evutil_socket_t fd, short what, void *arg)
+{
+    order_worker *w = arg;
+    pthread_mutex_lock(&w->inbox_mu);
+    order_task *t = w->inbox_head;
+    w->inbox_head = w->inbox_tail = NULL;
+    w->inbox_signalled = 0;
+    pthread_mutex_unlock(&w->inbox_mu);
+    while (t) {
+        order_task *next = t->next; /* t may be freed by its fn */
+        t->fn(t);
+        t = next;
+    }
+}
+
+static void on_stop_accepting(order_task *t)
+{
+    order_worker *w = (order_worker *)((char *)t - offsetof(order_worker, stop_accepting_task));
+    if (w->bound) {
+        evhttp_del_accept_socket(w->http, w->bound); /* closes the socket */
+        w->bound = NULL;
+    }
+}
+
+static void on_exit_task(order_task *t)
+{
+    order_worker *w = (order_worker *)((char *)t - offsetof(order_worker, exit_task));
+    event_base_loopbreak(w->base);
+}
+
+static void *worker_main(void *arg)
+{
+    order_worker *w = arg;
+    event_base_loop(w->base, EVLOOP_NO_EXIT_ON_EMPTY);
+    return NULL;
+}
+
+/* A listening socket with SO_REUSEPORT: every worker binds its own on the same port. */
+static int listen_socket(const char *bind_addr, int port, int *bound_port, char *err,
+                         size_t errsz)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
+        snprintf(err, errsz, "http.bind: \"%s\" is not an IPv4 address", bind_addr);
+        return -1;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errsz, "socket: %s", strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 1024) != 0) {
+        snprintf(err, errsz, "listen on %s:%d: %s", bind_addr, port, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    socklen_t len = sizeof(sa);
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    *bound_port = ntohs(sa.sin_port);
+    return fd;
+}
+
+static int worker_init(order_app *app, order_worker *w, int index, char *err, size_t errsz)
+{
+    w->index = index;
+    w->app = app;
+    pthread_mutex_init(&w->inbox_mu, NULL);
+    w->stop_accepting_task.fn = on_stop_accepting;
+    w->exit_task.fn = on_exit_task;
+    w->base = event_base_new();
+    if (!w->base) {
+        snprintf(err, errsz, "event_base_new failed");
+        return -1;
+    }
+    w->inbox_ev = event_new(w->base, -1, 0, on_inbox, w);
+    w->http = evhttp_new(w->base);
+    if (!w->inbox_ev || !w->http) {
+        snprintf(err, errsz, "out of memory");
+        return -1;
+    }
+    /* Bodies over 4 KiB get our JSON 413; the evhttp bound only stops absurd uploads. */
+    evhttp_set_max_body_size(w->http, 64 * 1024);
+    evhttp_set_max_headers_size(w->http, 16 * 1024);
+    evhttp_set_timeout(w->http, 60);
+    evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
+    evhttp_set_gencb(w->http, order_http_handle, w);
+    int port = 0;
+    int fd = listen_socket(app->cfg.http_bind, app->port ? app->port : (int)app->cfg.http_port,
+                           &port, err, errsz);
+    if (fd < 0)
+        return -1;
+    app->port = port;
+    w->bound = evhttp_accept_socket_with_handle(w->http, fd);
+    if (!w->bound) {
+        close(fd);
+        snprintf(err, errsz, "evhttp_accept_socket failed");
+        return -1;
+    }
+    w->redis = order_redis_new(w->base, &app->redis_url, &app->scripts,
+                               (int)app->cfg.redis_timeout_ms);
+    if (!w->redis) {
+        snprintf(err, errsz, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int order_workers_start(order_app *app, char *err, size_t errsz)
+{
+    app->workers = calloc((size_t)app->nworkers, sizeof(order_worker));
+    if (!app->workers) {
+        snprintf(err, errsz, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < app->nworkers; i++)
+        if (worker_init(app, &app->workers[i], i, err, errsz) != 0)
+            return -1;
+    for (int i = 0; i < app->nworkers; i++) {
+        order_worker *w = &app->workers[i];
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+            snprintf(err, errsz, "pthread_create failed");
+            return -1;
+        }
+        w->started = 1;
+    }
+    return 0;
+}
+
+void order_workers_stop_accepting(order_app *app)
+{
+    for (int i = 0; i < app->nworkers; i++)
+        if (app->workers[i].started)
+            order_worker_post(&app->workers[i], &app->workers[i].stop_accepting_task);
+}
+
+void order_workers_free(order_app *app)
+{
+    if (!app->workers)
+        return;
+    for (int i = 0; i < app->nworkers; i++) {
+        order_worker *w = &app->workers[i];
+        if (w->started) {
+            order_worker_post(w, &w->exit_task);
+            pthread_join(w->thread, NULL);
+        }
+    }
+    for (int i = 0; i < app->nworkers; i++) {
+        order_worker *w = &app->workers[i];
+        /* Redis first: its pending callbacks (NULL replies) may still answer requests. */
+        order_redis_free(w->redis);
+        if (w->http)
+            evhttp_free(w->http);
+        if (w->inbox_ev)
+            event_free(w->inbox_ev);
+        if (w->base)
+            event_base_free(w->base);
+        pthread_mutex_destroy(&w->inbox_mu);
+    }
+    free(app->workers);
+    app->workers = NULL;
+}
