@@ -1,0 +1,137 @@
+/* sc_judge: compare and print the guarantees. See sc_judge.h. */
+#include "sc_judge.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_order(const void *a, const void *b)
+{
+    const sc_row *x = a, *y = b;
+    return x->order_id < y->order_id ? -1 : x->order_id > y->order_id;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int sc_match(const sc_ids *acc, sc_row *rows, size_t nrows, sc_figures *f)
+{
+    qsort(rows, nrows, sizeof(*rows), cmp_order);
+    f->rows = nrows;
+    f->created = f->missing = f->not_created = f->extra_created = f->dup_users = 0;
+    /* Both sorted: one merge walk. */
+    size_t i = 0, j = 0;
+    while (i < acc->n || j < nrows) {
+        if (j == nrows || (i < acc->n && acc->v[i] < rows[j].order_id)) {
+            f->missing++;
+            i++;
+        } else if (i == acc->n || rows[j].order_id < acc->v[i]) {
+            f->created += rows[j].created;
+            f->extra_created += rows[j].created;
+            j++;
+        } else {
+            f->created += rows[j].created;
+            f->not_created += !rows[j].created;
+            i++;
+            j++;
+        }
+    }
+    uint64_t *users = malloc((nrows ? nrows : 1) * sizeof(*users));
+    if (!users)
+        return -1;
+    for (size_t k = 0; k < nrows; k++)
+        users[k] = rows[k].user_id;
+    qsort(users, nrows, sizeof(*users), cmp_u64);
+    for (size_t k = 1; k < nrows; k++)
+        if (users[k] == users[k - 1] && (k == 1 || users[k - 1] != users[k - 2]))
+            f->dup_users++;
+    free(users);
+    return 0;
+}
+
+static int line(FILE *out, int ok, const char *name, long long figure, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int line(FILE *out, int ok, const char *name, long long figure, const char *fmt, ...)
+{
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    fprintf(out, "%-4s %-14s %-8lld %s\n", ok ? "ok" : "FAIL", name, figure, detail);
+    return !ok;
+}
+
+int sc_judge(const sc_figures *f, FILE *out)
+{
+    int bad = 0;
+    long long total = f->stock_total;
+    if (!f->event_found) {
+        fprintf(out, "FAIL event         -        event %llu is not in seckill_event\n",
+                (unsigned long long)f->event_id);
+        bad++;
+    }
+    /* 3. No lost order: every 202 is exactly one row, created. Order ids are the primary
+     * key, so "exactly once" is "present"; a repeated id in accepted.txt would be two
+     * promises on one row. */
+    long long lost = (long long)(f->missing + f->not_created + f->accepted_repeated);
+    bad += line(out, lost == 0 && f->accepted_bad_lines == 0, "lost", lost,
+                "accepted %llu, in seckill_order %llu, missing %llu, not 'created' %llu, "
+                "repeated in accepted.txt %llu, unreadable lines %llu",
+                (unsigned long long)f->accepted,
+                (unsigned long long)(f->accepted - f->missing), (unsigned long long)f->missing,
+                (unsigned long long)f->not_created, (unsigned long long)f->accepted_repeated,
+                (unsigned long long)f->accepted_bad_lines);
+    /* 1. No oversell, in PostgreSQL and in Redis. */
+    long long over_pg = (long long)f->created - total;
+    long long over_redis = f->redis_ok ? (f->buyers - total) : 0;
+    long long oversold = over_pg > 0 ? over_pg : 0;
+    if (over_redis > oversold)
+        oversold = over_redis;
+    if (f->redis_ok && f->stock_present && f->redis_stock < 0 && -f->redis_stock > oversold)
+        oversold = -f->redis_stock;
+    bad += line(out, oversold == 0 && f->event_found, "oversold", oversold,
+                "created %llu of stock_total %lld; redis buyers %lld, redis stock %lld",
+                (unsigned long long)f->created, total, f->buyers, f->redis_stock);
+    /* 2. One per user. */
+    bad += line(out, f->dup_users == 0, "duplicates", (long long)f->dup_users,
+                "users with more than one order for the event (rows %llu)",
+                (unsigned long long)f->rows);
+    /* PostgreSQL's stock agrees with its orders. */
+    long long stock_diff = f->stock_left - (total - (long long)f->created);
+    bad += line(out, stock_diff == 0 && f->event_found, "stock_left", stock_diff,
+                "seckill_event.stock_left %lld vs stock_total %lld - created %llu",
+                f->stock_left, total, (unsigned long long)f->created);
+    /* 4. No leaked stock: once drained, what Redis still holds plus what waits plus what
+     * was created is the whole stock. */
+    if (!f->redis_ok || !f->stock_present) {
+        bad += line(out, 0, "redis_balance", -1, "%s",
+                    f->redis_ok ? "the event's stock key is not in Redis" : "Redis unreachable");
+    } else {
+        long long diff = f->redis_stock + f->pending + (long long)f->created - total;
+        bad += line(out, diff == 0, "redis_balance", diff,
+                    "redis stock %lld + pending %lld + created %llu vs stock_total %lld",
+                    f->redis_stock, f->pending, (unsigned long long)f->created, total);
+    }
+    /* 5. Nothing in the dead-letter topic for this event. */
+    if (f->dlq_checked == 0)
+        fprintf(out, "%-4s %-14s %-8s %s\n", "skip", "dlq", "-", "not checked (dlq = false)");
+    else if (f->dlq_checked < 0)
+        bad += line(out, 0, "dlq", -1, "%s could not be read", f->dlq_topic);
+    else
+        bad += line(out, f->dlq == 0, "dlq", f->dlq, "messages in %s naming event %llu",
+                    f->dlq_topic, (unsigned long long)f->event_id);
+    fprintf(out, "info drain          %-8s %s after %.1f s; %llu created rows without a 202 here "
+                 "(answers lost on the way back)\n",
+            f->drained ? "over" : "NOT-OVER", f->drained ? "drained" : "still moving or stuck",
+            f->waited_s, (unsigned long long)f->extra_created);
+    if (bad)
+        fprintf(out, "%d guarantee(s) violated for event %llu\n", bad, (unsigned long long)f->event_id);
+    else
+        fprintf(out, "all guarantees hold for event %llu\n", (unsigned long long)f->event_id);
+    return bad;
+}

@@ -1,0 +1,53 @@
+/* sc_redis: Redis reads of seckill-check. See sc_redis.h. */
+#include "sc_redis.h"
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int sc_redis_figures(redisContext *c, uint64_t event_id, int *present, long long *stock,
+                     long long *pending, long long *buyers, char *err, size_t errsz)
+{
+    char k_stock[64], k_pending[64], k_buyers[64];
+    unsigned long long id = (unsigned long long)event_id;
+    snprintf(k_stock, sizeof(k_stock), "seckill:{e%llu}:stock", id);
+    snprintf(k_pending, sizeof(k_pending), "seckill:{e%llu}:pending", id);
+    snprintf(k_buyers, sizeof(k_buyers), "seckill:{e%llu}:buyers", id);
+    /* Pipelined: the three figures come from one round trip, so they are read close together. */
+    redisAppendCommand(c, "GET %s", k_stock);
+    redisAppendCommand(c, "HLEN %s", k_pending);
+    redisAppendCommand(c, "SCARD %s", k_buyers);
+    redisReply *r[3] = {NULL, NULL, NULL};
+    int rc = 0;
+    for (int i = 0; i < 3; i++) {
+        if (redisGetReply(c, (void **)&r[i]) != REDIS_OK || !r[i]) {
+            snprintf(err, errsz, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == 0) {
+        if (r[0]->type == REDIS_REPLY_NIL) {
+            *present = 0;
+            *stock = 0;
+        } else if (r[0]->type == REDIS_REPLY_STRING) {
+            *present = 1;
+            *stock = strtoll(r[0]->str, NULL, 10);
+        } else {
+            snprintf(err, errsz, "redis: GET %s: unexpected reply", k_stock);
+            rc = -1;
+        }
+        if (rc == 0 && (r[1]->type != REDIS_REPLY_INTEGER || r[2]->type != REDIS_REPLY_INTEGER)) {
+            snprintf(err, errsz, "redis: HLEN/SCARD: unexpected reply (wrong key type?)");
+            rc = -1;
+        }
+        if (rc == 0) {
+            *pending = r[1]->integer;
+            *buyers = r[2]->integer;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        if (r[i])
+            freeReplyObject(r[i]);
+    return rc;
+}

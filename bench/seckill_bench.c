@@ -1,0 +1,499 @@
+/* seckill-bench: the flash-sale load generator.
+ *
+ * Creates an event through the front (or uses --event), mints one JWT per user before
+ * the clock starts, then drives keep-alive connections at the fronts flat out or at a
+ * target rate (sb_load), while another thread samples the rows of seckill_order
+ * (sb_pg). After the last answer it keeps sampling until PostgreSQL holds as many rows
+ * as there were 202s (the drain), then writes summary.json, timeline.csv and
+ * accepted.txt into the output directory and prints a short summary.
+ *
+ * Settings come from one table (sk_config): defaults < --config file < SECKILL_*
+ * environment < --key=value arguments, so SECKILL_HTTP, SECKILL_PG and
+ * SECKILL_JWT_SECRET from .run/env are picked up as they are. */
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sb_admin.h"
+#include "sb_hist.h"
+#include "sb_load.h"
+#include "sb_pg.h"
+#include "sb_plan.h"
+#include "sb_stats.h"
+#include "sk_config.h"
+#include "sk_jwt.h"
+#include "sk_log.h"
+
+#define MAX_URLS 16
+
+typedef struct bench_cfg {
+    char *http;
+    char *jwt_secret;
+    char *pg;
+    long long event;
+    long long stock;
+    char *event_name;
+    long long event_minutes;
+    long long users;
+    long long requests;
+    long long duration;
+    long long rate;
+    long long connections;
+    long long threads;
+    long long pipeline;
+    long long seed;
+    char *out;
+    long long drain_wait;
+    long long stall;
+    int progress;
+    char *log_level;
+} bench_cfg;
+
+#define F(x) offsetof(bench_cfg, x)
+static const sk_cfg_entry bench_table[] = {
+    {"http", SK_CFG_STRING, 0, 0, "http://127.0.0.1:18080", "base URLs of seckill-order, comma-separated (connections are spread over them)", F(http)},
+    {"jwt.secret", SK_CFG_SECRET, 0, 0, NULL, "HS256 secret shared with seckill-order (tokens are minted here)", F(jwt_secret)},
+    {"pg", SK_CFG_STRING, 0, 0, NULL, "PostgreSQL conninfo to sample seckill_order rows every 100 ms (empty: no sampling, no drain wait)", F(pg)},
+    {"event", SK_CFG_INT, 0, 9223372036854775807LL, "0", "event id to buy from; 0: create a new event with `stock` first", F(event)},
+    {"stock", SK_CFG_INT, 1, 1000000000, "10000", "stock of the event created when event = 0", F(stock)},
+    {"event.name", SK_CFG_STRING, 0, 0, "seckill-bench", "name of the event created when event = 0", F(event_name)},
+    {"event.minutes", SK_CFG_INT, 1, 525600, "60", "the created event is on sale from now for this many minutes", F(event_minutes)},
+    {"users", SK_CFG_INT, 1, 10000000, "100000", "distinct users 1..N; request i goes to a permutation of them, round after round (repeat tries)", F(users)},
+    {"requests", SK_CFG_INT, 0, 1000000000000LL, "300000", "requests to send (0: until `duration`)", F(requests)},
+    {"duration", SK_CFG_INT, 0, 86400, "0", "stop sending after this many seconds (0: until `requests`)", F(duration)},
+    {"rate", SK_CFG_INT, 0, 100000000, "0", "target requests/s over all connections (0: flat out)", F(rate)},
+    {"connections", SK_CFG_INT, 1, 20000, "128", "keep-alive connections in total", F(connections)},
+    {"threads", SK_CFG_INT, 1, 16, "1", "worker threads (each runs its own event loop)", F(threads)},
+    {"pipeline", SK_CFG_INT, 1, 64, "1", "requests in flight per connection (HTTP/1.1 pipelining; 1: none)", F(pipeline)},
+    {"seed", SK_CFG_INT, 0, 9223372036854775807LL, "1", "seed of the user permutation", F(seed)},
+    {"out", SK_CFG_STRING, 0, 0, ".", "directory for summary.json, timeline.csv, accepted.txt, event_id (created if missing)", F(out)},
+    {"drain.wait", SK_CFG_INT, 0, 3600, "120", "after the load, wait up to this many seconds for PostgreSQL to hold every 202 (0: do not wait)", F(drain_wait)},
+    {"stall", SK_CFG_INT, 1, 3600, "30", "give up when no answer comes for this many seconds", F(stall)},
+    {"progress", SK_CFG_BOOL, 0, 0, "true", "a progress line on stderr (only when it is a terminal)", F(progress)},
+    {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error", F(log_level)},
+    {NULL, 0, 0, 0, NULL, NULL, 0},
+};
+#undef F
+
+static sb_load *volatile g_load;
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+    if (g_load)
+        sb_load_request_stop(g_load);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: seckill-bench [--config FILE] [--key=value | --key value ...]\n"
+            "       seckill-bench --help | --help-markdown | --version\n\n"
+            "Flash-sale load generator: creates an event (or uses --event), sends the requests of\n"
+            "users 1..N to seckill-order over keep-alive connections, waits for the drain into\n"
+            "PostgreSQL, writes summary.json, timeline.csv, accepted.txt and event_id under --out.\n"
+            "Exit status: 0 done, 1 the run failed (no answers, out of memory), 2 bad settings.\n\n"
+            "Settings (precedence: default < --config file < environment < arguments):\n");
+    sk_config_print_help(out, bench_table, 0);
+}
+
+static int parse_args(int argc, char **argv, bench_cfg *cfg, sk_cfg_kv **kafka)
+{
+    char err[512];
+    const char *config = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (strcmp(argv[i], "--help-markdown") == 0) {
+            sk_config_print_help(stdout, bench_table, 1);
+            exit(0);
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("seckill-bench %s\n", SECKILL_VERSION);
+            exit(0);
+        }
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            config = argv[++i];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            config = argv[i] + 9;
+    }
+    /* kafka.* settings (SECKILL_KAFKA_BROKERS is in .run/env) are collected and ignored. */
+    if (sk_config_load(bench_table, cfg, config, kafka, err, sizeof(err)) != 0) {
+        fprintf(stderr, "seckill-bench: %s\n", err);
+        return -1;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--config") == 0) {
+            i++;
+            continue;
+        }
+        if (strncmp(a, "--config=", 9) == 0)
+            continue;
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "seckill-bench: unexpected argument \"%s\" (see --help)\n", a);
+            return -1;
+        }
+        char key[128];
+        const char *eq = strchr(a + 2, '='), *value;
+        size_t kl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (kl == 0 || kl >= sizeof(key)) {
+            fprintf(stderr, "seckill-bench: bad argument \"%s\"\n", a);
+            return -1;
+        }
+        memcpy(key, a + 2, kl);
+        key[kl] = '\0';
+        if (eq) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            fprintf(stderr, "seckill-bench: --%s needs a value\n", key);
+            return -1;
+        }
+        if (strncmp(key, "kafka.", 6) == 0 ||
+            sk_config_set(bench_table, cfg, kafka, key, value, err, sizeof(err)) != 0) {
+            fprintf(stderr, "seckill-bench: --%s: %s\n", key,
+                    strncmp(key, "kafka.", 6) == 0 ? "not a setting of seckill-bench" : err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* One token per user, minted before the clock starts: signing is the costliest thing
+ * a request needs, and it must not be measured as the front's latency. */
+static int mint_tokens(const bench_cfg *cfg, sb_tokens *tk)
+{
+    uint64_t n = (uint64_t)cfg->users;
+    size_t cap = (size_t)n * 200 + 512, used = 0;
+    tk->arena = malloc(cap);
+    tk->off = malloc((n + 1) * sizeof(*tk->off));
+    tk->n = n;
+    if (!tk->arena || !tk->off)
+        return -1;
+    const unsigned char *secret = (const unsigned char *)cfg->jwt_secret;
+    size_t slen = strlen(cfg->jwt_secret);
+    int64_t exp = (int64_t)time(NULL) + 86400;
+    tk->off[0] = 0;
+    for (uint64_t u = 1; u <= n; u++) {
+        if (cap - used < 400) {
+            if (cap > 0xF0000000u)
+                return -1; /* offsets are 32-bit */
+            char *a = realloc(tk->arena, cap * 2);
+            if (!a)
+                return -1;
+            tk->arena = a;
+            cap *= 2;
+        }
+        int len = sk_jwt_mint(secret, slen, u, 0, exp, tk->arena + used, cap - used);
+        if (len < 0)
+            return -1;
+        used += (size_t)len;
+        tk->off[u] = (uint32_t)used;
+    }
+    return 0;
+}
+
+static int write_accepted(const char *path, const sb_stats *st)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    for (size_t i = 0; i < st->naccepted; i++)
+        fprintf(f, "%llu\n", (unsigned long long)st->accepted[i]);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static void print_progress(const sb_load_progress_t *p, double secs, double rate, int final)
+{
+    fprintf(stderr, "\r[%6.1fs] sent %llu  answered %llu  %.0f req/s  accepted %llu  errors %llu   %s",
+            secs, (unsigned long long)p->sent, (unsigned long long)p->answered, rate,
+            (unsigned long long)p->accepted, (unsigned long long)p->errors, final ? "\n" : "");
+}
+
+/* The time (since start, seconds) of the first sample holding at least `want` rows: -1 if none. */
+static double drain_time(const sb_db_sample *v, size_t n, uint64_t want)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i].rows >= 0 && (uint64_t)v[i].rows >= want)
+            return (double)v[i].t_ms / 1000.0;
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    bench_cfg cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    sk_log_init("seckill-bench", SK_LOG_INFO);
+    int rc = 2;
+    sb_tokens tk = {0};
+    sb_load *load = NULL;
+    sb_pg *pg = NULL;
+    sb_stats st;
+    sb_stats_init(&st);
+    sb_db_sample *samples = NULL;
+    size_t nsamples = 0;
+    char err[512];
+
+    sk_cfg_kv *kafka = NULL;
+    if (parse_args(argc, argv, &cfg, &kafka) != 0)
+        goto out;
+    sk_log_level lvl;
+    if (sk_log_level_parse(cfg.log_level, &lvl) != 0) {
+        fprintf(stderr, "seckill-bench: log.level: unknown level \"%s\"\n", cfg.log_level);
+        goto out;
+    }
+    sk_log_min_level = lvl;
+    sb_url urls[MAX_URLS];
+    int nurls = sb_url_parse_list(cfg.http, urls, MAX_URLS, err, sizeof(err));
+    if (nurls < 0) {
+        fprintf(stderr, "seckill-bench: http: %s\n", err);
+        goto out;
+    }
+    if (!cfg.jwt_secret || !*cfg.jwt_secret) {
+        fprintf(stderr, "seckill-bench: jwt.secret is required (SECKILL_JWT_SECRET)\n");
+        goto out;
+    }
+    if (cfg.requests == 0 && cfg.duration == 0) {
+        fprintf(stderr, "seckill-bench: set requests or duration (or both)\n");
+        goto out;
+    }
+    if (cfg.connections < cfg.threads) {
+        fprintf(stderr, "seckill-bench: connections must be at least threads\n");
+        goto out;
+    }
+    if (mkdir(cfg.out, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "seckill-bench: out: %s: %s\n", cfg.out, strerror(errno));
+        goto out;
+    }
+    rc = 1;
+    signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    uint64_t event_id = (uint64_t)cfg.event;
+    if (event_id == 0) {
+        char admin[512];
+        time_t now = time(NULL);
+        if (sk_jwt_mint((const unsigned char *)cfg.jwt_secret, strlen(cfg.jwt_secret), 1, 1,
+                        (int64_t)now + 3600, admin, sizeof(admin)) < 0) {
+            sk_log(SK_LOG_ERROR, "create_event_failed", "err=\"cannot mint the admin token\"");
+            goto out;
+        }
+        /* starts_at one second back: RFC 3339 here has whole seconds, and "now" must
+         * already be inside the window when the first request lands. */
+        if (sb_admin_create_event(&urls[0], admin, cfg.event_name, cfg.stock, now - 1,
+                                  now + (time_t)cfg.event_minutes * 60, 10000, &event_id, err,
+                                  sizeof(err)) != 0) {
+            sk_log(SK_LOG_ERROR, "create_event_failed", "err=\"%s\"", err);
+            goto out;
+        }
+        sk_log(SK_LOG_INFO, "event_created", "event_id=%llu stock=%lld",
+               (unsigned long long)event_id, cfg.stock);
+    }
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/event_id", cfg.out);
+    FILE *ef = fopen(path, "w");
+    if (!ef || fprintf(ef, "%llu\n", (unsigned long long)event_id) < 0 || fclose(ef) != 0) {
+        sk_log(SK_LOG_ERROR, "write_failed", "path=%s", path);
+        goto out;
+    }
+
+    uint64_t t_mint = now_ns();
+    if (mint_tokens(&cfg, &tk) != 0) {
+        sk_log(SK_LOG_ERROR, "mint_failed", "users=%lld", cfg.users);
+        goto out;
+    }
+    sk_log(SK_LOG_INFO, "tokens_minted", "users=%lld ms=%.0f", cfg.users,
+           (double)(now_ns() - t_mint) / 1e6);
+
+    sb_plan plan;
+    sb_plan_init(&plan, (uint64_t)cfg.users, (uint64_t)cfg.seed);
+    sb_load_cfg lc = {
+        .urls = urls,
+        .nurls = nurls,
+        .connections = (int)cfg.connections,
+        .threads = (int)cfg.threads,
+        .pipeline = (int)cfg.pipeline,
+        .requests = (uint64_t)cfg.requests,
+        .duration_s = (double)cfg.duration,
+        .rate = (double)cfg.rate,
+        .stall_s = (double)cfg.stall,
+        .event_id = event_id,
+        .plan = &plan,
+        .tokens = &tk,
+    };
+    load = sb_load_new(&lc, err, sizeof(err));
+    if (!load) {
+        sk_log(SK_LOG_ERROR, "load_setup_failed", "err=\"%s\"", err);
+        goto out;
+    }
+    uint64_t start = now_ns();
+    if (cfg.pg && *cfg.pg) {
+        pg = sb_pg_start(cfg.pg, event_id, start, SB_BUCKET_MS, err, sizeof(err));
+        if (!pg) /* the load still runs: the timeline just has no database column */
+            sk_log(SK_LOG_WARN, "pg_sampler_off", "err=\"%s\"", err);
+    }
+    g_load = load;
+    if (sb_load_start(load, start, err, sizeof(err)) != 0) {
+        sk_log(SK_LOG_ERROR, "load_start_failed", "err=\"%s\"", err);
+        goto out;
+    }
+    int tty = cfg.progress && isatty(STDERR_FILENO);
+    sb_load_progress_t p, prev = {0};
+    uint64_t prev_t = start;
+    while (!sb_load_finished(load)) {
+        struct timespec ts = {0, 20000000}; /* 20 ms: the check is two atomic loads */
+        nanosleep(&ts, NULL);
+        uint64_t t = now_ns();
+        if (tty && t - prev_t >= 500000000ull) {
+            sb_load_progress(load, &p);
+            print_progress(&p, (double)(t - start) / 1e9,
+                           (double)(p.answered - prev.answered) * 1e9 / (double)(t - prev_t), 0);
+            prev = p;
+            prev_t = t;
+        }
+    }
+    int load_failed = sb_load_join(load, &st, err, sizeof(err)) != 0;
+    g_load = NULL;
+    uint64_t load_end = now_ns();
+    if (tty) {
+        sb_load_progress(load, &p);
+        print_progress(&p, (double)(load_end - start) / 1e9,
+                       (double)p.answered * 1e9 / (double)(load_end - start), 1);
+    }
+    if (load_failed)
+        sk_log(SK_LOG_ERROR, "load_failed", "err=\"%s\"", err);
+
+    /* The drain: PostgreSQL catches up with the 202s behind the burst. */
+    uint64_t accepted = st.naccepted;
+    int drained = -1;
+    if (pg && cfg.drain_wait > 0) {
+        uint64_t deadline = now_ns() + (uint64_t)cfg.drain_wait * 1000000000ull;
+        int64_t rows;
+        while ((rows = sb_pg_rows(pg)) < (int64_t)accepted && now_ns() < deadline && !g_stop) {
+            struct timespec ts = {0, 50000000};
+            nanosleep(&ts, NULL);
+            if (tty)
+                fprintf(stderr, "\r[%6.1fs] draining: %lld of %llu rows in seckill_order   ",
+                        (double)(now_ns() - start) / 1e9, (long long)rows, (unsigned long long)accepted);
+        }
+        /* One more period, so the timeline shows the last rows land. */
+        struct timespec ts = {0, SB_BUCKET_MS * 2 * 1000000L};
+        nanosleep(&ts, NULL);
+        drained = sb_pg_rows(pg) >= (int64_t)accepted;
+        if (tty)
+            fprintf(stderr, "\n");
+    }
+    sb_pg_stop(pg, &samples, &nsamples);
+    pg = NULL;
+
+    /* --- results --- */
+    double burst_s = (double)st.last_answer_ms / 1000.0;
+    if (burst_s <= 0)
+        burst_s = (double)(load_end - start) / 1e9;
+    double rate = st.answered / burst_s;
+    double drain_s = drain_time(samples, nsamples, accepted);
+    double peak_202 = sb_stats_peak_rate(&st, 1), peak_db = sb_db_peak_rate(samples, nsamples);
+    snprintf(path, sizeof(path), "%s/accepted.txt", cfg.out);
+    if (write_accepted(path, &st) != 0) {
+        sk_log(SK_LOG_ERROR, "write_failed", "path=%s", path);
+        load_failed = 1;
+    }
+    snprintf(path, sizeof(path), "%s/timeline.csv", cfg.out);
+    FILE *tf = fopen(path, "w");
+    if (!tf || sb_stats_write_timeline(tf, &st, samples, nsamples) != 0 || fclose(tf) != 0) {
+        sk_log(SK_LOG_ERROR, "write_failed", "path=%s", path);
+        load_failed = 1;
+    }
+
+    json_t *outc = json_object();
+    for (int i = 0; i < st.noutcomes; i++) {
+        char k[64];
+        snprintf(k, sizeof(k), st.outcomes[i].code[0] ? "%d %s" : "%d", st.outcomes[i].status,
+                 st.outcomes[i].code);
+        json_object_set_new(outc, k, json_integer((json_int_t)st.outcomes[i].n));
+    }
+    json_t *js = json_pack(
+        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:o, s:I, s:I,"
+        " s:{s:f, s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f, s:I, s:f, s:f, s:b}",
+        "event_id", "", "http", cfg.http, "users", (json_int_t)cfg.users, "connections",
+        (json_int_t)cfg.connections, "threads", (json_int_t)cfg.threads, "pipeline",
+        (json_int_t)cfg.pipeline, "target_rate", (json_int_t)cfg.rate, "sent", (json_int_t)st.sent,
+        "answered", (json_int_t)st.answered, "burst_s", burst_s, "rate_rps", rate, "outcomes", outc,
+        "accepted", (json_int_t)accepted, "bad_202", (json_int_t)st.bad_202, "latency_ms", "p50",
+        sb_hist_quantile(&st.lat, 0.5) / 1000.0, "p90", sb_hist_quantile(&st.lat, 0.9) / 1000.0,
+        "p99", sb_hist_quantile(&st.lat, 0.99) / 1000.0, "p999", sb_hist_quantile(&st.lat, 0.999) / 1000.0,
+        "max", st.lat.max / 1000.0, "mean", st.lat.count ? (double)st.lat.sum / st.lat.count / 1000.0 : 0.0,
+        "peak_accepted_rps", peak_202, "peak_409_rps", sb_stats_peak_rate(&st, 2), "peak_db_rows_ps",
+        peak_db, "db_rows", (json_int_t)(nsamples ? samples[nsamples - 1].rows : -1), "drain_s",
+        drain_s, "drain_after_burst_s", drain_s >= 0 ? drain_s - burst_s : -1.0, "drained",
+        drained == 1);
+    char eid[24];
+    snprintf(eid, sizeof(eid), "%llu", (unsigned long long)event_id);
+    if (js)
+        json_object_set_new(js, "event_id", json_string(eid));
+    snprintf(path, sizeof(path), "%s/summary.json", cfg.out);
+    if (!js || json_dump_file(js, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
+        sk_log(SK_LOG_ERROR, "write_failed", "path=%s", path);
+        load_failed = 1;
+    }
+    json_decref(js);
+
+    printf("seckill-bench: event %s, %llu requests, %lld users, %lld connections, %lld thread(s)\n",
+           eid, (unsigned long long)st.sent, cfg.users, cfg.connections, cfg.threads);
+    printf("  answered         %llu in %.2f s = %.0f req/s (accepted + refused)\n",
+           (unsigned long long)st.answered, burst_s, rate);
+    for (int i = 0; i < st.noutcomes; i++)
+        printf("  %3d %-12s %llu\n", st.outcomes[i].status,
+               st.outcomes[i].code[0] ? st.outcomes[i].code : (st.outcomes[i].status == 202 ? "queued" : "-"),
+               (unsigned long long)st.outcomes[i].n);
+    printf("  latency ms       p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n",
+           sb_hist_quantile(&st.lat, 0.5) / 1000.0, sb_hist_quantile(&st.lat, 0.9) / 1000.0,
+           sb_hist_quantile(&st.lat, 0.99) / 1000.0, sb_hist_quantile(&st.lat, 0.999) / 1000.0,
+           st.lat.max / 1000.0);
+    printf("  peak accepted    %.0f orders/s (best 100 ms)\n", peak_202);
+    if (nsamples) {
+        printf("  peak db writes   %.0f rows/s (best 100 ms)\n", peak_db);
+        if (drain_s >= 0)
+            printf("  drain            %llu rows in seckill_order at %.2f s (%.2f s after the last answer)\n",
+                   (unsigned long long)accepted, drain_s, drain_s - burst_s);
+        else
+            printf("  drain            not over: %lld of %llu rows after the wait\n",
+                   (long long)samples[nsamples - 1].rows, (unsigned long long)accepted);
+    }
+    printf("  files            %s/{summary.json,timeline.csv,accepted.txt}\n", cfg.out);
+    fflush(stdout);
+    rc = load_failed ? 1 : 0;
+out:
+    sb_pg_stop(pg, NULL, NULL);
+    sb_load_free(load);
+    free(samples);
+    sb_stats_free(&st);
+    free(tk.arena);
+    free(tk.off);
+    sk_config_free(bench_table, &cfg, kafka);
+    return rc;
+}
