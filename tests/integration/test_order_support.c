@@ -1,0 +1,540 @@
+/* test_order_support: helpers of the seckill-order integration tests. See the header. */
+#include "test_order_support.h"
+#include "sk_jwt.h"
+#include "sk_redis_url.h"
+#include "sk_test_redis.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+int to_stack_available(void)
+{
+    return getenv("SECKILL_REDIS_URL") && getenv("SECKILL_PG") && getenv("SECKILL_PG_ADMIN");
+}
+
+int64_t to_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int to_wait(int (*cond)(void *), void *arg, int timeout_ms)
+{
+    int64_t deadline = to_now_ms() + timeout_ms;
+    int r;
+    while (!(r = cond(arg)) && to_now_ms() < deadline)
+        sleep_ms(20);
+    return r;
+}
+
+int to_spawn(to_proc *p, const char *const *argv, const char *const *env, const char *log_path)
+{
+    size_t n = 0, m = 0;
+    while (environ[n])
+        n++;
+    while (env && env[m])
+        m++;
+    char **e = calloc(n + m + 1, sizeof(char *));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "SECKILL_", 8) != 0)
+            e[k++] = environ[i];
+    for (size_t i = 0; i < m; i++)
+        e[k++] = (char *)env[i];
+    snprintf(p->log, sizeof(p->log), "%s", log_path);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execve(argv[0], (char *const *)argv, e);
+        _exit(127);
+    }
+    free(e);
+    if (pid < 0)
+        return -1;
+    p->pid = pid;
+    return 0;
+}
+
+int to_stop(to_proc *p, int sig, int timeout_ms)
+{
+    if (p->pid <= 0)
+        return -1;
+    kill(p->pid, sig);
+    int64_t deadline = to_now_ms() + timeout_ms;
+    int st;
+    for (;;) {
+        pid_t r = waitpid(p->pid, &st, WNOHANG);
+        if (r == p->pid)
+            break;
+        if (to_now_ms() > deadline) {
+            kill(p->pid, SIGKILL);
+            waitpid(p->pid, &st, 0);
+            p->pid = 0;
+            return -1;
+        }
+        sleep_ms(10);
+    }
+    p->pid = 0;
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    return 128 + WTERMSIG(st);
+}
+
+static const char *bin_dir(void)
+{
+    const char *d = getenv("SECKILL_BIN_DIR");
+    return d ? d : "./bin";
+}
+
+static int healthz_ok(void *arg)
+{
+    to_order *o = arg;
+    char body[256];
+    int st = to_http1(o->port, "GET", "/healthz", NULL, NULL, body, sizeof(body));
+    if (st == 200)
+        return 1;
+    int status;
+    if (waitpid(o->proc.pid, &status, WNOHANG) == o->proc.pid) {
+        o->proc.pid = 0;
+        return -1; /* died */
+    }
+    return 0;
+}
+
+int to_order_start(to_order *o, const char *redis_url, const char *kafka_brokers, const char *pg,
+                   const char *const *extra_env)
+{
+    memset(o, 0, sizeof(*o));
+    unsigned char raw[32];
+    FILE *r = fopen("/dev/urandom", "rb");
+    if (!r || fread(raw, 1, sizeof(raw), r) != sizeof(raw)) {
+        if (r)
+            fclose(r);
+        return -1;
+    }
+    fclose(r);
+    for (int i = 0; i < 32; i++)
+        snprintf(o->secret + 2 * i, 3, "%02x", raw[i]);
+    o->port = sk_test_free_port();
+    static char env[16][512];
+    const char *envp[40];
+    int k = 0;
+    snprintf(env[k], sizeof(env[k]), "SECKILL_HTTP_PORT=%d", o->port);
+    envp[k] = env[k];
+    k++;
+    snprintf(env[k], sizeof(env[k]), "SECKILL_JWT_SECRET=%s", o->secret);
+    envp[k] = env[k];
+    k++;
+    snprintf(env[k], sizeof(env[k]), "SECKILL_HTTP_BIND=127.0.0.1");
+    envp[k] = env[k];
+    k++;
+    if (redis_url) {
+        snprintf(env[k], sizeof(env[k]), "SECKILL_REDIS_URL=%s", redis_url);
+        envp[k] = env[k];
+        k++;
+    }
+    if (kafka_brokers) {
+        snprintf(env[k], sizeof(env[k]), "SECKILL_KAFKA_BROKERS=%s", kafka_brokers);
+        envp[k] = env[k];
+        k++;
+    }
+    if (pg) {
+        snprintf(env[k], sizeof(env[k]), "SECKILL_PG=%s", pg);
+        envp[k] = env[k];
+        k++;
+    }
+    for (int i = 0; extra_env && extra_env[i] && k < 38; i++)
+        envp[k++] = extra_env[i];
+    envp[k] = NULL;
+    char path[512], log[256];
+    snprintf(path, sizeof(path), "%s/seckill-order", bin_dir());
+    snprintf(log, sizeof(log), "/tmp/test_order_%d_%d.log", (int)getpid(), o->port);
+    const char *argv[] = {path, NULL};
+    if (to_spawn(&o->proc, argv, envp, log) != 0)
+        return -1;
+    if (to_wait(healthz_ok, o, 20000) != 1) {
+        fprintf(stderr, "seckill-order did not come up; log %s\n", log);
+        if (o->proc.pid)
+            to_stop(&o->proc, SIGKILL, 2000);
+        return -1;
+    }
+    return 0;
+}
+
+void to_token(const to_order *o, uint64_t user, int admin, int64_t ttl, char *out, size_t outsz)
+{
+    sk_jwt_mint((const unsigned char *)o->secret, strlen(o->secret), user, admin,
+                (int64_t)time(NULL) + ttl, out, outsz);
+}
+
+int to_http_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct timeval tv = {30, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return fd;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int to_http(int fd, const char *method, const char *path, const char *token, const char *raw_auth,
+            const char *body, size_t blen, char *resp, size_t respsz)
+{
+    char head[4096];
+    int n = snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n", method, path);
+    if (token)
+        n += snprintf(head + n, sizeof(head) - (size_t)n, "Authorization: Bearer %s\r\n", token);
+    else if (raw_auth)
+        n += snprintf(head + n, sizeof(head) - (size_t)n, "Authorization: %s\r\n", raw_auth);
+    if (body)
+        n += snprintf(head + n, sizeof(head) - (size_t)n,
+                      "Content-Type: application/json\r\nContent-Length: %zu\r\n", blen);
+    n += snprintf(head + n, sizeof(head) - (size_t)n, "\r\n");
+    if (write_all(fd, head, (size_t)n) != 0 || (body && blen && write_all(fd, body, blen) != 0))
+        return -1;
+    /* Read the head, then Content-Length bytes. */
+    char buf[16384];
+    size_t got = 0;
+    char *end = NULL;
+    while (!(end = memmem(buf, got, "\r\n\r\n", 4))) {
+        if (got == sizeof(buf))
+            return -1;
+        ssize_t r = recv(fd, buf + got, sizeof(buf) - got, 0);
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    int status = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+        return -1;
+    size_t hlen = (size_t)(end - buf) + 4, clen = 0;
+    for (char *p = buf; p < end; p++) {
+        if (strncasecmp(p, "\r\nContent-Length:", 17) == 0) {
+            clen = strtoul(p + 17, NULL, 10);
+            break;
+        }
+    }
+    if (strcmp(method, "HEAD") == 0)
+        clen = 0;
+    size_t have = got - hlen;
+    size_t keep = 0;
+    if (respsz) {
+        keep = have < clen ? have : clen;
+        if (keep > respsz - 1)
+            keep = respsz - 1;
+        memcpy(resp, buf + hlen, keep);
+    }
+    while (have < clen) {
+        char tmp[4096];
+        size_t want = clen - have < sizeof(tmp) ? clen - have : sizeof(tmp);
+        ssize_t r = recv(fd, tmp, want, 0);
+        if (r <= 0)
+            return -1;
+        if (respsz && keep < respsz - 1) {
+            size_t c = (size_t)r < respsz - 1 - keep ? (size_t)r : respsz - 1 - keep;
+            memcpy(resp + keep, tmp, c);
+            keep += c;
+        }
+        have += (size_t)r;
+    }
+    if (respsz)
+        resp[keep] = '\0';
+    return status;
+}
+
+int to_http1(int port, const char *method, const char *path, const char *token, const char *body,
+             char *resp, size_t respsz)
+{
+    int fd = to_http_connect(port);
+    if (fd < 0)
+        return -1;
+    int st = to_http(fd, method, path, token, NULL, body, body ? strlen(body) : 0, resp, respsz);
+    close(fd);
+    return st;
+}
+
+uint64_t to_json_id(const char *json, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"%s\":\"", key);
+    const char *p = strstr(json, pat);
+    return p ? strtoull(p + strlen(pat), NULL, 10) : 0;
+}
+
+redisContext *to_redis(const char *url)
+{
+    sk_redis_url u;
+    char err[256];
+    if (sk_redis_url_parse(url, &u, err, sizeof(err)) != 0)
+        return NULL;
+    struct timeval tv = {5, 0};
+    return sk_redis_url_connect(&u, tv, err, sizeof(err));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void to_redis_snapshot(redisContext *c, const char *pattern, char *out, size_t outsz)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    redisReply *keys = redisCommand(c, "KEYS %s", pattern);
+    if (!keys || keys->type != REDIS_REPLY_ARRAY) {
+        if (keys)
+            freeReplyObject(keys);
+        snprintf(out, outsz, "error");
+        return;
+    }
+    char **names = calloc(keys->elements + 1, sizeof(char *));
+    for (size_t i = 0; i < keys->elements; i++)
+        names[i] = keys->element[i]->str;
+    qsort(names, keys->elements, sizeof(char *), cmp_str);
+    for (size_t i = 0; i < keys->elements; i++) {
+        /* DUMP is a canonical serialisation of the value whatever its type; for sets and
+         * hashes the internal order may differ for equal content only after rewrites,
+         * which nothing here does. */
+        redisReply *d = redisCommand(c, "DUMP %s", names[i]);
+        n += (size_t)snprintf(out + n, n < outsz ? outsz - n : 0, "%s=", names[i]);
+        if (d && d->type == REDIS_REPLY_STRING)
+            for (size_t j = 0; j < d->len && n + 3 < outsz; j++)
+                n += (size_t)snprintf(out + n, outsz - n, "%02x", (unsigned char)d->str[j]);
+        if (n + 2 < outsz)
+            out[n++] = ';', out[n] = '\0';
+        if (d)
+            freeReplyObject(d);
+    }
+    free(names);
+    freeReplyObject(keys);
+}
+
+static int pg_exec(const char *conninfo, const char *sql)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    int rc = -1;
+    if (PQstatus(c) == CONNECTION_OK) {
+        PGresult *r = PQexec(c, sql);
+        rc = (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK) ? 0 : -1;
+        if (rc)
+            fprintf(stderr, "pg: %s", PQresultErrorMessage(r));
+        PQclear(r);
+    } else {
+        fprintf(stderr, "pg: %s", PQerrorMessage(c));
+    }
+    PQfinish(c);
+    return rc;
+}
+
+int to_pg_create(char *conninfo, size_t size, char *dbname, size_t dbsize)
+{
+    const char *admin = getenv("SECKILL_PG_ADMIN"), *user = getenv("SECKILL_PG");
+    if (!admin || !user)
+        return -1;
+    snprintf(dbname, dbsize, "seckill_order_t%d_%" PRId64, (int)getpid(), to_now_ms() % 1000000);
+    char sql[256];
+    snprintf(sql, sizeof(sql), "CREATE DATABASE %s OWNER seckill", dbname);
+    if (pg_exec(admin, sql) != 0)
+        return -1;
+    snprintf(conninfo, size, "%s dbname=%s", user, dbname);
+    /* Apply deploy/sql/*.sql in name order, as seckill-consumer migrate would. */
+    const char *src = getenv("SECKILL_SOURCE_DIR");
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/deploy/sql", src ? src : ".");
+    struct dirent **list;
+    int n = scandir(dir, &list, NULL, alphasort);
+    int rc = n < 0 ? -1 : 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(list[i]->d_name);
+        if (rc == 0 && len > 4 && strcmp(list[i]->d_name + len - 4, ".sql") == 0) {
+            char path[1024];
+            snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name);
+            FILE *f = fopen(path, "r");
+            char *text = calloc(1, 1 << 20);
+            size_t r = f ? fread(text, 1, (1 << 20) - 1, f) : 0;
+            if (f)
+                fclose(f);
+            if (!r || pg_exec(conninfo, text) != 0)
+                rc = -1;
+            free(text);
+        }
+        free(list[i]);
+    }
+    free(list);
+    return rc;
+}
+
+void to_pg_drop(const char *dbname)
+{
+    const char *admin = getenv("SECKILL_PG_ADMIN");
+    char sql[256];
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", dbname);
+    if (admin)
+        pg_exec(admin, sql);
+}
+
+static int read_file_line(const char *path, char *out, size_t outsz)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int ok = fgets(out, (int)outsz, f) != NULL;
+    fclose(f);
+    if (ok)
+        out[strcspn(out, "\r\n")] = '\0';
+    return ok && out[0];
+}
+
+static int kafka_files_ready(void *arg)
+{
+    to_kafka *k = arg;
+    char p1[256], p2[256];
+    snprintf(p1, sizeof(p1), "%s/bootstrap", k->dir);
+    snprintf(p2, sizeof(p2), "%s/control", k->dir);
+    return read_file_line(p1, k->bootstrap, sizeof(k->bootstrap)) &&
+           read_file_line(p2, k->control, sizeof(k->control));
+}
+
+int to_kafka_start(to_kafka *k)
+{
+    memset(k, 0, sizeof(*k));
+    snprintf(k->dir, sizeof(k->dir), "/tmp/test_order_kafka.XXXXXX");
+    if (!mkdtemp(k->dir))
+        return -1;
+    char path[512], bf[256], cf[256], log[256];
+    snprintf(path, sizeof(path), "%s/seckill-devkafka", bin_dir());
+    snprintf(bf, sizeof(bf), "%s/bootstrap", k->dir);
+    snprintf(cf, sizeof(cf), "%s/control", k->dir);
+    snprintf(log, sizeof(log), "%s/log", k->dir);
+    const char *argv[] = {path, "--bootstrap-file", bf, "--control-file", cf, NULL};
+    if (to_spawn(&k->proc, argv, NULL, log) != 0)
+        return -1;
+    if (!to_wait(kafka_files_ready, k, 15000))
+        return -1;
+    return to_kafka_control(k, "ping");
+}
+
+void to_kafka_stop(to_kafka *k)
+{
+    if (k->proc.pid)
+        to_stop(&k->proc, SIGTERM, 5000);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "%s/bootstrap", k->dir);
+    unlink(cmd);
+    snprintf(cmd, sizeof(cmd), "%s/control", k->dir);
+    unlink(cmd);
+    snprintf(cmd, sizeof(cmd), "%s/log", k->dir);
+    unlink(cmd);
+    rmdir(k->dir);
+}
+
+int to_kafka_control(const to_kafka *k, const char *line)
+{
+    char host[128];
+    snprintf(host, sizeof(host), "%s", k->control);
+    char *colon = strrchr(host, ':');
+    if (!colon)
+        return -1;
+    *colon = '\0';
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+    inet_pton(AF_INET, host, &sa.sin_addr);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    char msg[256], ans[256] = "";
+    int n = snprintf(msg, sizeof(msg), "%s\n", line);
+    int rc = -1;
+    if (write_all(fd, msg, (size_t)n) == 0) {
+        ssize_t r = recv(fd, ans, sizeof(ans) - 1, 0);
+        if (r > 0) {
+            ans[r] = '\0';
+            rc = strncmp(ans, "ok", 2) == 0 ? 0 : -1;
+            if (rc)
+                fprintf(stderr, "devkafka control \"%s\": %s", line, ans);
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+int to_kafka_find_order(const char *brokers, const char *topic, uint64_t order_id, int timeout_ms)
+{
+    char errstr[512], group[64], needle[64];
+    snprintf(group, sizeof(group), "test-order-%d-%" PRId64, (int)getpid(), to_now_ms());
+    snprintf(needle, sizeof(needle), "\"order_id\":\"%" PRIu64 "\"", order_id);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr));
+    rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof(errstr));
+    rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", errstr, sizeof(errstr));
+    rd_kafka_conf_set(conf, "enable.auto.commit", "false", errstr, sizeof(errstr));
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (!rk)
+        return 0;
+    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_topic_partition_list_t *subs = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(subs, topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_subscribe(rk, subs);
+    rd_kafka_topic_partition_list_destroy(subs);
+    int found = 0;
+    int64_t deadline = to_now_ms() + timeout_ms;
+    while (!found && to_now_ms() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        if (!m)
+            continue;
+        if (!m->err && m->len && memmem(m->payload, m->len, needle, strlen(needle)))
+            found = 1;
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return found;
+}

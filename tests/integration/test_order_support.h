@@ -1,0 +1,92 @@
+/* test_order_support: what the seckill-order integration tests share: child processes
+ * (seckill-order, seckill-devkafka) with a clean SECKILL_* environment, a tiny blocking
+ * HTTP/1.1 client with keep-alive, a private PostgreSQL database per test, the devkafka
+ * control port, a Kafka reader, and condition waits with deadlines (no bare sleeps).
+ * Not thread-safe except the HTTP client, which is per connection. */
+#ifndef TEST_ORDER_SUPPORT_H
+#define TEST_ORDER_SUPPORT_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* 1 when deploy/local.sh's stack is reachable through the environment (.run/env). */
+int to_stack_available(void);
+
+int64_t to_now_ms(void);
+
+/* ---- child processes ---- */
+typedef struct to_proc {
+    pid_t pid;
+    char log[256]; /* stderr+stdout of the child */
+} to_proc;
+
+/** @brief Starts `argv` with the environment stripped of SECKILL_* and then `env`
+ *  ("K=V" strings, NULL-terminated) added. @returns 0 or -1. */
+int to_spawn(to_proc *p, const char *const *argv, const char *const *env, const char *log_path);
+/** @brief Sends sig and waits up to timeout_ms. @returns the exit status (0..255),
+ *  128+signal if killed, or -1 if it did not exit in time (then it is SIGKILLed). */
+int to_stop(to_proc *p, int sig, int timeout_ms);
+
+/* ---- seckill-order ---- */
+typedef struct to_order {
+    to_proc proc;
+    int port;
+    char secret[65];
+} to_order;
+
+/** @brief Starts seckill-order on a free port with the given extra env and waits for
+ *  /healthz. redis_url, kafka_brokers, pg may be NULL (left unset). @returns 0 or -1. */
+int to_order_start(to_order *o, const char *redis_url, const char *kafka_brokers,
+                   const char *pg, const char *const *extra_env);
+
+/** @brief A token for `user` minted with o's secret (admin role if admin, exp in ttl s). */
+void to_token(const to_order *o, uint64_t user, int admin, int64_t ttl, char *out, size_t outsz);
+
+/* ---- HTTP ---- */
+int to_http_connect(int port);
+/** @brief One request on fd (keep-alive). token NULL: no Authorization; raw_auth non-NULL:
+ *  that exact header value. Body of the answer into body (NUL-terminated, truncated).
+ *  @returns the status, or -1 on an I/O error. */
+int to_http(int fd, const char *method, const char *path, const char *token, const char *raw_auth,
+            const char *body, size_t blen, char *resp, size_t respsz);
+/** @brief Same on a fresh connection to port, closed afterwards. */
+int to_http1(int port, const char *method, const char *path, const char *token, const char *body,
+             char *resp, size_t respsz);
+/** @brief The decimal value of "key":"<digits>" in a JSON text, or 0. */
+uint64_t to_json_id(const char *json, const char *key);
+
+/* ---- Redis ---- */
+redisContext *to_redis(const char *url);
+/** @brief A canonical dump of every key matching pattern (type, value, TTL presence) in
+ *  out, for before/after comparisons. */
+void to_redis_snapshot(redisContext *c, const char *pattern, char *out, size_t outsz);
+
+/* ---- PostgreSQL ---- */
+/** @brief Creates a fresh database (owner seckill) on the shared PostgreSQL, applies
+ *  deploy/sql/*.sql, and writes its conninfo to out. @returns 0 or -1. */
+int to_pg_create(char *conninfo, size_t size, char *dbname, size_t dbsize);
+void to_pg_drop(const char *dbname);
+
+/* ---- devkafka ---- */
+typedef struct to_kafka {
+    to_proc proc;
+    char dir[128];
+    char bootstrap[128];
+    char control[128];
+} to_kafka;
+int to_kafka_start(to_kafka *k);
+void to_kafka_stop(to_kafka *k);
+/** @brief Sends one control line. @returns 0 if it answered "ok". */
+int to_kafka_control(const to_kafka *k, const char *line);
+/** @brief Reads `topic` from the start for up to timeout_ms, looking for a message whose
+ *  value holds "order_id":"<order_id>". @returns 1 found, 0 not found. */
+int to_kafka_find_order(const char *brokers, const char *topic, uint64_t order_id, int timeout_ms);
+
+/* ---- waiting ---- */
+/** @brief Calls cond(arg) every 20 ms until it returns non-zero or timeout_ms passes.
+ *  @returns its last result. */
+int to_wait(int (*cond)(void *), void *arg, int timeout_ms);
+
+#endif

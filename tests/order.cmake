@@ -1,0 +1,31 @@
+# seckill-order tests (issue 3). Unit: pure modules, no network (the config and token
+# tests run the binary, which stops before any connection). Integration: the shared
+# Redis and PostgreSQL of deploy/local.sh up (a private database per test, fresh event
+# ids), a private seckill-devkafka and a private seckill-order per test; the NOSCRIPT
+# test uses its own throwaway redis-server.
+if(TARGET seckill_order_core)
+  foreach(t route body reply limits)
+    seckill_add_test(NAME test_order_${t} SOURCES unit/test_order_${t}.c
+                     LIBS seckill_order_core LABELS unit TIMEOUT 60)
+  endforeach()
+  foreach(t config token)
+    seckill_add_test(NAME test_order_${t} SOURCES unit/test_order_${t}.c
+                     LIBS seckill_order_core PkgConfig::LIBCRYPTO LABELS unit TIMEOUT 60)
+    add_dependencies(test_order_${t} seckill-order)
+  endforeach()
+
+  add_library(seckill_order_test_support STATIC integration/test_order_support.c)
+  target_include_directories(seckill_order_test_support PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+  target_link_libraries(seckill_order_test_support PUBLIC seckill_test_support seckill::common
+    PkgConfig::HIREDIS PkgConfig::RDKAFKA PkgConfig::LIBPQ)
+  foreach(t lua http kafka)
+    if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_order_${t}.c)
+      continue()
+    endif()
+    seckill_add_test(NAME test_order_${t} SOURCES integration/test_order_${t}.c
+                     LIBS seckill_order_test_support seckill_order_core seckill::lua
+                          PkgConfig::LIBCRYPTO
+                     LABELS integration TIMEOUT 240)
+    add_dependencies(test_order_${t} seckill-order seckill-devkafka)
+  endforeach()
+endif()

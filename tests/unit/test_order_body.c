@@ -1,0 +1,138 @@
+/* Unit tests of order_body (request bodies) and order_time (RFC 3339). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "order_body.h"
+#include "order_time.h"
+
+static int64_t t(const char *s)
+{
+    int64_t ms = -42;
+    if (order_time_parse_rfc3339(s, strlen(s), &ms) != 0)
+        return -1;
+    return ms;
+}
+
+static void test_rfc3339(void **state)
+{
+    assert_int_equal(t("1970-01-01T00:00:00Z"), 0);
+    assert_int_equal(t("2026-11-22T10:00:00Z"), 1795341600000LL);
+    assert_int_equal(t("2026-11-22T10:00:00.5Z"), 1795341600500LL);
+    assert_int_equal(t("2026-11-22T10:00:00.123456789Z"), 1795341600123LL);
+    assert_int_equal(t("2026-11-22T12:00:00+02:00"), 1795341600000LL);
+    assert_int_equal(t("2026-11-22T05:30:00-04:30"), 1795341600000LL);
+    assert_int_equal(t("2026-11-22t10:00:00z"), 1795341600000LL);
+    assert_int_equal(t("2024-02-29T00:00:00Z"), 1709164800000LL);
+    static const char *bad[] = {"",
+                                "2026-11-22",
+                                "2026-11-22T10:00:00",      /* no offset */
+                                "2026-11-22T10:00Z",
+                                "2026-13-01T00:00:00Z",
+                                "2026-02-29T00:00:00Z",     /* not a leap year */
+                                "2026-11-31T00:00:00Z",
+                                "2026-11-22T24:00:00Z",
+                                "2026-11-22T10:00:00.Z",
+                                "2026-11-22T10:00:00+0200",
+                                "2026-11-22T10:00:00Z ",
+                                "1969-12-31T23:59:59Z",
+                                "2026/11/22T10:00:00Z",
+                                "２026-11-22T10:00:00Z"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (t(bad[i]) != -1)
+            fail_msg("accepted %s", bad[i]);
+    char out[32];
+    assert_string_equal(order_time_format_rfc3339(1795341600123LL, out, sizeof(out)),
+                        "2026-11-22T10:00:00.123Z");
+    assert_string_equal(order_time_format_rfc3339(0, out, sizeof(out)), "1970-01-01T00:00:00.000Z");
+    /* round trip over a range of days, leap years included */
+    for (int64_t ms = 0; ms < 4102444800000LL; ms += 86400000LL * 37 + 12345) {
+        order_time_format_rfc3339(ms, out, sizeof(out));
+        assert_int_equal(t(out), ms);
+    }
+}
+
+static int parse(const char *body, order_event_spec *spec, char *err)
+{
+    return order_body_parse_event(body, strlen(body), spec, err, 160);
+}
+
+static void test_event_body(void **state)
+{
+    order_event_spec s;
+    char err[160];
+    assert_int_equal(parse("{\"name\":\"phone\",\"stock\":1000,\"starts_at\":\"2026-11-22T10:00:00Z\","
+                           "\"ends_at\":\"2026-11-22T11:00:00Z\"}", &s, err), 0);
+    assert_string_equal(s.name, "phone");
+    assert_int_equal(s.stock, 1000);
+    assert_int_equal(s.starts_at_ms, 1795341600000LL);
+    assert_int_equal(s.ends_at_ms, 1795345200000LL);
+    assert_int_equal(s.per_user_limit, 1);
+    assert_int_equal(parse("{\"name\":\"x\",\"stock\":0,\"starts_at\":\"2026-11-22T10:00:00Z\","
+                           "\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":1}", &s, err), 0);
+
+    static const struct {
+        const char *body;
+        const char *err_has;
+    } bad[] = {
+        {"", "invalid JSON"},
+        {"{", "invalid JSON"},
+        {"[]", "JSON object"},
+        {"{}", "name"},
+        {"{\"name\":\"\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "name"},
+        {"{\"name\":7,\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "name"},
+        {"{\"name\":\"a\\u0000b\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "invalid JSON"},
+        {"{\"name\":\"x\",\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "stock"},
+        {"{\"name\":\"x\",\"stock\":-1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "stock"},
+        {"{\"name\":\"x\",\"stock\":1.5,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "stock"},
+        {"{\"name\":\"x\",\"stock\":\"1\",\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "stock"},
+        {"{\"name\":\"x\",\"stock\":2147483648,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "stock"},
+        {"{\"name\":\"x\",\"stock\":1,\"ends_at\":\"2026-11-22T11:00:00Z\"}", "starts_at"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"tomorrow\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "starts_at"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\"}", "ends_at"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T10:00:00Z\"}", "after"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":2}", "per_user_limit"},
+        {"{\"name\":\"x\",\"stock\":1,\"stock\":5,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "invalid JSON"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        if (parse(bad[i].body, &s, err) != -1 || !strstr(err, bad[i].err_has))
+            fail_msg("case %zu: err \"%s\"", i, err);
+    }
+    char big[ORDER_BODY_MAX + 64];
+    memset(big, ' ', sizeof(big));
+    big[0] = '{';
+    big[sizeof(big) - 2] = '}';
+    big[sizeof(big) - 1] = '\0';
+    assert_int_equal(parse(big, &s, err), -1);
+    char longname[400];
+    snprintf(longname, sizeof(longname), "{\"name\":\"%0*d\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", ORDER_EVENT_NAME_MAX + 1, 0);
+    assert_int_equal(parse(longname, &s, err), -1);
+}
+
+static void test_order_body(void **state)
+{
+    char err[160];
+    assert_int_equal(order_body_check_order("", 0, err, sizeof(err)), 0);
+    assert_int_equal(order_body_check_order(" \r\n", 3, err, sizeof(err)), 0);
+    assert_int_equal(order_body_check_order("{}", 2, err, sizeof(err)), 0);
+    assert_int_equal(order_body_check_order("{\"qty\":1}", 9, err, sizeof(err)), 0);
+    assert_int_equal(order_body_check_order("{", 1, err, sizeof(err)), -1);
+    assert_int_equal(order_body_check_order("[1]", 3, err, sizeof(err)), -1);
+    assert_int_equal(order_body_check_order("hello", 5, err, sizeof(err)), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_event_body),
+        cmocka_unit_test(test_order_body),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,78 @@
+/* Unit tests of order_bucket (per-user token buckets in bounded memory) and
+ * order_soldout (expiring sold-out flags). Time is injected: no sleeps. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "order_bucket.h"
+#include "order_soldout.h"
+
+static void test_bucket_rate_and_burst(void **state)
+{
+    order_bucket_table *t = order_bucket_new(1024, 5, 10); /* 5/s, burst 10 */
+    assert_non_null(t);
+    int64_t now = 1000000000;
+    int ok = 0;
+    for (int i = 0; i < 20; i++)
+        ok += order_bucket_take(t, 42, now);
+    assert_int_equal(ok, 10); /* the burst, then refused */
+    assert_int_equal(order_bucket_take(t, 43, now), 1); /* another user is not affected */
+    assert_int_equal(order_bucket_take(t, 42, now + 100000), 0); /* 0.5 token after 100 ms */
+    assert_int_equal(order_bucket_take(t, 42, now + 200000), 1); /* 1 token after 200 ms */
+    assert_int_equal(order_bucket_take(t, 42, now + 200000), 0);
+    /* a long pause refills to the burst, not beyond */
+    ok = 0;
+    for (int i = 0; i < 20; i++)
+        ok += order_bucket_take(t, 42, now + 3600LL * 1000000);
+    assert_int_equal(ok, 10);
+    /* a clock that goes back gives nothing */
+    assert_int_equal(order_bucket_take(t, 42, now), 0);
+    order_bucket_free(t);
+}
+
+static void test_bucket_bounded(void **state)
+{
+    /* 64 slots; 100000 users: memory stays fixed and an evicted user starts full again. */
+    order_bucket_table *t = order_bucket_new(64, 1, 1);
+    assert_non_null(t);
+    int64_t now = 1000;
+    for (uint64_t u = 1; u <= 100000; u++)
+        assert_int_equal(order_bucket_take(t, u, now), 1);
+    /* the most recent users are still tracked and limited */
+    assert_int_equal(order_bucket_take(t, 100000, now), 0);
+    order_bucket_free(t);
+    assert_null(order_bucket_new(2, 1, 1));
+    assert_null(order_bucket_new(64, 0, 1));
+    order_bucket_free(NULL);
+}
+
+static void test_soldout(void **state)
+{
+    order_soldout *s = order_soldout_new(500);
+    assert_non_null(s);
+    assert_int_equal(order_soldout_get(s, 7, 1000), 0);
+    order_soldout_set(s, 7, 1000);
+    assert_int_equal(order_soldout_get(s, 7, 1000), 1);
+    assert_int_equal(order_soldout_get(s, 7, 1499), 1);
+    assert_int_equal(order_soldout_get(s, 7, 1500), 0); /* expired: ask Redis again */
+    assert_int_equal(order_soldout_get(s, 8, 1200), 0);
+    /* two events in one slot: the newer wins, the older only costs a Redis call */
+    order_soldout_set(s, 7, 2000);
+    order_soldout_set(s, 7 + 1024, 2000);
+    assert_int_equal(order_soldout_get(s, 7 + 1024, 2100), 1);
+    assert_int_equal(order_soldout_get(s, 7, 2100), 0);
+    order_soldout_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bucket_rate_and_burst),
+        cmocka_unit_test(test_bucket_bounded),
+        cmocka_unit_test(test_soldout),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,157 @@
+/* Unit tests of order_reply (error and success bodies), order_msg (the Kafka message and
+ * the Redis key names) and order_metrics (Prometheus text). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "order_metrics.h"
+#include "order_msg.h"
+#include "order_reply.h"
+
+/* Every error body parses as JSON with exactly "error" and "message" (and "order_id"). */
+static void test_error_bodies(void **state)
+{
+    static const struct {
+        order_err e;
+        int status;
+        const char *code;
+    } want[] = {
+        {ORDER_ERR_BAD_REQUEST, 400, "bad_request"},   {ORDER_ERR_UNAUTHORIZED, 401, "unauthorized"},
+        {ORDER_ERR_FORBIDDEN, 403, "forbidden"},       {ORDER_ERR_NOT_FOUND, 404, "not_found"},
+        {ORDER_ERR_METHOD, 405, "method_not_allowed"}, {ORDER_ERR_TOO_LARGE, 413, "payload_too_large"},
+        {ORDER_ERR_SOLD_OUT, 409, "sold_out"},         {ORDER_ERR_DUPLICATE, 409, "duplicate"},
+        {ORDER_ERR_NOT_STARTED, 403, "not_started"},   {ORDER_ERR_ENDED, 403, "ended"},
+        {ORDER_ERR_RATE_LIMITED, 429, "rate_limited"}, {ORDER_ERR_UNAVAILABLE, 503, "unavailable"},
+        {ORDER_ERR_INTERNAL, 500, "internal"},
+    };
+    assert_int_equal(sizeof(want) / sizeof(want[0]), ORDER_ERR_COUNT);
+    for (size_t i = 0; i < ORDER_ERR_COUNT; i++) {
+        char body[640];
+        size_t n = order_reply_error(body, sizeof(body), want[i].e, NULL, 0);
+        assert_int_equal(n, strlen(body));
+        assert_int_equal(order_err_status(want[i].e), want[i].status);
+        json_error_t jerr;
+        json_t *o = json_loads(body, 0, &jerr);
+        assert_non_null(o);
+        assert_string_equal(json_string_value(json_object_get(o, "error")), want[i].code);
+        assert_true(json_string_length(json_object_get(o, "message")) > 0);
+        assert_int_equal(json_object_size(o), 2);
+        json_decref(o);
+    }
+    /* A message with quotes, backslashes and control characters stays valid JSON. */
+    char body[640];
+    order_reply_error(body, sizeof(body), ORDER_ERR_BAD_REQUEST, "a \"b\" \\ c\n\x01", 123);
+    json_error_t jerr;
+    json_t *o = json_loads(body, 0, &jerr);
+    assert_non_null(o);
+    assert_string_equal(json_string_value(json_object_get(o, "message")), "a \"b\" \\ c\n\x01");
+    assert_string_equal(json_string_value(json_object_get(o, "order_id")), "123");
+    json_decref(o);
+}
+
+static void test_reserve_codes(void **state)
+{
+    assert_int_equal(order_err_from_reserve(0), -1);
+    assert_int_equal(order_err_from_reserve(1), ORDER_ERR_SOLD_OUT);
+    assert_int_equal(order_err_from_reserve(2), ORDER_ERR_DUPLICATE);
+    assert_int_equal(order_err_from_reserve(3), ORDER_ERR_NOT_STARTED);
+    assert_int_equal(order_err_from_reserve(4), ORDER_ERR_ENDED);
+    assert_int_equal(order_err_from_reserve(5), ORDER_ERR_NOT_FOUND);
+    assert_int_equal(order_err_from_reserve(6), ORDER_ERR_INTERNAL);
+    assert_int_equal(order_err_from_reserve(-1), ORDER_ERR_INTERNAL);
+}
+
+static void test_success_bodies(void **state)
+{
+    char b[256];
+    order_reply_order_queued(b, sizeof(b), 9223372036854775807ULL);
+    assert_string_equal(b, "{\"order_id\":\"9223372036854775807\",\"status\":\"queued\"}");
+    order_reply_order(b, sizeof(b), 1, 2, 3, "created");
+    assert_string_equal(b, "{\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"status\":\"created\"}");
+    order_reply_event_created(b, sizeof(b), 77);
+    assert_string_equal(b, "{\"event_id\":\"77\"}");
+    char *e = order_reply_event(5, "a \"quoted\" name", 100, 7, 1795341600000LL, 1795345200123LL);
+    assert_non_null(e);
+    assert_string_equal(e, "{\"event_id\":\"5\",\"name\":\"a \\\"quoted\\\" name\",\"stock_total\":100,"
+                           "\"stock_left\":7,\"starts_at\":\"2026-11-22T10:00:00.000Z\","
+                           "\"ends_at\":\"2026-11-22T11:00:00.123Z\"}");
+    free(e);
+}
+
+static void test_message(void **state)
+{
+    order_msg m = {9223372036854775807ULL, 42, 18446744073709551615ULL, 1795341600123LL}, d;
+    char buf[ORDER_MSG_MAX];
+    size_t n = order_msg_encode(&m, buf, sizeof(buf));
+    assert_true(n > 0);
+    assert_string_equal(buf, "{\"v\":1,\"order_id\":\"9223372036854775807\",\"event_id\":\"42\","
+                             "\"user_id\":\"18446744073709551615\",\"ts_ms\":1795341600123}");
+    assert_int_equal(order_msg_decode(buf, n, &d), 0);
+    assert_memory_equal(&m, &d, sizeof(m));
+    assert_int_equal(order_msg_encode(&m, buf, 20), 0); /* too small: nothing half-written */
+    const char *bad[] = {"{\"v\":2,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
+                         "{\"v\":1,\"order_id\":1,\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
+                         "{\"v\":1,\"order_id\":\"1x\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
+                         "{\"v\":1,\"order_id\":\"18446744073709551616\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
+                         "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\"}", "nope"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(order_msg_decode(bad[i], strlen(bad[i]), &d), -1);
+}
+
+static void test_keys(void **state)
+{
+    char k[ORDER_KEY_MAX];
+    order_key(12, ORDER_KEY_STOCK, k, sizeof(k));
+    assert_string_equal(k, "seckill:{e12}:stock");
+    order_key(12, ORDER_KEY_BUYERS, k, sizeof(k));
+    assert_string_equal(k, "seckill:{e12}:buyers");
+    order_key(12, ORDER_KEY_META, k, sizeof(k));
+    assert_string_equal(k, "seckill:{e12}:meta");
+    order_key(12, ORDER_KEY_PENDING, k, sizeof(k));
+    assert_string_equal(k, "seckill:{e12}:pending");
+    order_key(9223372036854775807ULL, ORDER_KEY_ACCEPTED, k, sizeof(k));
+    assert_string_equal(k, "seckill:{e9223372036854775807}:accepted");
+    order_key_index(5, k, sizeof(k));
+    assert_string_equal(k, "seckill:order:5");
+    order_key_ratelimit(6, k, sizeof(k));
+    assert_string_equal(k, "seckill:rl:{u6}");
+}
+
+static void test_metrics_text(void **state)
+{
+    static order_metrics m;
+    order_metrics_request(&m, ORDER_ROUTE_ORDER_CREATE, 202, 800);
+    order_metrics_request(&m, ORDER_ROUTE_ORDER_CREATE, 409, 5);
+    order_metrics_request(&m, ORDER_ROUTE_ORDER_CREATE, 418, 2000000);
+    order_metrics_reserve(&m, 1);
+    order_metrics_reserve(&m, 77);
+    size_t len;
+    char *t = order_metrics_render(&m, &len);
+    assert_non_null(t);
+    assert_int_equal(strlen(t), len);
+    assert_non_null(strstr(t, "seckill_order_requests_total{route=\"order_create\",status=\"202\"} 1\n"));
+    assert_non_null(strstr(t, "seckill_order_requests_total{route=\"order_create\",status=\"other\"} 1\n"));
+    assert_non_null(strstr(t, "seckill_order_request_seconds_bucket{route=\"order_create\",le=\"0.001\"} 2\n"));
+    assert_non_null(strstr(t, "seckill_order_request_seconds_bucket{route=\"order_create\",le=\"+Inf\"} 3\n"));
+    assert_non_null(strstr(t, "seckill_order_request_seconds_count{route=\"order_create\"} 3\n"));
+    assert_non_null(strstr(t, "seckill_order_reserve_total{result=\"sold_out\"} 1\n"));
+    assert_non_null(strstr(t, "seckill_order_reserve_total{result=\"other\"} 1\n"));
+    assert_non_null(strstr(t, "seckill_order_kafka_inflight 0\n"));
+    free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_error_bodies), cmocka_unit_test(test_reserve_codes),
+        cmocka_unit_test(test_success_bodies), cmocka_unit_test(test_message),
+        cmocka_unit_test(test_keys), cmocka_unit_test(test_metrics_text),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

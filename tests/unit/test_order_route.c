@@ -1,0 +1,108 @@
+/* Unit tests of order_route: the API's routing table and id parsing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "order_route.h"
+
+static int match(order_method m, const char *path, order_route *rt)
+{
+    return order_route_match(m, path, strlen(path), rt);
+}
+
+static void test_routes(void **state)
+{
+    static const struct {
+        order_method method;
+        const char *path;
+        int status;
+        order_route_id id;
+        uint64_t arg;
+    } cases[] = {
+        {ORDER_METHOD_POST, "/api/v1/events", 0, ORDER_ROUTE_EVENT_CREATE, 0},
+        {ORDER_METHOD_GET, "/api/v1/events", 405, ORDER_ROUTE_EVENT_CREATE, 0},
+        {ORDER_METHOD_GET, "/api/v1/events/42", 0, ORDER_ROUTE_EVENT_GET, 42},
+        {ORDER_METHOD_HEAD, "/api/v1/events/42", 0, ORDER_ROUTE_EVENT_GET, 42},
+        {ORDER_METHOD_POST, "/api/v1/events/42", 405, ORDER_ROUTE_EVENT_GET, 0},
+        {ORDER_METHOD_POST, "/api/v1/events/7/orders", 0, ORDER_ROUTE_ORDER_CREATE, 7},
+        {ORDER_METHOD_GET, "/api/v1/events/7/orders", 405, ORDER_ROUTE_ORDER_CREATE, 0},
+        {ORDER_METHOD_OTHER, "/api/v1/events/7/orders", 405, ORDER_ROUTE_ORDER_CREATE, 0},
+        {ORDER_METHOD_GET, "/api/v1/orders/9223372036854775807", 0, ORDER_ROUTE_ORDER_GET,
+         9223372036854775807ULL},
+        {ORDER_METHOD_GET, "/healthz", 0, ORDER_ROUTE_HEALTHZ, 0},
+        {ORDER_METHOD_GET, "/readyz", 0, ORDER_ROUTE_READYZ, 0},
+        {ORDER_METHOD_GET, "/metrics", 0, ORDER_ROUTE_METRICS, 0},
+        {ORDER_METHOD_POST, "/metrics", 405, ORDER_ROUTE_METRICS, 0},
+        /* ids: not decimal, zero, over 63 bits, signs, spaces -> 400 */
+        {ORDER_METHOD_GET, "/api/v1/events/abc", 400, ORDER_ROUTE_EVENT_GET, 0},
+        {ORDER_METHOD_GET, "/api/v1/events/0", 400, ORDER_ROUTE_EVENT_GET, 0},
+        {ORDER_METHOD_GET, "/api/v1/events/-1", 400, ORDER_ROUTE_EVENT_GET, 0},
+        {ORDER_METHOD_GET, "/api/v1/events/+1", 400, ORDER_ROUTE_EVENT_GET, 0},
+        {ORDER_METHOD_GET, "/api/v1/events/9223372036854775808", 400, ORDER_ROUTE_EVENT_GET, 0},
+        {ORDER_METHOD_GET, "/api/v1/events/18446744073709551616", 400, ORDER_ROUTE_EVENT_GET, 0},
+        {ORDER_METHOD_GET, "/api/v1/orders/12x", 400, ORDER_ROUTE_ORDER_GET, 0},
+        {ORDER_METHOD_POST, "/api/v1/events/1e3/orders", 400, ORDER_ROUTE_ORDER_CREATE, 0},
+        {ORDER_METHOD_POST, "/api/v1/events/%31/orders", 400, ORDER_ROUTE_ORDER_CREATE, 0},
+        /* unknown paths -> 404 */
+        {ORDER_METHOD_GET, "/", 404, ORDER_ROUTE_NONE, 0},
+        {ORDER_METHOD_GET, "/api/v1/events/", 404, ORDER_ROUTE_NONE, 0},
+        {ORDER_METHOD_GET, "/api/v1/events/1/", 404, ORDER_ROUTE_NONE, 0},
+        {ORDER_METHOD_POST, "/api/v1/events/1/orders/", 404, ORDER_ROUTE_NONE, 0},
+        {ORDER_METHOD_POST, "/api/v1/events//orders", 404, ORDER_ROUTE_NONE, 0},
+        {ORDER_METHOD_GET, "/api/v1/orders/", 404, ORDER_ROUTE_NONE, 0},
+        {ORDER_METHOD_GET, "/api/v1/orders/1/x", 404, ORDER_ROUTE_NONE, 0},
+        {ORDER_METHOD_GET, "/api/v2/events/1", 404, ORDER_ROUTE_NONE, 0},
+        {ORDER_METHOD_GET, "/healthzz", 404, ORDER_ROUTE_NONE, 0},
+        {ORDER_METHOD_OTHER, "/nope", 404, ORDER_ROUTE_NONE, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        order_route rt;
+        int st = match(cases[i].method, cases[i].path, &rt);
+        if (st != cases[i].status || rt.status != st || rt.id != cases[i].id ||
+            (st == 0 && rt.arg != cases[i].arg))
+            fail_msg("case %zu %s: status %d id %d arg %llu", i, cases[i].path, st, rt.id,
+                     (unsigned long long)rt.arg);
+        if (st == 405)
+            assert_non_null(rt.allow);
+    }
+}
+
+static void test_path_len_is_respected(void **state)
+{
+    /* The caller cuts the query string off by length: the bytes after it are not read. */
+    const char *uri = "/api/v1/orders/77?x=1";
+    order_route rt;
+    assert_int_equal(order_route_match(ORDER_METHOD_GET, uri, 17, &rt), 0);
+    assert_int_equal(rt.id, ORDER_ROUTE_ORDER_GET);
+    assert_int_equal(rt.arg, 77);
+}
+
+static void test_parse_id(void **state)
+{
+    uint64_t v = 0;
+    assert_int_equal(order_parse_id("1", 1, &v), 0);
+    assert_int_equal(v, 1);
+    assert_int_equal(order_parse_id("9223372036854775807", 19, &v), 0);
+    assert_int_equal(v, 9223372036854775807ULL);
+    assert_int_equal(order_parse_id("00000000000000000012", 20, &v), -1); /* 20 digits */
+    assert_int_equal(order_parse_id("", 0, &v), -1);
+    assert_int_equal(order_parse_id(" 1", 2, &v), -1);
+    assert_int_equal(order_parse_id("0", 1, &v), -1);
+    assert_int_equal(order_parse_id("99999999999999999999", 20, &v), -1);
+    assert_string_equal(order_route_name(ORDER_ROUTE_ORDER_CREATE), "order_create");
+    assert_string_equal(order_route_name((order_route_id)99), "unknown");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_path_len_is_respected),
+        cmocka_unit_test(test_parse_id),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
