@@ -384,7 +384,7 @@ int to_pg_create(char *conninfo, size_t size, char *dbname, size_t dbsize)
     if (pg_exec(admin, sql) != 0)
         return -1;
     snprintf(conninfo, size, "%s dbname=%s", user, dbname);
-    /* Apply deploy/sql/*.sql in name order, as seckill-consumer migrate would. */
+    /* Apply deploy/sql/NNN_*.sql in name order, as seckill-consumer migrate would. */
     const char *src = getenv("SECKILL_SOURCE_DIR");
     char dir[512];
     snprintf(dir, sizeof(dir), "%s/deploy/sql", src ? src : ".");

@@ -65,7 +65,7 @@ void to_redis_snapshot(redisContext *c, const char *pattern, char *out, size_t o
 
 /* ---- PostgreSQL ---- */
 /** @brief Creates a fresh database (owner seckill) on the shared PostgreSQL, applies
- *  deploy/sql/*.sql, and writes its conninfo to out. @returns 0 or -1. */
+ *  deploy/sql/NNN_*.sql, and writes its conninfo to out. @returns 0 or -1. */
 int to_pg_create(char *conninfo, size_t size, char *dbname, size_t dbsize);
 void to_pg_drop(const char *dbname);
 

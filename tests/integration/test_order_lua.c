@@ -1,0 +1,362 @@
+/* Integration tests of seckill-order's Lua scripts on a real Redis, through SCRIPT LOAD
+ * + EVALSHA as the service runs them (the embedded text: what is tested is what ships).
+ * Every reserve.lua outcome, "a rejected request changes nothing", cancel.lua idempotent,
+ * confirm.lua, order_status.lua, event_load.lua, ratelimit.lua, and the NOSCRIPT
+ * fallback on a throwaway redis-server whose script cache is flushed.
+ * Fresh event ids per run, keys deleted at the end; nothing else is touched. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <inttypes.h>
+#include <openssl/evp.h>
+
+#include "order_msg.h"
+#include "seckill_lua.h"
+#include "sk_test_redis.h"
+#include "test_order_support.h"
+
+static redisContext *rc;
+static uint64_t next_event;
+
+static uint64_t fresh_event(void)
+{
+    return next_event++;
+}
+
+static void sha1_hex(const char *text, char out[41])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(text, strlen(text), md, &len, EVP_sha1(), NULL);
+    for (unsigned i = 0; i < 20; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+/* EVALSHA name with keys and args (strings); returns the reply (caller frees). */
+static redisReply *evalsha(redisContext *c, const char *name, int nkeys, int n, const char **args)
+{
+    char sha[41], nk[8];
+    sha1_hex(seckill_lua_find(name), sha);
+    snprintf(nk, sizeof(nk), "%d", nkeys);
+    const char *argv[16] = {"EVALSHA", sha, nk};
+    for (int i = 0; i < n; i++)
+        argv[3 + i] = args[i];
+    return redisCommandArgv(c, 3 + n, argv, NULL);
+}
+
+static long long evalsha_int(const char *name, int nkeys, int n, const char **args)
+{
+    redisReply *r = evalsha(rc, name, nkeys, n, args);
+    assert_non_null(r);
+    if (r->type != REDIS_REPLY_INTEGER)
+        fail_msg("%s: reply type %d %s", name, r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+typedef struct {
+    char k[ORDER_KEY_COUNT][ORDER_KEY_MAX];
+    char pattern[ORDER_KEY_MAX];
+    uint64_t id;
+} ev_keys;
+
+static void keys_of(uint64_t id, ev_keys *e)
+{
+    e->id = id;
+    for (int i = 0; i < ORDER_KEY_COUNT; i++)
+        order_key(id, (order_key_kind)i, e->k[i], ORDER_KEY_MAX);
+    snprintf(e->pattern, sizeof(e->pattern), "seckill:{e%" PRIu64 "}:*", id);
+}
+
+static void load_event(const ev_keys *e, long long stock, int64_t starts, int64_t ends, long long want)
+{
+    char s[24], a[24], b[24];
+    snprintf(s, sizeof(s), "%lld", stock);
+    snprintf(a, sizeof(a), "%" PRId64, starts);
+    snprintf(b, sizeof(b), "%" PRId64, ends);
+    const char *args[] = {e->k[ORDER_KEY_STOCK], e->k[ORDER_KEY_META], s, a, b, "1"};
+    assert_int_equal(evalsha_int("event_load", 2, 6, args), want);
+}
+
+static long long reserve(const ev_keys *e, const char *user, const char *order, int64_t now)
+{
+    char n[24];
+    snprintf(n, sizeof(n), "%" PRId64, now);
+    const char *args[] = {e->k[ORDER_KEY_STOCK], e->k[ORDER_KEY_BUYERS], e->k[ORDER_KEY_META],
+                          e->k[ORDER_KEY_PENDING], user, order, n};
+    return evalsha_int("reserve", 4, 7, args);
+}
+
+static long long cancel(const ev_keys *e, const char *order, const char *user)
+{
+    const char *args[] = {e->k[ORDER_KEY_STOCK], e->k[ORDER_KEY_BUYERS], e->k[ORDER_KEY_PENDING],
+                          order, user};
+    return evalsha_int("cancel", 3, 5, args);
+}
+
+static long long confirm(const ev_keys *e, const char *order)
+{
+    const char *args[] = {e->k[ORDER_KEY_PENDING], e->k[ORDER_KEY_ACCEPTED], order};
+    return evalsha_int("confirm", 2, 3, args);
+}
+
+static long long get_int(const char *key)
+{
+    redisReply *r = redisCommand(rc, "GET %s", key);
+    long long v = (r && r->type == REDIS_REPLY_STRING) ? strtoll(r->str, NULL, 10) : -999;
+    freeReplyObject(r);
+    return v;
+}
+
+static long long cmd_int(const char *fmt, const char *key, const char *arg)
+{
+    redisReply *r = arg ? redisCommand(rc, fmt, key, arg) : redisCommand(rc, fmt, key);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+static void drop(const ev_keys *e)
+{
+    for (int i = 0; i < ORDER_KEY_COUNT; i++)
+        freeReplyObject(redisCommand(rc, "DEL %s", e->k[i]));
+}
+
+static void test_script_load(void **state)
+{
+    const char *names[] = {"reserve", "cancel", "confirm", "ratelimit", "event_load", "order_status"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *body = seckill_lua_find(names[i]);
+        assert_non_null(body);
+        char sha[41];
+        sha1_hex(body, sha);
+        redisReply *r = redisCommand(rc, "SCRIPT LOAD %s", body);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STRING);
+        assert_string_equal(r->str, sha); /* the SHA the service computes locally */
+        freeReplyObject(r);
+    }
+}
+
+static void test_reserve_outcomes(void **state)
+{
+    int64_t now = 1795341600000LL;
+    ev_keys e, future, past;
+    keys_of(fresh_event(), &e);
+    keys_of(fresh_event(), &future);
+    keys_of(fresh_event(), &past);
+    char before[8192], after[8192];
+
+    /* 5: event not loaded, and nothing is created by asking */
+    assert_int_equal(reserve(&e, "1", "101", now), 5);
+    to_redis_snapshot(rc, e.pattern, after, sizeof(after));
+    assert_string_equal(after, "");
+
+    load_event(&e, 2, now - 1000, now + 3600000, 1);
+    load_event(&e, 999, now, now + 1, 0); /* already loaded: untouched */
+    assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 2);
+    load_event(&future, 5, now + 60000, now + 120000, 1);
+    load_event(&past, 5, now - 120000, now - 60000, 1);
+
+    /* 3 not started, 4 ended: nothing changes */
+    to_redis_snapshot(rc, future.pattern, before, sizeof(before));
+    assert_int_equal(reserve(&future, "1", "102", now), 3);
+    to_redis_snapshot(rc, future.pattern, after, sizeof(after));
+    assert_string_equal(before, after);
+    to_redis_snapshot(rc, past.pattern, before, sizeof(before));
+    assert_int_equal(reserve(&past, "1", "103", now), 4);
+    assert_int_equal(reserve(&past, "1", "103", now - 60000), 4); /* ends_at is exclusive */
+    to_redis_snapshot(rc, past.pattern, after, sizeof(after));
+    assert_string_equal(before, after);
+
+    /* 0 ok: DECR, SADD, HSET pending order -> user:ts */
+    assert_int_equal(reserve(&e, "1", "104", now), 0);
+    assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 1);
+    assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "1"), 1);
+    redisReply *r = redisCommand(rc, "HGET %s 104", e.k[ORDER_KEY_PENDING]);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_string_equal(r->str, "1:1795341600000");
+    freeReplyObject(r);
+
+    /* 2 duplicate, however many times: nothing changes */
+    to_redis_snapshot(rc, e.pattern, before, sizeof(before));
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(reserve(&e, "1", "105", now), 2);
+    to_redis_snapshot(rc, e.pattern, after, sizeof(after));
+    assert_string_equal(before, after);
+
+    /* the last unit, then 1 sold out (also for a buyer: stock is checked first) */
+    assert_int_equal(reserve(&e, "2", "106", now), 0);
+    to_redis_snapshot(rc, e.pattern, before, sizeof(before));
+    assert_int_equal(reserve(&e, "3", "107", now), 1);
+    assert_int_equal(reserve(&e, "1", "108", now), 1);
+    to_redis_snapshot(rc, e.pattern, after, sizeof(after));
+    assert_string_equal(before, after);
+    assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 0); /* never below zero */
+    assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_BUYERS], NULL), 2);
+    assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_PENDING], NULL), 2);
+    drop(&e);
+    drop(&future);
+    drop(&past);
+}
+
+static void test_cancel_idempotent(void **state)
+{
+    int64_t now = 1795341600000LL;
+    ev_keys e;
+    keys_of(fresh_event(), &e);
+    load_event(&e, 1, now - 1000, now + 3600000, 1);
+    assert_int_equal(reserve(&e, "7", "201", now), 0);
+    assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 0);
+    char before[8192], after[8192];
+    /* another user's cancel of the order changes nothing */
+    to_redis_snapshot(rc, e.pattern, before, sizeof(before));
+    assert_int_equal(cancel(&e, "201", "8"), -1);
+    assert_int_equal(cancel(&e, "201", "77"), -1); /* "7" is a prefix of "77": still refused */
+    to_redis_snapshot(rc, e.pattern, after, sizeof(after));
+    assert_string_equal(before, after);
+    /* the first cancel gives everything back */
+    assert_int_equal(cancel(&e, "201", "7"), 1);
+    assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 1);
+    assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "7"), 0);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_PENDING], "201"), 0);
+    /* a second (and third) changes nothing */
+    to_redis_snapshot(rc, e.pattern, before, sizeof(before));
+    assert_int_equal(cancel(&e, "201", "7"), 0);
+    assert_int_equal(cancel(&e, "201", "7"), 0);
+    to_redis_snapshot(rc, e.pattern, after, sizeof(after));
+    assert_string_equal(before, after);
+    /* the stock sells again; a confirmed order cannot be cancelled */
+    assert_int_equal(reserve(&e, "7", "202", now), 0);
+    assert_int_equal(confirm(&e, "202"), 1);
+    to_redis_snapshot(rc, e.pattern, before, sizeof(before));
+    assert_int_equal(cancel(&e, "202", "7"), 0);
+    to_redis_snapshot(rc, e.pattern, after, sizeof(after));
+    assert_string_equal(before, after);
+    drop(&e);
+}
+
+static void test_confirm_and_status(void **state)
+{
+    int64_t now = 1795341600000LL;
+    ev_keys e;
+    keys_of(fresh_event(), &e);
+    load_event(&e, 10, now - 1000, now + 3600000, 1);
+    assert_int_equal(reserve(&e, "9", "301", now), 0);
+    const char *sargs[] = {e.k[ORDER_KEY_PENDING], e.k[ORDER_KEY_ACCEPTED], "301"};
+    redisReply *r = evalsha(rc, "order_status", 2, 3, sargs);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->element[0]->integer, 1);
+    assert_string_equal(r->element[1]->str, "9:1795341600000");
+    freeReplyObject(r);
+    assert_int_equal(confirm(&e, "301"), 1);
+    assert_int_equal(confirm(&e, "301"), 0); /* once */
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_PENDING], "301"), 0);
+    r = evalsha(rc, "order_status", 2, 3, sargs);
+    assert_int_equal(r->element[0]->integer, 2);
+    assert_string_equal(r->element[1]->str, "9:1795341600000");
+    freeReplyObject(r);
+    const char *none[] = {e.k[ORDER_KEY_PENDING], e.k[ORDER_KEY_ACCEPTED], "999"};
+    r = evalsha(rc, "order_status", 2, 3, none);
+    assert_int_equal(r->elements, 1);
+    assert_int_equal(r->element[0]->integer, 0);
+    freeReplyObject(r);
+    /* DESIGN.md's confirm.lua with KEYS pending only: plain HDEL */
+    assert_int_equal(reserve(&e, "10", "302", now), 0);
+    const char *one[] = {e.k[ORDER_KEY_PENDING], "302"};
+    assert_int_equal(evalsha_int("confirm", 1, 2, one), 1);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "302"), 0);
+    drop(&e);
+}
+
+static void test_ratelimit(void **state)
+{
+    char key[ORDER_KEY_MAX];
+    order_key_ratelimit(next_event++, key, sizeof(key)); /* a user id nobody else uses */
+    const char *at0[] = {key, "1", "3", "1000000"};
+    int ok = 0;
+    for (int i = 0; i < 6; i++)
+        ok += (int)evalsha_int("ratelimit", 1, 4, at0);
+    assert_int_equal(ok, 3); /* the burst */
+    const char *at500[] = {key, "1", "3", "1000500"};
+    assert_int_equal(evalsha_int("ratelimit", 1, 4, at500), 0);
+    const char *at1000[] = {key, "1", "3", "1001000"};
+    assert_int_equal(evalsha_int("ratelimit", 1, 4, at1000), 1);
+    assert_int_equal(evalsha_int("ratelimit", 1, 4, at1000), 0);
+    long long ttl = cmd_int("PTTL %s", key, NULL);
+    assert_true(ttl > 0 && ttl <= 4000);
+    freeReplyObject(redisCommand(rc, "DEL %s", key));
+}
+
+static void test_noscript_fallback(void **state)
+{
+    char err[256];
+    sk_test_redis *tr = sk_test_redis_start(NULL, err, sizeof(err));
+    if (!tr)
+        fail_msg("redis-server: %s", err);
+    redisContext *c = to_redis(sk_test_redis_url(tr));
+    assert_non_null(c);
+    freeReplyObject(redisCommand(c, "SCRIPT FLUSH"));
+    const char *args[] = {"seckill:{e1}:stock", "seckill:{e1}:buyers", "seckill:{e1}:meta",
+                          "seckill:{e1}:pending", "1", "2", "3"};
+    redisReply *r = evalsha(c, "reserve", 4, 7, args);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    assert_memory_equal(r->str, "NOSCRIPT", 8);
+    freeReplyObject(r);
+    /* the fallback: EVAL with the body, which caches it; EVALSHA works afterwards */
+    const char *argv[10] = {"EVAL", seckill_lua_find("reserve"), "4"};
+    for (int i = 0; i < 7; i++)
+        argv[3 + i] = args[i];
+    r = redisCommandArgv(c, 10, argv, NULL);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(r->integer, 5);
+    freeReplyObject(r);
+    r = evalsha(c, "reserve", 4, 7, args);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(r->integer, 5);
+    freeReplyObject(r);
+    redisFree(c);
+    sk_test_redis_free(tr);
+}
+
+static int setup(void **state)
+{
+    if (!to_stack_available()) {
+        fprintf(stderr, "SECKILL_REDIS_URL not set: run deploy/local.sh up and source .run/env\n");
+        return -1;
+    }
+    rc = to_redis(getenv("SECKILL_REDIS_URL"));
+    /* ids far above libidgen's (which start near 2^58 now) and unique per run */
+    next_event = 8000000000000000000ULL + (uint64_t)getpid() * 1000000ULL + (uint64_t)(to_now_ms() % 1000) * 1000;
+    return rc ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    if (rc)
+        redisFree(rc);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_script_load),
+        cmocka_unit_test(test_reserve_outcomes),
+        cmocka_unit_test(test_cancel_idempotent),
+        cmocka_unit_test(test_confirm_and_status),
+        cmocka_unit_test(test_ratelimit),
+        cmocka_unit_test(test_noscript_fallback),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
