@@ -4,50 +4,56 @@
 #include <stdio.h>
 #include <string.h>
 
-static uint64_t gcd64(uint64_t a, uint64_t b)
+/* splitmix64: spreads a seed into well-mixed constants, and is the Feistel round function. */
+static uint64_t mix64(uint64_t z)
 {
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-/* splitmix64: spreads a seed into well-mixed constants. */
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z += 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
 
-int sb_plan_init(sb_plan *p, uint64_t users, uint64_t seed)
+int sb_plan_init(sb_plan *p, uint64_t users, uint64_t requests, uint64_t seed)
 {
     if (users == 0)
         return -1;
-    uint64_t s = seed;
+    uint64_t tries = requests ? (requests + users - 1) / users : 16;
+    if (users > (1ull << 62) / tries)
+        return -1;
     p->users = users;
-    /* A near the golden ratio of N spreads neighbours apart; it must be coprime to N
-     * so that each round is a permutation. */
-    p->a = users > 2 ? (uint64_t)((double)users * 0.6180339887) % users : 1;
-    p->a = (p->a + mix(&s) % 1024) % users;
-    if (p->a == 0)
-        p->a = 1;
-    while (gcd64(p->a, users) != 1)
-        p->a = p->a + 1 < users ? p->a + 1 : 1;
-    p->b = mix(&s) % users;
-    p->c = mix(&s) % users;
+    p->span = users * tries;
+    int bits = 2;
+    while (bits < 62 && (1ull << bits) < p->span)
+        bits++;
+    bits += bits & 1; /* even: two halves of equal width */
+    p->half_bits = bits / 2;
+    for (int r = 0; r < 4; r++)
+        p->keys[r] = mix64(seed * 4 + (uint64_t)r);
     return 0;
+}
+
+/* One pass of the balanced Feistel network: a bijection of [0, 2^(2*half_bits)). */
+static uint64_t feistel(const sb_plan *p, uint64_t x)
+{
+    uint64_t mask = (1ull << p->half_bits) - 1;
+    uint64_t l = x >> p->half_bits, r = x & mask;
+    for (int k = 0; k < 4; k++) {
+        uint64_t t = l ^ (mix64(r ^ p->keys[k]) & mask);
+        l = r;
+        r = t;
+    }
+    return (l << p->half_bits) | r;
 }
 
 uint64_t sb_plan_user(const sb_plan *p, uint64_t i)
 {
-    uint64_t n = p->users, round = i / n, pos = i % n;
-    /* 128-bit product: pos * a overflows 64 bits for N above 2^32. */
-    unsigned __int128 v = (unsigned __int128)pos * p->a + (unsigned __int128)(round % n) * p->b + p->c;
-    return (uint64_t)(v % n) + 1;
+    /* Cycle walking: applying a permutation of the bigger domain until the value falls
+     * back into [0, R) is a permutation of [0, R); the domain is under 4R, so the
+     * expected number of passes is under 4. */
+    uint64_t x = feistel(p, i % p->span);
+    while (x >= p->span)
+        x = feistel(p, x);
+    return x % p->users + 1;
 }
 
 int sb_url_parse(const char *s, size_t len, sb_url *out, char *err, size_t errsz)

@@ -90,6 +90,8 @@ int sb_stats_answer(sb_stats *s, uint64_t t_ms, int status, const char *code, ui
     s->answered++;
     if (t_ms > s->last_answer_ms)
         s->last_answer_ms = t_ms;
+    if (status == 202 && t_ms > s->last_202_ms)
+        s->last_202_ms = t_ms;
     return 0;
 }
 
@@ -143,6 +145,8 @@ int sb_stats_merge(sb_stats *dst, const sb_stats *src)
     dst->bad_202 += src->bad_202;
     if (src->last_answer_ms > dst->last_answer_ms)
         dst->last_answer_ms = src->last_answer_ms;
+    if (src->last_202_ms > dst->last_202_ms)
+        dst->last_202_ms = src->last_202_ms;
     return 0;
 }
 

@@ -43,6 +43,7 @@ typedef struct sb_stats {
     size_t naccepted, capaccepted;
     uint64_t sent, answered, bad_202; /* bad_202: a 202 without a decimal order_id */
     uint64_t last_answer_ms;          /* since start, of the latest answer */
+    uint64_t last_202_ms;             /* since start, of the latest 202: the end of the sale */
 } sb_stats;
 
 /* A PostgreSQL sample: rows in seckill_order for the event at t_ms since start. */

@@ -37,8 +37,7 @@ int sc_dlq_count(const sk_cfg_kv *kafka, const char *topic, const char *event_id
     snprintf(group, sizeof(group), "seckill-check-%ld-%ld", (long)getpid(), (long)time(NULL));
     if (rd_kafka_conf_set(conf, "group.id", group, kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK ||
         rd_kafka_conf_set(conf, "enable.auto.commit", "false", kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(conf, "enable.partition.eof", "true", kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_set(conf, "enable.partition.eof", "true", kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK) {
         snprintf(err, errsz, "kafka: %s", kerr);
         rd_kafka_conf_destroy(conf);
         return -1;

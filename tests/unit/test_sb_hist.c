@@ -48,33 +48,52 @@ static void test_quantiles_within_precision(void **state)
     free(h);
 }
 
-static void test_plan_rounds_are_permutations(void **state)
+static void test_plan_every_user_tries_equally(void **state)
 {
-    uint64_t sizes[] = {1, 2, 7, 1000, 5000, 100000};
-    for (int s = 0; s < 6; s++) {
-        uint64_t n = sizes[s];
+    /* users, requests: each user gets exactly ceil(requests / users) tries in the plan */
+    uint64_t cases[][2] = {{1, 5}, {2, 6}, {7, 20}, {1000, 3000}, {5000, 20000}, {100000, 300000}, {3, 0}};
+    for (int s = 0; s < 7; s++) {
+        uint64_t n = cases[s][0], req = cases[s][1];
+        uint64_t tries = req ? (req + n - 1) / n : 16;
         sb_plan p;
-        assert_int_equal(sb_plan_init(&p, n, 42 + s), 0);
-        unsigned char *seen = calloc(n + 1, 1);
-        for (int round = 0; round < 3; round++) {
-            memset(seen, 0, n + 1);
-            for (uint64_t i = 0; i < n; i++) {
-                uint64_t u = sb_plan_user(&p, round * n + i);
-                assert_true(u >= 1 && u <= n);
-                assert_int_equal(seen[u], 0);
-                seen[u] = 1;
-            }
+        assert_int_equal(sb_plan_init(&p, n, req, 42 + s), 0);
+        assert_true(p.span == n * tries);
+        uint32_t *seen = calloc(n + 1, sizeof(*seen));
+        for (uint64_t i = 0; i < p.span; i++) {
+            uint64_t u = sb_plan_user(&p, i);
+            assert_true(u >= 1 && u <= n);
+            seen[u]++;
         }
+        for (uint64_t u = 1; u <= n; u++)
+            assert_int_equal(seen[u], tries);
+        /* past the plan, it starts over */
+        assert_true(sb_plan_user(&p, p.span + 3) == sb_plan_user(&p, 3));
         free(seen);
     }
     sb_plan p;
-    assert_int_equal(sb_plan_init(&p, 0, 1), -1);
-    /* not the identity: neighbours are spread */
-    assert_int_equal(sb_plan_init(&p, 1000, 1), 0);
-    int adjacent = 0;
-    for (uint64_t i = 0; i + 1 < 1000; i++)
-        adjacent += sb_plan_user(&p, i + 1) == sb_plan_user(&p, i) + 1;
+    assert_int_equal(sb_plan_init(&p, 0, 10, 1), -1);
+    /* neither the identity nor rounds: in the first tenth of a 3-tries plan, some users
+     * already come back (the winners' repeat tries during the burst) */
+    assert_int_equal(sb_plan_init(&p, 100000, 300000, 1), 0);
+    unsigned char *seen = calloc(100001, 1);
+    int adjacent = 0, repeats = 0;
+    for (uint64_t i = 0; i < 30000; i++) {
+        uint64_t u = sb_plan_user(&p, i);
+        repeats += seen[u];
+        seen[u] = 1;
+        if (i && u == sb_plan_user(&p, i - 1) + 1)
+            adjacent++;
+    }
     assert_true(adjacent < 10);
+    assert_true(repeats > 1000 && repeats < 5000); /* about 30000 * 2 * 0.1 = 6000 minus overlaps */
+    free(seen);
+    /* another seed, another order */
+    sb_plan q;
+    assert_int_equal(sb_plan_init(&q, 100000, 300000, 2), 0);
+    int same = 0;
+    for (uint64_t i = 0; i < 1000; i++)
+        same += sb_plan_user(&p, i) == sb_plan_user(&q, i);
+    assert_true(same < 10);
 }
 
 static void test_urls(void **state)
@@ -101,7 +120,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bucket_bounds),
         cmocka_unit_test(test_quantiles_within_precision),
-        cmocka_unit_test(test_plan_rounds_are_permutations),
+        cmocka_unit_test(test_plan_every_user_tries_equally),
         cmocka_unit_test(test_urls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

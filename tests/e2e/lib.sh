@@ -1,0 +1,154 @@
+# tests/e2e/lib.sh: a private flash-sale pipeline for one e2e test, sourced by the tests.
+#
+# Isolation: each test runs its own seckill-devkafka (so its own topics, consumer group
+# and dead-letter topic), its own seckill-order and seckill-consumer on free loopback
+# ports, and its own JWT secret; only Redis and PostgreSQL are shared (SECKILL_REDIS_URL,
+# SECKILL_PG: the stack of deploy/local.sh up or test). Event ids come from libidgen, so
+# the test's keys and rows never meet another run's. Every process it starts is stopped
+# by the EXIT trap, by pid. Exit status 77 (ctest SKIP) when the stack or a binary is
+# missing, so a tree without seckill-order/seckill-consumer reports "skipped", not "passed".
+set -euo pipefail
+
+E2E_SKIP=77
+BIN=${SECKILL_BIN_DIR:?SECKILL_BIN_DIR is not set (ctest sets it)}
+E2E_TMP=$(mktemp -d /tmp/seckill-e2e.XXXXXX)
+E2E_PIDS=()
+
+e2e_log() { printf '[e2e %s] %s\n' "$(date -u +%H:%M:%S.%N | cut -c1-12)" "$*" >&2; }
+e2e_fail() { e2e_log "FAIL: $*"; exit 1; }
+e2e_skip() { e2e_log "SKIP: $*"; exit $E2E_SKIP; }
+
+e2e_cleanup() {
+    local rc=$? i pid
+    for ((i = ${#E2E_PIDS[@]} - 1; i >= 0; i--)); do
+        pid=${E2E_PIDS[$i]}
+        kill -TERM "$pid" 2>/dev/null || continue
+        local deadline=$((SECONDS + 20))
+        while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null || e2e_log "note: pid $pid exited with status $? on SIGTERM"
+    done
+    if [ $rc -ne 0 ] && [ $rc -ne $E2E_SKIP ]; then
+        for f in "$E2E_TMP"/*.log; do
+            [ -f "$f" ] || continue
+            echo "---- last lines of $(basename "$f")" >&2
+            tail -n 30 "$f" >&2
+        done
+    fi
+    rm -rf "$E2E_TMP"
+    exit $rc
+}
+trap e2e_cleanup EXIT
+
+e2e_require() {
+    local b
+    [ -n "${SECKILL_REDIS_URL:-}" ] && [ -n "${SECKILL_PG:-}" ] ||
+        e2e_skip "no stack: SECKILL_REDIS_URL and SECKILL_PG unset (deploy/local.sh up, then source .run/env)"
+    for b in seckill-devkafka seckill-order seckill-consumer seckill-bench seckill-check; do
+        [ -x "$BIN/$b" ] || e2e_skip "$BIN/$b is not built"
+    done
+    command -v psql >/dev/null || e2e_skip "psql not installed"
+    # Only the brokers of our own dev Kafka may reach librdkafka.
+    local v
+    for v in $(env | sed -n 's/^\(SECKILL_KAFKA_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+}
+
+# e2e_wait SECONDS DESCRIPTION COMMAND...: polls a condition every 50 ms.
+e2e_wait() {
+    local secs=$1 what=$2
+    shift 2
+    local deadline=$((SECONDS + secs))
+    until "$@" >/dev/null 2>&1; do
+        [ $SECONDS -lt $deadline ] || e2e_fail "$what: not within ${secs}s"
+        sleep 0.05
+    done
+}
+
+e2e_free_port() {
+    local p
+    for _ in $(seq 1 200); do
+        p=$((20000 + RANDOM % 30000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return 0
+        fi
+    done
+    e2e_fail "no free port"
+}
+
+e2e_start_kafka() {
+    "$BIN/seckill-devkafka" --bootstrap-file "$E2E_TMP/kafka.bootstrap" \
+        --control-file "$E2E_TMP/kafka.control" >"$E2E_TMP/devkafka.log" 2>&1 &
+    E2E_PIDS+=($!)
+    e2e_wait 30 "seckill-devkafka" test -s "$E2E_TMP/kafka.bootstrap"
+    E2E_BROKERS=$(cat "$E2E_TMP/kafka.bootstrap")
+    e2e_log "dev kafka on $E2E_BROKERS"
+}
+
+# e2e_start_consumer: (re)starts the test's consumer; its pid in E2E_CONSUMER_PID.
+e2e_start_consumer() {
+    E2E_CONSUMER_PORT=${E2E_CONSUMER_PORT:-$(e2e_free_port)}
+    SECKILL_HTTP_PORT=$E2E_CONSUMER_PORT SECKILL_KAFKA_BROKERS=$E2E_BROKERS \
+        SECKILL_GROUP_ID="seckill-e2e-$$" "$BIN/seckill-consumer" >>"$E2E_TMP/consumer.log" 2>&1 &
+    E2E_CONSUMER_PID=$!
+    E2E_PIDS+=($E2E_CONSUMER_PID)
+    e2e_wait 60 "seckill-consumer /healthz" curl -fsS "http://127.0.0.1:$E2E_CONSUMER_PORT/healthz"
+    e2e_log "consumer up (pid $E2E_CONSUMER_PID, port $E2E_CONSUMER_PORT)"
+}
+
+e2e_stop_consumer() {
+    kill -TERM "$E2E_CONSUMER_PID"
+    local rc=0
+    wait "$E2E_CONSUMER_PID" || rc=$?
+    e2e_log "consumer stopped (status $rc)"
+}
+
+e2e_start_order() {
+    E2E_HTTP_PORT=$(e2e_free_port)
+    E2E_SECRET=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    SECKILL_HTTP_PORT=$E2E_HTTP_PORT SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS=$E2E_BROKERS \
+        SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-order" >"$E2E_TMP/order.log" 2>&1 &
+    E2E_PIDS+=($!)
+    e2e_wait 60 "seckill-order /healthz" curl -fsS "http://127.0.0.1:$E2E_HTTP_PORT/healthz"
+    e2e_wait 60 "seckill-order /readyz" curl -fsS "http://127.0.0.1:$E2E_HTTP_PORT/readyz"
+    e2e_log "order up (port $E2E_HTTP_PORT)"
+}
+
+# e2e_bench ARGS...: seckill-bench against the test's front, output in $E2E_TMP/out
+# (a later --out wins).
+e2e_bench() {
+    SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-bench" --http "http://127.0.0.1:$E2E_HTTP_PORT" \
+        --pg "$SECKILL_PG" --out "$E2E_TMP/out" "$@"
+}
+
+# e2e_warmup: one order through the whole pipeline, so the consumer is known to hold
+# its partitions (a group join takes seconds) before a test measures anything.
+e2e_warmup() {
+    e2e_bench --out "$E2E_TMP/warmup" --stock 1 --users 1 --requests 1 --connections 1 \
+        --drain.wait 60 --event.name e2e-warmup >"$E2E_TMP/warmup.log" 2>&1 ||
+        e2e_fail "warm-up order failed: $(tail -n 3 "$E2E_TMP/warmup.log")"
+    grep -q '"drained": true' "$E2E_TMP/warmup/summary.json" ||
+        e2e_fail "the warm-up order did not reach PostgreSQL within 60 s"
+    e2e_log "warm-up order reached PostgreSQL"
+}
+
+e2e_check() {
+    SECKILL_KAFKA_BROKERS=$E2E_BROKERS "$BIN/seckill-check" --redis.url "$SECKILL_REDIS_URL" \
+        --pg "$SECKILL_PG" "$@" "$(cat "$E2E_TMP/out/event_id")" "$E2E_TMP/out/accepted.txt"
+}
+
+# e2e_summary KEY: a number from summary.json (written with one key a line).
+e2e_summary() {
+    sed -n "s/^ *\"$1\": *\(-\{0,1\}[0-9.]*\).*/\1/p" "$E2E_TMP/out/summary.json" | head -n 1
+}
+
+# e2e_outcome "409 sold_out": a count from summary.json's outcomes (0 when absent).
+e2e_outcome() {
+    local v
+    v=$(sed -n "s/^ *\"$1\": *\([0-9]*\).*/\1/p" "$E2E_TMP/out/summary.json" | head -n 1)
+    echo "${v:-0}"
+}
+
+e2e_rows() {
+    psql "$SECKILL_PG" -tAc "select count(*) from seckill_order where event_id = $(cat "$E2E_TMP/out/event_id")"
+}
