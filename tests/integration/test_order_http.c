@@ -1,0 +1,524 @@
+/* Integration tests of seckill-order over HTTP: a private seckill-order process on a free
+ * port, the shared Redis, a private seckill-devkafka (so test orders never reach the
+ * shared topic) and a private PostgreSQL database.
+ *  - event and order life cycle (201, 200, 202, order id on the topic, queued -> created)
+ *  - a table of bad requests: exact status and error code, and no Redis key changed
+ *  - 64 concurrent clients, 10,000 distinct users, stock 1,000: exactly 1,000 accepted
+ *  - one user from 16 connections at once: one order, whatever the number of tries
+ *  - the sold-out flag answers without Redis, and stock given back sells within 1 s
+ *  - the per-user rate limit, /metrics, /readyz, and SIGTERM -> exit 0 */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "order_msg.h"
+#include "sk_jwt.h"
+#include "test_order_support.h"
+
+static to_order srv;
+static to_kafka kafka;
+static redisContext *rc;
+static char pg_conninfo[512], pg_db[128];
+static uint64_t user_base; /* users of this run: user_base + n */
+static char admin_tok[1024];
+
+static void iso(int64_t offset_s, char *out, size_t outsz)
+{
+    time_t t = time(NULL) + offset_s;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, outsz, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Creates an event through the API; returns its id. */
+static uint64_t create_event(long stock, int64_t starts_in_s, int64_t ends_in_s)
+{
+    char a[32], b[32], body[512], resp[1024];
+    iso(starts_in_s, a, sizeof(a));
+    iso(ends_in_s, b, sizeof(b));
+    snprintf(body, sizeof(body), "{\"name\":\"test \\\"event\\\"\",\"stock\":%ld,\"starts_at\":\"%s\",\"ends_at\":\"%s\"}",
+             stock, a, b);
+    int st = to_http1(srv.port, "POST", "/api/v1/events", admin_tok, body, resp, sizeof(resp));
+    if (st != 201)
+        fail_msg("create event: %d %s", st, resp);
+    uint64_t id = to_json_id(resp, "event_id");
+    assert_true(id > 0);
+    return id;
+}
+
+static int place(int fd, uint64_t event, uint64_t user, char *resp, size_t respsz)
+{
+    char tok[1024], path[128];
+    to_token(&srv, user, 0, 600, tok, sizeof(tok));
+    snprintf(path, sizeof(path), "/api/v1/events/%" PRIu64 "/orders", event);
+    return to_http(fd, "POST", path, tok, NULL, NULL, 0, resp, respsz);
+}
+
+static long long rint_cmd(const char *fmt, const char *key)
+{
+    redisReply *r = redisCommand(rc, fmt, key);
+    long long v = -999;
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    else if (r && r->type == REDIS_REPLY_STRING)
+        v = strtoll(r->str, NULL, 10);
+    freeReplyObject(r);
+    return v;
+}
+
+static long long event_key_int(uint64_t event, order_key_kind kind, const char *fmt)
+{
+    char k[ORDER_KEY_MAX];
+    order_key(event, kind, k, sizeof(k));
+    return rint_cmd(fmt, k);
+}
+
+static void error_code_is(const char *body, const char *code)
+{
+    json_error_t jerr;
+    json_t *o = json_loads(body, 0, &jerr);
+    if (!o)
+        fail_msg("not JSON: %s", body);
+    const char *got = json_string_value(json_object_get(o, "error"));
+    if (!got || strcmp(got, code) != 0 || !json_is_string(json_object_get(o, "message")))
+        fail_msg("want error %s, got %s", code, body);
+    json_decref(o);
+}
+
+static void test_life_cycle(void **state)
+{
+    uint64_t ev = create_event(5, -5, 3600);
+    char resp[2048], path[128], tok[1024];
+    /* GET event */
+    to_token(&srv, user_base + 1, 0, 600, tok, sizeof(tok));
+    snprintf(path, sizeof(path), "/api/v1/events/%" PRIu64, ev);
+    assert_int_equal(to_http1(srv.port, "GET", path, tok, NULL, resp, sizeof(resp)), 200);
+    json_error_t jerr;
+    json_t *o = json_loads(resp, 0, &jerr);
+    assert_non_null(o);
+    assert_int_equal(to_json_id(resp, "event_id"), ev);
+    assert_string_equal(json_string_value(json_object_get(o, "name")), "test \"event\"");
+    assert_int_equal(json_integer_value(json_object_get(o, "stock_total")), 5);
+    assert_int_equal(json_integer_value(json_object_get(o, "stock_left")), 5);
+    assert_true(json_is_string(json_object_get(o, "starts_at")));
+    json_decref(o);
+    /* a non-admin cannot create events */
+    assert_int_equal(to_http1(srv.port, "POST", "/api/v1/events", tok,
+                              "{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-01-01T00:00:00Z\",\"ends_at\":\"2036-01-01T00:00:00Z\"}",
+                              resp, sizeof(resp)), 403);
+    error_code_is(resp, "forbidden");
+    /* place an order: 202 only once Kafka has it */
+    int fd = to_http_connect(srv.port);
+    assert_int_equal(place(fd, ev, user_base + 1, resp, sizeof(resp)), 202);
+    uint64_t oid = to_json_id(resp, "order_id");
+    assert_true(oid > 0);
+    assert_non_null(strstr(resp, "\"status\":\"queued\""));
+    assert_int_equal(place(fd, ev, user_base + 1, resp, sizeof(resp)), 409);
+    error_code_is(resp, "duplicate");
+    close(fd);
+    assert_int_equal(to_kafka_find_order(kafka.bootstrap, "seckill.orders", oid, 15000), 1);
+    assert_int_equal(event_key_int(ev, ORDER_KEY_STOCK, "GET %s"), 4);
+    assert_int_equal(event_key_int(ev, ORDER_KEY_PENDING, "HLEN %s"), 0);
+    /* GET order: queued for the owner and an admin, refused to others */
+    snprintf(path, sizeof(path), "/api/v1/orders/%" PRIu64, oid);
+    assert_int_equal(to_http1(srv.port, "GET", path, tok, NULL, resp, sizeof(resp)), 200);
+    assert_non_null(strstr(resp, "\"status\":\"queued\""));
+    assert_int_equal(to_json_id(resp, "event_id"), ev);
+    assert_int_equal(to_json_id(resp, "user_id"), user_base + 1);
+    assert_int_equal(to_http1(srv.port, "GET", path, admin_tok, NULL, resp, sizeof(resp)), 200);
+    char other[1024];
+    to_token(&srv, user_base + 2, 0, 600, other, sizeof(other));
+    assert_int_equal(to_http1(srv.port, "GET", path, other, NULL, resp, sizeof(resp)), 403);
+    error_code_is(resp, "forbidden");
+    /* once the consumer wrote it, PostgreSQL answers */
+    PGconn *c = PQconnectdb(pg_conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    char o_s[24], e_s[24], u_s[24];
+    snprintf(o_s, sizeof(o_s), "%" PRIu64, oid);
+    snprintf(e_s, sizeof(e_s), "%" PRIu64, ev);
+    snprintf(u_s, sizeof(u_s), "%" PRIu64, user_base + 1);
+    const char *params[3] = {o_s, e_s, u_s};
+    PGresult *r = PQexecParams(c, "INSERT INTO seckill_order (order_id, event_id, user_id, status) "
+                                  "VALUES ($1, $2, $3, 'created')", 3, NULL, params, NULL, NULL, 0);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    PQfinish(c);
+    assert_int_equal(to_http1(srv.port, "GET", path, tok, NULL, resp, sizeof(resp)), 200);
+    assert_non_null(strstr(resp, "\"status\":\"created\""));
+    assert_int_equal(to_http1(srv.port, "GET", path, other, NULL, resp, sizeof(resp)), 403);
+    /* unknown ids */
+    assert_int_equal(to_http1(srv.port, "GET", "/api/v1/orders/123456789", tok, NULL, resp, sizeof(resp)), 404);
+    error_code_is(resp, "not_found");
+    assert_int_equal(to_http1(srv.port, "GET", "/api/v1/events/123456789", tok, NULL, resp, sizeof(resp)), 404);
+    error_code_is(resp, "not_found");
+}
+
+static void test_window(void **state)
+{
+    uint64_t later = create_event(5, 3600, 7200);
+    char resp[1024];
+    int fd = to_http_connect(srv.port);
+    assert_int_equal(place(fd, later, user_base + 3, resp, sizeof(resp)), 403);
+    error_code_is(resp, "not_started");
+    close(fd);
+    assert_int_equal(event_key_int(later, ORDER_KEY_STOCK, "GET %s"), 5);
+}
+
+static void forge_none(uint64_t user, char *out, size_t outsz)
+{
+    char h[128], p[256], payload[128];
+    const char *header = "{\"alg\":\"none\",\"typ\":\"JWT\"}";
+    snprintf(payload, sizeof(payload), "{\"sub\":\"%" PRIu64 "\",\"exp\":%lld}", user,
+             (long long)time(NULL) + 600);
+    h[sk_b64url_encode((const unsigned char *)header, strlen(header), h)] = '\0';
+    p[sk_b64url_encode((const unsigned char *)payload, strlen(payload), p)] = '\0';
+    snprintf(out, outsz, "%s.%s.", h, p);
+}
+
+static void test_bad_requests(void **state)
+{
+    uint64_t ev = create_event(10, -5, 3600);
+    uint64_t unknown = ev + 1000000; /* never created */
+    char good[1024], expired[1024], wrong_key[1024], none[1024], admin[1024];
+    to_token(&srv, user_base + 10, 0, 600, good, sizeof(good));
+    to_token(&srv, user_base + 10, 1, 600, admin, sizeof(admin));
+    sk_jwt_mint((const unsigned char *)srv.secret, strlen(srv.secret), user_base + 10, 0,
+                (int64_t)time(NULL) - 10, expired, sizeof(expired));
+    sk_jwt_mint((const unsigned char *)"not-the-secret", 14, user_base + 10, 0,
+                (int64_t)time(NULL) + 600, wrong_key, sizeof(wrong_key));
+    forge_none(user_base + 10, none, sizeof(none));
+    static char big[5000];
+    memset(big, ' ', sizeof(big) - 1);
+    big[0] = '{';
+    big[sizeof(big) - 2] = '}';
+    char orders[128], evpath[128], unknown_orders[128], huge_id[128], wrong_order[128];
+    snprintf(orders, sizeof(orders), "/api/v1/events/%" PRIu64 "/orders", ev);
+    snprintf(evpath, sizeof(evpath), "/api/v1/events/%" PRIu64, ev);
+    snprintf(unknown_orders, sizeof(unknown_orders), "/api/v1/events/%" PRIu64 "/orders", unknown);
+    snprintf(huge_id, sizeof(huge_id), "/api/v1/events/18446744073709551616/orders");
+    snprintf(wrong_order, sizeof(wrong_order), "/api/v1/events/%" PRIu64 "x/orders", ev);
+    const char *ev_body_ok = "{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-01-01T00:00:00Z\",\"ends_at\":\"2036-01-01T00:00:00Z\"}";
+    struct {
+        const char *method, *path, *token, *raw_auth, *body;
+        int status;
+        const char *code;
+    } cases[] = {
+        {"POST", orders, NULL, NULL, NULL, 401, "unauthorized"},
+        {"POST", orders, NULL, "Basic dXNlcjpwYXNz", NULL, 401, "unauthorized"},
+        {"POST", orders, NULL, "Bearer", NULL, 401, "unauthorized"},
+        {"POST", orders, NULL, "Bearer not.a.token", NULL, 401, "unauthorized"},
+        {"POST", orders, expired, NULL, NULL, 401, "unauthorized"},
+        {"POST", orders, wrong_key, NULL, NULL, 401, "unauthorized"},
+        {"POST", orders, none, NULL, NULL, 401, "unauthorized"},
+        {"POST", "/api/v1/events/abc/orders", good, NULL, NULL, 400, "bad_request"},
+        {"POST", "/api/v1/events/0/orders", good, NULL, NULL, 400, "bad_request"},
+        {"POST", huge_id, good, NULL, NULL, 400, "bad_request"},
+        {"POST", wrong_order, good, NULL, NULL, 400, "bad_request"},
+        {"GET", "/api/v1/orders/-5", good, NULL, NULL, 400, "bad_request"},
+        {"POST", orders, good, NULL, "{bad json", 400, "bad_request"},
+        {"POST", orders, good, NULL, "[1,2]", 400, "bad_request"},
+        {"POST", orders, good, NULL, big, 413, "payload_too_large"},
+        {"GET", orders, good, NULL, NULL, 405, "method_not_allowed"},
+        {"DELETE", evpath, good, NULL, NULL, 405, "method_not_allowed"},
+        {"PUT", orders, good, NULL, "{}", 405, "method_not_allowed"},
+        {"GET", "/api/v1/nope", good, NULL, NULL, 404, "not_found"},
+        {"GET", "/", NULL, NULL, NULL, 404, "not_found"},
+        {"POST", unknown_orders, good, NULL, NULL, 404, "not_found"},
+        {"POST", "/api/v1/events", good, NULL, ev_body_ok, 403, "forbidden"},
+        {"POST", "/api/v1/events", NULL, NULL, ev_body_ok, 401, "unauthorized"},
+        {"POST", "/api/v1/events", admin, NULL, "{\"name\":\"x\"}", 400, "bad_request"},
+        {"POST", "/api/v1/events", admin, NULL, "nope", 400, "bad_request"},
+        {"POST", "/api/v1/events", admin, NULL,
+         "{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2036-01-01T00:00:00Z\",\"ends_at\":\"2026-01-01T00:00:00Z\"}",
+         400, "bad_request"},
+        {"POST", "/api/v1/events", admin, NULL, big, 413, "payload_too_large"},
+        {"GET", evpath, NULL, NULL, NULL, 401, "unauthorized"},
+    };
+    char pattern[128], upattern[128], before[16384], after[16384], ubefore[1024], uafter[1024];
+    snprintf(pattern, sizeof(pattern), "seckill:{e%" PRIu64 "}:*", ev);
+    snprintf(upattern, sizeof(upattern), "seckill:{e%" PRIu64 "}:*", unknown);
+    to_redis_snapshot(rc, pattern, before, sizeof(before));
+    to_redis_snapshot(rc, upattern, ubefore, sizeof(ubefore));
+    assert_non_null(strstr(before, ":stock="));
+    int fd = to_http_connect(srv.port);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char resp[2048] = "";
+        int st = to_http(fd, cases[i].method, cases[i].path, cases[i].token, cases[i].raw_auth,
+                         cases[i].body, cases[i].body ? strlen(cases[i].body) : 0, resp, sizeof(resp));
+        if (st < 0) { /* the server may close after an error: one retry on a fresh connection */
+            close(fd);
+            fd = to_http_connect(srv.port);
+            st = to_http(fd, cases[i].method, cases[i].path, cases[i].token, cases[i].raw_auth,
+                         cases[i].body, cases[i].body ? strlen(cases[i].body) : 0, resp, sizeof(resp));
+        }
+        if (st != cases[i].status)
+            fail_msg("case %zu %s %s: status %d, want %d: %s", i, cases[i].method, cases[i].path, st,
+                     cases[i].status, resp);
+        error_code_is(resp, cases[i].code);
+    }
+    close(fd);
+    to_redis_snapshot(rc, pattern, after, sizeof(after));
+    to_redis_snapshot(rc, upattern, uafter, sizeof(uafter));
+    assert_string_equal(before, after);
+    assert_string_equal(ubefore, uafter);
+    assert_string_equal(uafter, "");
+}
+
+/* ---- concurrency ---- */
+typedef struct {
+    uint64_t event;
+    int index, nthreads;
+    uint64_t first_user;
+    int users;     /* users index, index+n, ... below users */
+    int tries;     /* per user */
+    atomic_int *accepted, *sold_out, *duplicate, *limited, *other;
+} load_arg;
+
+static void *load_main(void *p)
+{
+    load_arg *a = p;
+    int fd = to_http_connect(srv.port);
+    for (int u = a->index; u < a->users; u += a->nthreads) {
+        for (int t = 0; t < a->tries; t++) {
+            char resp[512];
+            int st = fd < 0 ? -1 : place(fd, a->event, a->first_user + (uint64_t)u, resp, sizeof(resp));
+            if (st < 0) {
+                if (fd >= 0)
+                    close(fd);
+                fd = to_http_connect(srv.port);
+                st = fd < 0 ? -1 : place(fd, a->event, a->first_user + (uint64_t)u, resp, sizeof(resp));
+            }
+            if (st == 202)
+                atomic_fetch_add(a->accepted, 1);
+            else if (st == 409 && strstr(resp, "sold_out"))
+                atomic_fetch_add(a->sold_out, 1);
+            else if (st == 409)
+                atomic_fetch_add(a->duplicate, 1);
+            else if (st == 429)
+                atomic_fetch_add(a->limited, 1);
+            else
+                atomic_fetch_add(a->other, 1);
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+static void run_load(uint64_t event, int nthreads, uint64_t first_user, int users, int tries,
+                     int counts[5])
+{
+    atomic_int c[5] = {0};
+    pthread_t th[64];
+    load_arg args[64];
+    for (int i = 0; i < nthreads; i++) {
+        args[i] = (load_arg){event, i, nthreads, first_user, users, tries, &c[0], &c[1], &c[2], &c[3], &c[4]};
+        assert_int_equal(pthread_create(&th[i], NULL, load_main, &args[i]), 0);
+    }
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 5; i++)
+        counts[i] = atomic_load(&c[i]);
+}
+
+static void test_exactly_the_stock(void **state)
+{
+    uint64_t ev = create_event(1000, -5, 3600);
+    int n[5];
+    run_load(ev, 64, user_base + 100000, 10000, 1, n);
+    fprintf(stderr, "accepted %d sold_out %d duplicate %d limited %d other %d\n", n[0], n[1], n[2], n[3], n[4]);
+    assert_int_equal(n[0], 1000);
+    assert_int_equal(n[1], 9000);
+    assert_int_equal(n[2] + n[3] + n[4], 0);
+    assert_int_equal(event_key_int(ev, ORDER_KEY_STOCK, "GET %s"), 0);
+    assert_int_equal(event_key_int(ev, ORDER_KEY_BUYERS, "SCARD %s"), 1000);
+    assert_int_equal(event_key_int(ev, ORDER_KEY_PENDING, "HLEN %s"), 0);
+    assert_int_equal(event_key_int(ev, ORDER_KEY_ACCEPTED, "HLEN %s"), 1000);
+}
+
+static void test_one_user_many_connections(void **state)
+{
+    uint64_t ev = create_event(100, -5, 3600);
+    int n[5];
+    /* 16 connections, each trying the same user 5 times at once */
+    atomic_int c[5] = {0};
+    pthread_t th[16];
+    load_arg args[16];
+    for (int i = 0; i < 16; i++) {
+        args[i] = (load_arg){ev, 0, 1, user_base + 500, 1, 5, &c[0], &c[1], &c[2], &c[3], &c[4]};
+        assert_int_equal(pthread_create(&th[i], NULL, load_main, &args[i]), 0);
+    }
+    for (int i = 0; i < 16; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 5; i++)
+        n[i] = atomic_load(&c[i]);
+    assert_int_equal(n[0], 1);
+    assert_int_equal(n[2] + n[3], 79); /* duplicate or rate limited, never accepted */
+    assert_int_equal(n[1] + n[4], 0);
+    assert_int_equal(event_key_int(ev, ORDER_KEY_STOCK, "GET %s"), 99);
+    assert_int_equal(event_key_int(ev, ORDER_KEY_BUYERS, "SCARD %s"), 1);
+}
+
+static long long metric(const char *name)
+{
+    static char text[65536];
+    if (to_http1(srv.port, "GET", "/metrics", NULL, NULL, text, sizeof(text)) != 200)
+        return -1;
+    char pat[160];
+    snprintf(pat, sizeof(pat), "\n%s ", name);
+    const char *p = strstr(text, pat);
+    return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+typedef struct {
+    uint64_t event, user;
+} buy_arg;
+
+static int buys(void *p)
+{
+    buy_arg *b = p;
+    char resp[512];
+    int fd = to_http_connect(srv.port);
+    int st = place(fd, b->event, b->user, resp, sizeof(resp));
+    close(fd);
+    return st == 202;
+}
+
+static void test_soldout_flag_and_restock(void **state)
+{
+    uint64_t ev = create_event(1, -5, 3600);
+    char resp[512];
+    int fd = to_http_connect(srv.port);
+    assert_int_equal(place(fd, ev, user_base + 600, resp, sizeof(resp)), 202);
+    long long hits0 = metric("seckill_order_soldout_flag_hits_total");
+    /* the first sold-out answer comes from Redis and sets the flag; the next from the flag.
+     * Both workers may each ask Redis once, hence a few tries. */
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(place(fd, ev, user_base + 601 + (uint64_t)i, resp, sizeof(resp)), 409);
+        error_code_is(resp, "sold_out");
+    }
+    close(fd);
+    assert_true(metric("seckill_order_soldout_flag_hits_total") > hits0);
+    /* stock comes back through cancel.lua (as after a failed delivery or the reconciler) */
+    char stock[ORDER_KEY_MAX], buyers[ORDER_KEY_MAX], pending[ORDER_KEY_MAX], u[24];
+    order_key(ev, ORDER_KEY_STOCK, stock, sizeof(stock));
+    order_key(ev, ORDER_KEY_BUYERS, buyers, sizeof(buyers));
+    order_key(ev, ORDER_KEY_PENDING, pending, sizeof(pending));
+    snprintf(u, sizeof(u), "%" PRIu64, user_base + 699);
+    freeReplyObject(redisCommand(rc, "HSET %s 1 %s:0", pending, u)); /* a stale reservation */
+    freeReplyObject(redisCommand(rc, "SADD %s %s", buyers, u));
+    redisReply *r = redisCommand(rc, "EVAL %s 3 %s %s %s 1 %s",
+                                 "local v = redis.call('HGET', KEYS[3], ARGV[1]) if not v then return 0 end "
+                                 "redis.call('HDEL', KEYS[3], ARGV[1]) redis.call('INCR', KEYS[1]) "
+                                 "redis.call('SREM', KEYS[2], ARGV[2]) return 1",
+                                 stock, buyers, pending, u);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    int64_t t0 = to_now_ms();
+    buy_arg b = {ev, user_base + 650};
+    assert_int_equal(to_wait(buys, &b, 1000), 1); /* sellable again within 1 s */
+    fprintf(stderr, "restock sold again after %" PRId64 " ms\n", to_now_ms() - t0);
+    assert_int_equal(event_key_int(ev, ORDER_KEY_STOCK, "GET %s"), 0);
+}
+
+static void test_rate_limit(void **state)
+{
+    /* An event nobody loaded: every request that passes the limit costs a Redis 404. */
+    char resp[512], path[128], tok[1024];
+    snprintf(path, sizeof(path), "/api/v1/events/%" PRIu64 "/orders", (uint64_t)7777777777ULL + user_base);
+    to_token(&srv, user_base + 800, 0, 600, tok, sizeof(tok));
+    int fd = to_http_connect(srv.port), notfound = 0, limited = 0;
+    for (int i = 0; i < 30; i++) {
+        int st = to_http(fd, "POST", path, tok, NULL, NULL, 0, resp, sizeof(resp));
+        if (st == 404)
+            notfound++;
+        else if (st == 429) {
+            limited++;
+            error_code_is(resp, "rate_limited");
+        }
+    }
+    close(fd);
+    /* burst 10 at 5/s: the test takes well under a second, so at most a few refills */
+    assert_true(notfound >= 10 && notfound <= 14);
+    assert_int_equal(notfound + limited, 30);
+}
+
+static void test_health_metrics(void **state)
+{
+    char resp[65536];
+    assert_int_equal(to_http1(srv.port, "GET", "/healthz", NULL, NULL, resp, sizeof(resp)), 200);
+    assert_int_equal(to_http1(srv.port, "GET", "/readyz", NULL, NULL, resp, sizeof(resp)), 200);
+    assert_int_equal(to_http1(srv.port, "GET", "/metrics", NULL, NULL, resp, sizeof(resp)), 200);
+    assert_non_null(strstr(resp, "seckill_order_requests_total{route=\"order_create\",status=\"202\"}"));
+    assert_non_null(strstr(resp, "seckill_order_request_seconds_bucket{route=\"order_create\",le=\"+Inf\"}"));
+    assert_non_null(strstr(resp, "seckill_order_reserve_total{result=\"sold_out\"}"));
+    assert_non_null(strstr(resp, "seckill_order_redis_errors_total"));
+    assert_non_null(strstr(resp, "seckill_order_kafka_delivery_failures_total"));
+    assert_non_null(strstr(resp, "seckill_order_requests_inflight"));
+    assert_non_null(strstr(resp, "seckill_order_kafka_inflight 0"));
+}
+
+static void test_sigterm_exits_0(void **state)
+{
+    assert_int_equal(to_stop(&srv.proc, SIGTERM, 10000), 0);
+    char resp[64];
+    assert_int_equal(to_http1(srv.port, "GET", "/healthz", NULL, NULL, resp, sizeof(resp)), -1);
+}
+
+static int setup(void **state)
+{
+    if (!to_stack_available()) {
+        fprintf(stderr, "the local stack is not up: deploy/local.sh up; source .run/env\n");
+        return -1;
+    }
+    rc = to_redis(getenv("SECKILL_REDIS_URL"));
+    if (!rc || to_kafka_start(&kafka) != 0 || to_pg_create(pg_conninfo, sizeof(pg_conninfo), pg_db, sizeof(pg_db)) != 0)
+        return -1;
+    user_base = (uint64_t)getpid() * 10000000ULL + (uint64_t)(to_now_ms() % 1000) * 1000000000000ULL;
+    if (to_order_start(&srv, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg_conninfo, NULL) != 0)
+        return -1;
+    to_token(&srv, 1, 1, 3600, admin_tok, sizeof(admin_tok));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    if (srv.proc.pid)
+        to_stop(&srv.proc, SIGTERM, 10000);
+    to_kafka_stop(&kafka);
+    if (pg_db[0])
+        to_pg_drop(pg_db);
+    if (rc)
+        redisFree(rc);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_life_cycle),
+        cmocka_unit_test(test_window),
+        cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_exactly_the_stock),
+        cmocka_unit_test(test_one_user_many_connections),
+        cmocka_unit_test(test_soldout_flag_and_restock),
+        cmocka_unit_test(test_rate_limit),
+        cmocka_unit_test(test_health_metrics),
+        cmocka_unit_test(test_sigterm_exits_0),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
