@@ -1,0 +1,243 @@
+/* Fault tests of seckill-order's hand-off to Kafka and of its Redis connection, each
+ * against private servers: a seckill-devkafka (faults injected through its control port,
+ * i.e. librdkafka's mock API), a throwaway redis-server, and seckill-order processes
+ * pointed at them (short kafka.message.timeout.ms).
+ *  - produce errors that surely did not persist: 503, and stock, buyers and pending are
+ *    exactly as before (cancel.lua)
+ *  - the broker stops answering while the message is in flight until it times out:
+ *    503 carrying the order id, the reservation stays pending, GET order says queued
+ *  - NOSCRIPT (script cache flushed): orders still go through (EVAL fallback)
+ *  - Redis down: 503 at once and /readyz 503; Redis back: orders go through again
+ *  - ratelimit.mode=redis: one bucket per user across two instances */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <time.h>
+
+#include "order_msg.h"
+#include "seckill_lua.h"
+#include "sk_test_redis.h"
+#include "test_order_support.h"
+
+static to_order srv;
+static to_kafka kafka;
+static sk_test_redis *tr;
+static redisContext *rc;
+static uint64_t next_event = 1000;
+
+/* Loads an event straight into Redis with event_load.lua (no PostgreSQL here). */
+static uint64_t load_event(long stock)
+{
+    uint64_t id = next_event++;
+    char k1[ORDER_KEY_MAX], k2[ORDER_KEY_MAX], s[24], a[24], b[24];
+    order_key(id, ORDER_KEY_STOCK, k1, sizeof(k1));
+    order_key(id, ORDER_KEY_META, k2, sizeof(k2));
+    int64_t now = (int64_t)time(NULL) * 1000;
+    snprintf(s, sizeof(s), "%ld", stock);
+    snprintf(a, sizeof(a), "%" PRId64, now - 60000);
+    snprintf(b, sizeof(b), "%" PRId64, now + 3600000);
+    const char *argv[] = {"EVAL", seckill_lua_find("event_load"), "2", k1, k2, s, a, b, "1"};
+    redisReply *r = redisCommandArgv(rc, 9, argv, NULL);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    return id;
+}
+
+static int place_on(const to_order *o, uint64_t event, uint64_t user, char *resp, size_t respsz)
+{
+    char tok[1024], path[128];
+    to_token(o, user, 0, 600, tok, sizeof(tok));
+    snprintf(path, sizeof(path), "/api/v1/events/%" PRIu64 "/orders", event);
+    return to_http1(o->port, "POST", path, tok, NULL, resp, respsz);
+}
+
+static long long key_int(uint64_t event, order_key_kind kind, const char *fmt)
+{
+    char k[ORDER_KEY_MAX];
+    order_key(event, kind, k, sizeof(k));
+    redisReply *r = redisCommand(rc, fmt, k);
+    long long v = -999;
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    else if (r && r->type == REDIS_REPLY_STRING)
+        v = strtoll(r->str, NULL, 10);
+    freeReplyObject(r);
+    return v;
+}
+
+static void test_accepted_then_not_persisted(void **state)
+{
+    uint64_t ev = load_event(10);
+    char resp[1024], pattern[64], before[8192], after[8192];
+    assert_int_equal(place_on(&srv, ev, 1, resp, sizeof(resp)), 202);
+    uint64_t oid = to_json_id(resp, "order_id");
+    assert_int_equal(to_kafka_find_order(kafka.bootstrap, "seckill.orders", oid, 15000), 1);
+
+    snprintf(pattern, sizeof(pattern), "seckill:{e%" PRIu64 "}:*", ev);
+    to_redis_snapshot(rc, pattern, before, sizeof(before));
+    /* A permanent produce error: the broker answered, so the message surely is not in Kafka. */
+    assert_int_equal(to_kafka_control(&kafka, "errors produce 20 INVALID_RECORD"), 0);
+    int st = place_on(&srv, ev, 2, resp, sizeof(resp));
+    assert_int_equal(to_kafka_control(&kafka, "clear produce"), 0);
+    if (st != 503 || !strstr(resp, "\"error\":\"unavailable\""))
+        fail_msg("want 503 unavailable, got %d %s", st, resp);
+    assert_null(strstr(resp, "order_id")); /* nothing to poll: it was given back */
+    to_redis_snapshot(rc, pattern, after, sizeof(after));
+    assert_string_equal(before, after); /* stock, buyers and pending restored */
+    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 9);
+    /* and the same user may buy once Kafka is healthy again */
+    assert_int_equal(place_on(&srv, ev, 2, resp, sizeof(resp)), 202);
+    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 8);
+}
+
+static void test_in_flight_timeout_stays_pending(void **state)
+{
+    uint64_t ev = load_event(10);
+    char resp[1024];
+    assert_int_equal(place_on(&srv, ev, 11, resp, sizeof(resp)), 202); /* connection warm */
+    /* The broker receives the produce request but answers after the message timeout
+     * (2 s here): the message was in flight, it may have been written. */
+    assert_int_equal(to_kafka_control(&kafka, "rtt -1 8000"), 0);
+    int64_t t0 = to_now_ms();
+    int st = place_on(&srv, ev, 12, resp, sizeof(resp));
+    int64_t took = to_now_ms() - t0;
+    assert_int_equal(to_kafka_control(&kafka, "rtt -1 0"), 0);
+    if (st != 503 || !strstr(resp, "\"error\":\"unavailable\""))
+        fail_msg("want 503 unavailable, got %d %s", st, resp);
+    uint64_t oid = to_json_id(resp, "order_id");
+    assert_true(oid > 0); /* the client can poll it */
+    assert_true(took < 7000);
+    /* the stock stays taken and the reservation pending, for the reconciler */
+    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 8);
+    assert_int_equal(key_int(ev, ORDER_KEY_PENDING, "HLEN %s"), 1);
+    char path[128], tok[1024];
+    snprintf(path, sizeof(path), "/api/v1/orders/%" PRIu64, oid);
+    to_token(&srv, 12, 0, 600, tok, sizeof(tok));
+    assert_int_equal(to_http1(srv.port, "GET", path, tok, NULL, resp, sizeof(resp)), 200);
+    assert_non_null(strstr(resp, "\"status\":\"queued\""));
+    to_token(&srv, 13, 0, 600, tok, sizeof(tok));
+    assert_int_equal(to_http1(srv.port, "GET", path, tok, NULL, resp, sizeof(resp)), 403);
+}
+
+static void test_noscript_fallback(void **state)
+{
+    uint64_t ev = load_event(10);
+    char resp[1024];
+    freeReplyObject(redisCommand(rc, "SCRIPT FLUSH"));
+    assert_int_equal(place_on(&srv, ev, 21, resp, sizeof(resp)), 202);
+    assert_int_equal(place_on(&srv, ev, 22, resp, sizeof(resp)), 202);
+    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 8);
+    assert_int_equal(key_int(ev, ORDER_KEY_PENDING, "HLEN %s"), 0);
+}
+
+static int ready_is(void *want)
+{
+    char resp[512];
+    return to_http1(srv.port, "GET", "/readyz", NULL, NULL, resp, sizeof(resp)) == *(int *)want;
+}
+
+static int order_ok(void *ev)
+{
+    char resp[512];
+    static uint64_t user = 40;
+    return place_on(&srv, *(uint64_t *)ev, user++, resp, sizeof(resp)) == 202;
+}
+
+static void test_redis_down_and_back(void **state)
+{
+    uint64_t ev = load_event(100);
+    char resp[1024], err[256];
+    redisFree(rc);
+    rc = NULL;
+    assert_int_equal(sk_test_redis_stop(tr, SIGTERM), 0);
+    int64_t t0 = to_now_ms();
+    int st = place_on(&srv, ev, 31, resp, sizeof(resp));
+    assert_int_equal(st, 503);
+    assert_non_null(strstr(resp, "\"error\":\"unavailable\""));
+    assert_true(to_now_ms() - t0 < 2000); /* answered, not hung */
+    int want = 503;
+    assert_int_equal(to_wait(ready_is, &want, 5000), 1);
+    if (sk_test_redis_restart(tr, err, sizeof(err)) != 0)
+        fail_msg("restart: %s", err);
+    rc = to_redis(sk_test_redis_url(tr));
+    assert_non_null(rc);
+    want = 200;
+    assert_int_equal(to_wait(ready_is, &want, 5000), 1);
+    assert_int_equal(to_wait(order_ok, &ev, 5000), 1);
+}
+
+static void test_global_rate_limit(void **state)
+{
+    const char *env[] = {"SECKILL_RATELIMIT_MODE=redis", "SECKILL_RATELIMIT_RATE=1",
+                         "SECKILL_RATELIMIT_BURST=3", NULL};
+    to_order a, b;
+    assert_int_equal(to_order_start(&a, sk_test_redis_url(tr), kafka.bootstrap, NULL, env), 0);
+    assert_int_equal(to_order_start(&b, sk_test_redis_url(tr), kafka.bootstrap, NULL, env), 0);
+    char resp[512], path[64], tok[1024];
+    snprintf(path, sizeof(path), "/api/v1/events/%d/orders", 999999); /* not loaded: 404 */
+    int notfound = 0, limited = 0;
+    for (int i = 0; i < 10; i++) {
+        const to_order *o = (i % 2) ? &b : &a;
+        to_token(o, 555, 0, 600, tok, sizeof(tok));
+        int st = to_http1(o->port, "POST", path, tok, NULL, resp, sizeof(resp));
+        if (st == 404)
+            notfound++;
+        else if (st == 429)
+            limited++;
+    }
+    assert_int_equal(to_stop(&a.proc, SIGTERM, 10000), 0);
+    assert_int_equal(to_stop(&b.proc, SIGTERM, 10000), 0);
+    /* burst 3 shared by both instances (plus at most one refill at 1/s) */
+    assert_true(notfound >= 3 && notfound <= 4);
+    assert_int_equal(notfound + limited, 10);
+}
+
+static int setup(void **state)
+{
+    char err[256];
+    tr = sk_test_redis_start(NULL, err, sizeof(err));
+    if (!tr) {
+        fprintf(stderr, "redis-server: %s\n", err);
+        return -1;
+    }
+    rc = to_redis(sk_test_redis_url(tr));
+    if (!rc || to_kafka_start(&kafka) != 0)
+        return -1;
+    const char *env[] = {"SECKILL_KAFKA_MESSAGE_TIMEOUT_MS=2000", "SECKILL_REDIS_TIMEOUT_MS=500",
+                         NULL};
+    return to_order_start(&srv, sk_test_redis_url(tr), kafka.bootstrap, NULL, env);
+}
+
+static int teardown(void **state)
+{
+    int rc_stop = srv.proc.pid ? to_stop(&srv.proc, SIGTERM, 10000) : 0;
+    to_kafka_stop(&kafka);
+    if (rc)
+        redisFree(rc);
+    sk_test_redis_free(tr);
+    return rc_stop == 0 ? 0 : -1; /* a leak or a crash at exit fails the group */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_accepted_then_not_persisted),
+        cmocka_unit_test(test_in_flight_timeout_stays_pending),
+        cmocka_unit_test(test_noscript_fallback),
+        cmocka_unit_test(test_redis_down_and_back),
+        cmocka_unit_test(test_global_rate_limit),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
