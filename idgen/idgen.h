@@ -32,7 +32,9 @@ typedef enum {
     IDGEN_ERR_ARG = -1,       /* a bad argument: not retriable */
     IDGEN_ERR_REDIS = -2,     /* Redis unreachable, timed out or answered an error: retriable */
     IDGEN_ERR_EXHAUSTED = -3, /* the day's 32-bit sequence ran out: retriable next UTC day */
-    IDGEN_ERR_RESET = -4,     /* the day counter went backwards (Redis lost data): see idgen.c */
+    IDGEN_ERR_RESET = -4,     /* the day counter went backwards (Redis lost data): reported
+                               * once, the counter already pushed past every number this
+                               * generator saw; retriable. See README.md */
     IDGEN_ERR_NOMEM = -5,
     IDGEN_ERR_CLOCK = -6,     /* the clock is before the epoch or past the layout: not retriable */
 } idgen_err;
@@ -49,7 +51,9 @@ typedef struct idgen_opts {
     uint32_t segment_min;    /* smallest block leased in segment mode; default 1000 */
     uint32_t segment_max;    /* largest block; default 1000000 */
     int key_ttl_days;        /* the day key expires this many days after its day; default 3 */
-    /* Injected wall clock in milliseconds since the Unix epoch (tests); NULL: the real one. */
+    /* Injected wall clock in milliseconds since the Unix epoch (tests); NULL: the real one
+     * (CLOCK_REALTIME_COARSE). Called from every thread that calls idgen_next and from the
+     * refill thread: it must be thread-safe. */
     int64_t (*clock_ms)(void *arg);
     void *clock_arg;
 } idgen_opts;
@@ -94,6 +98,20 @@ int idgen_decode(uint64_t id, idgen_parts *out);
 /** @brief Builds an ID from a time and a sequence. @returns IDGEN_OK or IDGEN_ERR_CLOCK
  *  when unix_seconds is outside the layout. */
 int idgen_encode(int64_t unix_seconds, uint32_t sequence, uint64_t *id);
+
+/* Counters since idgen_new, for metrics and tests. */
+typedef struct idgen_stats {
+    uint64_t leases;       /* INCR/INCRBY round trips that returned numbers */
+    uint64_t resets;       /* times the day counter was found to have gone backwards */
+    uint64_t dropped;      /* leased numbers never handed out (day rollover, reset, end of
+                            * the 32-bit space); approximate while other threads run */
+    uint64_t redis_errors; /* failed round trips (unreachable, timeout, error reply) */
+    uint32_t segment_size; /* segment mode: the size of the next lease; 0 in incr mode */
+} idgen_stats;
+
+/** @brief Copies g's counters into *out. Thread-safe; a consistent snapshot only when no
+ *  other thread is calling into g. */
+void idgen_get_stats(const idgen_t *g, idgen_stats *out);
 
 /** @brief Stops the background refill, closes the connections, frees. NULL is fine. */
 void idgen_free(idgen_t *g);

@@ -1,0 +1,316 @@
+/* idgen: the command-line face of libidgen.
+ *
+ *   idgen next   [--redis URL] [--prefix P] [--mode incr|segment] [-n N] [--timeout-ms MS]
+ *   idgen decode ID...
+ *   idgen bench  [--redis URL] [--prefix P] [--seconds S] [--threads T[,T...]] [--json]
+ *
+ * Exit status: 0 ok; 1 Redis (or the counter) failed; 2 a bad argument or a bad ID. */
+#include "idgen.h"
+#include "idgen_bench.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_REDIS 1
+#define EXIT_USAGE 2
+
+static const char usage[] =
+    "usage: idgen next   [--redis URL] [--prefix P] [--mode incr|segment] [-n N] [--timeout-ms MS]\n"
+    "       idgen decode ID...\n"
+    "       idgen bench  [--redis URL] [--prefix P] [--seconds S] [--threads T[,T...]]\n"
+    "                    [--modes incr,segment,snowflake,uuidv7] [--timeout-ms MS] [--json]\n"
+    "\n"
+    "IDs are 64-bit: bit 63 zero, bits 62..32 seconds since 2024-01-01T00:00:00Z, bits 31..0\n"
+    "the sequence from INCR icr:<prefix>:<yyyymmdd> on that UTC day.\n"
+    "\n"
+    "  next     prints N new IDs, one a line (default N 1, prefix \"default\", mode segment)\n"
+    "  decode   prints {\"id\",\"unix_seconds\",\"utc\",\"sequence\"} as one JSON object a line\n"
+    "  bench    runs incr, segment (Redis) and the snowflake and uuidv7 baselines (local)\n"
+    "           for S seconds (default 2) with T threads (default 1), as a table or --json\n"
+    "\n"
+    "--redis defaults to $SECKILL_REDIS_URL. Exit status: 0 ok, 1 Redis failed,\n"
+    "2 a bad argument or a bad ID.\n";
+
+static int die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int die_usage(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "idgen: %s (see idgen --help)\n", msg);
+    return EXIT_USAGE;
+}
+
+/* Strict unsigned decimal: digits only, no sign, no overflow. */
+static int parse_u64(const char *s, unsigned long long *out)
+{
+    if (!s || !*s)
+        return -1;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    unsigned long long v;
+    if (parse_u64(s, &v) || v < (unsigned long long)lo || v > (unsigned long long)hi)
+        return -1;
+    *out = (long long)v;
+    return 0;
+}
+
+static const char *default_url(void)
+{
+    const char *u = getenv("SECKILL_REDIS_URL");
+    return u && *u ? u : NULL;
+}
+
+/* Writes v in decimal followed by '\n' at p; returns the new end. */
+static char *put_u64(char *p, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    *p++ = '\n';
+    return p;
+}
+
+enum { OPT_TIMEOUT = 1000, OPT_JSON, OPT_SECONDS, OPT_THREADS, OPT_MODES };
+
+static int cmd_next(int argc, char **argv)
+{
+    static const struct option lo[] = {{"redis", required_argument, NULL, 'r'},
+                                       {"prefix", required_argument, NULL, 'p'},
+                                       {"mode", required_argument, NULL, 'm'},
+                                       {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    const char *url = default_url(), *prefix = "default";
+    long long n = 1, timeout = 1000;
+    idgen_opts o;
+    idgen_opts_init(&o);
+    int c;
+    while ((c = getopt_long(argc, argv, "+r:p:m:n:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            url = optarg;
+            break;
+        case 'p':
+            prefix = optarg;
+            break;
+        case 'm':
+            if (strcmp(optarg, "incr") == 0)
+                o.mode = IDGEN_MODE_INCR;
+            else if (strcmp(optarg, "segment") == 0)
+                o.mode = IDGEN_MODE_SEGMENT;
+            else
+                return die_usage("bad --mode '%s': incr or segment", optarg);
+            break;
+        case 'n':
+            if (parse_int(optarg, 1, 1000000000LL, &n))
+                return die_usage("bad -n '%s': a count in 1..1000000000", optarg);
+            break;
+        case OPT_TIMEOUT:
+            if (parse_int(optarg, 1, 600000, &timeout))
+                return die_usage("bad --timeout-ms '%s': 1..600000", optarg);
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            return die_usage("%s", "bad option for next");
+        }
+    }
+    if (optind < argc)
+        return die_usage("unexpected argument '%s'", argv[optind]);
+    if (!url)
+        return die_usage("%s", "no Redis URL: pass --redis or set SECKILL_REDIS_URL");
+    o.timeout_ms = (int)timeout;
+    /* Lease no more than needed: the rest of a block is skipped when we exit. */
+    if (o.mode == IDGEN_MODE_SEGMENT && n < (long long)o.segment_min)
+        o.segment_min = (uint32_t)n;
+    char err[256];
+    idgen_t *g = idgen_new(url, prefix, &o, err, sizeof(err));
+    if (!g) {
+        fprintf(stderr, "%s\n", err);
+        return EXIT_USAGE; /* only a bad URL, prefix or option fails here: connect is lazy */
+    }
+    enum { CHUNK = 4096 };
+    static uint64_t ids[CHUNK];
+    static char out[CHUNK * 21];
+    int status = 0;
+    for (long long done = 0; done < n;) {
+        size_t k = n - done < CHUNK ? (size_t)(n - done) : CHUNK;
+        int rc = idgen_next_batch(g, ids, k);
+        if (rc) {
+            fflush(stdout);
+            fprintf(stderr, "idgen: %s: %s\n", idgen_strerror(rc), idgen_errstr(g));
+            status = rc == IDGEN_ERR_ARG ? EXIT_USAGE : EXIT_REDIS;
+            break;
+        }
+        char *p = out;
+        for (size_t i = 0; i < k; i++)
+            p = put_u64(p, ids[i]);
+        if (fwrite(out, 1, (size_t)(p - out), stdout) != (size_t)(p - out)) {
+            status = EXIT_REDIS; /* stdout closed (a pipe reader left): stop quietly */
+            break;
+        }
+        done += (long long)k;
+    }
+    idgen_free(g);
+    if (fflush(stdout) != 0 && !status)
+        status = EXIT_REDIS;
+    return status;
+}
+
+static int cmd_decode(int argc, char **argv)
+{
+    if (argc < 2)
+        return die_usage("%s", "decode needs at least one ID");
+    for (int i = 1; i < argc; i++) {
+        unsigned long long v;
+        idgen_parts parts;
+        if (parse_u64(argv[i], &v) || idgen_decode(v, &parts) != IDGEN_OK)
+            return die_usage("bad ID '%s': a decimal in 0..9223372036854775807", argv[i]);
+    }
+    for (int i = 1; i < argc; i++) {
+        unsigned long long v;
+        idgen_parts p;
+        parse_u64(argv[i], &v);
+        idgen_decode(v, &p);
+        time_t t = (time_t)p.unix_seconds;
+        struct tm tm;
+        char utc[32];
+        gmtime_r(&t, &tm);
+        strftime(utc, sizeof(utc), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        printf("{\"id\":\"%llu\",\"unix_seconds\":%lld,\"utc\":\"%s\",\"sequence\":%u}\n", v,
+               (long long)p.unix_seconds, utc, p.sequence);
+    }
+    return 0;
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+    static const struct option lo[] = {{"redis", required_argument, NULL, 'r'},
+                                       {"prefix", required_argument, NULL, 'p'},
+                                       {"seconds", required_argument, NULL, OPT_SECONDS},
+                                       {"threads", required_argument, NULL, OPT_THREADS},
+                                       {"modes", required_argument, NULL, OPT_MODES},
+                                       {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+                                       {"json", no_argument, NULL, OPT_JSON},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    static char prefix[64];
+    snprintf(prefix, sizeof(prefix), "bench-%ld", (long)getpid());
+    idgen_bench_args a = {.redis_url = default_url(), .prefix = prefix, .seconds = 2,
+                          .threads = {1}, .nthreads = 1, .timeout_ms = 1000};
+    int c;
+    long long v;
+    while ((c = getopt_long(argc, argv, "+r:p:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            a.redis_url = optarg;
+            break;
+        case 'p':
+            a.prefix = optarg;
+            break;
+        case OPT_SECONDS: {
+            char *end;
+            errno = 0;
+            a.seconds = strtod(optarg, &end);
+            if (errno || *end || !(a.seconds >= 0.1 && a.seconds <= 3600))
+                return die_usage("bad --seconds '%s': 0.1..3600", optarg);
+            break;
+        }
+        case OPT_THREADS: {
+            a.nthreads = 0;
+            char buf[128];
+            snprintf(buf, sizeof(buf), "%s", optarg);
+            for (char *save, *tok = strtok_r(buf, ",", &save); tok;
+                 tok = strtok_r(NULL, ",", &save)) {
+                if (a.nthreads == 16 || parse_int(tok, 1, IDGEN_BENCH_MAX_THREADS, &v))
+                    return die_usage("bad --threads '%s': up to 16 counts in 1..64", optarg);
+                a.threads[a.nthreads++] = (int)v;
+            }
+            if (!a.nthreads)
+                return die_usage("bad --threads '%s'", optarg);
+            break;
+        }
+        case OPT_MODES: {
+            char buf[128];
+            snprintf(buf, sizeof(buf), "%s", optarg);
+            for (char *save, *tok = strtok_r(buf, ",", &save); tok;
+                 tok = strtok_r(NULL, ",", &save))
+                if (strcmp(tok, "incr") && strcmp(tok, "segment") && strcmp(tok, "snowflake") &&
+                    strcmp(tok, "uuidv7"))
+                    return die_usage("bad --modes '%s': incr,segment,snowflake,uuidv7", optarg);
+            a.modes = optarg;
+            break;
+        }
+        case OPT_TIMEOUT:
+            if (parse_int(optarg, 1, 600000, &v))
+                return die_usage("bad --timeout-ms '%s': 1..600000", optarg);
+            a.timeout_ms = (int)v;
+            break;
+        case OPT_JSON:
+            a.json = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            return die_usage("%s", "bad option for bench");
+        }
+    }
+    if (optind < argc)
+        return die_usage("unexpected argument '%s'", argv[optind]);
+    int needs_redis = !a.modes || strstr(a.modes, "incr") || strstr(a.modes, "segment");
+    if (needs_redis && !a.redis_url)
+        return die_usage("%s", "no Redis URL: pass --redis or set SECKILL_REDIS_URL");
+    return idgen_bench_run(&a, stdout, stderr);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return die_usage("%s", "a command is needed: next, decode or bench");
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("idgen %s\n", SECKILL_VERSION);
+        return 0;
+    }
+    /* Each command parses its own options, with argv[0] = the command. */
+    optind = 1;
+    if (!strcmp(cmd, "next"))
+        return cmd_next(argc - 1, argv + 1);
+    if (!strcmp(cmd, "decode"))
+        return cmd_decode(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench"))
+        return cmd_bench(argc - 1, argv + 1);
+    return die_usage("unknown command '%s': next, decode or bench", cmd);
+}
