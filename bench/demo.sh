@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# bench/demo.sh: the flash sale end to end on the local stack (run by `deploy/local.sh demo`,
+# after `up`, with .run/env sourced; a `--down` argument is local.sh's business).
+#
+# Creates an event with DEMO_STOCK (10,000) stock that starts now, sends DEMO_REQUESTS
+# (300,000) requests of DEMO_USERS (100,000) users flat out through seckill-bench, waits
+# for the drain into PostgreSQL, runs seckill-check, draws the chart, and prints a short
+# summary. Everything lands in bench/out/<UTC timestamp>/. Every run is a new event, so
+# it can be run again on the same stack. Exit status: seckill-check's (0: all guarantees
+# held), or 1 if the load itself failed.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=${SECKILL_BIN_DIR:-$ROOT/build/bin}
+STOCK=${DEMO_STOCK:-10000}
+USERS=${DEMO_USERS:-100000}
+REQUESTS=${DEMO_REQUESTS:-300000}
+CONNECTIONS=${DEMO_CONNECTIONS:-128}
+THREADS=${DEMO_THREADS:-1}
+
+for v in SECKILL_HTTP SECKILL_REDIS_URL SECKILL_PG SECKILL_JWT_SECRET; do
+    [ -n "${!v:-}" ] || { echo "demo: $v is not set (deploy/local.sh up, then source .run/env)" >&2; exit 2; }
+done
+# librdkafka takes every SECKILL_KAFKA_* as a property: keep only the brokers.
+for v in $(env | sed -n 's/^\(SECKILL_KAFKA_[A-Z_]*\)=.*/\1/p'); do
+    [ "$v" = SECKILL_KAFKA_BROKERS ] || unset "$v"
+done
+
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+OUT=$ROOT/bench/out/$STAMP
+mkdir -p "$OUT"
+
+echo "== seckill demo: $STOCK in stock, $USERS users, $REQUESTS requests, flat out ($CONNECTIONS connections)"
+rc=0
+"$BIN/seckill-bench" --stock "$STOCK" --users "$USERS" --requests "$REQUESTS" \
+    --connections "$CONNECTIONS" --threads "$THREADS" --event.name "demo $STAMP" \
+    --out "$OUT" | tee "$OUT/bench.txt" || rc=1
+[ -s "$OUT/event_id" ] && [ -s "$OUT/summary.json" ] || { echo "demo: the load generator failed" >&2; exit 1; }
+EVENT=$(cat "$OUT/event_id")
+
+echo "== seckill-check (waits for the drain, then checks every guarantee)"
+check_rc=0
+"$BIN/seckill-check" --wait 120 "$EVENT" "$OUT/accepted.txt" | tee "$OUT/check.txt" || check_rc=$?
+
+num() { sed -n "s/^ *\"$1\": *\(-\{0,1\}[0-9.]*\).*/\1/p" "$OUT/summary.json" | head -n 1; }
+fig() { awk -v k="$1" '$2 == k { print $3 }' "$OUT/check.txt"; }
+chart=""
+if command -v gnuplot >/dev/null; then
+    sub="event $EVENT: $STOCK stock, $USERS users, $REQUESTS requests; $(printf '%.0f' "$(num rate_rps)") req/s answered"
+    if gnuplot -e "datafile='$OUT/timeline.csv'; outfile='$OUT/chart.png'; subtitle='$sub'" \
+        "$ROOT/bench/chart.gp" 2>"$OUT/gnuplot.log"; then
+        chart=$OUT/chart.png
+    else
+        echo "demo: gnuplot failed (see $OUT/gnuplot.log)" >&2
+    fi
+else
+    echo "demo: gnuplot not installed (apt-get install gnuplot-nox): no chart" >&2
+fi
+
+echo
+echo "== summary of event $EVENT"
+printf '  requests      %s answered in %.2f s = %.0f req/s at the front (accepted + refused)\n' \
+    "$(num answered)" "$(num burst_s)" "$(num rate_rps)"
+printf '  outcomes      %s\n' "$(sed -n '/"outcomes"/,/}/p' "$OUT/summary.json" | sed -n 's/^ *"\([^"]*\)": *\([0-9][0-9]*\),\{0,1\}$/\1: \2/p' | paste -sd ',' | sed 's/,/, /g')"
+printf '  peak rates    %.0f accepted/s at the front, %.0f rows/s written to PostgreSQL (best 100 ms)\n' \
+    "$(num peak_accepted_rps)" "$(num peak_db_rows_ps)"
+drain=$(num drain_s)
+if awk -v d="$drain" 'BEGIN { exit !(d >= 0) }'; then
+    printf '  drain         every order in PostgreSQL %.2f s after the first request, %.2f s after the last 202\n' \
+        "$drain" "$(num drain_after_last_202_s)"
+else
+    printf '  drain         not over when seckill-bench stopped waiting (see the checker)\n'
+fi
+printf '  latency       p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms\n' "$(num p50)" "$(num p99)" "$(num p999)" "$(num max)"
+printf '  guarantees    oversold %s, duplicates %s, lost %s, stock_left off by %s, redis balance off by %s, dead letters %s\n' \
+    "$(fig oversold)" "$(fig duplicates)" "$(fig lost)" "$(fig stock_left)" "$(fig redis_balance)" "$(fig dlq)"
+if [ $check_rc -eq 0 ]; then
+    echo "  verdict       every guarantee held"
+else
+    echo "  verdict       VIOLATED: $(grep '^FAIL' "$OUT/check.txt" | awk '{print $2}' | paste -sd ' ')"
+fi
+echo
+echo "== files"
+[ -n "$chart" ] && echo "  chart         $chart"
+echo "  timeline      $OUT/timeline.csv"
+echo "  summary       $OUT/summary.json"
+echo "  accepted ids  $OUT/accepted.txt"
+echo "  checker       $OUT/check.txt"
+[ $rc -eq 0 ] || exit $rc
+exit $check_rc
