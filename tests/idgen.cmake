@@ -1,0 +1,9 @@
+# libidgen and the idgen CLI. Unit tests need no network; integration tests use the
+# shared Redis ($SECKILL_REDIS_URL, a unique key prefix per run) and throwaway servers
+# from tests/support for anything that stops, kills or floods Redis.
+if(TARGET idgen)
+  seckill_add_test(NAME test_idgen_core SOURCES unit/test_idgen_core.c
+    LIBS seckill::idgen LABELS unit TIMEOUT 60)
+  seckill_add_test(NAME test_idgen_gen SOURCES unit/test_idgen_gen.c
+    LIBS seckill::idgen Threads::Threads LABELS unit TIMEOUT 120)
+endif()
