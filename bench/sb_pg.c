@@ -17,6 +17,7 @@ struct sb_pg {
     pthread_t thread;
     atomic_int stop;
     atomic_llong rows;
+    atomic_llong first_rows;
     atomic_ullong errors;
     sb_db_sample *v; /* written by the sampler only */
     size_t n, cap;
@@ -68,6 +69,8 @@ static void *sampler_main(void *arg)
                 p->v[p->n].rows = rows;
                 p->n++;
             }
+            if (atomic_load(&p->first_rows) < 0)
+                atomic_store(&p->first_rows, rows);
             atomic_store(&p->rows, rows);
         }
         /* Absolute deadlines: the period does not drift by the query's own time. */
@@ -94,6 +97,7 @@ sb_pg *sb_pg_start(const char *conninfo, uint64_t event_id, uint64_t start_ns, i
     p->period_ms = period_ms > 0 ? period_ms : 100;
     atomic_init(&p->stop, 0);
     atomic_init(&p->rows, -1);
+    atomic_init(&p->first_rows, -1);
     atomic_init(&p->errors, 0);
     p->conn = PQconnectdb(conninfo);
     if (PQstatus(p->conn) != CONNECTION_OK) {
@@ -116,6 +120,11 @@ sb_pg *sb_pg_start(const char *conninfo, uint64_t event_id, uint64_t start_ns, i
 int64_t sb_pg_rows(const sb_pg *p)
 {
     return p ? atomic_load(&((sb_pg *)p)->rows) : -1;
+}
+
+int64_t sb_pg_first_rows(const sb_pg *p)
+{
+    return p ? atomic_load(&((sb_pg *)p)->first_rows) : -1;
 }
 
 uint64_t sb_pg_errors(const sb_pg *p)

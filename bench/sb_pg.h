@@ -24,6 +24,9 @@ sb_pg *sb_pg_start(const char *conninfo, uint64_t event_id, uint64_t start_ns, i
 /** @brief The latest count (-1 before the first sample or after an error). Any thread. */
 int64_t sb_pg_rows(const sb_pg *p);
 
+/** @brief The count of the first sample (-1 until it is taken). Any thread. */
+int64_t sb_pg_first_rows(const sb_pg *p);
+
 /** @brief Errors seen by the sampler so far (the failed samples are skipped). */
 uint64_t sb_pg_errors(const sb_pg *p);
 

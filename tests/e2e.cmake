@@ -5,17 +5,24 @@ if(TARGET seckill_bench_core)
   seckill_add_test(NAME test_sb_hist SOURCES unit/test_sb_hist.c LIBS seckill_bench_core LABELS unit TIMEOUT 60)
   seckill_add_test(NAME test_sb_stats SOURCES unit/test_sb_stats.c LIBS seckill_bench_core LABELS unit TIMEOUT 60)
   seckill_add_test(NAME test_sc_judge SOURCES unit/test_sc_judge.c LIBS seckill_check_core LABELS unit TIMEOUT 60)
+  # The dead-letter scan against librdkafka's mock cluster, in process (loopback only).
+  seckill_add_test(NAME test_sc_dlq SOURCES unit/test_sc_dlq.c ${CMAKE_SOURCE_DIR}/bench/sc_dlq.c
+    LIBS seckill_check_core seckill::common PkgConfig::RDKAFKA LABELS integration TIMEOUT 120)
 endif()
 
 # End to end (label e2e): bash drivers that start a private seckill-devkafka,
 # seckill-order and seckill-consumer from SECKILL_BIN_DIR on free ports against the
 # shared Redis and PostgreSQL (SECKILL_REDIS_URL, SECKILL_PG), drive them with
 # seckill-bench and judge with seckill-check. Exit 77 (skipped) without a stack or
-# without the binaries. See tests/e2e/lib.sh.
+# without the binaries. See tests/e2e/README.md.
 if(TARGET seckill-bench AND TARGET seckill-check)
   foreach(t flashsale_small consumer_pause)
     add_test(NAME e2e_${t} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/${t}.sh)
     set_tests_properties(e2e_${t} PROPERTIES LABELS e2e TIMEOUT 240 SKIP_RETURN_CODE 77
       ENVIRONMENT "SECKILL_SOURCE_DIR=${CMAKE_SOURCE_DIR};SECKILL_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
   endforeach()
+  # seckill-check on a sale staged by hand in the shared Redis and PostgreSQL.
+  add_test(NAME e2e_check_violations COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/check_violations.sh)
+  set_tests_properties(e2e_check_violations PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
+    ENVIRONMENT "SECKILL_SOURCE_DIR=${CMAKE_SOURCE_DIR};SECKILL_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
 endif()

@@ -19,7 +19,7 @@ e2e_fail() { e2e_log "FAIL: $*"; exit 1; }
 e2e_skip() { e2e_log "SKIP: $*"; exit $E2E_SKIP; }
 
 e2e_cleanup() {
-    local rc=$? i pid
+    local rc=${1:-$?} i pid
     for ((i = ${#E2E_PIDS[@]} - 1; i >= 0; i--)); do
         pid=${E2E_PIDS[$i]}
         kill -TERM "$pid" 2>/dev/null || continue
