@@ -7,3 +7,13 @@ if(TARGET idgen)
   seckill_add_test(NAME test_idgen_gen SOURCES unit/test_idgen_gen.c
     LIBS seckill::idgen Threads::Threads LABELS unit TIMEOUT 120)
 endif()
+
+# Integration tests: the CLI must be built first (they spawn it from SECKILL_BIN_DIR).
+if(TARGET idgen_cli)
+  foreach(t procs)
+    seckill_add_test(NAME test_idgen_${t} SOURCES integration/test_idgen_${t}.c
+      LIBS seckill::idgen Threads::Threads PkgConfig::HIREDIS LABELS integration TIMEOUT 240)
+    target_include_directories(test_idgen_${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+    add_dependencies(test_idgen_${t} idgen_cli)
+  endforeach()
+endif()
