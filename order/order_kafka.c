@@ -1,5 +1,6 @@
 /* order_kafka: the producer, its poll thread and its health thread. See order_kafka.h. */
 #include "order_kafka.h"
+#include "sk_log.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +25,19 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 {
     order_kafka *k = opaque;
     k->dr(m->_private, m->err, rd_kafka_message_status(m), m->partition, m->offset);
+}
+
+/* librdkafka's own log lines, as logfmt through sk_log (runs on librdkafka's threads;
+ * sk_log is thread-safe). syslog levels: 0..3 error, 4 warning, 5..6 info, 7 debug. */
+static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    sk_log_level l = level <= 3 ? SK_LOG_ERROR : level == 4 ? SK_LOG_WARN : level <= 6 ? SK_LOG_INFO : SK_LOG_DEBUG;
+    char msg[512];
+    size_t n = 0;
+    for (const char *p = buf; *p && n + 2 < sizeof(msg); p++)
+        msg[n++] = (*p == '"' || *p == '\\' || *p == '\n') ? '\'' : *p;
+    msg[n] = '\0';
+    sk_log(l, "kafka", "facility=%s msg=\"%s\"", fac, msg);
 }
 
 static void *poll_main(void *arg)
@@ -80,15 +94,18 @@ order_kafka *order_kafka_new(const sk_cfg_kv *props, const char *topic, order_ka
     pthread_cond_init(&k->cond, NULL);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     /* Our defaults first, so that kafka.* from the configuration wins. A flash sale
-     * answers each buyer only after the delivery report, so linger is kept short. */
+     * answers each buyer only after the delivery report, so linger is kept short (1 ms
+     * measured best here: 0 sends one request per message, 5 adds latency) and Nagle off. */
     if (set(conf, "enable.idempotence", "true", err, errsz) ||
         set(conf, "acks", "all", err, errsz) || set(conf, "linger.ms", "1", err, errsz) ||
+        set(conf, "socket.nagle.disable", "true", err, errsz) ||
         set(conf, "client.id", "seckill-order", err, errsz))
         goto fail_conf;
     for (const sk_cfg_kv *kv = props; kv; kv = kv->next)
         if (set(conf, kv->key, kv->value, err, errsz))
             goto fail_conf;
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_log_cb(conf, on_log);
     rd_kafka_conf_set_opaque(conf, k);
     char why[512];
     k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));

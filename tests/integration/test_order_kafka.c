@@ -8,7 +8,9 @@
  *    503 carrying the order id, the reservation stays pending, GET order says queued
  *  - NOSCRIPT (script cache flushed): orders still go through (EVAL fallback)
  *  - Redis down: 503 at once and /readyz 503; Redis back: orders go through again
- *  - ratelimit.mode=redis: one bucket per user across two instances */
+ *  - ratelimit.mode=redis: one bucket per user across two instances
+ *  - SIGTERM under load: every request received is answered, no reservation is left
+ *    pending, every 202 is in the accepted hash, and the exit status is 0 */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +24,8 @@
 #include <inttypes.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "order_msg.h"
@@ -204,6 +208,62 @@ static void test_global_rate_limit(void **state)
     assert_int_equal(notfound + limited, 10);
 }
 
+typedef struct {
+    const to_order *o;
+    uint64_t event, first_user;
+    atomic_int *accepted, *answered, *stop;
+} drain_arg;
+
+static void *drain_client(void *p)
+{
+    drain_arg *a = p;
+    int fd = to_http_connect(a->o->port);
+    char tok[1024], path[128], resp[512];
+    snprintf(path, sizeof(path), "/api/v1/events/%" PRIu64 "/orders", a->event);
+    for (uint64_t u = a->first_user; fd >= 0 && !atomic_load(a->stop); u++) {
+        to_token(a->o, u, 0, 600, tok, sizeof(tok));
+        int st = to_http(fd, "POST", path, tok, NULL, NULL, 0, resp, sizeof(resp));
+        if (st < 0) { /* closed by the draining server: reconnect (refused once it stopped) */
+            close(fd);
+            fd = to_http_connect(a->o->port);
+            continue;
+        }
+        atomic_fetch_add(a->answered, 1);
+        if (st == 202)
+            atomic_fetch_add(a->accepted, 1);
+    }
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+static void test_sigterm_under_load(void **state)
+{
+    to_order o;
+    assert_int_equal(to_order_start(&o, sk_test_redis_url(tr), kafka.bootstrap, NULL, NULL), 0);
+    uint64_t ev = load_event(1000000);
+    atomic_int accepted = 0, answered = 0, stop = 0;
+    enum { N = 16 };
+    pthread_t th[N];
+    drain_arg args[N];
+    for (int i = 0; i < N; i++) {
+        args[i] = (drain_arg){&o, ev, 1000000 + (uint64_t)i * 100000, &accepted, &answered, &stop};
+        assert_int_equal(pthread_create(&th[i], NULL, drain_client, &args[i]), 0);
+    }
+    while (atomic_load(&answered) < 300)
+        usleep(10000);
+    int status = to_stop(&o.proc, SIGTERM, 10000);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(status, 0);
+    assert_true(atomic_load(&accepted) >= 300 - 20);
+    /* every reservation ended confirmed (or cancelled): none left pending */
+    assert_int_equal(key_int(ev, ORDER_KEY_PENDING, "HLEN %s"), 0);
+    assert_int_equal(key_int(ev, ORDER_KEY_ACCEPTED, "HLEN %s"), atomic_load(&accepted));
+    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 1000000 - atomic_load(&accepted));
+}
+
 static int setup(void **state)
 {
     char err[256];
@@ -238,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_noscript_fallback),
         cmocka_unit_test(test_redis_down_and_back),
         cmocka_unit_test(test_global_rate_limit),
+        cmocka_unit_test(test_sigterm_under_load),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# bench-order.sh: seckill-order's figures (issue 3), run by `deploy/local.sh bench` with
+# .run/env sourced. Starts its own seckill-order and its own seckill-devkafka (so bench
+# orders never reach the shared topic and no consumer competes for the cores), on the
+# shared Redis, and measures with wrk (64 keep-alive connections, 2 threads):
+#   accept   : an event whose stock never runs out, a distinct user per request
+#   sold_out : an event with no stock (answered by the in-process sold-out flag)
+# beside redis-benchmark -P 16 running reserve.lua through EVALSHA on the same Redis.
+# Prints a table and one JSON line. Environment knobs: BENCH_SECONDS (default 10),
+# BENCH_CONNS (64), BENCH_BIN (default $SECKILL_BIN_DIR; use a Release build).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+: "${SECKILL_REDIS_URL:?source .run/env first}"
+BIN=${BENCH_BIN:-${SECKILL_BIN_DIR:-$ROOT/build/bin}}
+SECS=${BENCH_SECONDS:-10}
+CONNS=${BENCH_CONNS:-64}
+for tool in wrk redis-cli redis-benchmark; do
+    command -v $tool >/dev/null || { echo "bench-order: $tool is not installed" >&2; exit 1; }
+done
+[ -x "$BIN/seckill-order" ] && [ -x "$BIN/seckill-devkafka" ] || { echo "bench-order: build seckill-order and seckill-devkafka into $BIN" >&2; exit 1; }
+
+# Redis host/port from the URL (redis://[user:pass@]host:port[/db]); the bench Redis has no password.
+hp=${SECKILL_REDIS_URL#redis://}; hp=${hp#*@}; hp=${hp%%/*}
+RHOST=${hp%%:*}; RPORT=${hp##*:}
+WORK=$(mktemp -d /tmp/bench-order.XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() { # file-or-url, seconds
+    for _ in $(seq 1 $(( $2 * 10 ))); do
+        if [[ $1 == http* ]]; then curl -fsS "$1" >/dev/null 2>&1 && return 0; else [ -s "$1" ] && return 0; fi
+        sleep 0.1
+    done
+    echo "bench-order: $1 not ready" >&2; return 1
+}
+
+"$BIN/seckill-devkafka" --bootstrap-file "$WORK/kafka.bootstrap" --control-file "$WORK/kafka.control" \
+    >"$WORK/devkafka.log" 2>&1 &
+PIDS+=($!)
+wait_for "$WORK/kafka.bootstrap" 20
+PORT=$(free_port)
+SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+env -u SECKILL_PG SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$PORT" SECKILL_HTTP_BIND=127.0.0.1 \
+    SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
+    SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 \
+    "$BIN/seckill-order" >"$WORK/order.log" 2>&1 &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$PORT/healthz" 20
+
+# Events straight into Redis (event_load.lua), fresh ids above anything libidgen hands out.
+base=$(( 8500000000000000000 + $(date +%s) * 1000 ))
+EV_ACCEPT=$base; EV_SOLD=$(( base + 1 ))
+now_ms=$(( $(date +%s) * 1000 ))
+load() { redis-cli -h "$RHOST" -p "$RPORT" --no-auth-warning EVAL "$(cat "$ROOT/lua/event_load.lua")" 2 \
+    "seckill:{e$1}:stock" "seckill:{e$1}:meta" "$2" $(( now_ms - 60000 )) $(( now_ms + 3600000 )) 1 >/dev/null; }
+load $EV_ACCEPT 2000000000
+load $EV_SOLD 0
+
+# Tokens: one distinct user per request, more than the accept run can use.
+NTOK=${BENCH_TOKENS:-$(( SECS * 40000 ))}
+SECKILL_JWT_SECRET="$SECRET" "$BIN/seckill-order" token --sub $(( $(date +%s) * 1000000 )) --count "$NTOK" --ttl 3600 >"$WORK/tokens"
+
+run_wrk() { # name event
+    wrk -c"$CONNS" -t2 -d"${SECS}s" --latency -s "$ROOT/bench/order_wrk.lua" "http://127.0.0.1:$PORT" \
+        -- "/api/v1/events/$2/orders" "$WORK/tokens" 2 >"$WORK/$1.wrk" 2>&1
+}
+# wrk latency lines look like "     50%    1.23ms" (us, ms or s).
+lat_ms() { awk -v p="$2" '$1==p { v=$2; if (v ~ /us$/) { sub(/us$/,"",v); v=v/1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v=v*1000 } printf "%.2f", v }' "$1"; }
+rps() { awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$1"; }
+non2xx() { awk '/Non-2xx/ { print $5 }' "$1" | grep . || echo 0; }
+total() { awk '/requests in/ { print $1 }' "$1"; }
+
+run_wrk accept $EV_ACCEPT
+# Prime the flag (first answer comes from Redis), then measure the sold-out path.
+run_wrk sold_out $EV_SOLD
+
+SHA=$(redis-cli -h "$RHOST" -p "$RPORT" SCRIPT LOAD "$(cat "$ROOT/lua/reserve.lua")")
+EV_RB=$(( base + 2 )); load $EV_RB 2000000000
+redis-benchmark -h "$RHOST" -p "$RPORT" -c "$CONNS" -n $(( SECS * 100000 )) -P 16 -r 1000000000 --csv \
+    EVALSHA "$SHA" 4 "seckill:{e$EV_RB}:stock" "seckill:{e$EV_RB}:buyers" "seckill:{e$EV_RB}:meta" \
+    "seckill:{e$EV_RB}:pending" __rand_int__ __rand_int__ "$now_ms" >"$WORK/redis.csv" 2>&1
+# --csv: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+REDIS_RPS=$(awk -F'","' 'NR==2 { printf "%.0f", $2 }' "$WORK/redis.csv")
+
+accepted_in_redis=$(( 2000000000 - $(redis-cli -h "$RHOST" -p "$RPORT" GET "seckill:{e$EV_ACCEPT}:stock") ))
+for e in $EV_ACCEPT $EV_SOLD $EV_RB; do
+    redis-cli -h "$RHOST" -p "$RPORT" DEL "seckill:{e$e}:stock" "seckill:{e$e}:meta" "seckill:{e$e}:buyers" \
+        "seckill:{e$e}:pending" "seckill:{e$e}:accepted" >/dev/null
+done
+# order index keys of the accepted orders: they expire on their own (order.index_ttl_s), but drop them now
+redis-cli -h "$RHOST" -p "$RPORT" --scan --pattern 'seckill:order:*' 2>/dev/null | head -0 >/dev/null || true
+
+A_RPS=$(rps "$WORK/accept.wrk"); S_RPS=$(rps "$WORK/sold_out.wrk")
+A50=$(lat_ms "$WORK/accept.wrk" 50%); A99=$(lat_ms "$WORK/accept.wrk" 99%)
+S50=$(lat_ms "$WORK/sold_out.wrk" 50%); S99=$(lat_ms "$WORK/sold_out.wrk" 99%)
+A_BAD=$(non2xx "$WORK/accept.wrk"); A_N=$(total "$WORK/accept.wrk")
+S_N=$(total "$WORK/sold_out.wrk"); S_BAD=$(non2xx "$WORK/sold_out.wrk")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+printf '\nseckill-order (%s s per run, %s connections, wrk -t2; seckill-order 2 workers; one shared Redis; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS"
+printf '%-34s %12s %9s %9s %s\n' "path" "requests/s" "p50 ms" "p99 ms" "notes"
+printf '%-34s %12s %9s %9s %s\n' "accept (202, distinct users)" "$A_RPS" "$A50" "$A99" "$A_N requests, $A_BAD not 2xx, $accepted_in_redis reserved in Redis"
+printf '%-34s %12s %9s %9s %s\n' "sold out (409, in-process flag)" "$S_RPS" "$S50" "$S99" "$S_N requests, $S_BAD answered 409"
+printf '%-34s %12s %9s %9s %s\n' "redis-benchmark EVALSHA reserve -P16" "$REDIS_RPS" "" "" "same Redis, same run"
+printf 'accept / redis = %s (target >= 0.25); sold_out / accept = %s (target >= 1.5); accept p99 %s ms (target <= 10)\n' \
+    "$(ratio "$A_RPS" "$REDIS_RPS")" "$(ratio "$S_RPS" "$A_RPS")" "$A99"
+printf '{"bench":"order","seconds":%s,"connections":%s,"accept_rps":%s,"accept_p50_ms":%s,"accept_p99_ms":%s,"accept_not_2xx":%s,"sold_out_rps":%s,"sold_out_p50_ms":%s,"sold_out_p99_ms":%s,"redis_evalsha_rps":%s,"accept_over_redis":%s,"sold_out_over_accept":%s}\n' \
+    "$SECS" "$CONNS" "$A_RPS" "$A50" "$A99" "$A_BAD" "$S_RPS" "$S50" "$S99" "$REDIS_RPS" "$(ratio "$A_RPS" "$REDIS_RPS")" "$(ratio "$S_RPS" "$A_RPS")"
