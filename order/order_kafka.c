@@ -99,6 +99,8 @@ order_kafka *order_kafka_new(const sk_cfg_kv *props, const char *topic, order_ka
     if (set(conf, "enable.idempotence", "true", err, errsz) ||
         set(conf, "acks", "all", err, errsz) || set(conf, "linger.ms", "1", err, errsz) ||
         set(conf, "socket.nagle.disable", "true", err, errsz) ||
+        /* A buyer waits for the delivery report: 10 s, not librdkafka's 5 minutes. */
+        set(conf, "message.timeout.ms", "10000", err, errsz) ||
         set(conf, "client.id", "seckill-order", err, errsz))
         goto fail_conf;
     for (const sk_cfg_kv *kv = props; kv; kv = kv->next)

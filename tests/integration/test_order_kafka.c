@@ -9,6 +9,7 @@
  *  - NOSCRIPT (script cache flushed): orders still go through (EVAL fallback)
  *  - Redis down: 503 at once and /readyz 503; Redis back: orders go through again
  *  - ratelimit.mode=redis: one bucket per user across two instances
+ *  - the overload bounds: past limits.kafka_inflight or limits.inflight, 503 at once
  *  - SIGTERM under load: every request received is answered, no reservation is left
  *    pending, every 202 is in the accepted hash, and the exit status is 0 */
 #include <setjmp.h>
@@ -210,6 +211,61 @@ static void test_global_rate_limit(void **state)
 
 typedef struct {
     const to_order *o;
+    uint64_t event, user;
+    int status;
+} one_arg;
+
+static void *one_order(void *p)
+{
+    one_arg *a = p;
+    char resp[512];
+    a->status = place_on(a->o, a->event, a->user, resp, sizeof(resp));
+    return NULL;
+}
+
+/* With the broker slow, one order waits for Kafka; the next must get 503 at once. */
+static void overload_case(const char *env_setting, const char *want_msg)
+{
+    const char *env[] = {env_setting, NULL};
+    to_order o;
+    assert_int_equal(to_order_start(&o, sk_test_redis_url(tr), kafka.bootstrap, NULL, env), 0);
+    uint64_t ev = load_event(10);
+    char resp[512];
+    assert_int_equal(place_on(&o, ev, 71, resp, sizeof(resp)), 202); /* warm */
+    assert_int_equal(to_kafka_control(&kafka, "rtt -1 1500"), 0);
+    one_arg a = {&o, ev, 72, 0};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, one_order, &a), 0);
+    char m[64];
+    snprintf(m, sizeof(m), "seckill_order_kafka_inflight 1");
+    int64_t deadline = to_now_ms() + 3000;
+    static char text[65536];
+    while (to_now_ms() < deadline) { /* wait until the first order waits on Kafka */
+        if (to_http1(o.port, "GET", "/metrics", NULL, NULL, text, sizeof(text)) == 200 && strstr(text, m))
+            break;
+        usleep(5000);
+    }
+    int64_t t0 = to_now_ms();
+    int st = place_on(&o, ev, 73, resp, sizeof(resp));
+    int64_t took = to_now_ms() - t0;
+    pthread_join(th, NULL);
+    assert_int_equal(to_kafka_control(&kafka, "rtt -1 0"), 0);
+    if (st != 503 || !strstr(resp, want_msg))
+        fail_msg("want 503 \"%s\", got %d %s", want_msg, st, resp);
+    assert_true(took < 1000); /* at once, not after the slow broker */
+    assert_int_equal(a.status, 202);  /* the waiting order itself went through */
+    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 8);
+    assert_int_equal(to_stop(&o.proc, SIGTERM, 10000), 0);
+}
+
+static void test_overload_bounds(void **state)
+{
+    overload_case("SECKILL_LIMITS_KAFKA_INFLIGHT=1", "waiting for Kafka");
+    overload_case("SECKILL_LIMITS_INFLIGHT=1", "in flight");
+}
+
+typedef struct {
+    const to_order *o;
     uint64_t event, first_user;
     atomic_int *accepted, *answered, *stop;
 } drain_arg;
@@ -298,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_noscript_fallback),
         cmocka_unit_test(test_redis_down_and_back),
         cmocka_unit_test(test_global_rate_limit),
+        cmocka_unit_test(test_overload_bounds),
         cmocka_unit_test(test_sigterm_under_load),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
