@@ -100,7 +100,7 @@ static int64_t test_clock(void *arg)
     return atomic_load(&clock_now_ms);
 }
 
-/* Day D = 2031-05-17 (any day works: the keys live in the fake). */
+/* Day D = 2033-05-18 (any day works: the keys live in the fake). */
 #define DAY_D     ((int64_t)(1999987200 / 86400))
 #define MIDNIGHT  ((DAY_D + 1) * 86400) /* the first second of day D+1 */
 #define OTHER_DAY 1000000000ULL        /* day D+1's counter starts here: tells days apart */
