@@ -1,0 +1,127 @@
+/* consumer-load: produces N contract order messages to a Kafka topic as fast as the
+ * broker takes them, for the seckill-consumer benchmark (bench/bench-consumer.sh).
+ * Order i: order_id = order_base + i, event_id = event_base + i % events (also the
+ * key), user_id = 1 + i, ts_ms = now. With --copy-file it also writes the same rows
+ * as PostgreSQL COPY text (order_id, event_id, user_id, status, created_at,
+ * kafka_partition, kafka_offset), so a raw COPY of the very same rows can be timed. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int failures;
+
+static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    if (m->err)
+        failures++;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    const char *brokers = getenv("SECKILL_KAFKA_BROKERS"), *topic = "seckill.orders";
+    const char *copy_file = NULL;
+    long long count = 1000000, events = 12, event_base = 7000000000LL, order_base = 7000000000000LL;
+    static const struct option opts[] = {
+        {"brokers", required_argument, 0, 'b'}, {"topic", required_argument, 0, 't'},
+        {"count", required_argument, 0, 'n'},   {"events", required_argument, 0, 'e'},
+        {"event-base", required_argument, 0, 'E'}, {"order-base", required_argument, 0, 'O'},
+        {"copy-file", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "b:t:n:e:E:O:c:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'b': brokers = optarg; break;
+        case 't': topic = optarg; break;
+        case 'n': count = atoll(optarg); break;
+        case 'e': events = atoll(optarg); break;
+        case 'E': event_base = atoll(optarg); break;
+        case 'O': order_base = atoll(optarg); break;
+        case 'c': copy_file = optarg; break;
+        default:
+            fprintf(o == 'h' ? stdout : stderr,
+                    "usage: consumer-load [--brokers B] [--topic T] [--count N] [--events E]\n"
+                    "                     [--event-base ID] [--order-base ID] [--copy-file F]\n");
+            return o == 'h' ? 0 : 2;
+        }
+    }
+    if (!brokers || count <= 0 || events <= 0) {
+        fprintf(stderr, "consumer-load: --brokers (or SECKILL_KAFKA_BROKERS), --count > 0, --events > 0\n");
+        return 2;
+    }
+    char err[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const char *kv[] = {"bootstrap.servers", brokers, "linger.ms", "5", "enable.idempotence", "true",
+                        "queue.buffering.max.messages", "1000000", "batch.num.messages", "10000",
+                        "compression.type", "none", NULL};
+    for (int i = 0; kv[i]; i += 2)
+        if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], err, sizeof(err)) != RD_KAFKA_CONF_OK) {
+            fprintf(stderr, "consumer-load: %s\n", err);
+            return 1;
+        }
+    rd_kafka_conf_set_dr_msg_cb(conf, on_dr);
+    rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    if (!p) {
+        fprintf(stderr, "consumer-load: %s\n", err);
+        return 1;
+    }
+    FILE *cf = copy_file ? fopen(copy_file, "w") : NULL;
+    if (copy_file && !cf) {
+        perror(copy_file);
+        return 1;
+    }
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    long long ts_ms = (long long)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+    double t0 = now_s();
+    for (long long i = 0; i < count; i++) {
+        char val[256], key[24];
+        long long ev = event_base + i % events;
+        int kn = snprintf(key, sizeof(key), "%lld", ev);
+        int vn = snprintf(val, sizeof(val),
+                          "{\"v\":1,\"order_id\":\"%lld\",\"event_id\":\"%lld\",\"user_id\":\"%lld\",\"ts_ms\":%lld}",
+                          order_base + i, ev, 1 + i, ts_ms);
+        for (;;) {
+            rd_kafka_resp_err_t e = rd_kafka_producev(
+                p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                RD_KAFKA_V_KEY(key, (size_t)kn), RD_KAFKA_V_VALUE(val, (size_t)vn), RD_KAFKA_V_END);
+            if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                rd_kafka_poll(p, 10);
+                continue;
+            }
+            if (e) {
+                fprintf(stderr, "consumer-load: produce: %s\n", rd_kafka_err2str(e));
+                return 1;
+            }
+            break;
+        }
+        if (cf)
+            fprintf(cf, "%lld\t%lld\t%lld\tcreated\t%lld\t\\N\t\\N\n", order_base + i, ev, 1 + i, ts_ms);
+        rd_kafka_poll(p, 0);
+    }
+    rd_kafka_resp_err_t e = rd_kafka_flush(p, 120000);
+    double secs = now_s() - t0;
+    rd_kafka_destroy(p);
+    if (cf && fclose(cf) != 0) {
+        perror(copy_file);
+        return 1;
+    }
+    if (e || failures) {
+        fprintf(stderr, "consumer-load: flush %s, %d delivery failures\n", rd_kafka_err2str(e), failures);
+        return 1;
+    }
+    printf("produced %lld orders in %.2f s (%.0f/s)\n", count, secs, (double)count / secs);
+    return 0;
+}

@@ -1,0 +1,54 @@
+/* consumer_loop: the Kafka side of seckill-consumer and the batch life cycle.
+ *
+ * One thread (the caller's) runs everything: rd_kafka_consumer_poll, which also runs
+ * the rebalance callback; batch building; the PostgreSQL transaction; dead letters;
+ * offset commits. A batch ends by count (batch.max) or age (batch.ms) and then:
+ *   1. PostgreSQL transaction (consumer_db_write); on failure: pause the assigned
+ *      partitions, retry the same batch with capped exponential backoff while still
+ *      polling (so the group membership survives), resume after the first success;
+ *   2. dead letters (poison and unknown-event messages) produced and flushed;
+ *   3. offsets (highest offset + 1 per partition) committed.
+ * So an offset is committed only once its message is durable in PostgreSQL or in the
+ * DLQ; a crash anywhere replays at most the uncommitted batches, which the idempotent
+ * write absorbs. On revoke the in-flight batch is written (one attempt) or abandoned:
+ * the new owner replays it from the committed offsets. */
+#ifndef CONSUMER_LOOP_H
+#define CONSUMER_LOOP_H
+
+#include "consumer_metrics.h"
+
+#include <sk_config.h>
+#include <signal.h>
+
+typedef struct consumer_cfg {
+    char *pg; /* libpq conninfo (may hold a password: never logged) */
+    char *group_id;
+    char *topic;
+    char *dlq_topic;
+    long long batch_max;
+    long long batch_ms;
+    long long retry_min_ms;
+    long long retry_max_ms;
+    long long shutdown_ms;
+    long long http_port;
+    int migrate;
+    char *log_level;
+} consumer_cfg;
+
+typedef struct consumer_loop consumer_loop;
+
+/** @brief Creates the consumer (subscribed to cfg->topic) and the DLQ producer.
+ *  `cfg`, `kafka` and `m` are borrowed and must outlive the loop.
+ *  @returns the loop, or NULL with errstr set. */
+consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka,
+                                 consumer_metrics *m, char *errstr, size_t errstr_size);
+
+/** @brief Runs until *stop becomes non-zero (a signal handler sets it), then finishes
+ *  the batch (within cfg->shutdown_ms), commits, and leaves the group.
+ *  @returns 0 on a clean stop, -1 on a fatal Kafka error. */
+int consumer_loop_run(consumer_loop *l, volatile sig_atomic_t *stop);
+
+/** @brief Destroys the Kafka handles and frees. NULL is fine. */
+void consumer_loop_free(consumer_loop *l);
+
+#endif

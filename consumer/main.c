@@ -1,0 +1,184 @@
+/* seckill-consumer: drains seckill.orders into PostgreSQL (the peak-shaving half of the
+ * pipeline). This file is the program: configuration table, command line, signals,
+ * start-up order (migrations, HTTP, consumer loop) and clean exit. */
+#include "consumer_db.h"
+#include "consumer_http.h"
+#include "consumer_loop.h"
+#include "consumer_metrics.h"
+
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <sk_config.h>
+#include <sk_log.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS_MAX (24LL * 3600 * 1000)
+
+/* The one configuration table: the parser, --help and the README table come from it. */
+static const sk_cfg_entry config_table[] = {
+    {"pg", SK_CFG_SECRET, 0, 0, "",
+     "PostgreSQL conninfo or URI (empty: libpq's PG* environment)", offsetof(consumer_cfg, pg)},
+    {"group.id", SK_CFG_STRING, 0, 0, "seckill-order-writer", "Kafka consumer group",
+     offsetof(consumer_cfg, group_id)},
+    {"topic", SK_CFG_STRING, 0, 0, "seckill.orders", "topic of the orders",
+     offsetof(consumer_cfg, topic)},
+    {"dlq.topic", SK_CFG_STRING, 0, 0, "seckill.orders.dlq", "dead-letter topic for poison messages",
+     offsetof(consumer_cfg, dlq_topic)},
+    {"batch.max", SK_CFG_INT, 1, 100000, "1000", "messages per transaction, at most",
+     offsetof(consumer_cfg, batch_max)},
+    {"batch.ms", SK_CFG_INT, 1, 60000, "20", "a batch is written when its first message is this old (ms)",
+     offsetof(consumer_cfg, batch_ms)},
+    {"retry.min.ms", SK_CFG_INT, 1, MS_MAX, "100", "first backoff after a failed transaction (ms)",
+     offsetof(consumer_cfg, retry_min_ms)},
+    {"retry.max.ms", SK_CFG_INT, 1, MS_MAX, "5000", "backoff cap, doubled from retry.min.ms (ms)",
+     offsetof(consumer_cfg, retry_max_ms)},
+    {"shutdown.ms", SK_CFG_INT, 0, MS_MAX, "5000",
+     "on SIGTERM, time allowed to finish the batch before leaving (ms)",
+     offsetof(consumer_cfg, shutdown_ms)},
+    {"http.port", SK_CFG_INT, 0, 65535, "18081", "port of /healthz and /metrics (0: none)",
+     offsetof(consumer_cfg, http_port)},
+    {"migrate", SK_CFG_BOOL, 0, 0, "true", "apply deploy/sql migrations at start",
+     offsetof(consumer_cfg, migrate)},
+    {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error",
+     offsetof(consumer_cfg, log_level)},
+    {NULL, 0, 0, 0, NULL, NULL, 0},
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: seckill-consumer [--config FILE] [migrate]\n"
+            "       seckill-consumer --help | --version | --help-markdown\n"
+            "Drains the orders topic into PostgreSQL in batches, exactly once per order;\n"
+            "poison messages go to the dead-letter topic. `migrate` applies the schema and exits.\n"
+            "Settings (file `key = value`, overridden by SECKILL_<KEY> in the environment;\n"
+            "kafka.* go to librdkafka unchanged, SECKILL_KAFKA_BROKERS -> kafka.bootstrap.servers):\n");
+    sk_config_print_help(out, config_table, 0);
+}
+
+static int run_migrate(consumer_cfg *cfg)
+{
+    consumer_db *db = consumer_db_new(cfg->pg);
+    if (!db) {
+        sk_log(SK_LOG_ERROR, "migrate_failed", "err=\"out of memory\"");
+        return -1;
+    }
+    int n = consumer_db_migrate(db);
+    if (n < 0)
+        sk_log(SK_LOG_ERROR, "migrate_failed", "err=\"%s\"", consumer_db_errstr(db));
+    else
+        sk_log(SK_LOG_INFO, "migrated", "applied=%d", n);
+    consumer_db_free(db);
+    return n < 0 ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *config_path = NULL;
+    int migrate_only = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--help-markdown") == 0) {
+            sk_config_print_help(stdout, config_table, 1);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("seckill-consumer %s (librdkafka %s)\n", SECKILL_VERSION, rd_kafka_version_str());
+            return 0;
+        } else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+            config_path = argv[++i];
+        } else if (strncmp(argv[i], "--config=", 9) == 0) {
+            config_path = argv[i] + 9;
+        } else if (strcmp(argv[i], "migrate") == 0) {
+            migrate_only = 1;
+        } else {
+            fprintf(stderr, "seckill-consumer: unexpected argument \"%s\"\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    consumer_cfg cfg = {0};
+    sk_cfg_kv *kafka = NULL;
+    char err[512];
+    sk_log_init("seckill-consumer", SK_LOG_INFO);
+    if (sk_config_load(config_table, &cfg, config_path, &kafka, err, sizeof(err)) != 0) {
+        fprintf(stderr, "seckill-consumer: %s\n", err);
+        sk_config_free(config_table, &cfg, kafka);
+        return 2;
+    }
+    sk_log_level level;
+    if (sk_log_level_parse(cfg.log_level, &level) != 0) {
+        fprintf(stderr, "seckill-consumer: log.level: unknown level \"%s\"\n", cfg.log_level);
+        sk_config_free(config_table, &cfg, kafka);
+        return 2;
+    }
+    sk_log_init("seckill-consumer", level);
+    if (cfg.retry_max_ms < cfg.retry_min_ms)
+        cfg.retry_max_ms = cfg.retry_min_ms;
+
+    int rc = 0;
+    if (migrate_only) {
+        rc = run_migrate(&cfg) == 0 ? 0 : 1;
+        sk_config_free(config_table, &cfg, kafka);
+        return rc;
+    }
+
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    consumer_metrics metrics;
+    consumer_metrics_init(&metrics);
+    consumer_http *http = NULL;
+    consumer_loop *loop = NULL;
+
+    /* Migrations first: the order service's tests rely on the tables once we are up.
+     * A database that is not there yet is retried until it is, or until a signal. */
+    if (cfg.migrate) {
+        int64_t backoff = cfg.retry_min_ms;
+        while (run_migrate(&cfg) != 0 && !stop_requested) {
+            struct timespec ts = {.tv_sec = backoff / 1000, .tv_nsec = (backoff % 1000) * 1000000};
+            nanosleep(&ts, NULL);
+            backoff = backoff * 2 > cfg.retry_max_ms ? cfg.retry_max_ms : backoff * 2;
+        }
+        if (stop_requested)
+            goto out;
+    }
+    if (cfg.http_port > 0) {
+        http = consumer_http_start((int)cfg.http_port, &metrics, err, sizeof(err));
+        if (!http) {
+            sk_log(SK_LOG_ERROR, "start_failed", "err=\"%s\"", err);
+            rc = 1;
+            goto out;
+        }
+        sk_log(SK_LOG_INFO, "listening", "port=%lld", cfg.http_port);
+    }
+    loop = consumer_loop_new(&cfg, kafka, &metrics, err, sizeof(err));
+    if (!loop) {
+        sk_log(SK_LOG_ERROR, "start_failed", "err=\"%s\"", err);
+        rc = 1;
+        goto out;
+    }
+    rc = consumer_loop_run(loop, &stop_requested) == 0 ? 0 : 1;
+out:
+    consumer_loop_free(loop);
+    consumer_http_stop(http);
+    consumer_metrics_destroy(&metrics);
+    sk_config_free(config_table, &cfg, kafka);
+    return rc;
+}

@@ -1,0 +1,29 @@
+# seckill-consumer tests (issue 4). Unit: parser, batch, metrics. Integration and
+# fault: a private seckill-devkafka per test, a database per test on the shared
+# PostgreSQL (the PostgreSQL-down test runs its own throwaway server).
+if(TARGET seckill_consumer_core)
+  seckill_add_test(NAME test_consumer_msg SOURCES unit/test_consumer_msg.c
+                   LIBS seckill_consumer_pure LABELS unit TIMEOUT 60)
+
+  add_library(seckill_consumer_test_util STATIC integration/test_consumer_util.c)
+  target_include_directories(seckill_consumer_test_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+  target_link_libraries(seckill_consumer_test_util PUBLIC PkgConfig::RDKAFKA PkgConfig::LIBPQ)
+
+  foreach(t drain stock group)
+    if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_consumer_${t}.c)
+      continue()
+    endif()
+    seckill_add_test(NAME test_consumer_${t} SOURCES integration/test_consumer_${t}.c
+                     LIBS seckill_consumer_test_util LABELS integration TIMEOUT 240)
+    # The tests spawn these binaries: build them first.
+    add_dependencies(test_consumer_${t} seckill-consumer seckill-devkafka)
+  endforeach()
+  foreach(t kill pgdown)
+    if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_consumer_${t}.c)
+      continue()
+    endif()
+    seckill_add_test(NAME test_consumer_${t} SOURCES integration/test_consumer_${t}.c
+                     LIBS seckill_consumer_test_util LABELS fault TIMEOUT 240)
+    add_dependencies(test_consumer_${t} seckill-consumer seckill-devkafka)
+  endforeach()
+endif()

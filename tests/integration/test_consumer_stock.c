@@ -1,0 +1,140 @@
+/* Integration: database stock. An event whose stock_left is smaller than the orders
+ * sent ends at 0 with the surplus stored as 'rejected' (the latest orders by Kafka
+ * offset), never negative; an event with stock 0 rejects everything; an exact fit
+ * rejects nothing. Small batches, so the stock decision spans transactions. A full
+ * replay afterwards changes nothing. Also: `seckill-consumer migrate` twice is harmless. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "sk_test_redis.h"
+#include "test_consumer_util.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DB_NAME "sk_test_consumer_stock"
+#define EV_SHORT INT64_C(4200000001) /* stock 30, 50 orders */
+#define EV_ZERO INT64_C(4200000002)  /* stock 0, 5 orders */
+#define EV_EXACT INT64_C(4200000003) /* stock 10, 10 orders */
+#define ORDER_BASE INT64_C(4200000000000)
+
+static void produce_all(rd_kafka_t *p)
+{
+    static const struct {
+        int64_t event;
+        int n;
+    } plan[] = {{EV_SHORT, 50}, {EV_ZERO, 5}, {EV_EXACT, 10}};
+    char buf[256], key[32];
+    int64_t order = ORDER_BASE;
+    for (size_t e = 0; e < 3; e++) {
+        for (int i = 0; i < plan[e].n; i++, order++) {
+            size_t n = ctu_order_json(buf, sizeof(buf), order, plan[e].event, 500 + i, 1700000000000LL);
+            int kn = snprintf(key, sizeof(key), "%" PRId64, plan[e].event);
+            assert_int_equal(ctu_produce(p, "seckill.orders", -1, key, (size_t)kn, buf, n), 0);
+        }
+    }
+}
+
+static void check_state(PGconn *pg)
+{
+    char sql[512];
+    snprintf(sql, sizeof(sql), "SELECT stock_left FROM seckill_event WHERE id = %" PRId64, EV_SHORT);
+    assert_int_equal(ctu_pg_ll(pg, sql), 0);
+    snprintf(sql, sizeof(sql), "SELECT stock_left FROM seckill_event WHERE id = %" PRId64, EV_ZERO);
+    assert_int_equal(ctu_pg_ll(pg, sql), 0);
+    snprintf(sql, sizeof(sql), "SELECT stock_left FROM seckill_event WHERE id = %" PRId64, EV_EXACT);
+    assert_int_equal(ctu_pg_ll(pg, sql), 0);
+    /* Short event: the first 30 by offset created, the last 20 rejected. */
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM seckill_order WHERE event_id = %" PRId64
+             " AND status = 'created' AND order_id < %" PRId64,
+             EV_SHORT, ORDER_BASE + 30);
+    assert_int_equal(ctu_pg_ll(pg, sql), 30);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM seckill_order WHERE event_id = %" PRId64
+             " AND status = 'rejected' AND order_id >= %" PRId64,
+             EV_SHORT, ORDER_BASE + 30);
+    assert_int_equal(ctu_pg_ll(pg, sql), 20);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM seckill_order WHERE event_id = %" PRId64 " AND status = 'rejected'",
+             EV_ZERO);
+    assert_int_equal(ctu_pg_ll(pg, sql), 5);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM seckill_order WHERE event_id = %" PRId64 " AND status = 'created'",
+             EV_EXACT);
+    assert_int_equal(ctu_pg_ll(pg, sql), 10);
+    assert_int_equal(ctu_pg_ll(pg, "SELECT count(*) FROM seckill_order"), 65);
+    assert_int_equal(ctu_pg_ll(pg, "SELECT count(*) FROM seckill_event WHERE stock_left < 0"), 0);
+}
+
+static void test_stock(void **state)
+{
+    (void)state;
+    ctu_kafka k;
+    assert_int_equal(ctu_kafka_start(&k, 3), 0);
+    char *conninfo = ctu_db_create(DB_NAME);
+    assert_non_null(conninfo);
+    assert_int_equal(ctu_consumer_migrate(conninfo), 0);
+    assert_int_equal(ctu_consumer_migrate(conninfo), 0); /* twice: harmless */
+    PGconn *pg = ctu_pg(conninfo);
+    assert_int_equal(ctu_pg_ll(pg, "SELECT count(*) FROM seckill_schema_version"),
+                     ctu_pg_ll(pg, "SELECT max(version) FROM seckill_schema_version"));
+    assert_int_equal(ctu_pg_add_event(pg, EV_SHORT, 30), 0);
+    assert_int_equal(ctu_pg_add_event(pg, EV_ZERO, 0), 0);
+    assert_int_equal(ctu_pg_add_event(pg, EV_EXACT, 10), 0);
+
+    rd_kafka_t *p = ctu_producer(k.bootstrap);
+    produce_all(p);
+    assert_int_equal(ctu_producer_close(p), 0);
+
+    int port = sk_test_free_port();
+    char env_pg[1024], env_bs[300], env_port[64];
+    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
+    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
+    const char *env[] = {env_pg, env_bs, env_port, "SECKILL_GROUP_ID=stock-test",
+                         "SECKILL_BATCH_MAX=7", "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", NULL};
+    pid_t pid = ctu_consumer_spawn(env);
+    assert_int_equal(ctu_pg_wait_ll(pg, "SELECT count(*) FROM seckill_order", 65, 60000), 65);
+    check_state(pg);
+
+    /* Replay everything: nothing changes, all counted as duplicates. */
+    p = ctu_producer(k.bootstrap);
+    produce_all(p);
+    assert_int_equal(ctu_producer_close(p), 0);
+    char *body = NULL;
+    double dups = -1;
+    int64_t deadline = ctu_now_ms() + 30000;
+    while (ctu_now_ms() < deadline) {
+        free(body);
+        body = NULL;
+        if (ctu_http_get(port, "/metrics", &body) == 200 &&
+            (dups = ctu_metric(body, "seckill_consumer_duplicates_total")) >= 65)
+            break;
+        ctu_poll_pause(50);
+    }
+    assert_true(dups == 65);
+    assert_true(ctu_metric(body, "seckill_consumer_orders_rejected_total") == 25);
+    assert_true(ctu_metric(body, "seckill_consumer_orders_created_total") == 40);
+    free(body);
+    check_state(pg);
+    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 10000), 0);
+
+    PQfinish(pg);
+    free(conninfo);
+    ctu_db_drop(DB_NAME);
+    ctu_kafka_stop(&k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_stock)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

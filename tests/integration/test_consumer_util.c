@@ -1,0 +1,521 @@
+/* test_consumer_util: see test_consumer_util.h. */
+#include "test_consumer_util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+int64_t ctu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void pause_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+void ctu_poll_pause(int ms)
+{
+    pause_ms(ms);
+}
+
+int ctu_wait_healthy(int port, int timeout_ms)
+{
+    int64_t deadline = ctu_now_ms() + timeout_ms;
+    while (ctu_now_ms() < deadline) {
+        if (ctu_http_get(port, "/healthz", NULL) == 200)
+            return 0;
+        pause_ms(20);
+    }
+    return -1;
+}
+
+uint64_t ctu_seed(void)
+{
+    const char *s = getenv("SECKILL_TEST_SEED");
+    uint64_t seed = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
+    fprintf(stderr, "# seed %" PRIu64 " (set SECKILL_TEST_SEED to replay)\n", seed);
+    return seed ? seed : 1;
+}
+
+uint64_t ctu_rand(uint64_t *x)
+{
+    /* xorshift64*: plenty for picking test cases. */
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    return *x * 2685821657736338717ULL;
+}
+
+static const char *bin_dir(void)
+{
+    const char *d = getenv("SECKILL_BIN_DIR");
+    return d && *d ? d : "build/bin";
+}
+
+/* ---- dev Kafka ---- */
+
+static int read_line(const char *path, char *buf, size_t sz)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int ok = fgets(buf, (int)sz, f) != NULL;
+    fclose(f);
+    if (!ok)
+        return -1;
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return buf[0] ? 0 : -1;
+}
+
+int ctu_kafka_start(ctu_kafka *k, int partitions)
+{
+    memset(k, 0, sizeof(*k));
+    snprintf(k->dir, sizeof(k->dir), "/tmp/sk-consumer-kafka-XXXXXX");
+    if (!mkdtemp(k->dir))
+        return -1;
+    char bs[300], ctl[300], parts[16];
+    snprintf(bs, sizeof(bs), "%s/bootstrap", k->dir);
+    snprintf(ctl, sizeof(ctl), "%s/control", k->dir);
+    snprintf(parts, sizeof(parts), "%d", partitions);
+    char exe[512];
+    snprintf(exe, sizeof(exe), "%s/seckill-devkafka", bin_dir());
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        /* A failed assertion leaves the test early: never leave a Kafka behind. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDOUT_FILENO);
+        execl(exe, exe, "--partitions", parts, "--bootstrap-file", bs, "--control-file", ctl,
+              (char *)NULL);
+        _exit(127);
+    }
+    k->pid = pid;
+    int64_t deadline = ctu_now_ms() + 20000;
+    while (ctu_now_ms() < deadline) {
+        if (read_line(bs, k->bootstrap, sizeof(k->bootstrap)) == 0 &&
+            read_line(ctl, k->control, sizeof(k->control)) == 0)
+            return 0;
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            k->pid = 0;
+            return -1;
+        }
+        pause_ms(20);
+    }
+    ctu_kafka_stop(k);
+    return -1;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void ctu_kafka_stop(ctu_kafka *k)
+{
+    if (k->pid > 0)
+        ctu_proc_stop(k->pid, SIGTERM, 10000);
+    k->pid = 0;
+    if (k->dir[0])
+        nftw(k->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    k->dir[0] = '\0';
+}
+
+/* ---- PostgreSQL ---- */
+
+PGconn *ctu_pg(const char *conninfo)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    if (PQstatus(c) != CONNECTION_OK) {
+        fprintf(stderr, "connect: %s", PQerrorMessage(c));
+        abort();
+    }
+    PGresult *r = PQexec(c, "SET client_min_messages = warning");
+    PQclear(r);
+    return c;
+}
+
+int ctu_pg_exec(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok)
+        fprintf(stderr, "sql: %s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+long long ctu_pg_ll(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    long long v = LLONG_MIN;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0))
+        v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    else if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fprintf(stderr, "sql: %s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    return v;
+}
+
+long long ctu_pg_wait_ll(PGconn *c, const char *sql, long long want, int timeout_ms)
+{
+    int64_t deadline = ctu_now_ms() + timeout_ms;
+    long long v;
+    for (;;) {
+        if (PQstatus(c) != CONNECTION_OK)
+            PQreset(c);
+        v = ctu_pg_ll(c, sql);
+        if (v == want || ctu_now_ms() >= deadline)
+            return v;
+        pause_ms(50);
+    }
+}
+
+int ctu_pg_add_event(PGconn *c, int64_t id, int stock)
+{
+    char sid[24], sst[16];
+    snprintf(sid, sizeof(sid), "%" PRId64, id);
+    snprintf(sst, sizeof(sst), "%d", stock);
+    const char *p[] = {sid, sst};
+    PGresult *r = PQexecParams(
+        c,
+        "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at)"
+        " VALUES ($1::bigint, 'test ' || $1, $2::int, $2::int, now() - interval '1 hour',"
+        " now() + interval '1 day')",
+        2, NULL, p, NULL, NULL, 0);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok)
+        fprintf(stderr, "add event: %s", PQerrorMessage(c));
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+static char *conninfo_with_db(const char *base, const char *db)
+{
+    size_t n = strlen(base) + strlen(db) + 16;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s dbname=%s", base, db); /* a later keyword wins in a conninfo */
+    return s;
+}
+
+char *ctu_db_create(const char *name)
+{
+    const char *admin = getenv("SECKILL_PG_ADMIN"), *user = getenv("SECKILL_PG");
+    if (!admin || !user) {
+        fprintf(stderr, "SECKILL_PG / SECKILL_PG_ADMIN not set: source .run/env\n");
+        return NULL;
+    }
+    PGconn *c = ctu_pg(admin);
+    char sql[512];
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+    int rc = ctu_pg_exec(c, sql);
+    snprintf(sql, sizeof(sql), "CREATE DATABASE %s OWNER seckill", name);
+    rc = rc || ctu_pg_exec(c, sql);
+    PQfinish(c);
+    return rc ? NULL : conninfo_with_db(user, name);
+}
+
+void ctu_db_drop(const char *name)
+{
+    const char *admin = getenv("SECKILL_PG_ADMIN");
+    if (!admin)
+        return;
+    PGconn *c = ctu_pg(admin);
+    char sql[512];
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+    ctu_pg_exec(c, sql);
+    PQfinish(c);
+}
+
+/* ---- producing ---- */
+
+static int dr_failures;
+
+static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    if (m->err)
+        dr_failures++;
+}
+
+rd_kafka_t *ctu_producer(const char *bootstrap)
+{
+    char err[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const char *kv[] = {"bootstrap.servers", bootstrap, "linger.ms", "5",
+                        "enable.idempotence", "true", "queue.buffering.max.messages", "1000000",
+                        "batch.num.messages", "10000",
+                        /* The dev Kafka keeps ~5 MB per partition (librdkafka's mock log
+                         * limit) and silently drops older batches beyond: compress. */
+                        "compression.type", "lz4", NULL};
+    for (int i = 0; kv[i]; i += 2)
+        if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], err, sizeof(err)) != RD_KAFKA_CONF_OK) {
+            fprintf(stderr, "producer conf: %s\n", err);
+            abort();
+        }
+    rd_kafka_conf_set_dr_msg_cb(conf, on_dr);
+    rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    if (!p) {
+        fprintf(stderr, "producer: %s\n", err);
+        abort();
+    }
+    dr_failures = 0;
+    return p;
+}
+
+int ctu_produce(rd_kafka_t *p, const char *topic, int32_t partition, const void *key, size_t klen,
+                const void *val, size_t vlen)
+{
+    for (;;) {
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA : partition),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY((void *)key, klen),
+            RD_KAFKA_V_VALUE((void *)val, vlen), RD_KAFKA_V_END);
+        if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+            rd_kafka_poll(p, 10); /* waits on the condition: room in the queue */
+            continue;
+        }
+        if (err)
+            fprintf(stderr, "produce: %s\n", rd_kafka_err2str(err));
+        return err ? -1 : 0;
+    }
+}
+
+int ctu_producer_close(rd_kafka_t *p)
+{
+    rd_kafka_resp_err_t err = rd_kafka_flush(p, 60000);
+    int rc = (err || dr_failures) ? -1 : 0;
+    if (rc)
+        fprintf(stderr, "producer flush: %s, %d delivery failures\n", rd_kafka_err2str(err),
+                dr_failures);
+    rd_kafka_destroy(p);
+    return rc;
+}
+
+size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
+                      int64_t ts_ms)
+{
+    int n = snprintf(buf, sz,
+                     "{\"v\":1,\"order_id\":\"%" PRId64 "\",\"event_id\":\"%" PRId64
+                     "\",\"user_id\":\"%" PRId64 "\",\"ts_ms\":%" PRId64 "}",
+                     order_id, event_id, user_id, ts_ms);
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* ---- DLQ ---- */
+
+size_t ctu_dlq_read(const char *bootstrap, const char *topic, size_t want, int timeout_ms,
+                    ctu_dlq_msg **out)
+{
+    char err[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof(err));
+    rd_kafka_conf_set(conf, "group.id", "ctu-dlq-reader", err, sizeof(err));
+    rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
+    rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    if (!c)
+        abort();
+    rd_kafka_poll_set_consumer(c);
+    const rd_kafka_metadata_t *md = NULL;
+    rd_kafka_topic_t *t = rd_kafka_topic_new(c, topic, NULL);
+    if (rd_kafka_metadata(c, 0, t, &md, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR || md->topic_cnt < 1)
+        abort();
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(16);
+    for (int i = 0; i < md->topics[0].partition_cnt; i++)
+        rd_kafka_topic_partition_list_add(parts, topic, md->topics[0].partitions[i].id)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+    rd_kafka_assign(c, parts);
+    rd_kafka_topic_partition_list_destroy(parts);
+
+    size_t n = 0, cap = want + 16;
+    ctu_dlq_msg *v = calloc(cap, sizeof(*v));
+    int64_t deadline = ctu_now_ms() + timeout_ms, quiet_until = -1;
+    while (ctu_now_ms() < deadline && (quiet_until < 0 || ctu_now_ms() < quiet_until)) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 100);
+        if (!m)
+            continue;
+        if (!m->err) {
+            if (n == cap) {
+                cap *= 2;
+                v = realloc(v, cap * sizeof(*v));
+            }
+            ctu_dlq_msg *d = &v[n++];
+            memset(d, 0, sizeof(*d));
+            d->klen = m->key_len;
+            d->key = strndup(m->key ? (const char *)m->key : "", m->key_len);
+            d->vlen = m->len;
+            d->val = calloc(1, m->len + 1);
+            if (m->len)
+                memcpy(d->val, m->payload, m->len);
+            rd_kafka_headers_t *h = NULL;
+            const void *hv;
+            size_t hs;
+            d->src_partition = -1;
+            d->src_offset = -1;
+            if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                char tmp[32];
+                if (rd_kafka_header_get_last(h, "error", &hv, &hs) == 0)
+                    snprintf(d->error, sizeof(d->error), "%.*s", (int)hs, (const char *)hv);
+                if (rd_kafka_header_get_last(h, "source.partition", &hv, &hs) == 0) {
+                    snprintf(tmp, sizeof(tmp), "%.*s", (int)hs, (const char *)hv);
+                    d->src_partition = (int32_t)atoi(tmp);
+                }
+                if (rd_kafka_header_get_last(h, "source.offset", &hv, &hs) == 0) {
+                    snprintf(tmp, sizeof(tmp), "%.*s", (int)hs, (const char *)hv);
+                    d->src_offset = strtoll(tmp, NULL, 10);
+                }
+            }
+            if (n >= want)
+                quiet_until = ctu_now_ms() + 1000;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(c);
+    rd_kafka_destroy(c);
+    *out = v;
+    return n;
+}
+
+void ctu_dlq_free(ctu_dlq_msg *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(m[i].key);
+        free(m[i].val);
+    }
+    free(m);
+}
+
+/* ---- processes ---- */
+
+pid_t ctu_consumer_spawn(const char *const *env)
+{
+    return ctu_consumer_spawn_arg(env, NULL);
+}
+
+int ctu_consumer_migrate(const char *conninfo)
+{
+    char pg[1024];
+    snprintf(pg, sizeof(pg), "SECKILL_PG=%s", conninfo);
+    const char *env[] = {pg, NULL};
+    return ctu_proc_stop(ctu_consumer_spawn_arg(env, "migrate"), 0, 60000);
+}
+
+pid_t ctu_consumer_spawn_arg(const char *const *env, const char *arg)
+{
+    char exe[512];
+    snprintf(exe, sizeof(exe), "%s/seckill-consumer", bin_dir());
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (const char *const *e = env; e && *e; e++)
+            putenv((char *)*e);
+        execl(exe, exe, arg, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+int ctu_proc_stop(pid_t pid, int sig, int timeout_ms)
+{
+    if (pid <= 0)
+        return -1;
+    if (sig)
+        kill(pid, sig);
+    int64_t deadline = ctu_now_ms() + timeout_ms;
+    int status;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (ctu_now_ms() >= deadline) {
+            fprintf(stderr, "pid %d did not exit within %d ms: killing it\n", (int)pid, timeout_ms);
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        pause_ms(10);
+    }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}
+
+int ctu_http_get(int port, const char *path, char **body)
+{
+    if (body)
+        *body = NULL;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    char req[512];
+    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    if (write(fd, req, (size_t)n) != n) {
+        close(fd);
+        return -1;
+    }
+    size_t len = 0, cap = 65536;
+    char *buf = malloc(cap);
+    ssize_t r;
+    while ((r = read(fd, buf + len, cap - len - 1)) > 0) {
+        len += (size_t)r;
+        if (len + 1 == cap)
+            buf = realloc(buf, cap *= 2);
+    }
+    close(fd);
+    buf[len] = '\0';
+    int code = -1;
+    if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1)
+        code = -1;
+    char *b = strstr(buf, "\r\n\r\n");
+    if (body && b)
+        *body = strdup(b + 4);
+    free(buf);
+    return code;
+}
+
+double ctu_metric(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, name, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    }
+    return -1;
+}

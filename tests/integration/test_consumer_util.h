@@ -1,0 +1,102 @@
+/* test_consumer_util: helpers for the seckill-consumer integration and fault tests.
+ *
+ * Each test gets its own world: a seckill-devkafka process (own topics, own group
+ * offsets), a database of its own on the shared PostgreSQL (created fresh, dropped at
+ * the end), and seckill-consumer processes spawned from $SECKILL_BIN_DIR. Waits poll
+ * a condition with a deadline, never a fixed sleep. Not thread-safe. */
+#ifndef TEST_CONSUMER_UTIL_H
+#define TEST_CONSUMER_UTIL_H
+
+#include <librdkafka/rdkafka.h>
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- a private dev Kafka ---- */
+typedef struct ctu_kafka {
+    pid_t pid;
+    char dir[256];
+    char bootstrap[256];
+    char control[64];
+} ctu_kafka;
+
+/** @brief Starts seckill-devkafka with `partitions` per topic; waits for its files. */
+int ctu_kafka_start(ctu_kafka *k, int partitions);
+/** @brief SIGTERM, wait, remove its directory. */
+void ctu_kafka_stop(ctu_kafka *k);
+
+/* ---- PostgreSQL ---- */
+/** @brief (Re)creates database `name` owned by role seckill through $SECKILL_PG_ADMIN.
+ *  @returns a malloc'd conninfo for it as the seckill role ($SECKILL_PG + dbname), or NULL. */
+char *ctu_db_create(const char *name);
+/** @brief Drops database `name` (forcing out sessions). */
+void ctu_db_drop(const char *name);
+/** @brief Connects or aborts the test. */
+PGconn *ctu_pg(const char *conninfo);
+/** @brief Runs a command. @returns 0 or -1 (message on stderr). */
+int ctu_pg_exec(PGconn *c, const char *sql);
+/** @brief The first column of the first row as an integer, or LLONG_MIN on error. */
+long long ctu_pg_ll(PGconn *c, const char *sql);
+/** @brief Polls `sql` every 50 ms until it equals want or timeout_ms passes.
+ *  @returns the last value seen. */
+long long ctu_pg_wait_ll(PGconn *c, const char *sql, long long want, int timeout_ms);
+/** @brief Inserts an event row (id, stock). @returns 0 or -1. */
+int ctu_pg_add_event(PGconn *c, int64_t id, int stock);
+
+/* ---- producing ---- */
+/** @brief A fast producer (linger 5 ms, idempotent). */
+rd_kafka_t *ctu_producer(const char *bootstrap);
+/** @brief Produces one message (copied), partition by key when partition < 0.
+ *  Retries while the local queue is full. @returns 0 or -1. */
+int ctu_produce(rd_kafka_t *p, const char *topic, int32_t partition, const void *key, size_t klen,
+                const void *val, size_t vlen);
+/** @brief Flushes, checks every delivery report, destroys. @returns 0 if all delivered. */
+int ctu_producer_close(rd_kafka_t *p);
+/** @brief Writes the contract JSON of one order. @returns its length. */
+size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
+                      int64_t ts_ms);
+
+/* ---- the DLQ ---- */
+typedef struct ctu_dlq_msg {
+    char *key, *val;   /* malloc'd, NUL-terminated copies */
+    size_t klen, vlen;
+    char error[32];    /* the "error" header */
+    int64_t src_offset;
+    int32_t src_partition;
+} ctu_dlq_msg;
+/** @brief Reads `topic` from the beginning of every partition until `want` messages
+ *  arrived and then 1 s more of silence (to catch extras), or timeout_ms.
+ *  @returns the number read; *out is malloc'd (free with ctu_dlq_free). */
+size_t ctu_dlq_read(const char *bootstrap, const char *topic, size_t want, int timeout_ms,
+                    ctu_dlq_msg **out);
+void ctu_dlq_free(ctu_dlq_msg *m, size_t n);
+
+/* ---- processes ---- */
+/** @brief Spawns $SECKILL_BIN_DIR/seckill-consumer with the given extra environment
+ *  ("KEY=VALUE" strings, NULL-terminated) on top of ours, stderr inherited. */
+pid_t ctu_consumer_spawn(const char *const *env);
+/** @brief Like ctu_consumer_spawn with one argument (e.g. "migrate"; NULL for none). */
+pid_t ctu_consumer_spawn_arg(const char *const *env, const char *arg);
+/** @brief Runs `seckill-consumer migrate` against conninfo. @returns its exit code. */
+int ctu_consumer_migrate(const char *conninfo);
+/** @brief Sends sig (0: none) and waits up to timeout_ms for the exit.
+ *  @returns the exit code, 128+signal if killed, or -1 if still running (then killed). */
+int ctu_proc_stop(pid_t pid, int sig, int timeout_ms);
+/** @brief GET http://127.0.0.1:port/path. @returns the status code (body in *body,
+ *  malloc'd, may be NULL) or -1. */
+int ctu_http_get(int port, const char *path, char **body);
+/** @brief A metric's value from /metrics text ("name" or "name{labels}"), or -1. */
+double ctu_metric(const char *text, const char *name);
+
+/** @brief Polls GET /healthz until 200 or timeout_ms. @returns 0 when it answered. */
+int ctu_wait_healthy(int port, int timeout_ms);
+/** @brief Pauses between two polls of a condition. */
+void ctu_poll_pause(int ms);
+/** @brief Milliseconds on a monotonic clock. */
+int64_t ctu_now_ms(void);
+/** @brief Seeds and returns a pseudo-random generator state (prints the seed). */
+uint64_t ctu_seed(void);
+uint64_t ctu_rand(uint64_t *state);
+
+#endif
