@@ -48,10 +48,14 @@ PORT=$(free_port)
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 env -u SECKILL_PG SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$PORT" SECKILL_HTTP_BIND=127.0.0.1 \
     SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
-    SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 \
+    SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 SECKILL_WORKERS="${BENCH_WORKERS:-0}" \
     "$BIN/seckill-order" >"$WORK/order.log" 2>&1 &
 PIDS+=($!)
+ORDER_PID=$!
 wait_for "http://127.0.0.1:$PORT/healthz" 20
+# CPU seconds (user+system) the service has used so far, from /proc (clock ticks).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$ORDER_PID/stat"; }
+TICK=$(getconf CLK_TCK)
 
 # Events straight into Redis (event_load.lua), fresh ids above anything libidgen hands out.
 base=$(( 8500000000000000000 + $(date +%s) * 1000 ))
@@ -67,15 +71,20 @@ NTOK=${BENCH_TOKENS:-$(( SECS * 40000 ))}
 SECKILL_JWT_SECRET="$SECRET" "$BIN/seckill-order" token --sub $(( $(date +%s) * 1000000 )) --count "$NTOK" --ttl 3600 >"$WORK/tokens"
 
 run_wrk() { # name event
+    local c0; c0=$(cpu_ticks)
     wrk -c"$CONNS" -t2 -d"${SECS}s" --latency -s "$ROOT/bench/order_wrk.lua" "http://127.0.0.1:$PORT" \
         -- "/api/v1/events/$2/orders" "$WORK/tokens" 2 >"$WORK/$1.wrk" 2>&1
+    echo $(( $(cpu_ticks) - c0 )) >"$WORK/$1.cpu"
 }
+# the service's CPU time per request, in microseconds (independent of what else runs)
+cpu_us() { awk -v t="$(cat "$WORK/$1.cpu")" -v n="$(total "$WORK/$1.wrk")" -v hz="$TICK" 'BEGIN { if (n > 0) printf "%.0f", t / hz * 1e6 / n; else print 0 }'; }
 # wrk latency lines look like "     50%    1.23ms" (us, ms or s).
 lat_ms() { awk -v p="$2" '$1==p { v=$2; if (v ~ /us$/) { sub(/us$/,"",v); v=v/1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v=v*1000 } printf "%.2f", v }' "$1"; }
 rps() { awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$1"; }
 non2xx() { awk '/Non-2xx/ { print $5 }' "$1" | grep . || echo 0; }
 total() { awk '/requests in/ { print $1 }' "$1"; }
 
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 run_wrk accept $EV_ACCEPT
 # Prime the flag (first answer comes from Redis), then measure the sold-out path.
 run_wrk sold_out $EV_SOLD
@@ -93,8 +102,7 @@ for e in $EV_ACCEPT $EV_SOLD $EV_RB; do
     redis-cli -h "$RHOST" -p "$RPORT" DEL "seckill:{e$e}:stock" "seckill:{e$e}:meta" "seckill:{e$e}:buyers" \
         "seckill:{e$e}:pending" "seckill:{e$e}:accepted" >/dev/null
 done
-# order index keys of the accepted orders: they expire on their own (order.index_ttl_s), but drop them now
-redis-cli -h "$RHOST" -p "$RPORT" --scan --pattern 'seckill:order:*' 2>/dev/null | head -0 >/dev/null || true
+# The accepted orders' index keys (seckill:order:<id>) expire on their own (order.index_ttl_s).
 
 A_RPS=$(rps "$WORK/accept.wrk"); S_RPS=$(rps "$WORK/sold_out.wrk")
 A50=$(lat_ms "$WORK/accept.wrk" 50%); A99=$(lat_ms "$WORK/accept.wrk" 99%)
@@ -103,12 +111,13 @@ A_BAD=$(non2xx "$WORK/accept.wrk"); A_N=$(total "$WORK/accept.wrk")
 S_N=$(total "$WORK/sold_out.wrk"); S_BAD=$(non2xx "$WORK/sold_out.wrk")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
-printf '\nseckill-order (%s s per run, %s connections, wrk -t2; seckill-order 2 workers; one shared Redis; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS"
+printf '\nload average before the runs: %s (other work on the machine shares the 2 cores)\n' "$LOAD0"
+printf 'seckill-order (%s s per run, %s connections, wrk -t2; seckill-order 2 workers; one shared Redis; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS"
 printf '%-34s %12s %9s %9s %s\n' "path" "requests/s" "p50 ms" "p99 ms" "notes"
-printf '%-34s %12s %9s %9s %s\n' "accept (202, distinct users)" "$A_RPS" "$A50" "$A99" "$A_N requests, $A_BAD not 2xx, $accepted_in_redis reserved in Redis"
-printf '%-34s %12s %9s %9s %s\n' "sold out (409, in-process flag)" "$S_RPS" "$S50" "$S99" "$S_N requests, $S_BAD answered 409"
+printf '%-34s %12s %9s %9s %s\n' "accept (202, distinct users)" "$A_RPS" "$A50" "$A99" "$A_N requests, $A_BAD not 2xx, $accepted_in_redis reserved in Redis, $(cpu_us accept) us CPU/request in seckill-order"
+printf '%-34s %12s %9s %9s %s\n' "sold out (409, in-process flag)" "$S_RPS" "$S50" "$S99" "$S_N requests, $S_BAD answered 409, $(cpu_us sold_out) us CPU/request"
 printf '%-34s %12s %9s %9s %s\n' "redis-benchmark EVALSHA reserve -P16" "$REDIS_RPS" "" "" "same Redis, same run"
 printf 'accept / redis = %s (target >= 0.25); sold_out / accept = %s (target >= 1.5); accept p99 %s ms (target <= 10)\n' \
     "$(ratio "$A_RPS" "$REDIS_RPS")" "$(ratio "$S_RPS" "$A_RPS")" "$A99"
-printf '{"bench":"order","seconds":%s,"connections":%s,"accept_rps":%s,"accept_p50_ms":%s,"accept_p99_ms":%s,"accept_not_2xx":%s,"sold_out_rps":%s,"sold_out_p50_ms":%s,"sold_out_p99_ms":%s,"redis_evalsha_rps":%s,"accept_over_redis":%s,"sold_out_over_accept":%s}\n' \
-    "$SECS" "$CONNS" "$A_RPS" "$A50" "$A99" "$A_BAD" "$S_RPS" "$S50" "$S99" "$REDIS_RPS" "$(ratio "$A_RPS" "$REDIS_RPS")" "$(ratio "$S_RPS" "$A_RPS")"
+printf '{"bench":"order","seconds":%s,"connections":%s,"accept_rps":%s,"accept_p50_ms":%s,"accept_p99_ms":%s,"accept_not_2xx":%s,"sold_out_rps":%s,"sold_out_p50_ms":%s,"sold_out_p99_ms":%s,"redis_evalsha_rps":%s,"accept_over_redis":%s,"sold_out_over_accept":%s,"accept_cpu_us":%s,"sold_out_cpu_us":%s,"loadavg_1m":%s}\n' \
+    "$SECS" "$CONNS" "$A_RPS" "$A50" "$A99" "$A_BAD" "$S_RPS" "$S50" "$S99" "$REDIS_RPS" "$(ratio "$A_RPS" "$REDIS_RPS")" "$(ratio "$S_RPS" "$A_RPS")" "$(cpu_us accept)" "$(cpu_us sold_out)" "$(cut -d' ' -f1 /proc/loadavg)"
