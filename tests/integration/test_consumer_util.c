@@ -1,6 +1,8 @@
 /* test_consumer_util: see test_consumer_util.h. */
 #include "test_consumer_util.h"
 
+#include "sk_test_redis.h" /* sk_test_free_port */
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +10,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +257,100 @@ void ctu_db_drop(const char *name)
     PQfinish(c);
 }
 
+/* ---- throwaway PostgreSQL ---- */
+
+#define PG_BIN "/usr/lib/postgresql/15/bin"
+
+/* Runs argv (as user postgres when we are root: initdb refuses root) and waits.
+ * @returns the exit code, or -1. */
+static int run_as_pg(const char *const *argv)
+{
+    const char *full[32];
+    int n = 0;
+    if (geteuid() == 0) {
+        full[n++] = "runuser";
+        full[n++] = "-u";
+        full[n++] = "postgres";
+        full[n++] = "--";
+    }
+    for (const char *const *a = argv; *a && n < 31; a++)
+        full[n++] = *a;
+    full[n] = NULL;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDOUT_FILENO);
+        execvp(full[0], (char *const *)full);
+        _exit(127);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        return -1;
+    return WEXITSTATUS(status);
+}
+
+static int pgsrv_ctl_start(ctu_pgsrv *s)
+{
+    char data[300], logf[300], opts[512];
+    snprintf(data, sizeof(data), "%s/data", s->dir);
+    snprintf(logf, sizeof(logf), "%s/log", s->dir);
+    /* fsync off: a test server, we stop it cleanly and never rely on crash recovery. */
+    snprintf(opts, sizeof(opts),
+             "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=20",
+             s->port, s->dir);
+    const char *argv[] = {PG_BIN "/pg_ctl", "-D", data, "-l", logf, "-o", opts, "-w", "-t", "60",
+                          "start", NULL};
+    return run_as_pg(argv) == 0 ? 0 : -1;
+}
+
+int ctu_pgsrv_start(ctu_pgsrv *s)
+{
+    memset(s, 0, sizeof(*s));
+    snprintf(s->dir, sizeof(s->dir), "/tmp/sk-consumer-pg-XXXXXX");
+    if (!mkdtemp(s->dir))
+        return -1;
+    if (geteuid() == 0) {
+        struct passwd *pw = getpwnam("postgres");
+        if (!pw || chown(s->dir, pw->pw_uid, pw->pw_gid) != 0)
+            return -1;
+    }
+    char data[300];
+    snprintf(data, sizeof(data), "%s/data", s->dir);
+    const char *initdb[] = {PG_BIN "/initdb", "-D", data, "-A", "trust", "-U", "postgres",
+                            "--no-sync", NULL};
+    if (run_as_pg(initdb) != 0)
+        return -1;
+    s->port = sk_test_free_port();
+    snprintf(s->conninfo, sizeof(s->conninfo),
+             "host=127.0.0.1 port=%d user=postgres dbname=postgres", s->port);
+    return pgsrv_ctl_start(s);
+}
+
+int ctu_pgsrv_stop(ctu_pgsrv *s)
+{
+    char data[300];
+    snprintf(data, sizeof(data), "%s/data", s->dir);
+    const char *argv[] = {PG_BIN "/pg_ctl", "-D", data, "-m", "fast", "-w", "stop", NULL};
+    return run_as_pg(argv) == 0 ? 0 : -1;
+}
+
+int ctu_pgsrv_restart(ctu_pgsrv *s)
+{
+    return pgsrv_ctl_start(s);
+}
+
+void ctu_pgsrv_destroy(ctu_pgsrv *s)
+{
+    if (!s->dir[0])
+        return;
+    ctu_pgsrv_stop(s); /* fails harmlessly when already stopped */
+    nftw(s->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    s->dir[0] = '\0';
+}
+
 /* ---- producing ---- */
 
 static int dr_failures;
@@ -328,6 +425,39 @@ size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, 
                      "\",\"user_id\":\"%" PRId64 "\",\"ts_ms\":%" PRId64 "}",
                      order_id, event_id, user_id, ts_ms);
     return n > 0 ? (size_t)n : 0;
+}
+
+int ctu_produce_orders(rd_kafka_t *p, int64_t order_base, int n, int64_t event_base, int nevents,
+                       int64_t user_base)
+{
+    char buf[256], key[32];
+    for (int i = 0; i < n; i++) {
+        int64_t e = event_base + i % nevents;
+        size_t len = ctu_order_json(buf, sizeof(buf), order_base + i, e, user_base + i,
+                                    1700000000000LL + i);
+        int kn = snprintf(key, sizeof(key), "%" PRId64, e);
+        if (ctu_produce(p, "seckill.orders", -1, key, (size_t)kn, buf, len) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int ctu_check_orders(PGconn *c, int64_t order_base, int n, int64_t event_base, int nevents,
+                     int64_t user_base)
+{
+    char sql[768];
+    long long total = ctu_pg_ll(c, "SELECT count(*) FROM seckill_order");
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM seckill_order WHERE order_id - %" PRId64 " BETWEEN 0 AND %d"
+             " AND user_id = %" PRId64 " + (order_id - %" PRId64 ")"
+             " AND event_id = %" PRId64 " + (order_id - %" PRId64 ") %% %d AND status = 'created'",
+             order_base, n - 1, user_base, order_base, event_base, order_base, nevents);
+    long long good = ctu_pg_ll(c, sql);
+    if (total != n || good != n) {
+        fprintf(stderr, "orders: %lld rows, %lld matching, want %d\n", total, good, n);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- DLQ ---- */

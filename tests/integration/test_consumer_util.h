@@ -44,6 +44,22 @@ long long ctu_pg_wait_ll(PGconn *c, const char *sql, long long want, int timeout
 /** @brief Inserts an event row (id, stock). @returns 0 or -1. */
 int ctu_pg_add_event(PGconn *c, int64_t id, int stock);
 
+/* ---- a throwaway PostgreSQL server (for tests that stop it) ---- */
+typedef struct ctu_pgsrv {
+    char dir[256];
+    int port;
+    char conninfo[256]; /* as the postgres superuser, trust auth, database postgres */
+} ctu_pgsrv;
+/** @brief initdb in a temporary directory (as user postgres when we are root) and
+ *  start it on a free port; waits until it accepts connections. @returns 0 or -1. */
+int ctu_pgsrv_start(ctu_pgsrv *s);
+/** @brief pg_ctl stop -m fast (waits). @returns 0 or -1. */
+int ctu_pgsrv_stop(ctu_pgsrv *s);
+/** @brief pg_ctl start again on the same port and directory (waits). @returns 0 or -1. */
+int ctu_pgsrv_restart(ctu_pgsrv *s);
+/** @brief Stops it if running and removes its directory. */
+void ctu_pgsrv_destroy(ctu_pgsrv *s);
+
 /* ---- producing ---- */
 /** @brief A fast producer (linger 5 ms, idempotent). */
 rd_kafka_t *ctu_producer(const char *bootstrap);
@@ -56,6 +72,16 @@ int ctu_producer_close(rd_kafka_t *p);
 /** @brief Writes the contract JSON of one order. @returns its length. */
 size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
                       int64_t ts_ms);
+
+/** @brief Produces n orders: order_base + i, event event_base + i % nevents (the key),
+ *  user user_base + i. @returns 0 or -1. */
+int ctu_produce_orders(rd_kafka_t *p, int64_t order_base, int n, int64_t event_base, int nevents,
+                       int64_t user_base);
+/** @brief Checks the table holds exactly orders order_base .. order_base + n - 1 as
+ *  produced by ctu_produce_orders, all 'created', and nothing else.
+ *  @returns 0, or -1 with the difference on stderr. */
+int ctu_check_orders(PGconn *c, int64_t order_base, int n, int64_t event_base, int nevents,
+                     int64_t user_base);
 
 /* ---- the DLQ ---- */
 typedef struct ctu_dlq_msg {
