@@ -17,6 +17,7 @@
 #include "order_bucket.h"
 #include "order_config.h"
 #include "order_kafka.h"
+#include "order_loader.h"
 #include "order_metrics.h"
 #include "order_pg.h"
 #include "order_redis.h"
@@ -64,6 +65,7 @@ struct order_app {
     idgen_t *ids_order, *ids_event;
     order_kafka *kafka;
     order_pg *pg; /* NULL when no pg is configured: event calls answer 503 */
+    order_loader *loader; /* used by the pg pool threads after an event's INSERT */
     order_bucket_table *buckets;
     order_soldout *soldout;
     order_metrics metrics;

@@ -39,6 +39,7 @@ typedef struct order_req {
     int64_t now_ms;
     rd_kafka_resp_err_t dr_err;
     rd_kafka_msg_status_t dr_status;
+    int load_rc; /* order_loader_load's result, for event creation */
     order_pg_job job;
 } order_req;
 
@@ -481,13 +482,13 @@ static void on_pg_done(order_pg_job *job)
     order_worker_post(r->w, &r->task);
 }
 
-static int submit_pg(order_req *r, void (*next)(order_task *))
+static int submit_pg(order_req *r, void (*next)(order_task *), void (*done)(order_pg_job *))
 {
     order_app *app = r->w->app;
     if (!app->pg)
         return -1;
     r->task.fn = next;
-    r->job.done = on_pg_done;
+    r->job.done = done;
     r->job.arg = r;
     return order_pg_submit(app->pg, &r->job, 4096);
 }
@@ -512,17 +513,23 @@ static void handle_order_get(order_worker *w, struct evhttp_request *req, const 
         order_lookup_redis(r); /* no database configured: only orders on their way */
         return;
     }
-    if (submit_pg(r, after_pg_order) != 0)
+    if (submit_pg(r, after_pg_order, on_pg_done) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
 }
 
 /* ---- events ---------------------------------------------------------------------- */
 
-static void on_event_loaded(redisReply *reply, void *arg)
+static void after_pg_create(order_task *t)
 {
-    order_req *r = arg;
-    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
-        sk_log(SK_LOG_WARN, "event_load_failed", "event_id=%" PRIu64, r->event_id);
+    order_req *r = REQ_OF(t);
+    if (r->job.status != ORDER_PG_OK) {
+        sk_log(SK_LOG_WARN, "pg_failed", "op=create_event err=\"%s\"", r->job.err);
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    if (r->load_rc < 0) {
+        sk_log(SK_LOG_WARN, "event_load_failed", "event_id=%" PRIu64 " err=\"%s\"", r->event_id,
+               r->job.err);
         req_error(r, ORDER_ERR_UNAVAILABLE, "the event was saved but its stock is not loaded", 0);
         return;
     }
@@ -533,25 +540,15 @@ static void on_event_loaded(redisReply *reply, void *arg)
     req_json(r, 201, body, n);
 }
 
-static void after_pg_create(order_task *t)
+/* On the pool thread, right after the INSERT: load the gate under the event's lock
+ * (blocking is fine here, never on a worker), then hand the request back. */
+static void on_pg_create_done(order_pg_job *job)
 {
-    order_req *r = REQ_OF(t);
-    if (r->job.status != ORDER_PG_OK) {
-        sk_log(SK_LOG_WARN, "pg_failed", "op=create_event err=\"%s\"", r->job.err);
-        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
-        return;
-    }
-    char stock[ORDER_KEY_MAX], meta[ORDER_KEY_MAX], n[24], s[24], e[24], l[12];
-    const char *args[6] = {stock, meta, n, s, e, l};
-    size_t lens[6] = {order_key(r->event_id, ORDER_KEY_STOCK, stock, sizeof(stock)),
-                      order_key(r->event_id, ORDER_KEY_META, meta, sizeof(meta)),
-                      (size_t)snprintf(n, sizeof(n), "%" PRId64, r->job.spec.stock),
-                      (size_t)snprintf(s, sizeof(s), "%" PRId64, r->job.spec.starts_at_ms),
-                      (size_t)snprintf(e, sizeof(e), "%" PRId64, r->job.spec.ends_at_ms),
-                      (size_t)snprintf(l, sizeof(l), "%d", r->job.spec.per_user_limit)};
-    if (order_redis_script(r->w->redis, ORDER_SCRIPT_EVENT_LOAD, 2, 6, args, lens,
-                           on_event_loaded, r) != 0)
-        on_event_loaded(NULL, r);
+    order_req *r = job->arg;
+    if (job->status == ORDER_PG_OK)
+        r->load_rc = order_loader_load(r->w->app->loader, r->event_id, &job->spec, job->err,
+                                       sizeof(job->err));
+    order_worker_post(r->w, &r->task);
 }
 
 static void handle_event_create(order_worker *w, struct evhttp_request *req,
@@ -595,7 +592,7 @@ static void handle_event_create(order_worker *w, struct evhttp_request *req,
     }
     r->job.kind = ORDER_PG_CREATE_EVENT;
     r->job.id = r->event_id;
-    if (submit_pg(r, after_pg_create) != 0)
+    if (submit_pg(r, after_pg_create, on_pg_create_done) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
 }
 
@@ -651,7 +648,7 @@ static void handle_event_get(order_worker *w, struct evhttp_request *req, const 
     r->event_id = rt->arg;
     r->job.kind = ORDER_PG_GET_EVENT;
     r->job.id = r->event_id;
-    if (submit_pg(r, after_pg_event) != 0)
+    if (submit_pg(r, after_pg_event, on_pg_done) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
 }
 

@@ -221,6 +221,12 @@ static int run(const char *config)
         rc = 2;
         goto out;
     }
+    app.loader = order_loader_new(app.cfg.redis_url, &app.redis_url, &app.scripts,
+                                  (int)app.cfg.redis_timeout_ms);
+    if (!app.loader) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
+        goto out;
+    }
     if (*app.cfg.pg && !(app.pg = order_pg_new(app.cfg.pg, (int)app.cfg.pg_pool))) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=pg");
         goto out;
@@ -269,7 +275,8 @@ stop : {
 }
 out:
     order_kafka_free(app.kafka);
-    order_pg_free(app.pg);
+    order_pg_free(app.pg); /* before the loader, which its threads use */
+    order_loader_free(app.loader);
     idgen_free(app.ids_order);
     idgen_free(app.ids_event);
     order_bucket_free(app.buckets);

@@ -3,7 +3,8 @@
  *
  * A worker fills an order_pg_job and submits it; a pool thread runs it on its own
  * connection (reconnecting when the connection broke) and calls job->done on the pool
- * thread, which must only hand the job back to its worker. Parameterised SQL only.
+ * thread; it hands the job back to its worker (it may first do blocking work of its own,
+ * as event creation does to load Redis). Parameterised SQL only.
  * The job is owned by the caller throughout; the pool only borrows it until done. */
 #ifndef ORDER_PG_H
 #define ORDER_PG_H
@@ -33,7 +34,7 @@ typedef struct order_pg_job {
     char order_status[16];
     order_pg_status status;
     char err[256];
-    void (*done)(struct order_pg_job *job); /* on a pool thread */
+    void (*done)(struct order_pg_job *job); /* on a pool thread; may block, never on a loop */
     void *arg;
     struct order_pg_job *next; /* the pool's queue */
 } order_pg_job;

@@ -1,7 +1,8 @@
 /* Integration tests of seckill-order over HTTP: a private seckill-order process on a free
  * port, the shared Redis, a private seckill-devkafka (so test orders never reach the
  * shared topic) and a private PostgreSQL database.
- *  - event and order life cycle (201, 200, 202, order id on the topic, queued -> created)
+ *  - event and order life cycle (201 with the gate loaded under the event's lock, 200,
+ *    202, order id on the topic, queued -> created)
  *  - a table of bad requests: exact status and error code, and no Redis key changed
  *  - 64 concurrent clients, 10,000 distinct users, stock 1,000: exactly 1,000 accepted
  *  - one user from 16 connections at once: one order, whatever the number of tries
@@ -103,6 +104,12 @@ static void test_life_cycle(void **state)
 {
     uint64_t ev = create_event(5, -5, 3600);
     char resp[2048], path[128], tok[1024];
+    /* the gate was loaded under the event's lock (librlock): taken once, released */
+    char lock[96];
+    snprintf(lock, sizeof(lock), "seckill:{e%" PRIu64 "}:lock:fence", ev);
+    assert_int_equal(rint_cmd("GET %s", lock), 1);
+    snprintf(lock, sizeof(lock), "seckill:{e%" PRIu64 "}:lock", ev);
+    assert_int_equal(rint_cmd("EXISTS %s", lock), 0);
     /* GET event */
     to_token(&srv, user_base + 1, 0, 600, tok, sizeof(tok));
     snprintf(path, sizeof(path), "/api/v1/events/%" PRIu64, ev);

@@ -1,0 +1,32 @@
+/* order_loader: puts an event's gate (stock, meta) into Redis under the event's lock.
+ *
+ * Issue 6: loading an event's stock takes that event's lock (librlock, a simple lock
+ * named seckill:{e<ID>}:lock, in the event's slot), so two instances never load one
+ * event at once; event_load.lua itself never overwrites a loaded stock either. Blocking:
+ * it runs on a PostgreSQL pool thread right after the event's row was inserted, never on
+ * an event loop. Thread-safe (one blocking connection behind a mutex: events are few). */
+#ifndef ORDER_LOADER_H
+#define ORDER_LOADER_H
+
+#include "order_body.h"
+#include "order_redis.h"
+#include "sk_redis_url.h"
+
+#include <stdint.h>
+
+typedef struct order_loader order_loader;
+
+/** @brief `url_text` is the redis.url as configured (librlock parses it itself); `url`
+ *  and `scripts` must outlive the loader. Connects lazily. @returns NULL on OOM. */
+order_loader *order_loader_new(const char *url_text, const sk_redis_url *url,
+                               const order_scripts *scripts, int timeout_ms);
+
+/** @brief Takes the event's lock, runs event_load.lua, releases the lock.
+ *  @returns 1 loaded, 0 already loaded (nothing changed), -1 error (message in err). */
+int order_loader_load(order_loader *l, uint64_t event_id, const order_event_spec *spec,
+                      char *err, size_t errsz);
+
+/** @brief NULL is fine. */
+void order_loader_free(order_loader *l);
+
+#endif
