@@ -7,6 +7,7 @@
 # the test's keys and rows never meet another run's. Every process it starts is stopped
 # by the EXIT trap, by pid. Exit status 77 (ctest SKIP) when the stack or a binary is
 # missing, so a tree without seckill-order/seckill-consumer reports "skipped", not "passed".
+# E2E_KEEP=1 keeps the temporary directory (logs, bench output) for a post-mortem.
 set -euo pipefail
 
 E2E_SKIP=77
@@ -35,7 +36,11 @@ e2e_cleanup() {
             tail -n 30 "$f" >&2
         done
     fi
-    rm -rf "$E2E_TMP"
+    if [ -n "${E2E_KEEP:-}" ]; then
+        e2e_log "kept $E2E_TMP (E2E_KEEP is set)"
+    else
+        rm -rf "$E2E_TMP"
+    fi
     exit $rc
 }
 trap e2e_cleanup EXIT
@@ -86,9 +91,12 @@ e2e_start_kafka() {
 }
 
 # e2e_start_consumer: (re)starts the test's consumer; its pid in E2E_CONSUMER_PID.
+# session.timeout.ms 6 s: on seckill-devkafka a consumer restarted in the same group
+# gets its partitions only once the old member's session has expired (45 s by default),
+# as if the old member had not left; 6 s keeps the restart test short.
 e2e_start_consumer() {
     E2E_CONSUMER_PORT=${E2E_CONSUMER_PORT:-$(e2e_free_port)}
-    SECKILL_HTTP_PORT=$E2E_CONSUMER_PORT SECKILL_KAFKA_BROKERS=$E2E_BROKERS \
+    SECKILL_HTTP_PORT=$E2E_CONSUMER_PORT SECKILL_KAFKA_BROKERS=$E2E_BROKERS SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000 \
         SECKILL_GROUP_ID="seckill-e2e-$$" "$BIN/seckill-consumer" >>"$E2E_TMP/consumer.log" 2>&1 &
     E2E_CONSUMER_PID=$!
     E2E_PIDS+=($E2E_CONSUMER_PID)
