@@ -85,6 +85,13 @@ int main(int argc, char **argv)
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     long long ts_ms = (long long)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+    /* created_at as the consumer writes it: the order's ts_ms as a UTC timestamp. */
+    char created[64];
+    time_t secs0 = (time_t)(ts_ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs0, &tm);
+    snprintf(created, sizeof(created), "%04d-%02d-%02d %02d:%02d:%02d.%03lld+00", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts_ms % 1000);
     double t0 = now_s();
     for (long long i = 0; i < count; i++) {
         char val[256], key[24];
@@ -108,7 +115,7 @@ int main(int argc, char **argv)
             break;
         }
         if (cf)
-            fprintf(cf, "%lld\t%lld\t%lld\tcreated\t%lld\t\\N\t\\N\n", order_base + i, ev, 1 + i, ts_ms);
+            fprintf(cf, "%lld\t%lld\t%lld\tcreated\t%s\t\\N\t\\N\n", order_base + i, ev, 1 + i, created);
         rd_kafka_poll(p, 0);
     }
     rd_kafka_resp_err_t e = rd_kafka_flush(p, 120000);

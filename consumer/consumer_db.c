@@ -26,44 +26,41 @@ struct consumer_db {
 };
 
 /* Locks the batch's events, in id order: two consumers locking overlapping sets in
- * the same order cannot deadlock. $1: the event ids of the batch. */
+ * the same order cannot deadlock. Their stock_left is then stable until COMMIT.
+ * $1: the event ids of the batch. */
 static const char SQL_LOCK[] =
-    "SELECT id FROM seckill_event WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE";
+    "SELECT id, stock_left FROM seckill_event WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE";
 
 /* $1 order ids, $2 event ids, $3 user ids, $4 Kafka partitions, $5 Kafka offsets,
  * $6 ts_ms: parallel arrays, one element per order (deduplicated within the batch,
  * events known to exist and locked by SQL_LOCK in this transaction).
- * 'fresh' drops orders already stored; the rest are ranked per event in Kafka order,
- * the first stock_left of them are 'created'. ON CONFLICT DO NOTHING still guards
- * every unique key, and the stock update counts what the INSERT really returned. */
+ * Every new order goes in as 'created'; ON CONFLICT DO NOTHING (no target: every
+ * unique key, so the primary key and (event_id, user_id)) skips replays and second
+ * orders. The same statement takes min(new orders, stock_left) off each event, so
+ * stock_left never goes below zero, and returns the new orders; the caller flips
+ * the surplus beyond the stock to 'rejected' (SQL_REJECT), a rare path.
+ * Why not rank against stock before inserting: an anti-join and a window over every
+ * row cost as much as the insert itself, for a case that should never happen. */
 static const char SQL_INSERT[] =
-    "WITH input AS ("
-    "  SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[],"
-    "                       $6::bigint[]) AS t(order_id, event_id, user_id, kpart, koff, ts_ms)"
-    "), fresh AS ("
-    "  SELECT i.*, row_number() OVER (PARTITION BY i.event_id ORDER BY i.kpart, i.koff) AS rn"
-    "  FROM input i"
-    "  WHERE NOT EXISTS (SELECT 1 FROM seckill_order o WHERE o.order_id = i.order_id)"
-    "    AND NOT EXISTS (SELECT 1 FROM seckill_order o"
-    "                    WHERE o.event_id = i.event_id AND o.user_id = i.user_id)"
-    "), ins AS ("
+    "WITH ins AS ("
     "  INSERT INTO seckill_order (order_id, event_id, user_id, status, created_at,"
     "                             kafka_partition, kafka_offset)"
-    "  SELECT f.order_id, f.event_id, f.user_id,"
-    "         CASE WHEN f.rn <= e.stock_left THEN 'created' ELSE 'rejected' END,"
-    "         to_timestamp(f.ts_ms / 1000.0), f.kpart, f.koff"
-    "  FROM fresh f JOIN seckill_event e ON e.id = f.event_id"
+    "  SELECT order_id, event_id, user_id, 'created', to_timestamp(ts_ms / 1000.0), kpart, koff"
+    "  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[],"
+    "              $6::bigint[]) AS t(order_id, event_id, user_id, kpart, koff, ts_ms)"
     "  ON CONFLICT DO NOTHING"
-    "  RETURNING event_id, status"
+    "  RETURNING order_id, event_id"
     "), cnt AS ("
-    "  SELECT event_id, count(*) FILTER (WHERE status = 'created') AS created,"
-    "         count(*) FILTER (WHERE status = 'rejected') AS rejected"
-    "  FROM ins GROUP BY event_id"
+    "  SELECT event_id, count(*) AS n FROM ins GROUP BY event_id"
     "), upd AS ("
-    "  UPDATE seckill_event e SET stock_left = e.stock_left - c.created"
-    "  FROM cnt c WHERE e.id = c.event_id AND c.created > 0"
+    "  UPDATE seckill_event e SET stock_left = e.stock_left - LEAST(c.n, e.stock_left)"
+    "  FROM cnt c WHERE e.id = c.event_id AND e.stock_left > 0"
     "  RETURNING e.id"
-    ") SELECT event_id, created, rejected FROM cnt";
+    ") SELECT order_id, event_id FROM ins";
+
+/* $1: the order ids stored in this transaction beyond their event's stock. */
+static const char SQL_REJECT[] =
+    "UPDATE seckill_order SET status = 'rejected' WHERE order_id = ANY($1::bigint[])";
 
 static const char SQL_VERSION_TABLE[] =
     "CREATE TABLE IF NOT EXISTS seckill_schema_version ("
@@ -82,10 +79,15 @@ static void set_err(consumer_db *db, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(db->errstr, sizeof(db->errstr), fmt, ap);
     va_end(ap);
-    /* libpq messages end with a newline (and may hold a DETAIL line): keep one line. */
+    /* libpq messages end with a newline (and may hold a DETAIL line): keep one logfmt-safe line. */
     for (char *p = db->errstr; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = (p[1] ? ' ' : '\0');
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+        else if (*p == '"') /* logged inside err="..." */
+            *p = '\'';
+    /* ... and no trailing blank. */
+    for (size_t n = strlen(db->errstr); n > 0 && db->errstr[n - 1] == ' '; n--)
+        db->errstr[n - 1] = '\0';
 }
 
 consumer_db *consumer_db_new(const char *conninfo)
@@ -307,20 +309,36 @@ static int prepare(consumer_db *db)
     if (check(db, r, PGRES_COMMAND_OK, "prepare insert") != 0)
         return -1;
     PQclear(r);
+    r = PQprepare(db->conn, "sk_reject", SQL_REJECT, 1, NULL);
+    if (check(db, r, PGRES_COMMAND_OK, "prepare reject") != 0)
+        return -1;
+    PQclear(r);
     db->prepared = 1;
     return 0;
 }
 
-/* Sorted unique event ids of the batch's valid, non-duplicate messages. */
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
-static int found(const int64_t *sorted, size_t n, int64_t v)
+/* Per event of the batch: its stock before, and the new orders stored now. */
+typedef struct ev_stock {
+    int64_t id;
+    long stock;    /* stock_left read under the lock */
+    long inserted; /* new rows this transaction */
+} ev_stock;
+
+static int cmp_ev(const void *a, const void *b)
 {
-    return bsearch(&v, sorted, n, sizeof(*sorted), cmp_i64) != NULL;
+    return cmp_i64(&((const ev_stock *)a)->id, &((const ev_stock *)b)->id);
+}
+
+static ev_stock *ev_find(ev_stock *evs, size_t n, int64_t id)
+{
+    ev_stock key = {.id = id};
+    return bsearch(&key, evs, n, sizeof(*evs), cmp_ev);
 }
 
 int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *res)
@@ -328,8 +346,9 @@ int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *re
     memset(res, 0, sizeof(*res));
     size_t n = consumer_batch_count(b);
     int64_t *events = malloc((n ? n : 1) * sizeof(int64_t));
-    int64_t *known = NULL;
-    size_t nev = 0, nknown = 0;
+    int64_t *fresh = NULL; /* order ids inserted now, sorted */
+    ev_stock *evs = NULL;
+    size_t nev = 0, nknown = 0, nfresh = 0;
     PGresult *r = NULL;
     int in_tx = 0;
     if (!events) {
@@ -359,6 +378,7 @@ int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *re
         goto fail;
     in_tx = 1;
 
+    /* 1. Lock the events; learn which exist and their stock. */
     if (arrs_start(db, 1) != 0)
         goto oom;
     for (size_t i = 0; i < nev; i++)
@@ -373,15 +393,18 @@ int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *re
         goto fail;
     }
     nknown = (size_t)PQntuples(r);
-    known = malloc((nknown ? nknown : 1) * sizeof(int64_t));
-    if (!known)
+    evs = calloc(nknown ? nknown : 1, sizeof(*evs));
+    if (!evs)
         goto oom;
-    for (size_t i = 0; i < nknown; i++)
-        known[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
+    for (size_t i = 0; i < nknown; i++) {
+        evs[i].id = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
+        evs[i].stock = strtol(PQgetvalue(r, (int)i, 1), NULL, 10);
+    }
     PQclear(r);
     r = NULL;
-    /* Rows come back in id order (ORDER BY id), so `known` is sorted for bsearch. */
+    /* Rows come back in id order (ORDER BY id), so evs is sorted for bsearch. */
 
+    /* 2. Insert the new orders, take them off the stock. */
     long rows = 0;
     if (arrs_start(db, 6) != 0)
         goto oom;
@@ -389,7 +412,7 @@ int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *re
         consumer_batch_msg *m = consumer_batch_msg_at(b, i);
         if (m->err != CONSUMER_MSG_OK)
             continue;
-        if (!found(known, nknown, m->order.event_id)) {
+        if (!ev_find(evs, nknown, m->order.event_id)) {
             m->err = CONSUMER_MSG_UNKNOWN_EVENT;
             res->unknown_event++;
             continue;
@@ -414,33 +437,78 @@ int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *re
             r = NULL;
             goto fail;
         }
-        int nt = PQntuples(r);
-        for (int i = 0; i < nt; i++) {
-            long created = strtol(PQgetvalue(r, i, 1), NULL, 10);
-            long rejected = strtol(PQgetvalue(r, i, 2), NULL, 10);
-            res->created += created;
-            res->rejected += rejected;
-            if (rejected > 0) {
-                if (nrej == db->rejects_cap) {
-                    size_t cap = db->rejects_cap ? db->rejects_cap * 2 : 8;
-                    consumer_db_reject *p = realloc(db->rejects, cap * sizeof(*p));
-                    if (!p)
-                        goto oom;
-                    db->rejects = p;
-                    db->rejects_cap = cap;
-                }
-                db->rejects[nrej++] = (consumer_db_reject){
-                    .event_id = strtoll(PQgetvalue(r, i, 0), NULL, 10), .count = rejected};
-            }
+        nfresh = (size_t)PQntuples(r);
+        fresh = malloc((nfresh ? nfresh : 1) * sizeof(int64_t));
+        if (!fresh)
+            goto oom;
+        for (size_t i = 0; i < nfresh; i++) {
+            fresh[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
+            ev_stock *e = ev_find(evs, nknown, strtoll(PQgetvalue(r, (int)i, 1), NULL, 10));
+            if (e)
+                e->inserted++;
         }
         PQclear(r);
         r = NULL;
+        qsort(fresh, nfresh, sizeof(*fresh), cmp_i64);
+
+        /* 3. Beyond an event's stock: the latest new orders of the batch (Kafka order)
+         *    become 'rejected'. Redis should never let this happen: it is logged. */
+        long surplus_total = 0;
+        for (size_t i = 0; i < nknown; i++) {
+            long created = evs[i].inserted < evs[i].stock ? evs[i].inserted : evs[i].stock;
+            res->created += created;
+            surplus_total += evs[i].inserted - created;
+        }
+        if (surplus_total > 0) {
+            if (arrs_start(db, 1) != 0)
+                goto oom;
+            /* Walk the batch backwards (latest first); a message whose order is in
+             * `fresh` and whose event still has surplus is rejected. */
+            for (size_t i = n; i-- > 0;) {
+                consumer_batch_msg *m = consumer_batch_msg_at(b, i);
+                if (m->err != CONSUMER_MSG_OK || m->dup)
+                    continue;
+                ev_stock *e = ev_find(evs, nknown, m->order.event_id);
+                if (!e || e->inserted <= e->stock)
+                    continue;
+                if (!bsearch(&m->order.order_id, fresh, nfresh, sizeof(*fresh), cmp_i64))
+                    continue;
+                if (arr_add_int(db, 0, m->order.order_id) != 0)
+                    goto oom;
+                e->inserted--; /* one fewer beyond the stock */
+                res->rejected++;
+                size_t j;
+                for (j = 0; j < nrej && db->rejects[j].event_id != e->id; j++)
+                    ;
+                if (j == nrej) {
+                    if (nrej == db->rejects_cap) {
+                        size_t cap = db->rejects_cap ? db->rejects_cap * 2 : 8;
+                        consumer_db_reject *q = realloc(db->rejects, cap * sizeof(*q));
+                        if (!q)
+                            goto oom;
+                        db->rejects = q;
+                        db->rejects_cap = cap;
+                    }
+                    db->rejects[nrej++] = (consumer_db_reject){.event_id = e->id, .count = 0};
+                }
+                db->rejects[j].count++;
+            }
+            if (arrs_close(db, 1) != 0)
+                goto oom;
+            const char *p_rej[] = {db->arr[0]};
+            r = PQexecPrepared(db->conn, "sk_reject", 1, p_rej, NULL, NULL, 0);
+            if (check(db, r, PGRES_COMMAND_OK, "reject surplus") != 0) {
+                r = NULL;
+                goto fail;
+            }
+            PQclear(r);
+            r = NULL;
+        }
     }
     if (exec_cmd(db, "COMMIT", "commit") != 0) {
         in_tx = 0; /* a failed COMMIT ends the transaction (or the connection is gone) */
         goto fail;
     }
-    res->duplicates = 0;
     for (size_t i = 0; i < n; i++) {
         consumer_batch_msg *m = consumer_batch_msg_at(b, i);
         if (m->err == CONSUMER_MSG_OK)
@@ -450,7 +518,8 @@ int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *re
     res->rejects = db->rejects;
     res->nrejects = nrej;
     free(events);
-    free(known);
+    free(evs);
+    free(fresh);
     return 0;
 oom:
     set_err(db, "out of memory");
@@ -459,6 +528,7 @@ fail:
     if (in_tx)
         rollback_quietly(db);
     free(events);
-    free(known);
+    free(evs);
+    free(fresh);
     return -1;
 }

@@ -4,11 +4,12 @@
  * loop is just "call it again later". Every write is one transaction:
  *   1. lock the batch's events (SELECT ... FOR UPDATE, in id order so two consumers
  *      never deadlock) and learn which exist and their stock_left;
- *   2. one INSERT ... SELECT FROM unnest(arrays) ... ON CONFLICT DO NOTHING that skips
- *      orders already stored (by order_id or (event, user)), marks new orders 'created'
- *      while the event's stock_left lasts and 'rejected' beyond it, and takes the
- *      created count off stock_left in the same statement;
- *   3. COMMIT.
+ *   2. one INSERT ... SELECT FROM unnest(arrays) ... ON CONFLICT DO NOTHING: replays
+ *      and second orders of a user change nothing; the new orders go in as 'created'
+ *      and the same statement takes min(new, stock_left) off each event's stock;
+ *   3. only if an event got more new orders than its stock: the latest of them (by
+ *      Kafka offset) are set to 'rejected' (the database never oversells);
+ *   4. COMMIT.
  * Messages for events that do not exist are marked CONSUMER_MSG_UNKNOWN_EVENT (the
  * caller dead-letters them): left in, their foreign key would fail the whole batch.
  * Not thread-safe: one owner. */

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# bench-consumer.sh: seckill-consumer drain rate against a raw COPY of the same rows.
+#
+# Loads N orders (default 1,000,000) into a private seckill-devkafka, then times
+# seckill-consumer draining them into a fresh database; then times a raw COPY of the
+# very same rows into an empty copy of seckill_order (LIKE ... INCLUDING ALL: same
+# indexes, no foreign key), in the same run. Prints a table and one JSON line.
+# Needs the stack of `deploy/local.sh up` (PostgreSQL) and .run/env sourced; uses
+# $SECKILL_BIN_DIR (a Release build for meaningful figures; override with BIN=...).
+# Knobs: N, EVENTS, PARTITIONS, BATCH_MAX (consumer batch.max).
+set -euo pipefail
+
+N=${N:-1000000}
+EVENTS=${EVENTS:-256}
+# librdkafka's mock cluster keeps about 5 MB per partition and drops older batches
+# beyond that, so a million ~120-byte orders need many partitions.
+PARTITIONS=${PARTITIONS:-64}
+BATCH_MAX=${BATCH_MAX:-1000}
+BIN=${BIN:-${SECKILL_BIN_DIR:?source .run/env first}}
+: "${SECKILL_PG:?source .run/env first}" "${SECKILL_PG_ADMIN:?source .run/env first}"
+DB=sk_bench_consumer
+for b in seckill-consumer seckill-devkafka consumer-load; do
+    [ -x "$BIN/$b" ] || { echo "bench-consumer: $BIN/$b is not built" >&2; exit 1; }
+done
+
+work=$(mktemp -d /tmp/sk-bench-consumer.XXXXXX)
+kpid="" cpid=""
+cleanup() {
+    [ -n "$cpid" ] && kill "$cpid" 2>/dev/null && wait "$cpid" 2>/dev/null || true
+    [ -n "$kpid" ] && kill "$kpid" 2>/dev/null && wait "$kpid" 2>/dev/null || true
+    psql "$SECKILL_PG_ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+pg() { psql "$SECKILL_PG dbname=$DB" -qAtX "$@"; }
+
+"$BIN/seckill-devkafka" --partitions "$PARTITIONS" --bootstrap-file "$work/bootstrap" \
+    >/dev/null 2>"$work/devkafka.log" &
+kpid=$!
+for _ in $(seq 200); do [ -s "$work/bootstrap" ] && break; sleep 0.05; done
+brokers=$(cat "$work/bootstrap")
+
+psql "$SECKILL_PG_ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null
+psql "$SECKILL_PG_ADMIN" -qc "CREATE DATABASE $DB OWNER seckill" >/dev/null
+SECKILL_PG="$SECKILL_PG dbname=$DB" "$BIN/seckill-consumer" migrate 2>/dev/null
+stock=$(( N / EVENTS + 1 ))
+pg -c "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at)
+       SELECT 7000000000 + g, 'bench', $stock, $stock, now(), now() + interval '1 day'
+       FROM generate_series(0, $EVENTS - 1) g"
+
+echo "bench-consumer: loading $N orders ($EVENTS events, $PARTITIONS partitions)" >&2
+"$BIN/consumer-load" --brokers "$brokers" --count "$N" --events "$EVENTS" \
+    --copy-file "$work/orders.tsv" >&2
+
+# Drain: from the consumer's start (group join included) and from its first commit.
+t0=$(now)
+SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_KAFKA_BROKERS="$brokers" SECKILL_HTTP_PORT=0 \
+    SECKILL_GROUP_ID=bench SECKILL_BATCH_MAX="$BATCH_MAX" SECKILL_LOG_LEVEL=warn \
+    "$BIN/seckill-consumer" 2>"$work/consumer.log" &
+cpid=$!
+t1=""
+done_rows=0
+while :; do
+    done_rows=$(pg -c "SELECT sum(stock_total - stock_left) FROM seckill_event")
+    [ -z "$t1" ] && [ "$done_rows" -gt 0 ] && t1=$(now) && first_rows=$done_rows
+    [ "$done_rows" -ge "$N" ] && break
+    kill -0 "$cpid" 2>/dev/null || { echo "bench-consumer: consumer died" >&2; cat "$work/consumer.log" >&2; exit 1; }
+    sleep 0.1
+done
+t2=$(now)
+kill -TERM "$cpid"; wait "$cpid" || true; cpid=""
+rows=$(pg -c "SELECT count(*) FROM seckill_order")
+[ "$rows" -eq "$N" ] || { echo "bench-consumer: $rows rows, expected $N" >&2; exit 1; }
+
+# Raw COPY of the same rows into an empty copy of the table.
+pg -c "CREATE TABLE bench_copy (LIKE seckill_order INCLUDING ALL)"
+t3=$(now)
+pg -c "\\copy bench_copy FROM '$work/orders.tsv'"
+t4=$(now)
+copied=$(pg -c "SELECT count(*) FROM bench_copy")
+
+awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" -v t4="$t4" -v first="$first_rows" \
+    -v copied="$copied" -v batch="$BATCH_MAX" -v parts="$PARTITIONS" 'BEGIN {
+    total = t2 - t0; steady = t2 - t1; copy = t4 - t3
+    rate_total = n / total; rate_steady = (n - first) / steady; rate_copy = copied / copy
+    printf "%-34s %12s %12s\n", "measure", "seconds", "orders/s"
+    printf "%-34s %12.2f %12.0f\n", "consumer drain (incl. group join)", total, rate_total
+    printf "%-34s %12.2f %12.0f\n", "consumer drain (after 1st commit)", steady, rate_steady
+    printf "%-34s %12.2f %12.0f\n", "raw COPY, same rows", copy, rate_copy
+    printf "%-34s %12s %11.0f%%\n", "consumer / COPY (steady)", "", 100 * rate_steady / rate_copy
+    printf "{\"bench\":\"consumer\",\"orders\":%d,\"batch_max\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"copy_s\":%.3f,\"copy_rate\":%.0f,\"ratio_steady\":%.3f}\n",
+        n, batch, parts, total, steady, rate_total, rate_steady, copy, rate_copy, rate_steady / rate_copy
+}'
