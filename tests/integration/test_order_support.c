@@ -104,6 +104,8 @@ int to_stop(to_proc *p, int sig, int timeout_ms)
         sleep_ms(10);
     }
     p->pid = 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        unlink(p->log); /* a clean exit: the log is of no further use (kept otherwise) */
     if (WIFEXITED(st))
         return WEXITSTATUS(st);
     return 128 + WTERMSIG(st);

@@ -26,7 +26,8 @@ typedef struct to_proc {
  *  ("K=V" strings, NULL-terminated) added. @returns 0 or -1. */
 int to_spawn(to_proc *p, const char *const *argv, const char *const *env, const char *log_path);
 /** @brief Sends sig and waits up to timeout_ms. @returns the exit status (0..255),
- *  128+signal if killed, or -1 if it did not exit in time (then it is SIGKILLed). */
+ *  128+signal if killed, or -1 if it did not exit in time (then it is SIGKILLed).
+ *  The child's log is removed after a clean exit (status 0) and kept otherwise. */
 int to_stop(to_proc *p, int sig, int timeout_ms);
 
 /* ---- seckill-order ---- */
