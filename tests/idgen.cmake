@@ -10,7 +10,7 @@ endif()
 
 # Integration tests: the CLI must be built first (they spawn it from SECKILL_BIN_DIR).
 if(TARGET idgen_cli)
-  foreach(t procs clock)
+  foreach(t procs clock faults)
     seckill_add_test(NAME test_idgen_${t} SOURCES integration/test_idgen_${t}.c
       LIBS seckill::idgen Threads::Threads PkgConfig::HIREDIS LABELS integration TIMEOUT 240)
     target_include_directories(test_idgen_${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)

@@ -1,0 +1,252 @@
+/* Integration: Redis failures while IDs are being generated, on throwaway servers.
+ * - Redis stopped mid-run: calls fail with IDGEN_ERR_REDIS, each within timeout_ms (no
+ *   made-up ID), and generation resumes by itself after a restart; 0 duplicates.
+ * - Redis killed (SIGKILL) and restarted from its AOF (appendfsync always) mid-run:
+ *   0 duplicates, no reset (the AOF kept every increment).
+ * - The day's counter deleted mid-run: the reset is detected and reported, and no number
+ *   is reused by that generator; 0 duplicates.
+ * Each case runs an incr-mode and a segment-mode generator, two threads each. */
+#include "test_idgen_util.h"
+
+#include "idgen_core.h"
+#include "sk_test_redis.h"
+
+#define THREADS 2
+#define TIMEOUT_MS 500
+
+/* The server of the running test, stopped by the teardown even when a check fails
+ * half-way (cmocka jumps out of the test). */
+static sk_test_redis *current_server;
+
+static int teardown(void **state)
+{
+    (void)state;
+    sk_test_redis_free(current_server);
+    current_server = NULL;
+    return 0;
+}
+
+typedef struct run {
+    sk_test_redis *r;
+    idgen_t *g[2]; /* [0] incr, [1] segment */
+    tu_gen_thread t[2][THREADS];
+} run;
+
+static void run_start(run *x, const char *const *redis_args)
+{
+    char err[256];
+    x->r = sk_test_redis_start(redis_args, err, sizeof(err));
+    if (!x->r)
+        fail_msg("%s", err);
+    current_server = x->r;
+    for (int m = 0; m < 2; m++) {
+        idgen_opts o;
+        idgen_opts_init(&o);
+        o.mode = m ? IDGEN_MODE_SEGMENT : IDGEN_MODE_INCR;
+        o.timeout_ms = TIMEOUT_MS;
+        o.segment_min = 50;
+        o.segment_max = 2000;
+        x->g[m] = idgen_new(sk_test_redis_url(x->r), m ? "seg" : "incr", &o, err, sizeof(err));
+        if (!x->g[m])
+            fail_msg("%s", err);
+        for (int i = 0; i < THREADS; i++)
+            tu_gen_start(&x->t[m][i], x->g[m], 2000000);
+    }
+}
+
+static size_t collected(run *x, int m)
+{
+    size_t n = 0;
+    for (int i = 0; i < THREADS; i++)
+        n += atomic_load(&x->t[m][i].n);
+    return n;
+}
+
+static uint64_t errors(run *x, int m)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < THREADS; i++)
+        n += atomic_load(&x->t[m][i].errors);
+    return n;
+}
+
+/* Waits until both generators have handed out `more` IDs past `base`. */
+typedef struct progress {
+    run *x;
+    size_t base[2], more;
+} progress;
+
+static int progressed(void *arg)
+{
+    progress *p = arg;
+    return collected(p->x, 0) >= p->base[0] + p->more && collected(p->x, 1) >= p->base[1] + p->more;
+}
+
+static void wait_progress(run *x, size_t more, const char *what)
+{
+    progress p = {x, {collected(x, 0), collected(x, 1)}, more};
+    if (!tu_wait_for(progressed, &p, 30000))
+        fail_msg("no progress %s: incr %zu ids %llu errors (%s), segment %zu ids %llu errors (%s)",
+                 what, collected(x, 0), (unsigned long long)errors(x, 0), x->t[0][0].last_err,
+                 collected(x, 1), (unsigned long long)errors(x, 1), x->t[1][0].last_err);
+}
+
+typedef struct err_wait {
+    run *x;
+    uint64_t base[2];
+} err_wait;
+
+static int both_failing(void *arg)
+{
+    err_wait *e = arg;
+    return errors(e->x, 0) > e->base[0] && errors(e->x, 1) > e->base[1];
+}
+
+/* Stops the threads; checks 0 duplicates per generator (each has its own prefix, so
+ * its own counter: uniqueness holds within a prefix). @returns resets reported. */
+static uint64_t run_finish(run *x, uint64_t *stats_resets)
+{
+    uint64_t resets = 0;
+    size_t dups[2] = {0, 0};
+    *stats_resets = 0;
+    for (int m = 0; m < 2; m++) {
+        size_t total = 0;
+        for (int i = 0; i < THREADS; i++) {
+            tu_gen_stop(&x->t[m][i]);
+            total += x->t[m][i].n;
+            resets += x->t[m][i].resets;
+            if (x->t[m][i].other_errors)
+                fail_msg("unexpected error: %s", x->t[m][i].last_err);
+        }
+        uint64_t *all = malloc((total ? total : 1) * sizeof(uint64_t));
+        size_t k = 0;
+        for (int i = 0; i < THREADS; i++) {
+            memcpy(all + k, x->t[m][i].ids, x->t[m][i].n * sizeof(uint64_t));
+            k += x->t[m][i].n;
+            free(x->t[m][i].ids);
+        }
+        dups[m] = tu_count_dups(all, k);
+        free(all);
+        idgen_stats st;
+        idgen_get_stats(x->g[m], &st);
+        *stats_resets += st.resets;
+        idgen_free(x->g[m]);
+    }
+    sk_test_redis_free(x->r);
+    current_server = NULL;
+    assert_int_equal(dups[0], 0);
+    assert_int_equal(dups[1], 0);
+    return resets;
+}
+
+static void test_redis_stopped(void **state)
+{
+    (void)state;
+    run x;
+    run_start(&x, (const char *const[]){"--appendfsync", "always", NULL});
+    wait_progress(&x, 2000, "before the stop");
+    sk_test_redis_stop(x.r, SIGTERM);
+    err_wait e = {&x, {errors(&x, 0), errors(&x, 1)}};
+    assert_true(tu_wait_for(both_failing, &e, 10000));
+    /* Every failing call came back within timeout_ms (slack for ASan on 2 busy cores). */
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < THREADS; i++)
+            assert_true(atomic_load(&x.t[m][i].max_fail_ms) <= TIMEOUT_MS + 1000);
+    char err[256];
+    if (sk_test_redis_restart(x.r, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    wait_progress(&x, 2000, "after the restart"); /* resumes by itself */
+    uint64_t st_resets;
+    assert_int_equal(run_finish(&x, &st_resets), 0);
+    assert_int_equal(st_resets, 0); /* a clean stop lost nothing */
+}
+
+static void test_redis_killed_aof(void **state)
+{
+    (void)state;
+    run x;
+    run_start(&x, (const char *const[]){"--appendfsync", "always", NULL});
+    wait_progress(&x, 2000, "before the kill");
+    sk_test_redis_stop(x.r, SIGKILL); /* a crash: only the AOF survives */
+    char err[256];
+    if (sk_test_redis_restart(x.r, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    wait_progress(&x, 2000, "after the restart");
+    uint64_t st_resets;
+    assert_int_equal(run_finish(&x, &st_resets), 0);
+    assert_int_equal(st_resets, 0); /* appendfsync always: no increment was lost */
+}
+
+static void test_counter_deleted(void **state)
+{
+    (void)state;
+    run x;
+    run_start(&x, NULL);
+    wait_progress(&x, 3000, "before the delete");
+    /* Remember the highest number each generator handed out so far. */
+    uint32_t high[2] = {0, 0};
+    size_t mark[2][THREADS];
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < THREADS; i++) {
+            mark[m][i] = atomic_load(&x.t[m][i].n);
+            for (size_t j = 0; j < mark[m][i]; j++)
+                if ((uint32_t)x.t[m][i].ids[j] > high[m])
+                    high[m] = (uint32_t)x.t[m][i].ids[j];
+        }
+    /* Redis "loses" both counters (as a restart without persistence would). */
+    redisContext *c = tu_connect(sk_test_redis_url(x.r));
+    assert_non_null(c);
+    redisReply *r = redisCommand(c, "KEYS icr:*");
+    assert_non_null(r);
+    for (size_t i = 0; i < r->elements; i++) {
+        redisReply *d = redisCommand(c, "DEL %s", r->element[i]->str);
+        freeReplyObject(d);
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    /* Both generators report it ... */
+    int64_t deadline = tu_mono_ms() + 30000;
+    for (;;) {
+        uint64_t r0 = 0, r1 = 0;
+        for (int i = 0; i < THREADS; i++) {
+            r0 += atomic_load(&x.t[0][i].resets);
+            r1 += atomic_load(&x.t[1][i].resets);
+        }
+        if (r0 && r1)
+            break;
+        if (tu_mono_ms() > deadline)
+            fail_msg("reset not reported: incr %llu, segment %llu", (unsigned long long)r0,
+                     (unsigned long long)r1);
+        tu_pause_ms(2);
+    }
+    wait_progress(&x, 3000, "after the reset");
+    /* ... and nothing handed out after the report reuses a number: every later number is
+     * above what was handed out before the delete (one day: the run is seconds long,
+     * unless it straddles midnight, which the day check below excludes). */
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < THREADS; i++) {
+            tu_gen_thread *t = &x.t[m][i];
+            size_t n = atomic_load(&t->n);
+            idgen_parts p0;
+            idgen_decode(t->ids[0], &p0);
+            for (size_t j = n > 500 ? n - 500 : mark[m][i]; j < n; j++) {
+                idgen_parts p;
+                idgen_decode(t->ids[j], &p);
+                if (p.unix_seconds / 86400 == p0.unix_seconds / 86400)
+                    assert_true(p.sequence > high[m]);
+            }
+        }
+    uint64_t st_resets;
+    assert_true(run_finish(&x, &st_resets) >= 2);
+    assert_true(st_resets >= 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_redis_stopped, teardown),
+        cmocka_unit_test_teardown(test_redis_killed_aof, teardown),
+        cmocka_unit_test_teardown(test_counter_deleted, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
