@@ -1,5 +1,14 @@
-/* consumer_loop: Kafka consumer group -> batch -> PostgreSQL -> DLQ -> commit.
- * See consumer_loop.h for the design. */
+/* consumer_loop: Kafka consumer group -> batches -> PostgreSQL -> DLQ -> commit.
+ * See consumer_loop.h for the design.
+ *
+ * Threads: the caller's thread (the "main" thread) runs Kafka (poll, rebalance
+ * callback, DLQ, commits) and builds batches. PostgreSQL writes run on `db.writers`
+ * writer threads ("lanes"), one connection each, so parsing the next batch overlaps
+ * the current transaction and two transactions can run at once. Partition p always
+ * goes to lane p % writers: a partition's batches are written and committed in order
+ * by one lane, so committing "highest offset + 1" of a finished batch never skips an
+ * unwritten message. A lane's batch is handed over under the lane mutex and is not
+ * touched by the main thread until the lane reports it done. */
 #include "consumer_loop.h"
 
 #include "consumer_batch.h"
@@ -7,26 +16,48 @@
 
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <sk_log.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#define MAX_LANES 16
+
+typedef enum { LANE_IDLE, LANE_BUSY, LANE_DONE } lane_state;
+
+typedef struct lane {
+    int idx;
+    struct consumer_loop *l;
+    consumer_db *db;             /* used by the lane thread, or by main while IDLE */
+    consumer_batch *filling;     /* main thread: messages arriving */
+    int64_t filling_deadline_ms; /* when `filling` is old enough to write */
+    consumer_batch *writing;     /* handed to the thread while BUSY; kept on failure */
+    int deduped, db_done;        /* progress of `writing` (main thread) */
+    int failing;                 /* `writing` failed: retry at next_retry_ms */
+    int64_t next_retry_ms, backoff_ms;
+    int paused;
+    /* Shared with the lane thread, under mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    lane_state state;
+    int quit;
+    int rc;
+    consumer_db_result res;
+    double secs;
+    pthread_t thread;
+    int started;
+} lane;
+
 struct consumer_loop {
     const consumer_cfg *cfg;
     consumer_metrics *m;
     rd_kafka_t *rk;  /* the group consumer */
     rd_kafka_t *dlq; /* the dead-letter producer */
-    consumer_batch *batch;
-    consumer_db *db;
-    int64_t batch_deadline_ms; /* when the current batch is old enough to flush */
-    int deduped;               /* consumer_batch_dedup ran on the current batch */
-    int db_done;               /* the current batch is committed in PostgreSQL */
-    int failing;               /* the last attempt failed: retry at next_retry_ms */
-    int64_t next_retry_ms;
-    int64_t backoff_ms;
-    int paused;
+    rd_kafka_queue_t *cq; /* the consumer queue: lanes wake the main thread through it */
+    lane lanes[MAX_LANES];
+    int nlanes;
     int dlq_failed; /* delivery reports with an error since the last flush */
     int fatal;
 };
@@ -80,42 +111,121 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         sk_log(SK_LOG_WARN, "commit_failed", "err=%s", rd_kafka_err2name(err));
 }
 
-/* ---- the batch ---- */
+/* ---- lanes: the writer threads ---- */
 
-static void batch_reset(consumer_loop *l)
+static void *lane_thread(void *arg)
 {
-    consumer_batch_clear(l->batch);
-    l->deduped = 0;
-    l->db_done = 0;
+    lane *ln = arg;
+    pthread_mutex_lock(&ln->mu);
+    for (;;) {
+        while (ln->state != LANE_BUSY && !ln->quit)
+            pthread_cond_wait(&ln->cv, &ln->mu);
+        if (ln->quit)
+            break;
+        pthread_mutex_unlock(&ln->mu);
+        /* `writing` and `db` are ours until we report DONE. */
+        struct timespec t0, t1;
+        consumer_db_result res;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int rc = consumer_db_write(ln->db, ln->writing, &res);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        pthread_mutex_lock(&ln->mu);
+        ln->rc = rc;
+        ln->res = res;
+        ln->secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        ln->state = LANE_DONE;
+        pthread_cond_broadcast(&ln->cv);
+        pthread_mutex_unlock(&ln->mu);
+        /* Wake the main thread out of rd_kafka_consumer_poll to collect the result. */
+        rd_kafka_queue_yield(ln->l->cq);
+        pthread_mutex_lock(&ln->mu);
+    }
+    pthread_mutex_unlock(&ln->mu);
+    return NULL;
 }
 
-static void set_paused(consumer_loop *l, int pause)
+static lane_state lane_get_state(lane *ln)
 {
-    if (l->paused == pause)
+    pthread_mutex_lock(&ln->mu);
+    lane_state s = ln->state;
+    pthread_mutex_unlock(&ln->mu);
+    return s;
+}
+
+/* Waits until the lane's thread is not writing. */
+static void lane_wait(lane *ln)
+{
+    pthread_mutex_lock(&ln->mu);
+    while (ln->state == LANE_BUSY)
+        pthread_cond_wait(&ln->cv, &ln->mu);
+    pthread_mutex_unlock(&ln->mu);
+}
+
+/* Waits up to ms for the lane's thread to finish its write. */
+static void lane_wait_ms(lane *ln, int ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&ln->mu);
+    while (ln->state == LANE_BUSY)
+        if (pthread_cond_timedwait(&ln->cv, &ln->mu, &until) != 0)
+            break;
+    pthread_mutex_unlock(&ln->mu);
+}
+
+static void lane_submit(lane *ln)
+{
+    pthread_mutex_lock(&ln->mu);
+    ln->state = LANE_BUSY;
+    pthread_cond_broadcast(&ln->cv);
+    pthread_mutex_unlock(&ln->mu);
+}
+
+/* Pauses or resumes the assigned partitions of one lane (p % nlanes == idx). */
+static void lane_set_paused(consumer_loop *l, lane *ln, int pause)
+{
+    if (ln->paused == pause)
         return;
     rd_kafka_topic_partition_list_t *parts = NULL;
     if (rd_kafka_assignment(l->rk, &parts) == RD_KAFKA_RESP_ERR_NO_ERROR && parts) {
-        if (pause)
-            rd_kafka_pause_partitions(l->rk, parts);
-        else
-            rd_kafka_resume_partitions(l->rk, parts);
-        sk_log(SK_LOG_INFO, pause ? "consumption_paused" : "consumption_resumed", "partitions=%d",
-               parts->cnt);
+        rd_kafka_topic_partition_list_t *mine = rd_kafka_topic_partition_list_new(parts->cnt);
+        for (int i = 0; i < parts->cnt; i++)
+            if (parts->elems[i].partition % l->nlanes == ln->idx)
+                rd_kafka_topic_partition_list_add(mine, parts->elems[i].topic,
+                                                  parts->elems[i].partition);
+        if (mine->cnt > 0) {
+            if (pause)
+                rd_kafka_pause_partitions(l->rk, mine);
+            else
+                rd_kafka_resume_partitions(l->rk, mine);
+        }
+        sk_log(SK_LOG_INFO, pause ? "consumption_paused" : "consumption_resumed",
+               "writer=%d partitions=%d", ln->idx, mine->cnt);
+        rd_kafka_topic_partition_list_destroy(mine);
         rd_kafka_topic_partition_list_destroy(parts);
     }
-    l->paused = pause;
-    atomic_store(&l->m->paused, pause);
+    ln->paused = pause;
+    int any = 0;
+    for (int i = 0; i < l->nlanes; i++)
+        any |= l->lanes[i].paused;
+    atomic_store(&l->m->paused, any);
 }
 
-/* Produces every poison message of the batch to the DLQ and waits for the reports.
+/* Produces every poison message of batch b to the DLQ and waits for the reports.
  * @returns 0 when all were acknowledged. */
-static int batch_dead_letter(consumer_loop *l)
+static int batch_dead_letter(consumer_loop *l, consumer_batch *b)
 {
-    size_t n = consumer_batch_count(l->batch);
+    size_t n = consumer_batch_count(b);
     size_t sent = 0;
     l->dlq_failed = 0;
     for (size_t i = 0; i < n; i++) {
-        consumer_batch_msg *m = consumer_batch_msg_at(l->batch, i);
+        consumer_batch_msg *m = consumer_batch_msg_at(b, i);
         if (m->err == CONSUMER_MSG_OK)
             continue;
         rd_kafka_headers_t *h = rd_kafka_headers_new(4);
@@ -126,11 +236,11 @@ static int batch_dead_letter(consumer_loop *l)
         rd_kafka_header_add(h, "source.topic", -1, l->cfg->topic, -1);
         rd_kafka_header_add(h, "source.partition", -1, part, -1);
         rd_kafka_header_add(h, "source.offset", -1, off, -1);
-        const void *key = consumer_batch_key(l->batch, m);
+        const void *key = consumer_batch_key(b, m);
         rd_kafka_resp_err_t err = rd_kafka_producev(
             l->dlq, RD_KAFKA_V_TOPIC(l->cfg->dlq_topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
             RD_KAFKA_V_KEY((void *)key, key ? m->key_len : 0),
-            RD_KAFKA_V_VALUE((void *)consumer_batch_value(l->batch, m), m->val_len),
+            RD_KAFKA_V_VALUE((void *)consumer_batch_value(b, m), m->val_len),
             RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
         if (err) {
             rd_kafka_headers_destroy(h); /* only freed by librdkafka on success */
@@ -149,7 +259,7 @@ static int batch_dead_letter(consumer_loop *l)
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        consumer_batch_msg *m = consumer_batch_msg_at(l->batch, i);
+        consumer_batch_msg *m = consumer_batch_msg_at(b, i);
         if (m->err != CONSUMER_MSG_OK) {
             atomic_fetch_add(&l->m->dead_lettered[m->err], 1);
             sk_log(SK_LOG_INFO, "dead_letter", "error=%s partition=%" PRId32 " offset=%" PRId64,
@@ -159,10 +269,10 @@ static int batch_dead_letter(consumer_loop *l)
     return 0;
 }
 
-static void batch_commit_offsets(consumer_loop *l, int sync)
+static void batch_commit_offsets(consumer_loop *l, consumer_batch *b, int sync)
 {
     const consumer_batch_pos *pos;
-    size_t n = consumer_batch_positions(l->batch, &pos);
+    size_t n = consumer_batch_positions(b, &pos);
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new((int)n);
     for (size_t i = 0; i < n; i++)
         rd_kafka_topic_partition_list_add(list, l->cfg->topic, pos[i].partition)->offset =
@@ -173,73 +283,187 @@ static void batch_commit_offsets(consumer_loop *l, int sync)
     rd_kafka_topic_partition_list_destroy(list);
 }
 
-/* One attempt to make the batch durable. @returns 0 (batch done and cleared) or -1. */
-static int batch_flush(consumer_loop *l, int sync_commit)
+/* Records a finished database step of the lane's `writing` batch (rc, res, secs). */
+static void lane_db_result(consumer_loop *l, lane *ln, int rc, const consumer_db_result *res,
+                           double secs)
 {
-    size_t n = consumer_batch_count(l->batch);
-    if (n == 0)
-        return 0;
-    if (!l->deduped) {
-        if (consumer_batch_dedup(l->batch) < 0) {
-            sk_log(SK_LOG_ERROR, "batch_failed", "reason=\"out of memory\"");
-            return -1;
-        }
-        l->deduped = 1;
+    if (rc != 0) {
+        atomic_fetch_add(&l->m->batch_failures, 1);
+        atomic_store(&l->m->db_up, 0);
+        sk_log(SK_LOG_WARN, "batch_failed", "writer=%d messages=%zu err=\"%s\"", ln->idx,
+               consumer_batch_count(ln->writing), consumer_db_errstr(ln->db));
+        return;
     }
-    if (!l->db_done) {
-        consumer_db_result res;
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (consumer_db_write(l->db, l->batch, &res) != 0) {
-            atomic_fetch_add(&l->m->batch_failures, 1);
-            atomic_store(&l->m->db_up, 0);
-            sk_log(SK_LOG_WARN, "batch_failed", "messages=%zu backoff_ms=%" PRId64 " err=\"%s\"", n,
-                   l->backoff_ms, consumer_db_errstr(l->db));
-            return -1;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-        consumer_hist_observe(&l->m->tx_seconds, secs);
-        atomic_fetch_add(&l->m->created, (uint_fast64_t)res.created);
-        atomic_fetch_add(&l->m->rejected, (uint_fast64_t)res.rejected);
-        atomic_fetch_add(&l->m->duplicates, (uint_fast64_t)res.duplicates);
-        atomic_store(&l->m->db_up, 1);
-        for (size_t i = 0; i < res.nrejects; i++)
-            sk_log(SK_LOG_WARN, "stock_inconsistency",
-                   "event_id=%" PRId64 " rejected=%ld msg=\"orders beyond the database stock\"",
-                   res.rejects[i].event_id, res.rejects[i].count);
-        sk_log(SK_LOG_DEBUG, "batch_written",
-               "messages=%zu created=%ld rejected=%ld duplicates=%ld unknown_event=%ld tx_ms=%.2f", n,
-               res.created, res.rejected, res.duplicates, res.unknown_event, secs * 1e3);
-        l->db_done = 1;
-    }
-    if (batch_dead_letter(l) != 0)
+    consumer_hist_observe(&l->m->tx_seconds, secs);
+    atomic_fetch_add(&l->m->created, (uint_fast64_t)res->created);
+    atomic_fetch_add(&l->m->rejected, (uint_fast64_t)res->rejected);
+    atomic_fetch_add(&l->m->duplicates, (uint_fast64_t)res->duplicates);
+    atomic_store(&l->m->db_up, 1);
+    for (size_t i = 0; i < res->nrejects; i++)
+        sk_log(SK_LOG_WARN, "stock_inconsistency",
+               "event_id=%" PRId64 " rejected=%ld msg=\"orders beyond the database stock\"",
+               res->rejects[i].event_id, res->rejects[i].count);
+    sk_log(SK_LOG_DEBUG, "batch_written",
+           "writer=%d messages=%zu created=%ld rejected=%ld duplicates=%ld unknown_event=%ld tx_ms=%.2f",
+           ln->idx, consumer_batch_count(ln->writing), res->created, res->rejected, res->duplicates,
+           res->unknown_event, secs * 1e3);
+    ln->db_done = 1;
+}
+
+/* After the database step: dead letters, then the offsets. @returns 0 when the
+ * batch is complete (and cleared), -1 to retry later (the DLQ failed). */
+static int lane_finish(consumer_loop *l, lane *ln, int sync_commit)
+{
+    if (batch_dead_letter(l, ln->writing) != 0)
         return -1;
-    batch_commit_offsets(l, sync_commit);
+    batch_commit_offsets(l, ln->writing, sync_commit);
     atomic_fetch_add(&l->m->batches, 1);
-    consumer_hist_observe(&l->m->batch_size, (double)n);
-    batch_reset(l);
+    consumer_hist_observe(&l->m->batch_size, (double)consumer_batch_count(ln->writing));
+    consumer_batch_clear(ln->writing);
+    ln->deduped = ln->db_done = 0;
     return 0;
 }
 
-/* Flush with the failure policy: on failure pause and schedule a retry with backoff. */
-static void batch_flush_or_backoff(consumer_loop *l)
+static void lane_succeeded(consumer_loop *l, lane *ln)
 {
-    if (batch_flush(l, 0) == 0) {
-        if (l->failing)
-            sk_log(SK_LOG_INFO, "database_back", "after_backoff_ms=%" PRId64, l->backoff_ms);
-        l->failing = 0;
-        l->backoff_ms = 0;
-        set_paused(l, 0);
+    if (ln->failing)
+        sk_log(SK_LOG_INFO, "database_back", "writer=%d", ln->idx);
+    ln->failing = 0;
+    ln->backoff_ms = 0;
+    lane_set_paused(l, ln, 0);
+}
+
+/* Failure policy: pause the lane's partitions (what is already fetched is retried as
+ * is; memory stays bounded) and retry the same batch after a capped backoff. */
+static void lane_failed(consumer_loop *l, lane *ln)
+{
+    lane_set_paused(l, ln, 1);
+    ln->failing = 1;
+    ln->backoff_ms = ln->backoff_ms ? ln->backoff_ms * 2 : l->cfg->retry_min_ms;
+    if (ln->backoff_ms > l->cfg->retry_max_ms)
+        ln->backoff_ms = l->cfg->retry_max_ms;
+    ln->next_retry_ms = now_ms() + ln->backoff_ms;
+}
+
+/* Hands `writing` to the lane thread (or, when the database step is already done,
+ * only retries the dead letters). */
+static void lane_start_write(consumer_loop *l, lane *ln)
+{
+    if (!ln->deduped) {
+        if (consumer_batch_dedup(ln->writing) < 0) {
+            sk_log(SK_LOG_ERROR, "out_of_memory", "where=dedup");
+            lane_failed(l, ln);
+            return;
+        }
+        ln->deduped = 1;
+    }
+    if (ln->db_done) {
+        if (lane_finish(l, ln, 0) == 0)
+            lane_succeeded(l, ln);
+        else
+            lane_failed(l, ln);
         return;
     }
-    /* Stop fetching: what is already in the batch is retried as is, memory stays bounded. */
-    set_paused(l, 1);
-    l->failing = 1;
-    l->backoff_ms = l->backoff_ms ? l->backoff_ms * 2 : l->cfg->retry_min_ms;
-    if (l->backoff_ms > l->cfg->retry_max_ms)
-        l->backoff_ms = l->cfg->retry_max_ms;
-    l->next_retry_ms = now_ms() + l->backoff_ms;
+    lane_submit(ln);
+}
+
+/* Collects a finished write of the lane thread, if any: dead letters, offsets, or
+ * the failure policy. @returns the lane's state after (BUSY or IDLE). */
+static lane_state lane_collect(consumer_loop *l, lane *ln, int sync_commit)
+{
+    lane_state st = lane_get_state(ln);
+    if (st != LANE_DONE)
+        return st;
+    pthread_mutex_lock(&ln->mu);
+    int rc = ln->rc;
+    consumer_db_result res = ln->res;
+    double secs = ln->secs;
+    ln->state = LANE_IDLE;
+    pthread_mutex_unlock(&ln->mu);
+    lane_db_result(l, ln, rc, &res, secs);
+    if (rc == 0 && lane_finish(l, ln, sync_commit) == 0)
+        lane_succeeded(l, ln);
+    else
+        lane_failed(l, ln);
+    return LANE_IDLE;
+}
+
+/* The main thread's turn on one lane: collect a result, start the next write. */
+static void lane_service(consumer_loop *l, lane *ln)
+{
+    if (lane_collect(l, ln, 0) == LANE_BUSY)
+        return;
+    int64_t now = now_ms();
+    if (consumer_batch_count(ln->writing) > 0) {
+        if (ln->failing && now >= ln->next_retry_ms)
+            lane_start_write(l, ln);
+        return;
+    }
+    size_t count = consumer_batch_count(ln->filling);
+    if (count > 0 && (count >= (size_t)l->cfg->batch_max || now >= ln->filling_deadline_ms)) {
+        consumer_batch *t = ln->writing; /* empty */
+        ln->writing = ln->filling;
+        ln->filling = t;
+        ln->deduped = ln->db_done = 0;
+        lane_start_write(l, ln);
+    }
+}
+
+/* Writes everything the lane holds, synchronously on the main thread (the lane thread
+ * is idle), one attempt each unless `deadline_ms` allows retries; what cannot be
+ * written is abandoned: the next owner of the partitions replays it. Used on revoke
+ * and at shutdown. */
+static void lane_drain_sync(consumer_loop *l, lane *ln, int64_t deadline_ms, const char *why)
+{
+    lane_wait(ln);
+    lane_collect(l, ln, 1); /* a finished result, if any; starts nothing new */
+    consumer_batch *order[2] = {ln->writing, ln->filling};
+    for (int k = 0; k < 2; k++) {
+        consumer_batch *b = order[k];
+        if (consumer_batch_count(b) == 0)
+            continue;
+        if (b != ln->writing) { /* move `filling` into the writing slot */
+            consumer_batch *t = ln->writing;
+            ln->writing = ln->filling;
+            ln->filling = t;
+            ln->deduped = ln->db_done = 0;
+        }
+        int ok = 0;
+        for (int attempt = 0; !ok; attempt++) {
+            if (attempt > 0 && now_ms() >= deadline_ms)
+                break;
+            if (attempt > 0 || ln->failing) {
+                if (now_ms() >= deadline_ms)
+                    break;
+                /* Shutdown retries: a short pause between attempts, within the deadline. */
+                int64_t ms = l->cfg->retry_min_ms;
+                struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+            if (!ln->deduped && consumer_batch_dedup(ln->writing) >= 0)
+                ln->deduped = 1;
+            if (!ln->db_done) {
+                consumer_db_result res;
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                int rc = consumer_db_write(ln->db, ln->writing, &res);
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                lane_db_result(l, ln, rc, &res,
+                               (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+            }
+            ok = ln->db_done && lane_finish(l, ln, 1) == 0;
+        }
+        if (!ok) {
+            sk_log(SK_LOG_WARN, "batch_abandoned", "writer=%d messages=%zu reason=%s", ln->idx,
+                   consumer_batch_count(ln->writing), why);
+            atomic_fetch_add(&l->m->abandoned, 1);
+            consumer_batch_clear(ln->writing);
+            ln->deduped = ln->db_done = 0;
+        }
+    }
+    consumer_batch_clear(ln->filling);
+    ln->failing = 0;
+    ln->backoff_ms = 0;
 }
 
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -255,22 +479,16 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             rd_kafka_assign(rk, parts);
         return;
     }
-    /* Revoked: write the in-flight batch now (one attempt, unless the database is
-     * known to be down) so the next owner starts after it; otherwise abandon it: the
-     * next owner replays it from the committed offsets, harmlessly. */
-    if (consumer_batch_count(l->batch) > 0) {
-        if (l->failing || batch_flush(l, 1) != 0) {
-            sk_log(SK_LOG_WARN, "batch_abandoned", "messages=%zu reason=revoke",
-                   consumer_batch_count(l->batch));
-            atomic_fetch_add(&l->m->abandoned, 1);
-            batch_reset(l);
-        }
+    /* Revoked: write what is in flight now (one attempt per batch, none if the
+     * database is known to be down) so the next owner starts after it; otherwise
+     * abandon it: the next owner replays it from the committed offsets, harmlessly. */
+    for (int i = 0; i < l->nlanes; i++) {
+        lane *ln = &l->lanes[i];
+        lane_drain_sync(l, ln, ln->failing ? 0 : now_ms(), "revoke");
+        ln->paused = 0; /* a new assignment starts unpaused */
     }
-    sk_log(SK_LOG_INFO, "partitions_revoked", "count=%d", parts->cnt);
-    l->paused = 0; /* a new assignment starts unpaused */
     atomic_store(&l->m->paused, 0);
-    l->failing = 0;
-    l->backoff_ms = 0;
+    sk_log(SK_LOG_INFO, "partitions_revoked", "count=%d", parts->cnt);
     if (cooperative)
         rd_kafka_error_destroy(rd_kafka_incremental_unassign(rk, parts));
     else
@@ -335,11 +553,20 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
     }
     l->cfg = cfg;
     l->m = m;
-    l->batch = consumer_batch_new();
-    l->db = consumer_db_new(cfg->pg);
-    if (!l->batch || !l->db) {
-        snprintf(errstr, errstr_size, "out of memory");
-        goto fail;
+    l->nlanes = (int)(cfg->writers < 1 ? 1 : cfg->writers > MAX_LANES ? MAX_LANES : cfg->writers);
+    for (int i = 0; i < l->nlanes; i++) {
+        lane *ln = &l->lanes[i];
+        ln->idx = i;
+        ln->l = l;
+        pthread_mutex_init(&ln->mu, NULL);
+        pthread_cond_init(&ln->cv, NULL);
+        ln->filling = consumer_batch_new();
+        ln->writing = consumer_batch_new();
+        ln->db = consumer_db_new(cfg->pg);
+        if (!ln->filling || !ln->writing || !ln->db) {
+            snprintf(errstr, errstr_size, "out of memory");
+            goto fail;
+        }
     }
     const char *cons_defaults[] = {"client.id", "seckill-consumer",
                                    "auto.offset.reset", "earliest",
@@ -385,6 +612,14 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
         snprintf(errstr, errstr_size, "subscribe %s: %s", cfg->topic, rd_kafka_err2str(err));
         goto fail;
     }
+    l->cq = rd_kafka_queue_get_consumer(l->rk);
+    for (int i = 0; i < l->nlanes; i++) {
+        if (pthread_create(&l->lanes[i].thread, NULL, lane_thread, &l->lanes[i]) != 0) {
+            snprintf(errstr, errstr_size, "cannot start a writer thread");
+            goto fail;
+        }
+        l->lanes[i].started = 1;
+    }
     return l;
 fail:
     consumer_loop_free(l);
@@ -417,45 +652,58 @@ static void lag_update(consumer_loop *l)
 int consumer_loop_run(consumer_loop *l, volatile sig_atomic_t *stop)
 {
     int64_t next_lag = 0;
-    size_t batch_max = (size_t)l->cfg->batch_max;
-    sk_log(SK_LOG_INFO, "consuming", "topic=%s group=%s dlq=%s batch_max=%zu batch_ms=%lld",
-           l->cfg->topic, l->cfg->group_id, l->cfg->dlq_topic, batch_max, l->cfg->batch_ms);
+    sk_log(SK_LOG_INFO, "consuming",
+           "topic=%s group=%s dlq=%s batch_max=%lld batch_ms=%lld writers=%d", l->cfg->topic,
+           l->cfg->group_id, l->cfg->dlq_topic, l->cfg->batch_max, l->cfg->batch_ms, l->nlanes);
     while (!*stop && !l->fatal) {
         int64_t now = now_ms();
         int64_t wake = now + 100; /* the stop flag is checked at least this often */
-        size_t count = consumer_batch_count(l->batch);
-        if (l->failing)
-            wake = l->next_retry_ms < wake ? l->next_retry_ms : wake;
-        else if (count > 0)
-            wake = l->batch_deadline_ms < wake ? l->batch_deadline_ms : wake;
+        for (int i = 0; i < l->nlanes; i++) {
+            lane *ln = &l->lanes[i];
+            if (ln->failing && consumer_batch_count(ln->writing) > 0 && ln->next_retry_ms < wake)
+                wake = ln->next_retry_ms;
+            if (consumer_batch_count(ln->filling) > 0 && ln->filling_deadline_ms < wake)
+                wake = ln->filling_deadline_ms;
+        }
+        /* Backpressure: a writer still busy with the previous batch and a full next
+         * one means the database is the bottleneck: take nothing more in until it is
+         * done (a write takes far less than max.poll.interval.ms). A failing writer
+         * is not busy (its partitions are paused instead), so polling goes on. */
+        lane *full = NULL;
+        for (int i = 0; i < l->nlanes && !full; i++)
+            if (consumer_batch_count(l->lanes[i].filling) >= (size_t)l->cfg->batch_max &&
+                lane_get_state(&l->lanes[i]) == LANE_BUSY)
+                full = &l->lanes[i];
+        if (full) {
+            lane_wait_ms(full, 100);
+            for (int i = 0; i < l->nlanes; i++)
+                lane_service(l, &l->lanes[i]);
+            continue;
+        }
         int timeout = wake > now ? (int)(wake - now) : 0;
-        /* While the batch is full (and not failing) nothing more is taken in. */
-        rd_kafka_message_t *msg =
-            (count >= batch_max && !l->failing) ? NULL : rd_kafka_consumer_poll(l->rk, timeout);
+        /* Lane threads wake this poll (rd_kafka_queue_yield) when a write finishes. */
+        rd_kafka_message_t *msg = rd_kafka_consumer_poll(l->rk, timeout);
         if (msg) {
             if (msg->err) {
                 if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                     sk_log(SK_LOG_WARN, "consume_error", "err=%s msg=\"%s\"",
                            rd_kafka_err2name(msg->err), rd_kafka_message_errstr(msg));
             } else {
-                if (count == 0)
-                    l->batch_deadline_ms = now + l->cfg->batch_ms;
-                if (consumer_batch_add(l->batch, msg->partition, msg->offset, msg->key,
+                lane *ln = &l->lanes[(msg->partition < 0 ? 0 : msg->partition) % l->nlanes];
+                if (consumer_batch_count(ln->filling) == 0)
+                    ln->filling_deadline_ms = now + l->cfg->batch_ms;
+                if (consumer_batch_add(ln->filling, msg->partition, msg->offset, msg->key,
                                        msg->key_len, msg->payload, msg->len) != 0) {
                     sk_log(SK_LOG_ERROR, "out_of_memory", "where=batch_add");
                     l->fatal = 1;
                 }
                 atomic_fetch_add_explicit(&l->m->consumed, 1, memory_order_relaxed);
-                count++;
             }
             rd_kafka_message_destroy(msg);
         }
         now = now_ms();
-        if (count > 0) {
-            if (l->failing ? now >= l->next_retry_ms
-                           : (count >= batch_max || now >= l->batch_deadline_ms))
-                batch_flush_or_backoff(l);
-        }
+        for (int i = 0; i < l->nlanes; i++)
+            lane_service(l, &l->lanes[i]);
         if (now >= next_lag) {
             lag_update(l);
             rd_kafka_poll(l->dlq, 0);
@@ -463,21 +711,11 @@ int consumer_loop_run(consumer_loop *l, volatile sig_atomic_t *stop)
         }
     }
 
-    /* Shutdown: finish the batch within shutdown_ms (retrying if the database is away),
-     * then close, which commits nothing more (we commit ourselves) and leaves the group. */
+    /* Shutdown: finish every batch within shutdown_ms (retrying if the database is
+     * away), then close, which leaves the group (we commit ourselves). */
     int64_t deadline = now_ms() + l->cfg->shutdown_ms;
-    while (consumer_batch_count(l->batch) > 0 && now_ms() < deadline) {
-        if (batch_flush(l, 1) == 0)
-            break;
-        int64_t wait = l->cfg->retry_min_ms;
-        struct timespec ts = {.tv_sec = wait / 1000, .tv_nsec = (wait % 1000) * 1000000};
-        nanosleep(&ts, NULL);
-    }
-    if (consumer_batch_count(l->batch) > 0) {
-        sk_log(SK_LOG_WARN, "batch_abandoned", "messages=%zu reason=shutdown",
-               consumer_batch_count(l->batch));
-        batch_reset(l);
-    }
+    for (int i = 0; i < l->nlanes; i++)
+        lane_drain_sync(l, &l->lanes[i], deadline, "shutdown");
     rd_kafka_resp_err_t err = rd_kafka_consumer_close(l->rk);
     if (err)
         sk_log(SK_LOG_WARN, "close_failed", "err=%s", rd_kafka_err2name(err));
@@ -490,11 +728,29 @@ void consumer_loop_free(consumer_loop *l)
 {
     if (!l)
         return;
+    for (int i = 0; i < l->nlanes; i++) {
+        lane *ln = &l->lanes[i];
+        if (ln->started) {
+            pthread_mutex_lock(&ln->mu);
+            ln->quit = 1;
+            pthread_cond_broadcast(&ln->cv);
+            pthread_mutex_unlock(&ln->mu);
+            pthread_join(ln->thread, NULL);
+        }
+    }
+    if (l->cq)
+        rd_kafka_queue_destroy(l->cq);
     if (l->rk)
         rd_kafka_destroy(l->rk);
     if (l->dlq)
         rd_kafka_destroy(l->dlq);
-    consumer_batch_free(l->batch);
-    consumer_db_free(l->db);
+    for (int i = 0; i < l->nlanes; i++) {
+        lane *ln = &l->lanes[i];
+        consumer_batch_free(ln->filling);
+        consumer_batch_free(ln->writing);
+        consumer_db_free(ln->db);
+        pthread_mutex_destroy(&ln->mu);
+        pthread_cond_destroy(&ln->cv);
+    }
     free(l);
 }

@@ -1,8 +1,10 @@
 /* consumer_loop: the Kafka side of seckill-consumer and the batch life cycle.
  *
- * One thread (the caller's) runs everything: rd_kafka_consumer_poll, which also runs
- * the rebalance callback; batch building; the PostgreSQL transaction; dead letters;
- * offset commits. A batch ends by count (batch.max) or age (batch.ms) and then:
+ * The caller's thread runs Kafka: rd_kafka_consumer_poll (which also runs the
+ * rebalance callback), batch building, dead letters and offset commits. PostgreSQL
+ * transactions run on `writers` threads, one connection each; partition p always goes
+ * to writer p % writers, so one partition's batches stay in order. A batch ends by
+ * count (batch.max) or age (batch.ms) and then:
  *   1. PostgreSQL transaction (consumer_db_write); on failure: pause the assigned
  *      partitions, retry the same batch with capped exponential backoff while still
  *      polling (so the group membership survives), resume after the first success;
@@ -30,6 +32,7 @@ typedef struct consumer_cfg {
     long long retry_min_ms;
     long long retry_max_ms;
     long long shutdown_ms;
+    long long writers; /* writer threads (PostgreSQL connections), partition p -> p % writers */
     long long http_port;
     int migrate;
     char *log_level;
