@@ -19,9 +19,6 @@ for tool in wrk redis-cli redis-benchmark; do
 done
 [ -x "$BIN/seckill-order" ] && [ -x "$BIN/seckill-devkafka" ] || { echo "bench-order: build seckill-order and seckill-devkafka into $BIN" >&2; exit 1; }
 
-# Redis host/port from the URL (redis://[user:pass@]host:port[/db]); the bench Redis has no password.
-hp=${SECKILL_REDIS_URL#redis://}; hp=${hp#*@}; hp=${hp%%/*}
-RHOST=${hp%%:*}; RPORT=${hp##*:}
 WORK=$(mktemp -d /tmp/bench-order.XXXXXX)
 PIDS=()
 cleanup() {
@@ -40,13 +37,27 @@ wait_for() { # file-or-url, seconds
     echo "bench-order: $1 not ready" >&2; return 1
 }
 
+if [ "${BENCH_REDIS:-private}" = stack ]; then
+    # host/port from the URL (redis://[user:pass@]host:port[/db]); the stack's Redis has no password
+    hp=${SECKILL_REDIS_URL#redis://}; hp=${hp#*@}; hp=${hp%%/*}
+    RHOST=${hp%%:*}; RPORT=${hp##*:}
+    REDIS_DESC="the stack's Redis"
+else
+    RHOST=127.0.0.1; RPORT=$(free_port)
+    redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$WORK" --appendonly yes --appendfsync always \
+        --save "" --daemonize no --logfile "$WORK/redis.log" &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    REDIS_DESC="a private redis-server (AOF, appendfsync always)"
+fi
+
 "$BIN/seckill-devkafka" --bootstrap-file "$WORK/kafka.bootstrap" --control-file "$WORK/kafka.control" \
     >"$WORK/devkafka.log" 2>&1 &
 PIDS+=($!)
 wait_for "$WORK/kafka.bootstrap" 20
 PORT=$(free_port)
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-env -u SECKILL_PG SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$PORT" SECKILL_HTTP_BIND=127.0.0.1 \
+env -u SECKILL_PG SECKILL_REDIS_URL="redis://$RHOST:$RPORT" SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$PORT" SECKILL_HTTP_BIND=127.0.0.1 \
     SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
     SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 SECKILL_WORKERS="${BENCH_WORKERS:-0}" \
     "$BIN/seckill-order" >"$WORK/order.log" 2>&1 &
@@ -86,6 +97,11 @@ total() { awk '/requests in/ { print $1 }' "$1"; }
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 run_wrk accept $EV_ACCEPT
+curl -fsS "http://127.0.0.1:$PORT/metrics" >"$WORK/accept.metrics" || true
+# mean of one accept-path stage in ms, from the service's own histogram (sum / count)
+stage_ms() { awk -v s="$1" -F'[ ]' '$1 == "seckill_order_stage_seconds_sum{stage=\""s"\"}" { sum = $2 }
+    $1 == "seckill_order_stage_seconds_count{stage=\""s"\"}" { n = $2 }
+    END { if (n > 0) printf "%.2f", sum * 1000 / n; else print "n/a" }' "$WORK/accept.metrics"; }
 # Prime the flag (first answer comes from Redis), then measure the sold-out path.
 run_wrk sold_out $EV_SOLD
 
@@ -112,11 +128,13 @@ S_N=$(total "$WORK/sold_out.wrk"); S_BAD=$(non2xx "$WORK/sold_out.wrk")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 printf '\nload average before the runs: %s (other work on the machine shares the 2 cores)\n' "$LOAD0"
-printf 'seckill-order (%s s per run, %s connections, wrk -t2; seckill-order 2 workers; one shared Redis; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS"
+printf 'seckill-order (%s s per run, %s connections, wrk -t2; seckill-order %s workers; %s; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS" "${BENCH_WORKERS:-one per core,}" "$REDIS_DESC"
 printf '%-34s %12s %9s %9s %s\n' "path" "requests/s" "p50 ms" "p99 ms" "notes"
 printf '%-34s %12s %9s %9s %s\n' "accept (202, distinct users)" "$A_RPS" "$A50" "$A99" "$A_N requests, $A_BAD not 2xx, $accepted_in_redis reserved in Redis, $(cpu_us accept) us CPU/request in seckill-order"
 printf '%-34s %12s %9s %9s %s\n' "sold out (409, in-process flag)" "$S_RPS" "$S50" "$S99" "$S_N requests, $S_BAD answered 409, $(cpu_us sold_out) us CPU/request"
 printf '%-34s %12s %9s %9s %s\n' "redis-benchmark EVALSHA reserve -P16" "$REDIS_RPS" "" "" "same Redis, same run"
+printf 'accept path, mean per stage inside seckill-order: reserve.lua %s ms, Kafka produce -> delivery report %s ms, confirm.lua %s ms\n' \
+    "$(stage_ms reserve)" "$(stage_ms kafka)" "$(stage_ms confirm)"
 printf 'accept / redis = %s (target >= 0.25); sold_out / accept = %s (target >= 1.5); accept p99 %s ms (target <= 10)\n' \
     "$(ratio "$A_RPS" "$REDIS_RPS")" "$(ratio "$S_RPS" "$A_RPS")" "$A99"
 printf '{"bench":"order","seconds":%s,"connections":%s,"accept_rps":%s,"accept_p50_ms":%s,"accept_p99_ms":%s,"accept_not_2xx":%s,"sold_out_rps":%s,"sold_out_p50_ms":%s,"sold_out_p99_ms":%s,"redis_evalsha_rps":%s,"accept_over_redis":%s,"sold_out_over_accept":%s,"accept_cpu_us":%s,"sold_out_cpu_us":%s,"loadavg_1m":%s}\n' \

@@ -3,7 +3,7 @@
  * Placing an order is a chain of continuations on one worker:
  *   token -> sold-out flag -> rate limit -> order id (libidgen) -> EVALSHA reserve.lua
  *   -> produce to Kafka ... delivery report (poll thread, handed back through the inbox)
- *   -> EVALSHA confirm.lua -> 202, or on a failed delivery: NOT_PERSISTED -> cancel.lua
+ *   -> SET index, EVALSHA confirm.lua, 202 (not waiting for confirm's answer), or on a failed delivery: NOT_PERSISTED -> cancel.lua
  *   -> 503; POSSIBLY_PERSISTED -> the reservation stays pending -> 503 with the order id.
  * No 202 is sent before Kafka acknowledged the order. Every answer goes through
  * reply(), which counts it in the metrics and the in-flight gauge. */
@@ -40,6 +40,7 @@ typedef struct order_req {
     rd_kafka_resp_err_t dr_err;
     rd_kafka_msg_status_t dr_status;
     int load_rc; /* order_loader_load's result, for event creation */
+    int64_t stage_us; /* when the current accept-path stage started (metrics) */
     order_pg_job job;
 } order_req;
 
@@ -64,9 +65,11 @@ static const char *reason(int status)
     }
 }
 
-static void reply_raw(order_worker *w, struct evhttp_request *req, order_route_id route,
-                      int64_t start_us, int status, const char *ctype, const char *body,
-                      size_t len)
+/* Sends the answer and counts it; the request stays "in flight" (the gauge, and the bound
+ * that SIGTERM waits on) until request_done. */
+static void reply_send(order_worker *w, struct evhttp_request *req, order_route_id route,
+                       int64_t start_us, int status, const char *ctype, const char *body,
+                       size_t len)
 {
     order_app *app = w->app;
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
@@ -76,7 +79,19 @@ static void reply_raw(order_worker *w, struct evhttp_request *req, order_route_i
     evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
     evhttp_send_reply(req, status, reason(status), NULL);
     order_metrics_request(&app->metrics, route, status, order_time_mono_us() - start_us);
-    atomic_fetch_sub_explicit(&app->metrics.requests_inflight, 1, memory_order_relaxed);
+}
+
+static void request_done(order_worker *w)
+{
+    atomic_fetch_sub_explicit(&w->app->metrics.requests_inflight, 1, memory_order_relaxed);
+}
+
+static void reply_raw(order_worker *w, struct evhttp_request *req, order_route_id route,
+                      int64_t start_us, int status, const char *ctype, const char *body,
+                      size_t len)
+{
+    reply_send(w, req, route, start_us, status, ctype, body, len);
+    request_done(w);
 }
 
 static void reply_json(order_worker *w, struct evhttp_request *req, order_route_id route,
@@ -194,33 +209,54 @@ static void set_order_index(order_req *r)
     order_redis_command(r->w->redis, 5, argv, lens, NULL, NULL);
 }
 
+/* confirm.lua's answer, after the 202 went out: only book-keeping is left. */
 static void on_confirmed(redisReply *reply, void *arg)
 {
     order_req *r = arg;
+    order_metrics_stage(&r->w->app->metrics, ORDER_STAGE_CONFIRM, order_time_mono_us() - r->stage_us);
     if (!reply || reply->type != REDIS_REPLY_INTEGER)
         /* Kafka has the order: it will reach PostgreSQL. Only the pending entry stays
          * behind, which the reconciler finds already written. */
         sk_log(SK_LOG_WARN, "confirm_failed", "order_id=%" PRIu64 " event_id=%" PRIu64,
                r->order_id, r->event_id);
+    request_done(r->w);
+    free(r);
+}
+
+/* Kafka acknowledged the order. The 202 rests on that acknowledgement alone, so it goes
+ * out right after the index and confirm.lua are sent, without waiting for their answer:
+ * under appendfsync always that answer costs one more fsync of latency. Both commands
+ * are already on the connection, ahead of anything the client can send after the 202,
+ * and a confirm that never lands only leaves a pending entry for the reconciler, which
+ * must check Kafka and PostgreSQL before it gives stock back anyway. The request counts
+ * as in flight until confirm.lua answers, so SIGTERM waits for it. */
+static void accept_order(order_req *r)
+{
+    set_order_index(r);
+    char pending[ORDER_KEY_MAX], accepted[ORDER_KEY_MAX], oid[24];
+    const char *args[3] = {pending, accepted, oid};
+    size_t lens[3] = {order_key(r->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
+                      order_key(r->event_id, ORDER_KEY_ACCEPTED, accepted, sizeof(accepted)),
+                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
+    int sent = order_redis_script(r->w->redis, ORDER_SCRIPT_CONFIRM, 2, 3, args, lens,
+                                  on_confirmed, r) == 0;
     char body[128];
     size_t n = order_reply_order_queued(body, sizeof(body), r->order_id);
-    req_json(r, 202, body, n);
+    reply_send(r->w, r->req, r->route, r->start_us, 202, "application/json", body, n);
+    r->req = NULL; /* evhttp owns and frees it once answered */
+    if (!sent)
+        on_confirmed(NULL, r);
 }
 
 static void after_delivery(order_task *t)
 {
     order_req *r = REQ_OF(t);
     order_app *app = r->w->app;
+    int64_t now_us = order_time_mono_us();
+    order_metrics_stage(&app->metrics, ORDER_STAGE_KAFKA, now_us - r->stage_us);
+    r->stage_us = now_us;
     if (r->dr_err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        set_order_index(r);
-        char pending[ORDER_KEY_MAX], accepted[ORDER_KEY_MAX], oid[24];
-        const char *args[3] = {pending, accepted, oid};
-        size_t lens[3] = {order_key(r->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
-                          order_key(r->event_id, ORDER_KEY_ACCEPTED, accepted, sizeof(accepted)),
-                          (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
-        if (order_redis_script(r->w->redis, ORDER_SCRIPT_CONFIRM, 2, 3, args, lens, on_confirmed,
-                               r) != 0)
-            on_confirmed(NULL, r);
+        accept_order(r);
         return;
     }
     atomic_fetch_add_explicit(&app->metrics.kafka_delivery_failures, 1, memory_order_relaxed);
@@ -261,6 +297,7 @@ static void produce(order_req *r)
     size_t vlen = order_msg_encode(&m, value, sizeof(value));
     size_t klen = (size_t)snprintf(key, sizeof(key), "%" PRIu64, r->event_id);
     atomic_fetch_add_explicit(&app->metrics.kafka_inflight, 1, memory_order_relaxed);
+    r->stage_us = order_time_mono_us();
     int err = order_kafka_produce(app->kafka, key, klen, value, vlen, r);
     if (err != 0) {
         atomic_fetch_sub_explicit(&app->metrics.kafka_inflight, 1, memory_order_relaxed);
@@ -275,6 +312,7 @@ static void on_reserved(redisReply *reply, void *arg)
 {
     order_req *r = arg;
     order_app *app = r->w->app;
+    order_metrics_stage(&app->metrics, ORDER_STAGE_RESERVE, order_time_mono_us() - r->stage_us);
     if (!reply || reply->type != REDIS_REPLY_INTEGER) {
         /* No answer: reserve.lua may or may not have run. If it did, the pending entry
          * is the reconciler's to give back; the client is told to retry. */
@@ -312,6 +350,7 @@ static void reserve(order_req *r)
                       (size_t)snprintf(uid, sizeof(uid), "%" PRIu64, r->user),
                       (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id),
                       (size_t)snprintf(now, sizeof(now), "%" PRId64, r->now_ms)};
+    r->stage_us = order_time_mono_us();
     if (order_redis_script(r->w->redis, ORDER_SCRIPT_RESERVE, 4, 7, args, lens, on_reserved, r) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }

@@ -33,6 +33,23 @@ void order_metrics_request(order_metrics *m, order_route_id route, int status, i
                               memory_order_relaxed);
 }
 
+static int bucket_of(int64_t us)
+{
+    for (int i = 0; i < ORDER_METRICS_BUCKETS - 1; i++)
+        if (us <= bounds_us[i])
+            return i;
+    return ORDER_METRICS_BUCKETS - 1;
+}
+
+void order_metrics_stage(order_metrics *m, order_stage stage, int64_t us)
+{
+    if ((unsigned)stage >= ORDER_STAGE_COUNT)
+        return;
+    atomic_fetch_add_explicit(&m->stage[stage][bucket_of(us)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->stage_sum_us[stage], (uint64_t)(us > 0 ? us : 0),
+                              memory_order_relaxed);
+}
+
 void order_metrics_reserve(order_metrics *m, long long code)
 {
     int i = (code >= 0 && code <= 5) ? (int)code : ORDER_METRICS_RESERVE_CODES - 1;
@@ -79,6 +96,24 @@ char *order_metrics_render(order_metrics *m, size_t *len)
                 order_route_name((order_route_id)r), (double)LOAD(m->latency_sum_us[r]) / 1e6);
         fprintf(f, "seckill_order_request_seconds_count{route=\"%s\"} %" PRIu64 "\n",
                 order_route_name((order_route_id)r), cum);
+    }
+    static const char *stages[ORDER_STAGE_COUNT] = {"reserve", "kafka", "confirm"};
+    fprintf(f, "# HELP seckill_order_stage_seconds Accept-path stages: reserve.lua, Kafka delivery, "
+               "confirm.lua.\n# TYPE seckill_order_stage_seconds histogram\n");
+    for (int st = 0; st < ORDER_STAGE_COUNT; st++) {
+        uint64_t cum = 0;
+        for (int b = 0; b < ORDER_METRICS_BUCKETS; b++) {
+            cum += LOAD(m->stage[st][b]);
+            if (b < ORDER_METRICS_BUCKETS - 1)
+                fprintf(f, "seckill_order_stage_seconds_bucket{stage=\"%s\",le=\"%g\"} %" PRIu64 "\n",
+                        stages[st], (double)bounds_us[b] / 1e6, cum);
+            else
+                fprintf(f, "seckill_order_stage_seconds_bucket{stage=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
+                        stages[st], cum);
+        }
+        fprintf(f, "seckill_order_stage_seconds_sum{stage=\"%s\"} %.6f\n", stages[st],
+                (double)LOAD(m->stage_sum_us[st]) / 1e6);
+        fprintf(f, "seckill_order_stage_seconds_count{stage=\"%s\"} %" PRIu64 "\n", stages[st], cum);
     }
     static const char *codes[ORDER_METRICS_RESERVE_CODES] = {
         "ok", "sold_out", "duplicate", "not_started", "ended", "not_loaded", "other"};

@@ -16,7 +16,17 @@
 #define ORDER_METRICS_BUCKETS 13
 #define ORDER_METRICS_RESERVE_CODES 7 /* reserve.lua 0..5, and "other" */
 
+/* Stages of the accept path, timed separately so that a slow answer can be placed. */
+typedef enum {
+    ORDER_STAGE_RESERVE = 0, /* EVALSHA reserve.lua sent -> reply */
+    ORDER_STAGE_KAFKA,       /* produced -> delivery report back on the worker */
+    ORDER_STAGE_CONFIRM,     /* EVALSHA confirm.lua sent -> reply */
+    ORDER_STAGE_COUNT
+} order_stage;
+
 typedef struct order_metrics {
+    _Atomic uint64_t stage[ORDER_STAGE_COUNT][ORDER_METRICS_BUCKETS];
+    _Atomic uint64_t stage_sum_us[ORDER_STAGE_COUNT];
     _Atomic uint64_t requests[ORDER_ROUTE_COUNT][ORDER_METRICS_STATUSES];
     _Atomic uint64_t latency[ORDER_ROUTE_COUNT][ORDER_METRICS_BUCKETS]; /* per bucket, not cumulative */
     _Atomic uint64_t latency_sum_us[ORDER_ROUTE_COUNT];
@@ -33,6 +43,9 @@ typedef struct order_metrics {
 
 /** @brief Counts one answered request of `route` with `status` that took `us`. */
 void order_metrics_request(order_metrics *m, order_route_id route, int status, int64_t us);
+
+/** @brief Counts one accept-path stage that took `us`. */
+void order_metrics_stage(order_metrics *m, order_stage stage, int64_t us);
 
 /** @brief Counts one reserve.lua result code. */
 void order_metrics_reserve(order_metrics *m, long long code);

@@ -82,6 +82,11 @@ static long long key_int(uint64_t event, order_key_kind kind, const char *fmt)
     return v;
 }
 
+static int pending_drained(void *ev)
+{
+    return key_int(*(uint64_t *)ev, ORDER_KEY_PENDING, "HLEN %s") == 0;
+}
+
 static void test_accepted_then_not_persisted(void **state)
 {
     uint64_t ev = load_event(10);
@@ -91,6 +96,7 @@ static void test_accepted_then_not_persisted(void **state)
     assert_int_equal(to_kafka_find_order(kafka.bootstrap, "seckill.orders", oid, 15000), 1);
 
     snprintf(pattern, sizeof(pattern), "seckill:{e%" PRIu64 "}:*", ev);
+    assert_int_equal(to_wait(pending_drained, &ev, 3000), 1); /* confirm.lua landed */
     to_redis_snapshot(rc, pattern, before, sizeof(before));
     /* A permanent produce error: the broker answered, so the message surely is not in Kafka. */
     assert_int_equal(to_kafka_control(&kafka, "errors produce 20 INVALID_RECORD"), 0);
@@ -112,6 +118,7 @@ static void test_in_flight_timeout_stays_pending(void **state)
     uint64_t ev = load_event(10);
     char resp[1024];
     assert_int_equal(place_on(&srv, ev, 11, resp, sizeof(resp)), 202); /* connection warm */
+    assert_int_equal(to_wait(pending_drained, &ev, 3000), 1);
     /* The broker receives the produce request but answers after the message timeout
      * (2 s here): the message was in flight, it may have been written. */
     assert_int_equal(to_kafka_control(&kafka, "rtt -1 8000"), 0);
@@ -144,7 +151,7 @@ static void test_noscript_fallback(void **state)
     assert_int_equal(place_on(&srv, ev, 21, resp, sizeof(resp)), 202);
     assert_int_equal(place_on(&srv, ev, 22, resp, sizeof(resp)), 202);
     assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 8);
-    assert_int_equal(key_int(ev, ORDER_KEY_PENDING, "HLEN %s"), 0);
+    assert_int_equal(to_wait(pending_drained, &ev, 3000), 1);
 }
 
 static int ready_is(void *want)
@@ -223,6 +230,15 @@ static void *one_order(void *p)
     return NULL;
 }
 
+/* Nothing in flight but the /metrics request asking (confirm.lua answered too). */
+static int service_idle(void *arg)
+{
+    const to_order *o = arg;
+    static char text[65536];
+    return to_http1(o->port, "GET", "/metrics", NULL, NULL, text, sizeof(text)) == 200 &&
+           strstr(text, "\nseckill_order_requests_inflight 1\n") != NULL;
+}
+
 /* With the broker slow, one order waits for Kafka; the next must get 503 at once. */
 static void overload_case(const char *env_setting, const char *want_msg)
 {
@@ -232,6 +248,7 @@ static void overload_case(const char *env_setting, const char *want_msg)
     uint64_t ev = load_event(10);
     char resp[512];
     assert_int_equal(place_on(&o, ev, 71, resp, sizeof(resp)), 202); /* warm */
+    assert_int_equal(to_wait(service_idle, &o, 3000), 1);
     assert_int_equal(to_kafka_control(&kafka, "rtt -1 1500"), 0);
     one_arg a = {&o, ev, 72, 0};
     pthread_t th;
