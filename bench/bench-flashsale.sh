@@ -19,8 +19,11 @@
 # a like-for-like figure.
 #
 # Environment: BENCH_STOCK (10000) BENCH_USERS (100000) BENCH_REQUESTS (300000)
-# BENCH_CONNECTIONS (64) BENCH_THREADS (1) BENCH_PIPELINE (16) BENCH_REDIS_N (200000, for the
-# write and read paths) BENCH_REDIS_CLIENTS (50)
+# BENCH_CONNECTIONS (64) BENCH_THREADS (1) BENCH_PIPELINE (16) BENCH_REDIS_N (100000, for the
+# write and read paths) BENCH_REDIS_CLIENTS (50) BENCH_REDIS_REPEAT (3).
+# Each Redis figure is the best of BENCH_REDIS_REPEAT runs, and the sale's is measured
+# again after the front's run: on a shared machine the best run is the least disturbed
+# one, and taking it makes the front's ratio conservative.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,8 +34,9 @@ REQUESTS=${BENCH_REQUESTS:-300000}
 CONNECTIONS=${BENCH_CONNECTIONS:-64}
 PIPELINE=${BENCH_PIPELINE:-16}
 THREADS=${BENCH_THREADS:-1}
-REDIS_N=${BENCH_REDIS_N:-200000}
+REDIS_N=${BENCH_REDIS_N:-100000}
 REDIS_C=${BENCH_REDIS_CLIENTS:-50}
+REDIS_REPEAT=${BENCH_REDIS_REPEAT:-3}
 
 for v in SECKILL_HTTP SECKILL_REDIS_URL SECKILL_PG SECKILL_JWT_SECRET; do
     [ -n "${!v:-}" ] || { echo "bench-flashsale: $v is not set (deploy/local.sh up)" >&2; exit 2; }
@@ -80,10 +84,20 @@ evalsha_rps() {
         awk -F'","' 'NR > 1 { gsub(/"/, "", $2); print $2; exit }'
 }
 
-echo "== redis-benchmark: EVALSHA reserve.lua, -P 16, $REDIS_C clients, $host:$port"
-redis_sale=$(evalsha_rps "$STOCK" "$REQUESTS")
-redis_write=$(evalsha_rps 1000000000 "$REDIS_N")
-redis_read=$(evalsha_rps 0 "$REDIS_N")
+# best_rps STOCK CALLS: the best of REDIS_REPEAT runs.
+best_rps() {
+    local best=0 r i
+    for ((i = 0; i < REDIS_REPEAT; i++)); do
+        r=$(evalsha_rps "$1" "$2")
+        best=$(awk -v a="$best" -v b="${r:-0}" 'BEGIN { print (b > a ? b : a) }')
+    done
+    echo "$best"
+}
+
+echo "== redis-benchmark: EVALSHA reserve.lua, -P 16, $REDIS_C clients, $host:$port (best of $REDIS_REPEAT)"
+redis_sale=$(best_rps "$STOCK" "$REQUESTS")
+redis_write=$(best_rps 1000000000 "$REDIS_N")
+redis_read=$(best_rps 0 "$REDIS_N")
 printf '  sale (%s stock, %s calls)   %10.0f calls/s\n' "$STOCK" "$REQUESTS" "$redis_sale"
 printf '  write path (every call reserves)   %10.0f calls/s\n' "$redis_write"
 printf '  read path (sold out)               %10.0f calls/s\n' "$redis_read"
@@ -114,6 +128,9 @@ echo "== the front with HTTP/1.1 pipelining ($PIPELINE a connection), $REQUESTS 
     tee "$OUT/pipelined.txt" | sed -n 's/^  answered/  answered/p'
 front_pl=$(sed -n "s/^ *\"rate_rps\": *\([0-9.]*\).*/\1/p" "$OUT/pipelined/summary.json")
 
+again=$(best_rps "$STOCK" "$REQUESTS")
+cleanup
+redis_sale=$(awk -v a="$redis_sale" -v b="$again" 'BEGIN { print (b > a ? b : a) }')
 ratio_s=$(pct "$front" "$redis_sale")
 ratio_w=$(pct "$front" "$redis_write")
 ratio_r=$(pct "$front" "$redis_read")
