@@ -7,7 +7,7 @@
 # indexes, no foreign key), in the same run. Prints a table and one JSON line.
 # Needs the stack of `deploy/local.sh up` (PostgreSQL) and .run/env sourced; uses
 # $SECKILL_BIN_DIR (a Release build for meaningful figures; override with BIN=...).
-# Knobs: N, EVENTS, PARTITIONS, BATCH_MAX (consumer batch.max).
+# Knobs: N, EVENTS, PARTITIONS, BATCH_MAX (batch.max), WRITERS (db.writers), PORT.
 set -euo pipefail
 
 N=${N:-1000000}
@@ -16,6 +16,9 @@ EVENTS=${EVENTS:-256}
 # beyond that, so a million ~120-byte orders need many partitions.
 PARTITIONS=${PARTITIONS:-64}
 BATCH_MAX=${BATCH_MAX:-1000}
+WRITERS=${WRITERS:-2}
+# The consumer's /metrics during the run: a port free right now.
+PORT=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 BIN=${BIN:-${SECKILL_BIN_DIR:?source .run/env first}}
 : "${SECKILL_PG:?source .run/env first}" "${SECKILL_PG_ADMIN:?source .run/env first}"
 DB=sk_bench_consumer
@@ -56,8 +59,8 @@ echo "bench-consumer: loading $N orders ($EVENTS events, $PARTITIONS partitions)
 
 # Drain: from the consumer's start (group join included) and from its first commit.
 t0=$(now)
-SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_KAFKA_BROKERS="$brokers" SECKILL_HTTP_PORT=0 \
-    SECKILL_GROUP_ID=bench SECKILL_BATCH_MAX="$BATCH_MAX" SECKILL_LOG_LEVEL=warn \
+SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_KAFKA_BROKERS="$brokers" SECKILL_HTTP_PORT="$PORT" \
+    SECKILL_GROUP_ID=bench SECKILL_BATCH_MAX="$BATCH_MAX" SECKILL_DB_WRITERS="$WRITERS" SECKILL_LOG_LEVEL=warn \
     "$BIN/seckill-consumer" 2>"$work/consumer.log" &
 cpid=$!
 t1=""
@@ -70,6 +73,10 @@ while :; do
     sleep 0.1
 done
 t2=$(now)
+metrics=$(curl -fsS "http://127.0.0.1:$PORT/metrics" || true)
+m() { awk -v k="$1" '$1 == k { print $2 }' <<<"$metrics"; }
+tx_sum=$(m seckill_consumer_transaction_seconds_sum); tx_n=$(m seckill_consumer_transaction_seconds_count)
+bs_sum=$(m seckill_consumer_batch_size_sum); bs_n=$(m seckill_consumer_batch_size_count)
 kill -TERM "$cpid"; wait "$cpid" || true; cpid=""
 rows=$(pg -c "SELECT count(*) FROM seckill_order")
 [ "$rows" -eq "$N" ] || { echo "bench-consumer: $rows rows, expected $N" >&2; exit 1; }
@@ -82,7 +89,8 @@ t4=$(now)
 copied=$(pg -c "SELECT count(*) FROM bench_copy")
 
 awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" -v t4="$t4" -v first="$first_rows" \
-    -v copied="$copied" -v batch="$BATCH_MAX" -v parts="$PARTITIONS" 'BEGIN {
+    -v copied="$copied" -v batch="$BATCH_MAX" -v parts="$PARTITIONS" -v writers="$WRITERS" \
+    -v tx_sum="${tx_sum:-0}" -v tx_n="${tx_n:-0}" -v bs_sum="${bs_sum:-0}" -v bs_n="${bs_n:-0}" 'BEGIN {
     total = t2 - t0; steady = t2 - t1; copy = t4 - t3
     rate_total = n / total; rate_steady = (n - first) / steady; rate_copy = copied / copy
     printf "%-34s %12s %12s\n", "measure", "seconds", "orders/s"
@@ -90,6 +98,9 @@ awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" -v t4="$t4" -v fir
     printf "%-34s %12.2f %12.0f\n", "consumer drain (after 1st commit)", steady, rate_steady
     printf "%-34s %12.2f %12.0f\n", "raw COPY, same rows", copy, rate_copy
     printf "%-34s %12s %11.0f%%\n", "consumer / COPY (steady)", "", 100 * rate_steady / rate_copy
-    printf "{\"bench\":\"consumer\",\"orders\":%d,\"batch_max\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"copy_s\":%.3f,\"copy_rate\":%.0f,\"ratio_steady\":%.3f}\n",
-        n, batch, parts, total, steady, rate_total, rate_steady, copy, rate_copy, rate_steady / rate_copy
+    if (tx_n > 0)
+        printf "batches %d, mean size %.0f, mean transaction %.1f ms (writers %d, batch.max %d)\n",
+            tx_n, bs_sum / (bs_n ? bs_n : 1), 1000 * tx_sum / tx_n, writers, batch
+    printf "{\"bench\":\"consumer\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"copy_s\":%.3f,\"copy_rate\":%.0f,\"ratio_steady\":%.3f}\n",
+        n, batch, writers, parts, total, steady, rate_total, rate_steady, copy, rate_copy, rate_steady / rate_copy
 }'
