@@ -45,7 +45,7 @@ static const char SQL_INSERT[] =
     "WITH ins AS ("
     "  INSERT INTO seckill_order (order_id, event_id, user_id, status, created_at,"
     "                             kafka_partition, kafka_offset)"
-    "  SELECT order_id, event_id, user_id, 'created', to_timestamp(ts_ms / 1000.0), kpart, koff"
+    "  SELECT order_id, event_id, user_id, 'created', to_timestamp(ts_ms::float8 / 1000), kpart, koff"
     "  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[],"
     "              $6::bigint[]) AS t(order_id, event_id, user_id, kpart, koff, ts_ms)"
     "  ON CONFLICT DO NOTHING"

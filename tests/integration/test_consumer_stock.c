@@ -72,6 +72,11 @@ static void check_state(PGconn *pg)
     assert_int_equal(ctu_pg_ll(pg, sql), 10);
     assert_int_equal(ctu_pg_ll(pg, "SELECT count(*) FROM seckill_order"), 65);
     assert_int_equal(ctu_pg_ll(pg, "SELECT count(*) FROM seckill_event WHERE stock_left < 0"), 0);
+    /* created_at is the order's ts_ms; the Kafka position is kept for tracing. */
+    assert_int_equal(ctu_pg_ll(pg, "SELECT count(*) FROM seckill_order WHERE created_at = "
+                                   "'2023-11-14T22:13:20Z' AND kafka_partition IS NOT NULL "
+                                   "AND kafka_offset >= 0"),
+                     65);
 }
 
 static void test_stock(void **state)
