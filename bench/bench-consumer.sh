@@ -17,8 +17,15 @@ EVENTS=${EVENTS:-256}
 PARTITIONS=${PARTITIONS:-64}
 BATCH_MAX=${BATCH_MAX:-1000}
 WRITERS=${WRITERS:-2}
-# The consumer's /metrics during the run: a port free right now.
-PORT=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+# The consumer's /metrics during the run: the first port of 38100..38199 nobody answers on.
+free_port() {
+    local p
+    for p in $(seq 38100 38199); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+    done
+    echo 0
+}
+PORT=${PORT:-$(free_port)}
 BIN=${BIN:-${SECKILL_BIN_DIR:?source .run/env first}}
 : "${SECKILL_PG:?source .run/env first}" "${SECKILL_PG_ADMIN:?source .run/env first}"
 DB=sk_bench_consumer
