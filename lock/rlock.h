@@ -200,7 +200,8 @@ void rlock_redlock_free(rlock_redlock_t *r);
 /** @brief Tries to acquire with lease `ttl_ms` until wait_ms passes (< 0: for ever).
  *  One attempt: SET NX PX on every server in order; success when a quorum took it and
  *  validity = ttl - elapsed - drift (drift = ttl/100 + 2 ms) is positive. After a failed
- *  attempt the lock is released on every server and retried after a random delay.
+ *  attempt the lock is released on every server that may hold it and retried after a
+ *  random delay, or sooner when an unlock is published on the server it listens to.
  *  @param validity_ms NULL or receives the time left in which the lock is safe to use.
  *  @remark Redlock gives no fencing token: counters on independent servers do not make one. */
 int rlock_redlock_lock(rlock_redlock_t *r, int64_t ttl_ms, int64_t wait_ms, int64_t *validity_ms);

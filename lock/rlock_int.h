@@ -36,6 +36,7 @@ enum rlock_script_id {
     RLOCK_S_REENTRANT_RENEW,
     RLOCK_S_FAIR_LOCK,
     RLOCK_S_FAIR_CANCEL,
+    RLOCK_S_FAIR_UNLOCK,
     RLOCK_S_RW_READ_LOCK,
     RLOCK_S_RW_WRITE_LOCK,
     RLOCK_S_RW_UNLOCK,
@@ -114,6 +115,8 @@ typedef struct rlock_waiter {
     redisContext *sub; /* opened on first wait, kept for the handle's life */
     int subscribed;
     unsigned int seed;
+    int woken;     /* the last sleep ended on a message (not a timeout) */
+    char msg[96];  /* payload of the last message received ("" none) */
 } rlock_waiter;
 
 /* One attempt: 1 acquired/done, 0 not yet (*hint_ms: when to look again at the latest,
@@ -122,8 +125,9 @@ typedef int(rlock_attempt_fn)(void *ctx, int64_t *hint_ms);
 
 /* Attempts until done or wait_ms passes (< 0: for ever), waking on `channel` messages,
  * retrying at least every poll_ms (jittered). The first attempt runs before any
- * subscription (fast path). @returns 0, RLOCK_ERR_TIMEOUT or the attempt's error. */
-int rlock_wait_until(rlock_client_t *c, rlock_waiter *w, const char *channel, int64_t wait_ms,
+ * subscription (fast path). The subscription is on a connection to `url` kept in w.
+ * @returns 0, RLOCK_ERR_TIMEOUT or the attempt's error. */
+int rlock_wait_until(const sk_redis_url *url, struct timeval tv, rlock_waiter *w, const char *channel, int64_t wait_ms,
                      int64_t poll_ms, rlock_attempt_fn *attempt, void *ctx);
 void rlock_waiter_close(rlock_waiter *w);
 

@@ -83,6 +83,8 @@ struct acquire {
     char ttl[24];
     char waiter_ttl[24];
     int64_t t0; /* start of the winning attempt: the lease counts from before it */
+    int64_t last_try;   /* fair: last attempt sent (it refreshes our place in the queue) */
+    int64_t refresh_ms; /* fair: attempt at least this often */
     uint64_t fence;
 };
 
@@ -116,6 +118,14 @@ static int acquire_attempt(void *p, int64_t *hint)
         nk = 2, argc = 4;
         break;
     case RLOCK_FAIR:
+        /* Woken by an unlock that named another waiter as next: not our turn, and our
+         * place is kept by the periodic retry. */
+        if (l->w.woken && l->w.msg[0] != '\0' && strcmp(l->w.msg, "0") != 0 &&
+            strcmp(l->w.msg, a->who) != 0 && rlock_now_ms() - a->last_try < a->refresh_ms) {
+            *hint = 0;
+            return 0;
+        }
+        a->last_try = rlock_now_ms();
         id = RLOCK_S_FAIR_LOCK;
         argv[0] = l->key, argv[1] = l->queue_key, argv[2] = l->tmo_key, argv[3] = l->fence_key;
         argv[4] = a->who, argv[5] = a->ttl, argv[6] = a->waiter_ttl;
@@ -174,7 +184,8 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
     /* A fair waiter keeps its place only by asking again within its waiter timeout. */
     if (l->kind == RLOCK_FAIR && poll_ms > l->c->opts.fair_waiter_timeout_ms / 3)
         poll_ms = l->c->opts.fair_waiter_timeout_ms / 3;
-    int rv = rlock_wait_until(l->c, &l->w, l->channel, wait_ms, poll_ms, acquire_attempt, &a);
+    a.refresh_ms = poll_ms;
+    int rv = rlock_wait_until(&l->c->url, l->c->tv, &l->w, l->channel, wait_ms, poll_ms, acquire_attempt, &a);
     if (rv != 0) {
         if (l->kind == RLOCK_FAIR && rv == RLOCK_ERR_TIMEOUT) {
             const char *argv[4] = {l->queue_key, l->tmo_key, owner, l->channel};
@@ -246,9 +257,13 @@ int rlock_unlock(rlock_t *l)
         nk = 1, argc = 3;
         break;
     case RLOCK_REENTRANT:
-    case RLOCK_FAIR:
         id = RLOCK_S_REENTRANT_UNLOCK, argv[0] = l->key, argv[1] = who, argv[2] = l->channel;
         nk = 1, argc = 3;
+        break;
+    case RLOCK_FAIR:
+        id = RLOCK_S_FAIR_UNLOCK, argv[0] = l->key, argv[1] = l->queue_key, argv[2] = who,
+        argv[3] = l->channel;
+        nk = 2, argc = 4;
         break;
     default:
         id = RLOCK_S_RW_UNLOCK, argv[0] = l->key, argv[1] = l->rexp_key, argv[2] = who,

@@ -17,6 +17,7 @@ static const char *const texts[RLOCK_S__COUNT] = {
     [RLOCK_S_REENTRANT_RENEW] = rlock_lua_reentrant_renew,
     [RLOCK_S_FAIR_LOCK] = rlock_lua_fair_lock,
     [RLOCK_S_FAIR_CANCEL] = rlock_lua_fair_cancel,
+    [RLOCK_S_FAIR_UNLOCK] = rlock_lua_fair_unlock,
     [RLOCK_S_RW_READ_LOCK] = rlock_lua_rw_read_lock,
     [RLOCK_S_RW_WRITE_LOCK] = rlock_lua_rw_write_lock,
     [RLOCK_S_RW_UNLOCK] = rlock_lua_rw_unlock,

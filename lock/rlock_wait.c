@@ -2,7 +2,7 @@
  * to the object's channel on its own connection, then attempts again (so a release
  * between the failed attempt and the subscription is not missed), and sleeps in poll()
  * until a message, the lock's own expiry (no message is sent when a lease runs out),
- * or a jittered fallback interval. */
+ * or a jittered fallback interval. A waiter stays subscribed until its handle is freed. */
 #include "rlock_int.h"
 
 #include <errno.h>
@@ -37,11 +37,11 @@ static int read_until(redisContext *s, const char *kind)
     return -1;
 }
 
-static int subscribe(rlock_client_t *c, rlock_waiter *w, const char *channel)
+static int subscribe(const sk_redis_url *url, struct timeval tv, rlock_waiter *w, const char *channel)
 {
     char err[RLOCK_ERRSTR_SIZE];
     if (w->sub == NULL) {
-        w->sub = rlock_client_connect(c, err, sizeof(err));
+        w->sub = sk_redis_url_connect(url, tv, err, sizeof(err));
         if (w->sub == NULL)
             return -1;
     }
@@ -57,26 +57,21 @@ static int subscribe(rlock_client_t *c, rlock_waiter *w, const char *channel)
     return 0;
 }
 
-static void unsubscribe(rlock_waiter *w, const char *channel)
-{
-    const char *v[2] = {"UNSUBSCRIBE", channel};
-    size_t vl[2] = {11, strlen(channel)};
-    if (redisAppendCommandArgv(w->sub, 2, v, vl) != REDIS_OK || read_until(w->sub, "unsubscribe") != 0)
-        rlock_waiter_close(w);
-    w->subscribed = 0;
-}
-
-/* Drains every buffered reply. @returns how many there were, or -1 on a broken reader. */
-static int drain(redisContext *s)
+/* Drains every buffered reply, keeping the last message's payload in w->msg.
+ * @returns how many there were, or -1 on a broken reader. */
+static int drain(rlock_waiter *w)
 {
     int n = 0;
     for (;;) {
         void *rep = NULL;
-        if (redisGetReplyFromReader(s, &rep) != REDIS_OK)
+        if (redisGetReplyFromReader(w->sub, &rep) != REDIS_OK)
             return -1;
         if (rep == NULL)
             return n;
-        freeReplyObject(rep);
+        redisReply *r = rep;
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[2]->type == REDIS_REPLY_STRING)
+            snprintf(w->msg, sizeof(w->msg), "%s", r->element[2]->str);
+        freeReplyObject(r);
         n++;
     }
 }
@@ -84,7 +79,8 @@ static int drain(redisContext *s)
 /* Waits up to t ms for a message. @returns 1 woken, 0 timed out, -1 connection broken. */
 static int wait_message(rlock_waiter *w, int64_t t)
 {
-    int n = drain(w->sub);
+    w->msg[0] = '\0';
+    int n = drain(w);
     if (n != 0)
         return n > 0 ? 1 : -1;
     struct pollfd p = {.fd = w->sub->fd, .events = POLLIN};
@@ -93,49 +89,53 @@ static int wait_message(rlock_waiter *w, int64_t t)
         return 0;
     if (pr < 0 || redisBufferRead(w->sub) != REDIS_OK)
         return -1;
-    n = drain(w->sub);
+    n = drain(w);
     return n < 0 ? -1 : n > 0;
 }
 
-int rlock_wait_until(rlock_client_t *c, rlock_waiter *w, const char *channel, int64_t wait_ms,
+int rlock_wait_until(const sk_redis_url *url, struct timeval tv, rlock_waiter *w, const char *channel, int64_t wait_ms,
                      int64_t poll_ms, rlock_attempt_fn *attempt, void *ctx)
 {
     int64_t hint = 0;
+    w->woken = 0;
     int r = attempt(ctx, &hint);
     if (r != 0)
         return r > 0 ? 0 : r;
     if (wait_ms == 0)
         return RLOCK_ERR_TIMEOUT;
     int64_t deadline = wait_ms < 0 ? INT64_MAX : rlock_now_ms() + wait_ms;
-    /* Without a subscription (connection refused...) we still wait, by polling alone. */
-    int sub_ok = subscribe(c, w, channel) == 0;
-    int rv;
+    /* The subscription outlives the wait (until the handle is freed): under contention
+     * a handle waits again and again, and a SUBSCRIBE/UNSUBSCRIBE pair per wait would
+     * double its round trips. Messages that arrive between waits only cause one early
+     * retry. Without a subscription (refused...) we still wait, by polling alone. */
+    int fresh = !w->subscribed;
+    int sub_ok = w->subscribed || subscribe(url, tv, w, channel) == 0;
     for (;;) {
-        r = attempt(ctx, &hint);
-        if (r != 0) {
-            rv = r > 0 ? 0 : r;
-            break;
+        if (fresh) {
+            /* Just subscribed: look again, a release may have come before we listened. */
+            r = attempt(ctx, &hint);
+            if (r != 0)
+                return r > 0 ? 0 : r;
         }
+        fresh = 1;
         int64_t now = rlock_now_ms();
-        if (now >= deadline) {
-            rv = RLOCK_ERR_TIMEOUT;
-            break;
-        }
+        if (now >= deadline)
+            return RLOCK_ERR_TIMEOUT;
         int64_t t = rlock_jitter_ms(poll_ms, &w->seed);
         if (hint > 0 && hint + 1 < t)
             t = hint + 1; /* the holder's lease ends then, with no message */
         if (deadline - now < t)
             t = deadline - now;
+        w->woken = 0;
         if (sub_ok) {
-            if (wait_message(w, t) < 0) {
+            int m = wait_message(w, t);
+            w->woken = m > 0;
+            if (m < 0) {
                 rlock_waiter_close(w);
-                sub_ok = subscribe(c, w, channel) == 0;
+                sub_ok = subscribe(url, tv, w, channel) == 0;
             }
         } else {
             rlock_sleep_ms(t);
         }
     }
-    if (sub_ok && w->sub)
-        unsubscribe(w, channel);
-    return rv;
 }
