@@ -84,6 +84,9 @@ metrics=$(curl -fsS "http://127.0.0.1:$PORT/metrics" || true)
 m() { awk -v k="$1" '$1 == k { print $2 }' <<<"$metrics"; }
 tx_sum=$(m seckill_consumer_transaction_seconds_sum); tx_n=$(m seckill_consumer_transaction_seconds_count)
 bs_sum=$(m seckill_consumer_batch_size_sum); bs_n=$(m seckill_consumer_batch_size_count)
+# The consumer's own CPU time (user + system), to tell its cost from PostgreSQL's.
+read -r -a st <"/proc/$cpid/stat"
+cpu_s=$(awk -v u="${st[13]}" -v s="${st[14]}" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (u + s) / hz }')
 kill -TERM "$cpid"; wait "$cpid" || true; cpid=""
 rows=$(pg -c "SELECT count(*) FROM seckill_order")
 [ "$rows" -eq "$N" ] || { echo "bench-consumer: $rows rows, expected $N" >&2; exit 1; }
@@ -97,7 +100,7 @@ copied=$(pg -c "SELECT count(*) FROM bench_copy")
 
 awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" -v t4="$t4" -v first="$first_rows" \
     -v copied="$copied" -v batch="$BATCH_MAX" -v parts="$PARTITIONS" -v writers="$WRITERS" \
-    -v tx_sum="${tx_sum:-0}" -v tx_n="${tx_n:-0}" -v bs_sum="${bs_sum:-0}" -v bs_n="${bs_n:-0}" 'BEGIN {
+    -v cpu_s="$cpu_s" -v tx_sum="${tx_sum:-0}" -v tx_n="${tx_n:-0}" -v bs_sum="${bs_sum:-0}" -v bs_n="${bs_n:-0}" 'BEGIN {
     total = t2 - t0; steady = t2 - t1; copy = t4 - t3
     rate_total = n / total; rate_steady = (n - first) / steady; rate_copy = copied / copy
     printf "%-34s %12s %12s\n", "measure", "seconds", "orders/s"
@@ -108,6 +111,7 @@ awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" -v t4="$t4" -v fir
     if (tx_n > 0)
         printf "batches %d, mean size %.0f, mean transaction %.1f ms (writers %d, batch.max %d)\n",
             tx_n, bs_sum / (bs_n ? bs_n : 1), 1000 * tx_sum / tx_n, writers, batch
-    printf "{\"bench\":\"consumer\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"copy_s\":%.3f,\"copy_rate\":%.0f,\"ratio_steady\":%.3f}\n",
-        n, batch, writers, parts, total, steady, rate_total, rate_steady, copy, rate_copy, rate_steady / rate_copy
+    printf "consumer process CPU %.2f s (%.1f us per order)\n", cpu_s, 1e6 * cpu_s / n
+    printf "{\"bench\":\"consumer\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"consumer_cpu_s\":%.2f,\"copy_s\":%.3f,\"copy_rate\":%.0f,\"ratio_steady\":%.3f}\n",
+        n, batch, writers, parts, total, steady, rate_total, rate_steady, cpu_s, copy, rate_copy, rate_steady / rate_copy
 }'
