@@ -512,7 +512,8 @@ static void on_lost(rlock_t *l, const char *name, void *arg)
     (void)name, (void)arg;
     atomic_fetch_add(&lost_calls, 1);
     atomic_store(&lost_at, rt_now_ms());
-    assert_false(rlock_is_held(l)); /* already marked when we are told */
+    if (rlock_is_held(l)) /* already marked when we are told (no cmocka assert off the test thread) */
+        atomic_store(&lost_calls, 100);
 }
 
 /* Watchdog timeout 600 ms (renewal every 200 ms). */
