@@ -104,7 +104,8 @@ typedef struct idgen_stats {
     uint64_t leases;       /* INCR/INCRBY round trips that returned numbers */
     uint64_t resets;       /* times the day counter was found to have gone backwards */
     uint64_t dropped;      /* leased numbers never handed out (day rollover, reset, end of
-                            * the 32-bit space); approximate while other threads run */
+                            * the 32-bit space); does not count the few (< 64) a thread
+                            * still holds in its own chunk (segment mode) */
     uint64_t redis_errors; /* failed round trips (unreachable, timeout, error reply) */
     uint32_t segment_size; /* segment mode: the size of the next lease; 0 in incr mode */
 } idgen_stats;

@@ -53,6 +53,7 @@ typedef struct seg_slot {
 struct idgen_s {
     idgen_backend be;
     idgen_opts o;
+    uint64_t uid; /* names this generator in per-thread chunks (see idgen_next) */
     char prefix[IDGEN_PREFIX_MAX + 1];
 
     _Atomic int64_t hw_sec; /* the latest second stamped (never decreases) */
@@ -64,6 +65,9 @@ struct idgen_s {
     uint64_t seen[2];
 
     _Atomic int64_t ttl_day; /* incr mode: the day whose key got its EXPIRE from us */
+    /* Numbers requested whose replies are not yet in `seen`: a reset's jump must clear
+     * them too, or a reply still on its way could be handed out twice. */
+    _Atomic uint64_t inflight;
 
     _Atomic uint64_t st_leases, st_resets, st_dropped, st_redis_errors;
 
@@ -184,6 +188,10 @@ static void seen_raise(idgen_t *g, int64_t day, uint64_t v)
 
 /* ---- one lease: n numbers of `day`'s counter ---- */
 
+static int lease_verdict(idgen_t *g, const char *key, int64_t day, int64_t stamp, uint64_t n,
+                         uint64_t seen, uint64_t last, uint64_t *first, uint64_t *count,
+                         char *err, size_t errsz);
+
 /* Leases n numbers for `day` (stamp lies in it). On IDGEN_OK stores the usable range
  * [*first, *first + *count - 1] (count < n only at the end of the 32-bit space).
  * On IDGEN_ERR_RESET the counter has been pushed past every number seen, the message
@@ -201,7 +209,9 @@ static int lease(idgen_t *g, int64_t day, int64_t stamp, uint64_t n, int always_
     uint64_t seen = seen_get(g, day);
     uint64_t last;
     char berr[ERR_MAX];
+    atomic_fetch_add(&g->inflight, n);
     if (g->be.incrby(g->be.arg, key, n, ttl, &last, berr, sizeof(berr)) != IDGEN_OK) {
+        atomic_fetch_sub(&g->inflight, n);
         atomic_fetch_add_explicit(&g->st_redis_errors, 1, memory_order_relaxed);
         snprintf(err, errsz, "%s", berr);
         return IDGEN_ERR_REDIS;
@@ -209,6 +219,16 @@ static int lease(idgen_t *g, int64_t day, int64_t stamp, uint64_t n, int always_
     atomic_fetch_add_explicit(&g->st_leases, 1, memory_order_relaxed);
     if (ttl)
         atomic_store_explicit(&g->ttl_day, day, memory_order_relaxed);
+    int rc = lease_verdict(g, key, day, stamp, n, seen, last, first, count, err, errsz);
+    atomic_fetch_sub(&g->inflight, n); /* after `seen` took our numbers in */
+    return rc;
+}
+
+/* The second half of lease: classifies the reply and handles a reset. */
+static int lease_verdict(idgen_t *g, const char *key, int64_t day, int64_t stamp, uint64_t n,
+                         uint64_t seen, uint64_t last, uint64_t *first, uint64_t *count,
+                         char *err, size_t errsz)
+{
     uint64_t f = last >= n ? last - n + 1 : 0;
     switch (idgen_core_lease_check(f, last, seen)) {
     case IDGEN_LEASE_OK:
@@ -232,13 +252,17 @@ static int lease(idgen_t *g, int64_t day, int64_t stamp, uint64_t n, int always_
     }
     atomic_fetch_add_explicit(&g->st_resets, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&g->st_dropped, n, memory_order_relaxed);
-    /* Push the counter past the highest number seen so that no later lease, ours or
-     * another process's, can hand it out again; the expiry went with the lost key. */
-    uint64_t high = seen_get(g, day);
+    /* Push the counter past every number we may have handed out: the highest seen plus
+     * all still in flight (read first: a reply that lands in between is then in `seen`),
+     * so that no later lease, ours or another process's, can hand one out again. The
+     * expiry went with the lost key: set it again. */
+    uint64_t pending = atomic_load(&g->inflight);
+    uint64_t high = seen_get(g, day) + pending;
     uint64_t after = last;
     int jumped = 0;
     if (high > last) {
-        ttl = idgen_core_key_ttl(day, stamp, g->o.key_ttl_days);
+        char berr[ERR_MAX];
+        int64_t ttl = idgen_core_key_ttl(day, stamp, g->o.key_ttl_days);
         if (g->be.incrby(g->be.arg, key, high - last, ttl, &after, berr, sizeof(berr)) ==
             IDGEN_OK) {
             jumped = 1;
@@ -357,6 +381,9 @@ static inline int seg_take(idgen_t *g, int64_t day, uint64_t want, uint64_t *fir
     atomic_thread_fence(memory_order_acquire);
     uint64_t g2 = atomic_load_explicit(&s->gen, memory_order_relaxed);
     if (g1 != gen || g2 != gen || off >= len || sday != day) {
+        if (g1 == gen && g2 == gen && off < len) /* the block's day is over: these go unused */
+            atomic_fetch_add_explicit(&g->st_dropped, len - off < want ? len - off : want,
+                                      memory_order_relaxed);
         if (off > OFF_CLAMP) {
             /* Only offsets past the end are lowered, and the generation is kept: every
              * value the cursor goes back to was already unusable. */
@@ -540,6 +567,20 @@ static void *refill_main(void *arg)
 
 /* ---- public API ---- */
 
+/* Each thread keeps a few numbers taken from the current block with one fetch_add, so
+ * that most calls touch no shared cache line at all. The numbers stay valid for as long
+ * as the stamp's day is their block's day; a thread that stops calling skips them. The
+ * generator is named by a process-unique id, not its address, which a later idgen_new
+ * may reuse. */
+#define THREAD_CHUNK 64
+static _Atomic uint64_t next_uid = 1;
+static __thread struct {
+    uint64_t uid;
+    int64_t day;
+    uint64_t next, end;
+} t_chunk;
+
+
 void idgen_opts_init(idgen_opts *o)
 {
     memset(o, 0, sizeof(*o));
@@ -582,6 +623,7 @@ idgen_t *idgen_new_with_backend(const idgen_backend *be, const char *prefix,
     }
     g->be = *be;
     g->o = o;
+    g->uid = atomic_fetch_add(&next_uid, 1);
     snprintf(g->prefix, sizeof(g->prefix), "%s", prefix);
     g->next_size = o.segment_min;
     g->ttl_day = -1;
@@ -611,23 +653,33 @@ int idgen_next(idgen_t *g, uint64_t *id)
 {
     if (!g || !id)
         return IDGEN_ERR_ARG;
-    if (g->o.mode == IDGEN_MODE_SEGMENT) {
-        /* The fast path inline: one fetch_add, no lock, no Redis. */
-        int64_t stamp = stamp_now(g);
-        uint64_t first, count;
-        int hit = idgen_core_time_ok(stamp)
-                      ? seg_take(g, idgen_core_day(stamp), 1, &first, &count)
-                      : 0;
-        if (__builtin_expect(hit != 1, 0)) {
-            if (hit == 2)
-                refill_kick(g);
-            else if ((hit = seg_slow(g, 1, &stamp, &first, &count)) != IDGEN_OK)
-                return hit;
-        }
-        *id = idgen_core_pack(stamp, (uint32_t)first);
+    if (g->o.mode != IDGEN_MODE_SEGMENT)
+        return incr_next_batch(g, id, 1);
+    int64_t stamp = stamp_now(g);
+    int64_t day = idgen_core_day(stamp);
+    if (__builtin_expect(t_chunk.uid == g->uid && t_chunk.day == day &&
+                             t_chunk.next < t_chunk.end && idgen_core_time_ok(stamp),
+                         1)) {
+        *id = idgen_core_pack(stamp, (uint32_t)t_chunk.next++);
         return IDGEN_OK;
     }
-    return incr_next_batch(g, id, 1);
+    /* Refill this thread's chunk from the block: one fetch_add, no lock, no Redis. */
+    uint64_t first, count;
+    int hit = idgen_core_time_ok(stamp) ? seg_take(g, day, THREAD_CHUNK, &first, &count) : 0;
+    if (hit == 2)
+        refill_kick(g);
+    if (!hit) {
+        int rc = seg_slow(g, THREAD_CHUNK, &stamp, &first, &count);
+        if (rc)
+            return rc;
+        day = idgen_core_day(stamp);
+    }
+    t_chunk.uid = g->uid;
+    t_chunk.day = day;
+    t_chunk.next = first + 1;
+    t_chunk.end = first + count;
+    *id = idgen_core_pack(stamp, (uint32_t)first);
+    return IDGEN_OK;
 }
 
 int idgen_next_batch(idgen_t *g, uint64_t *ids, size_t n)

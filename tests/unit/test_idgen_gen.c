@@ -246,8 +246,9 @@ static void test_rollover(idgen_mode mode, void **state)
     if (mode == IDGEN_MODE_SEGMENT) {
         idgen_stats st;
         idgen_get_stats(fx->g, &st);
-        /* the rest of day D's block (800, less the few offsets misses took), never reused */
-        assert_true(st.dropped >= 790 && st.dropped <= 1000);
+        /* The rest of day D's block, never reused: 800, less what the thread's chunk
+         * (64 at a time) and the misses at midnight took out of the block. */
+        assert_true(st.dropped >= 700 && st.dropped <= 1000);
     }
 }
 

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# bench-idgen.sh: libidgen against its targets, as ratios measured in one run.
+#
+#   segment mode, 1 thread:  >= 20M IDs/s, and >= the local Snowflake baseline
+#   incr mode, T threads:    >= 80% of `redis-benchmark -t incr -c T -P 1` on the same Redis
+#
+# Each repetition runs `idgen bench` and redis-benchmark back to back (incr T, then
+# redis-benchmark -c T sized to last as long), so both see the same machine; the figures
+# are medians over REPS repetitions. The incr comparison runs twice: on the dev Redis
+# (appendfsync always: both sides wait on the disk) and on a throwaway Redis without
+# persistence (both sides bound by CPU and the loopback).
+#
+# Env: REPS (3), BENCH_SECONDS (2), THREADS ("1 4"), IDGEN (default $SECKILL_BIN_DIR/idgen),
+# SECKILL_REDIS_URL / SECKILL_REDIS_PORT (from .run/env, which deploy/local.sh bench sources).
+set -euo pipefail
+
+REPS=${REPS:-3}
+SECS=${BENCH_SECONDS:-2}
+THREADS=${THREADS:-1 4}
+IDGEN=${IDGEN:-${SECKILL_BIN_DIR:-build/bin}/idgen}
+URL=${SECKILL_REDIS_URL:?source .run/env first (deploy/local.sh up)}
+PORT=${SECKILL_REDIS_PORT:-$(echo "$URL" | sed -n 's|^redis://\([^@]*@\)\{0,1\}[^:/]*:\([0-9]*\).*|\2|p')}
+PORT=${PORT:-6379}
+
+[ -x "$IDGEN" ] || { echo "bench-idgen: $IDGEN not built" >&2; exit 1; }
+command -v redis-benchmark >/dev/null || { echo "bench-idgen: redis-benchmark missing" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+nofsync_pid=""
+cleanup() {
+    if [ -n "$nofsync_pid" ]; then kill "$nofsync_pid" 2>/dev/null || true; fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# A throwaway Redis without persistence on a free port.
+nofsync_port=""
+for _ in 1 2 3 4 5; do
+    p=$((20000 + RANDOM % 20000))
+    if redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --dir "$tmp" \
+        --logfile "$tmp/redis.log" >/dev/null 2>&1 &
+    then
+        nofsync_pid=$!
+        for _ in $(seq 100); do
+            redis-cli -p "$p" ping >/dev/null 2>&1 && break
+            kill -0 "$nofsync_pid" 2>/dev/null || break
+            sleep 0.05
+        done
+        if redis-cli -p "$p" ping >/dev/null 2>&1; then nofsync_port=$p; break; fi
+        kill "$nofsync_pid" 2>/dev/null || true
+        nofsync_pid=""
+    fi
+done
+
+# field NAME JSON-OBJECT -> the value
+field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<<"$2"; }
+# idgen bench --json -> "mode threads ids_per_sec p99_ns" lines
+results() { grep -o '{"mode":[^}]*}' | while read -r o; do
+    echo "$(field mode "$o") $(field threads "$o") $(field ids_per_sec "$o") $(field p99_ns "$o")"
+done; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print 0; else print a[int((NR+1)/2)]}'; }
+
+# rb PORT CLIENTS REQUESTS -> requests per second
+rb() {
+    redis-benchmark -p "$1" -t incr -c "$2" -P 1 -n "$3" -q 2>/dev/null | tr '\r' '\n' |
+        grep 'requests per second' | tail -1 | awk '{print $2}'
+}
+
+targets=("dev:$PORT:redis://127.0.0.1:$PORT")
+[ -n "$nofsync_port" ] && targets+=("nofsync:$nofsync_port:redis://127.0.0.1:$nofsync_port")
+# The dev Redis URL may carry a password or a db: use it as given.
+targets[0]="dev:$PORT:$URL"
+
+for rep in $(seq "$REPS"); do
+    "$IDGEN" bench --modes segment,snowflake,uuidv7 --threads "${THREADS// /,}" \
+        --seconds "$SECS" --json | results >>"$tmp/local"
+    for t in "${targets[@]}"; do
+        name=${t%%:*}; rest=${t#*:}; port=${rest%%:*}; url=${rest#*:}
+        for th in $THREADS; do
+            line=$("$IDGEN" bench --redis "$url" --modes incr --threads "$th" --seconds "$SECS" \
+                --json | results)
+            echo "$line" >>"$tmp/incr-$name-$th"
+            rate=$(awk '{printf "%d", $3}' <<<"$line")
+            n=$(awk -v r="$rate" -v s="$SECS" 'BEGIN {n = r * s; if (n < 2000) n = 2000; printf "%d", n}')
+            rb "$port" "$th" "$n" >>"$tmp/rb-$name-$th"
+        done
+    done
+    echo "bench-idgen: repetition $rep/$REPS done" >&2
+done
+
+med_local() { awk -v m="$1" -v t="$2" '$1==m && $2==t {print $'"$3"'}' "$tmp/local" | median; }
+med_file() { awk '{print $'"$2"'}' "$1" 2>/dev/null | median; }
+
+printf '\nidgen bench: medians of %s repetitions, %s s each (ids/s; p99 per call in ns)\n' "$REPS" "$SECS"
+printf '%-10s %8s %14s %10s\n' mode threads ids/s p99_ns
+for m in segment snowflake uuidv7; do
+    for th in $THREADS; do
+        printf '%-10s %8s %14.0f %10.0f\n' "$m" "$th" "$(med_local "$m" "$th" 3)" "$(med_local "$m" "$th" 4)"
+    done
+done
+for t in "${targets[@]}"; do
+    name=${t%%:*}
+    for th in $THREADS; do
+        printf '%-10s %8s %14.0f %10.0f   (Redis: %s)\n' incr "$th" \
+            "$(med_file "$tmp/incr-$name-$th" 3)" "$(med_file "$tmp/incr-$name-$th" 4)" "$name"
+    done
+done
+
+seg1=$(med_local segment 1 3)
+sf1=$(med_local snowflake 1 3)
+json="{\"segment_1t_ids_per_sec\":${seg1%.*},\"snowflake_1t_ids_per_sec\":${sf1%.*}"
+printf '\n%-46s %14s %14s %7s %s\n' target measured reference ratio pass
+verdict() { awk -v a="$2" -v b="$3" -v min="$4" -v name="$1" 'BEGIN {
+    r = (b > 0) ? a / b : 0; printf "%-46s %14.0f %14.0f %7.2f %s\n", name, a, b, r, (r >= min) ? "yes" : "NO" }'; }
+verdict "segment 1 thread >= 20M IDs/s" "$seg1" 20000000 1
+verdict "segment 1 thread >= snowflake 1 thread" "$seg1" "$sf1" 1
+for t in "${targets[@]}"; do
+    name=${t%%:*}
+    for th in $THREADS; do
+        a=$(med_file "$tmp/incr-$name-$th" 3)
+        b=$(med_file "$tmp/rb-$name-$th" 1)
+        verdict "incr $th thr >= 80% redis-benchmark -c $th ($name)" "$a" "$b" 0.8
+        json="$json,\"incr_${th}t_${name}\":${a%.*},\"redis_benchmark_c${th}_${name}\":${b%.*}"
+    done
+done
+echo "$json}"
