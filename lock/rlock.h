@@ -100,7 +100,8 @@ int rlock_lock(rlock_t *l, int64_t lease_ms, uint64_t *fence);
 
 /** @brief Tries to acquire for up to `wait_ms` (0: one attempt).
  *  Waiting is woken by a pub/sub message on unlock (a second connection per handle,
- *  opened on first wait), with a jittered retry every wait_poll_ms as a fallback.
+ *  opened on first wait and kept subscribed until rlock_free), with a jittered retry
+ *  every wait_poll_ms, and at the holder's lease end, as a fallback.
  *  @param lease_ms  > 0: the lock expires after it and is never renewed;
  *                   0: a watchdog lock, kept alive while this client lives.
  *  @param fence     NULL, or receives the fencing token: strictly greater than every
