@@ -16,14 +16,17 @@
 #include <unistd.h>
 
 #include "rlock_test_util.h"
+#include "sk_test_redis.h"
 
 #define WD_MS 600
 
+/* A private server without AOF: the bounds are a few hundred ms, and the shared server
+ * fsyncs every write. */
+static sk_test_redis *srv;
+
 static void run(rlock_kind_t hold_kind, rlock_kind_t probe_kind, const char *tag)
 {
-    const char *url = rt_redis_url();
-    if (url == NULL)
-        skip();
+    const char *url = sk_test_redis_url(srv);
     char name[128];
     rt_name(name, sizeof(name), tag);
     int pfd[2];
@@ -90,11 +93,29 @@ static void test_reader(void **state)
     run(RLOCK_READ, RLOCK_WRITE, "wd-read");
 }
 
+static int setup(void **state)
+{
+    (void)state;
+    char err[256];
+    const char *const noaof[] = {"--appendonly", "no", NULL};
+    srv = sk_test_redis_start(noaof, err, sizeof(err));
+    if (srv == NULL)
+        fprintf(stderr, "sk_test_redis_start: %s\n", err);
+    return srv == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sk_test_redis_free(srv);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simple),
         cmocka_unit_test(test_reader),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }
