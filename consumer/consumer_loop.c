@@ -418,10 +418,20 @@ static void lane_drain_sync(consumer_loop *l, lane *ln, int64_t deadline_ms, con
     lane_wait(ln);
     lane_collect(l, ln, 1); /* a finished result, if any; starts nothing new */
     consumer_batch *order[2] = {ln->writing, ln->filling};
+    int abandoned = 0;
     for (int k = 0; k < 2; k++) {
         consumer_batch *b = order[k];
         if (consumer_batch_count(b) == 0)
             continue;
+        /* Once a batch is abandoned, so is everything after it: committing a later
+         * batch's offsets would skip the abandoned messages for good. */
+        if (abandoned) {
+            sk_log(SK_LOG_WARN, "batch_abandoned", "writer=%d messages=%zu reason=%s", ln->idx,
+                   consumer_batch_count(b), why);
+            atomic_fetch_add(&l->m->abandoned, 1);
+            consumer_batch_clear(b);
+            continue;
+        }
         if (b != ln->writing) { /* move `filling` into the writing slot */
             consumer_batch *t = ln->writing;
             ln->writing = ln->filling;
@@ -459,6 +469,7 @@ static void lane_drain_sync(consumer_loop *l, lane *ln, int64_t deadline_ms, con
             atomic_fetch_add(&l->m->abandoned, 1);
             consumer_batch_clear(ln->writing);
             ln->deduped = ln->db_done = 0;
+            abandoned = 1;
         }
     }
     consumer_batch_clear(ln->filling);
