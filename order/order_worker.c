@@ -68,8 +68,22 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* SO_REUSEPORT would let a second seckill-order (a stale one, say) share the port
+ * silently: a plain bind first proves that nobody else holds it. */
+static int port_is_free(const struct sockaddr_in *sa, char *err, size_t errsz)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* TIME_WAIT is fine */
+    int rc = bind(fd, (const struct sockaddr *)sa, sizeof(*sa));
+    if (rc != 0)
+        snprintf(err, errsz, "port %d: %s", ntohs(sa->sin_port), strerror(errno));
+    close(fd);
+    return rc == 0;
+}
+
 /* A listening socket with SO_REUSEPORT: every worker binds its own on the same port. */
-static int listen_socket(const char *bind_addr, int port, int *bound_port, char *err,
+static int listen_socket(const char *bind_addr, int port, int first, int *bound_port, char *err,
                          size_t errsz)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
@@ -77,6 +91,8 @@ static int listen_socket(const char *bind_addr, int port, int *bound_port, char 
         snprintf(err, errsz, "http.bind: \"%s\" is not an IPv4 address", bind_addr);
         return -1;
     }
+    if (first && port != 0 && !port_is_free(&sa, err, errsz))
+        return -1;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errsz, "socket: %s", strerror(errno));
@@ -124,7 +140,7 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
     evhttp_set_gencb(w->http, order_http_handle, w);
     int port = 0;
     int fd = listen_socket(app->cfg.http_bind, app->port ? app->port : (int)app->cfg.http_port,
-                           &port, err, errsz);
+                           index == 0, &port, err, errsz);
     if (fd < 0)
         return -1;
     app->port = port;

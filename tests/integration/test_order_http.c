@@ -23,6 +23,7 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -491,6 +492,39 @@ static void test_health_metrics(void **state)
     assert_non_null(strstr(resp, "seckill_order_kafka_inflight 0"));
 }
 
+typedef struct {
+    pid_t pid;
+    int status;
+} exited_arg;
+
+static int exited(void *p)
+{
+    exited_arg *a = p;
+    return waitpid(a->pid, &a->status, WNOHANG) == a->pid;
+}
+
+/* SO_REUSEPORT must not let a second process share the port of a running one. */
+static void test_port_in_use_refused(void **state)
+{
+    char port[64], secret[128], log[128], bin[512];
+    snprintf(port, sizeof(port), "SECKILL_HTTP_PORT=%d", srv.port);
+    snprintf(secret, sizeof(secret), "SECKILL_JWT_SECRET=%s", srv.secret);
+    snprintf(log, sizeof(log), "/tmp/test_order_%d_second.log", (int)getpid());
+    const char *d = getenv("SECKILL_BIN_DIR");
+    snprintf(bin, sizeof(bin), "%s/seckill-order", d ? d : "./bin");
+    const char *argv[] = {bin, NULL};
+    const char *env[] = {port, secret, "SECKILL_HTTP_BIND=127.0.0.1", "SECKILL_REDIS_URL=redis://127.0.0.1:1", NULL};
+    to_proc p;
+    assert_int_equal(to_spawn(&p, argv, env, log), 0);
+    exited_arg a = {p.pid, 0};
+    if (!to_wait(exited, &a, 15000)) {
+        to_stop(&p, SIGKILL, 2000);
+        fail_msg("a second seckill-order started on a port in use");
+    }
+    assert_true(WIFEXITED(a.status) && WEXITSTATUS(a.status) == 1);
+    unlink(log);
+}
+
 static void test_sigterm_exits_0(void **state)
 {
     assert_int_equal(to_stop(&srv.proc, SIGTERM, 10000), 0);
@@ -537,6 +571,7 @@ int main(void)
         cmocka_unit_test(test_soldout_flag_and_restock),
         cmocka_unit_test(test_rate_limit),
         cmocka_unit_test(test_health_metrics),
+        cmocka_unit_test(test_port_in_use_refused),
         cmocka_unit_test(test_sigterm_exits_0),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
