@@ -228,6 +228,12 @@ static char *conninfo_with_db(const char *base, const char *db)
     return s;
 }
 
+/* Database names carry our pid, so two runs of one test never share a database. */
+static void db_name(char *buf, size_t sz, const char *name)
+{
+    snprintf(buf, sz, "%s_%d", name, (int)getpid());
+}
+
 char *ctu_db_create(const char *name)
 {
     const char *admin = getenv("SECKILL_PG_ADMIN"), *user = getenv("SECKILL_PG");
@@ -235,14 +241,16 @@ char *ctu_db_create(const char *name)
         fprintf(stderr, "SECKILL_PG / SECKILL_PG_ADMIN not set: source .run/env\n");
         return NULL;
     }
+    char db[128];
+    db_name(db, sizeof(db), name);
     PGconn *c = ctu_pg(admin);
     char sql[512];
-    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
     int rc = ctu_pg_exec(c, sql);
-    snprintf(sql, sizeof(sql), "CREATE DATABASE %s OWNER seckill", name);
+    snprintf(sql, sizeof(sql), "CREATE DATABASE %s OWNER seckill", db);
     rc = rc || ctu_pg_exec(c, sql);
     PQfinish(c);
-    return rc ? NULL : conninfo_with_db(user, name);
+    return rc ? NULL : conninfo_with_db(user, db);
 }
 
 void ctu_db_drop(const char *name)
@@ -250,9 +258,11 @@ void ctu_db_drop(const char *name)
     const char *admin = getenv("SECKILL_PG_ADMIN");
     if (!admin)
         return;
+    char db[128];
+    db_name(db, sizeof(db), name);
     PGconn *c = ctu_pg(admin);
     char sql[512];
-    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
     ctu_pg_exec(c, sql);
     PQfinish(c);
 }

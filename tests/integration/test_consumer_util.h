@@ -27,10 +27,10 @@ int ctu_kafka_start(ctu_kafka *k, int partitions);
 void ctu_kafka_stop(ctu_kafka *k);
 
 /* ---- PostgreSQL ---- */
-/** @brief (Re)creates database `name` owned by role seckill through $SECKILL_PG_ADMIN.
+/** @brief (Re)creates database `name`_<pid> owned by role seckill through $SECKILL_PG_ADMIN.
  *  @returns a malloc'd conninfo for it as the seckill role ($SECKILL_PG + dbname), or NULL. */
 char *ctu_db_create(const char *name);
-/** @brief Drops database `name` (forcing out sessions). */
+/** @brief Drops database `name`_<pid> (forcing out sessions). */
 void ctu_db_drop(const char *name);
 /** @brief Connects or aborts the test. */
 PGconn *ctu_pg(const char *conninfo);
