@@ -28,7 +28,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { # a port nothing listens on (connect refused), from the ephemeral-free range
+    local p
+    for _ in $(seq 1 100); do
+        p=$(shuf -i 20000-32000 -n 1)
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+    done
+    return 1
+}
 wait_for() { # file-or-url, seconds
     for _ in $(seq 1 $(( $2 * 10 ))); do
         if [[ $1 == http* ]]; then curl -fsS "$1" >/dev/null 2>&1 && return 0; else [ -s "$1" ] && return 0; fi
