@@ -5,6 +5,9 @@ if(TARGET seckill_bench_core)
   seckill_add_test(NAME test_sb_hist SOURCES unit/test_sb_hist.c LIBS seckill_bench_core LABELS unit TIMEOUT 60)
   seckill_add_test(NAME test_sb_stats SOURCES unit/test_sb_stats.c LIBS seckill_bench_core LABELS unit TIMEOUT 60)
   seckill_add_test(NAME test_sc_judge SOURCES unit/test_sc_judge.c LIBS seckill_check_core LABELS unit TIMEOUT 60)
+  # The load engine against a scripted HTTP server in process (loopback only).
+  seckill_add_test(NAME test_sb_load SOURCES unit/test_sb_load.c ${CMAKE_SOURCE_DIR}/bench/sb_load.c
+    LIBS seckill_bench_core seckill::common PkgConfig::LIBEVENT Threads::Threads LABELS integration TIMEOUT 120)
   # The dead-letter scan against librdkafka's mock cluster, in process (loopback only).
   seckill_add_test(NAME test_sc_dlq SOURCES unit/test_sc_dlq.c ${CMAKE_SOURCE_DIR}/bench/sc_dlq.c
     LIBS seckill_check_core seckill::common PkgConfig::RDKAFKA LABELS integration TIMEOUT 120)
