@@ -13,8 +13,10 @@
 #   read:   stock 0, every call answers "sold out" after GET and HMGET
 # The front's figure is seckill-bench's rate: answers (202 + 409 + everything else) per
 # second from the first request to the last answer, one request in flight per
-# connection. The issue's target: at least 35% of the EVALSHA figure (the sale);
-# seckill-check must pass for the figure to count. Also printed: the front with HTTP/1.1
+# connection. The issue's target: at least 35% of "the" EVALSHA figure; which state of
+# the stock it means is not said, so the verdict is printed against two: the write path
+# (bench/bench-order.sh's reference too) and the sale (the same mix as the front's
+# sale, the stricter one). seckill-check must pass for the figure to count. Also printed: the front with HTTP/1.1
 # pipelining (BENCH_PIPELINE, 16 like redis-benchmark's -P 16) on the sold-out event, as
 # a like-for-like figure.
 #
@@ -135,7 +137,7 @@ ratio_s=$(pct "$front" "$redis_sale")
 ratio_w=$(pct "$front" "$redis_write")
 ratio_r=$(pct "$front" "$redis_read")
 ratio_pl=$(pct "$front_pl" "$redis_sale")
-target=$(awk -v x="$ratio_s" 'BEGIN { print (x >= 35 ? "met" : "missed") }')
+verdict() { awk -v x="$1" 'BEGIN { print (x >= 35 ? "met" : "missed") }'; }
 echo
 echo "== result"
 printf '  %-44s %12s\n' "redis-benchmark EVALSHA reserve.lua (sale)" "$(printf '%.0f/s' "$redis_sale")"
@@ -143,8 +145,8 @@ printf '  %-44s %12s\n' "redis-benchmark EVALSHA reserve.lua (write)" "$(printf 
 printf '  %-44s %12s\n' "redis-benchmark EVALSHA reserve.lua (read)" "$(printf '%.0f/s' "$redis_read")"
 printf '  %-44s %12s\n' "front: answers/s during the burst" "$(printf '%.0f/s' "$front")"
 printf '  %-44s %12s\n' "front, pipelined $PIPELINE (sold-out event)" "$(printf '%.0f/s' "$front_pl")"
-printf '  %-44s %11s%%   (target 35%%: %s)\n' "front / redis (sale)" "$ratio_s" "$target"
-printf '  %-44s %11s%%\n' "front / redis (write path)" "$ratio_w"
+printf '  %-44s %11s%%   (target 35%%: %s)\n' "front / redis (write path)" "$ratio_w" "$(verdict "$ratio_w")"
+printf '  %-44s %11s%%   (target 35%%: %s)\n' "front / redis (sale)" "$ratio_s" "$(verdict "$ratio_s")"
 printf '  %-44s %11s%%\n' "front / redis (read path)" "$ratio_r"
 printf '  %-44s %11s%%\n' "front pipelined / redis (sale)" "$ratio_pl"
 printf '  %-44s %12s\n' "peak accepted (202/s, best 100 ms)" "$(printf '%.0f' "$(num peak_accepted_rps)")"
