@@ -14,8 +14,9 @@
  * reentrant, fair, read and write locks are owned by (client id, thread id), as in
  * Redisson, so two handles of one thread re-enter each other's hold.
  *
- * Errors: functions return 0 or a negative rlock_err_t; the handle (or client) keeps a
- * message (rlock_errstr / rlock_client_errstr). Libraries never print. */
+ * Errors: functions return 0 or a negative rlock_err_t; the handle keeps a message
+ * (rlock_errstr, rlock_sem_errstr, ...); constructors fill the caller's errstr.
+ * Libraries never print. */
 #ifndef RLOCK_H
 #define RLOCK_H
 
@@ -68,8 +69,6 @@ void rlock_client_free(rlock_client_t *c);
 
 /** @returns this process's client id (32 hex chars), the owner prefix in Redis. */
 const char *rlock_client_id(const rlock_client_t *c);
-/** @returns the last client-level error message (empty when none). */
-const char *rlock_client_errstr(const rlock_client_t *c);
 
 /* ------------------------------------------------------------------ locks */
 

@@ -90,7 +90,6 @@ void rlock_client_free(rlock_client_t *c)
 }
 
 const char *rlock_client_id(const rlock_client_t *c) { return c->id; }
-const char *rlock_client_errstr(const rlock_client_t *c) { return c->errstr; }
 
 redisContext *rlock_client_connect(rlock_client_t *c, char *err, size_t errsz)
 {

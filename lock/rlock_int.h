@@ -83,9 +83,8 @@ struct rlock_client {
     struct timeval tv;
     rlock_client_opts opts;
     char id[33];
-    pthread_mutex_t mu; /* guards cmd and errstr */
+    pthread_mutex_t mu; /* guards cmd */
     redisContext *cmd;
-    char errstr[RLOCK_ERRSTR_SIZE];
 
     /* watchdog (rlock_watchdog.c) */
     pthread_mutex_t wd_mu;
