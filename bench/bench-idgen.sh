@@ -4,9 +4,9 @@
 #   segment mode, 1 thread:  >= 20M IDs/s, and >= the local Snowflake baseline
 #   incr mode, T threads:    >= 80% of `redis-benchmark -t incr -c T -P 1` on the same Redis
 #
-# Each repetition runs `idgen bench` and redis-benchmark back to back (incr T, then
-# redis-benchmark -c T sized to last as long), so both see the same machine; the figures
-# are medians over REPS repetitions. The incr comparison runs twice: on the dev Redis
+# Each repetition runs `idgen bench` and redis-benchmark back to back (redis-benchmark
+# -c T, incr with T threads, redis-benchmark -c T again; the reference is the mean of the
+# two), so both see the same machine; the figures are medians over REPS repetitions. The incr comparison runs twice: on the dev Redis
 # (appendfsync always: both sides wait on the disk) and on a throwaway Redis without
 # persistence (both sides bound by CPU and the loopback).
 #
@@ -77,12 +77,18 @@ for rep in $(seq "$REPS"); do
     for t in "${targets[@]}"; do
         name=${t%%:*}; rest=${t#*:}; port=${rest%%:*}; url=${rest#*:}
         for th in $THREADS; do
+            # redis-benchmark right before and right after ours, sized to last about as
+            # long, and their mean as the reference: on a Redis shared with other writers
+            # (its fsync rate moves with their load) this cancels most of the drift.
+            n=$(cat "$tmp/n-$name-$th" 2>/dev/null || echo 2000)
+            before=$(rb "$port" "$th" "$n")
             line=$("$IDGEN" bench --redis "$url" --modes incr --threads "$th" --seconds "$SECS" \
                 --json | results)
+            after=$(rb "$port" "$th" "$n")
             echo "$line" >>"$tmp/incr-$name-$th"
-            rate=$(awk '{printf "%d", $3}' <<<"$line")
-            n=$(awk -v r="$rate" -v s="$SECS" 'BEGIN {n = r * s; if (n < 2000) n = 2000; printf "%d", n}')
-            rb "$port" "$th" "$n" >>"$tmp/rb-$name-$th"
+            awk -v a="$before" -v b="$after" 'BEGIN {printf "%.2f\n", (a + b) / 2}' >>"$tmp/rb-$name-$th"
+            awk -v r="$(awk '{print $3}' <<<"$line")" -v s="$SECS" \
+                'BEGIN {n = r * s; if (n < 2000) n = 2000; printf "%d\n", n}' >"$tmp/n-$name-$th"
         done
     done
     echo "bench-idgen: repetition $rep/$REPS done" >&2

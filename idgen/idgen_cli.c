@@ -162,7 +162,14 @@ static int cmd_next(int argc, char **argv)
     int status = 0;
     for (long long done = 0; done < n;) {
         size_t k = n - done < CHUNK ? (size_t)(n - done) : CHUNK;
-        int rc = idgen_next_batch(g, ids, k);
+        /* incr mode: one INCR per ID, as the mode promises (a batch would be one INCRBY);
+         * segment mode: the batch call, which takes whole ranges of the block. */
+        int rc = IDGEN_OK;
+        if (o.mode == IDGEN_MODE_INCR)
+            for (size_t i = 0; i < k && rc == IDGEN_OK; i++)
+                rc = idgen_next(g, &ids[i]);
+        else
+            rc = idgen_next_batch(g, ids, k);
         if (rc) {
             fflush(stdout);
             fprintf(stderr, "idgen: %s: %s\n", idgen_strerror(rc), idgen_errstr(g));

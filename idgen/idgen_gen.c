@@ -453,7 +453,9 @@ static int seg_slow(idgen_t *g, uint64_t want, int64_t *stamp_out, uint64_t *fir
             publish_standby_locked(g);
             continue;
         }
-        if (g->attempts != attempts0 && g->last_rc != IDGEN_OK) {
+        /* A finished attempt that failed ends the wait; a reset does not (it is reported
+         * once, through reset_pending, and the refill thread leases again at once). */
+        if (g->attempts != attempts0 && g->last_rc != IDGEN_OK && g->last_rc != IDGEN_ERR_RESET) {
             rc = fail(g, g->last_rc, "%s", g->last_err);
             break;
         }
