@@ -51,11 +51,11 @@ if [ "${BENCH_REDIS:-private}" = stack ]; then
     REDIS_DESC="the stack's Redis"
 else
     RHOST=127.0.0.1; RPORT=$(free_port)
-    redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$WORK" --appendonly yes --appendfsync always \
+    redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$WORK" --appendonly yes --appendfsync "${BENCH_REDIS_FSYNC:-always}" \
         --save "" --daemonize no --logfile "$WORK/redis.log" &
     PIDS+=($!)
     for _ in $(seq 1 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-    REDIS_DESC="a private redis-server (AOF, appendfsync always)"
+    REDIS_DESC="a private redis-server (AOF, appendfsync ${BENCH_REDIS_FSYNC:-always})"
 fi
 
 "$BIN/seckill-devkafka" --bootstrap-file "$WORK/kafka.bootstrap" --control-file "$WORK/kafka.control" \
