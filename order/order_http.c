@@ -3,10 +3,11 @@
  * Placing an order is a chain of continuations on one worker:
  *   token -> sold-out flag -> rate limit -> order id (libidgen) -> EVALSHA reserve.lua
  *   -> produce to Kafka ... delivery report (poll thread, handed back through the inbox)
- *   -> SET index, EVALSHA confirm.lua, 202 (not waiting for confirm's answer), or on a failed delivery: NOT_PERSISTED -> cancel.lua
- *   -> 503; POSSIBLY_PERSISTED -> the reservation stays pending -> 503 with the order id.
+ *   -> acknowledged: SET index, EVALSHA confirm.lua, 202 (not waiting for confirm's answer)
+ *   -> NOT_PERSISTED: cancel.lua -> 503
+ *   -> POSSIBLY_PERSISTED: the reservation stays pending -> 503 with the order id.
  * No 202 is sent before Kafka acknowledged the order. Every answer goes through
- * reply(), which counts it in the metrics and the in-flight gauge. */
+ * reply_send(), which counts it in the metrics; request_done() ends its in-flight time. */
 #include "order_app.h"
 #include "order_body.h"
 #include "order_msg.h"
