@@ -488,6 +488,10 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             rd_kafka_error_destroy(rd_kafka_incremental_assign(rk, parts));
         else
             rd_kafka_assign(rk, parts);
+        /* librdkafka keeps a partition's pause flag across an unassign/assign: a
+         * partition we paused while the database was down and get back must not stay
+         * paused with nobody to resume it. */
+        rd_kafka_resume_partitions(rk, parts);
         return;
     }
     /* Revoked: write what is in flight now (one attempt per batch, none if the
@@ -496,7 +500,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     for (int i = 0; i < l->nlanes; i++) {
         lane *ln = &l->lanes[i];
         lane_drain_sync(l, ln, ln->failing ? 0 : now_ms(), "revoke");
-        ln->paused = 0; /* a new assignment starts unpaused */
+        lane_set_paused(l, ln, 0); /* see the assign branch: pause flags outlive assignments */
     }
     atomic_store(&l->m->paused, 0);
     sk_log(SK_LOG_INFO, "partitions_revoked", "count=%d", parts->cnt);
