@@ -86,6 +86,7 @@ for rep in $(seq "$REPS"); do
                 --json | results)
             after=$(rb "$port" "$th" "$n")
             echo "$line" >>"$tmp/incr-$name-$th"
+            echo "bench-idgen: $name T=$th: redis-benchmark $before, incr $(awk '{print $3}' <<<"$line"), redis-benchmark $after" >&2
             awk -v a="$before" -v b="$after" 'BEGIN {printf "%.2f\n", (a + b) / 2}' >>"$tmp/rb-$name-$th"
             awk -v r="$(awk '{print $3}' <<<"$line")" -v s="$SECS" \
                 'BEGIN {n = r * s; if (n < 2000) n = 2000; printf "%d\n", n}' >"$tmp/n-$name-$th"

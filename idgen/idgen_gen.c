@@ -11,17 +11,20 @@
  * - Resets. g->seen keeps the highest number this generator got per day. A lease whose
  *   first number is not above the value seen *before it was sent* means the counter
  *   went back (Redis lost writes): the lease is dropped, the counter is pushed past the
- *   highest number seen (INCRBY), and the caller gets IDGEN_ERR_RESET once. Numbers
+ *   highest number seen plus every number still in flight (INCRBY), and the caller gets
+ *   IDGEN_ERR_RESET once. Numbers
  *   handed out by other processes are not known here: that is why Redis must persist
  *   every increment before answering (appendfsync always, or WAIT; see README.md).
  * - Segment mode. The current block is published through one 64-bit atomic cursor,
  *   generation << 40 | offset, and two slots (the double buffer) that hold each
- *   generation's first number, length and day under a seqlock. A caller does one
- *   fetch_add and a few loads: no lock, no Redis. When the offset reaches the refill
- *   mark (80% used) that one caller wakes the refill thread, which leases the next
- *   block into the standby; the caller that runs past the end publishes the standby
- *   under g->mu (the slow path), or waits for it at most timeout_ms. A block whose day
- *   is over is dropped, never used for a later day. */
+ *   generation's first number, length and day under a seqlock. A caller takes 64
+ *   numbers at a time into a per-thread chunk with one fetch_add and a few loads: no
+ *   lock, no Redis, and most calls touch nothing shared. When the offset reaches the
+ *   refill mark (80% used) the one caller that crosses it wakes the refill thread,
+ *   which leases the next block into the standby; the caller that runs past the end
+ *   publishes the standby under g->mu (the slow path), or waits for it at most
+ *   timeout_ms. A block (or chunk) whose day is over is dropped, never used for a
+ *   later day. */
 #include "idgen_int.h"
 
 #include "idgen_core.h"
