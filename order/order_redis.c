@@ -66,6 +66,7 @@ struct order_redis {
      * the whole timeout check: no per-command timer. */
     long outstanding;
     int64_t last_progress_us;
+    int64_t connect_started_us; /* a connect that hangs (dropped SYNs) is cut at timeout_ms */
     unsigned long errors;
 };
 
@@ -166,14 +167,18 @@ static void connect_now(order_redis *r)
         r->outstanding++;
     }
     r->last_progress_us = order_time_mono_us();
+    r->connect_started_us = r->last_progress_us;
 }
 
 static void on_watch(evutil_socket_t fd, short what, void *arg)
 {
     order_redis *r = arg;
     int64_t now = order_time_mono_us();
-    if (r->ac && r->outstanding > 0 && now - r->last_progress_us > (int64_t)r->timeout_ms * 1000) {
-        /* Redis stopped answering: fail everything queued (NULL replies) and reconnect. */
+    int64_t limit = (int64_t)r->timeout_ms * 1000;
+    if (r->ac && ((r->outstanding > 0 && now - r->last_progress_us > limit) ||
+                  (!r->connected && now - r->connect_started_us > limit))) {
+        /* Redis stopped answering, or the connect hangs: fail everything queued (NULL
+         * replies) and reconnect. */
         redisAsyncContext *ac = r->ac;
         r->ac = NULL;
         r->connected = 0;
