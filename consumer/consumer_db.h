@@ -4,9 +4,11 @@
  * loop is just "call it again later". Every write is one transaction:
  *   1. lock the batch's events (SELECT ... FOR UPDATE, in id order so two consumers
  *      never deadlock) and learn which exist and their stock_left;
- *   2. one INSERT ... SELECT FROM unnest(arrays) ... ON CONFLICT DO NOTHING: replays
- *      and second orders of a user change nothing; the new orders go in as 'created'
- *      and the same statement takes min(new, stock_left) off each event's stock;
+ *   2. the fast path: one plain INSERT ... SELECT FROM unnest(arrays) that also takes
+ *      min(new orders, stock_left) off each event; a unique violation (a replay or a
+ *      second order of a user) rolls it back, and the batch (and the next 16) is
+ *      written with INSERT ... ON CONFLICT DO NOTHING RETURNING, the stock taken from
+ *      what it returned: replays change nothing;
  *   3. only if an event got more new orders than its stock: the latest of them (by
  *      Kafka offset) are set to 'rejected' (the database never oversells);
  *   4. COMMIT.
