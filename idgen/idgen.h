@@ -56,6 +56,12 @@ typedef struct idgen_opts {
      * refill thread: it must be thread-safe. */
     int64_t (*clock_ms)(void *arg);
     void *clock_arg;
+    /* With replicas: every lease is followed by WAIT wait_replicas wait_timeout_ms (in the
+     * same round trip), and a lease that fewer replicas acknowledged is dropped and
+     * reported as IDGEN_ERR_REDIS, so a failover cannot hand its numbers out again.
+     * 0 (default): no WAIT; rely on appendfsync always. See README.md. */
+    int wait_replicas;
+    int wait_timeout_ms; /* default 100; counts against the caller's wait in incr mode */
 } idgen_opts;
 
 typedef struct idgen_parts {

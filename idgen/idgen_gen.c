@@ -594,6 +594,8 @@ void idgen_opts_init(idgen_opts *o)
     o->segment_min = 1000;
     o->segment_max = 1000000;
     o->key_ttl_days = 3;
+    o->wait_replicas = 0;
+    o->wait_timeout_ms = 100;
 }
 
 idgen_t *idgen_new_with_backend(const idgen_backend *be, const char *prefix,
@@ -615,6 +617,10 @@ idgen_t *idgen_new_with_backend(const idgen_backend *be, const char *prefix,
         bad = "need 1 <= segment_min <= segment_max";
     else if (o.key_ttl_days < 1 || o.key_ttl_days > 3650)
         bad = "key_ttl_days must be in 1..3650";
+    else if (o.wait_replicas < 0 || o.wait_replicas > 100 ||
+             (o.wait_replicas > 0 && o.wait_timeout_ms < 1))
+        bad = "need 0 <= wait_replicas <= 100, and wait_timeout_ms >= 1 with replicas"
+              " (WAIT 0 would block)";
     if (bad) {
         snprintf(errstr, errsz, "idgen: %s", bad);
         be->destroy(be->arg);

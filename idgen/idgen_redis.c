@@ -23,6 +23,8 @@
 typedef struct redis_backend {
     sk_redis_url url;
     struct timeval tv;
+    int wait_replicas; /* > 0: WAIT after every increment */
+    int wait_timeout_ms;
     pthread_mutex_t mu;
     redisContext *idle[POOL_MAX];
     int nidle;
@@ -81,14 +83,19 @@ static int rb_incrby(void *arg, const char *key, uint64_t n, int64_t ttl_s, uint
                      char *err, size_t errsz)
 {
     redis_backend *rb = arg;
-    char nbuf[24], tbuf[24], cmd[2 * IDGEN_KEY_MAX + 160];
+    char nbuf[24], tbuf[24], rbuf[16], wbuf[16], cmd[2 * IDGEN_KEY_MAX + 200];
     size_t len = 0;
     snprintf(nbuf, sizeof(nbuf), "%llu", (unsigned long long)n);
     snprintf(tbuf, sizeof(tbuf), "%lld", (long long)ttl_s);
+    snprintf(rbuf, sizeof(rbuf), "%d", rb->wait_replicas);
+    snprintf(wbuf, sizeof(wbuf), "%d", rb->wait_timeout_ms);
     const char *incr[3] = {n == 1 ? "INCR" : "INCRBY", key, nbuf};
     const char *expire[3] = {"EXPIRE", key, tbuf};
+    const char *wait[3] = {"WAIT", rbuf, wbuf};
+    int nreplies = 1 + (ttl_s > 0) + (rb->wait_replicas > 0);
     if (resp_append(cmd, sizeof(cmd), &len, n == 1 ? 2 : 3, incr) ||
-        (ttl_s > 0 && resp_append(cmd, sizeof(cmd), &len, 3, expire))) {
+        (ttl_s > 0 && resp_append(cmd, sizeof(cmd), &len, 3, expire)) ||
+        (rb->wait_replicas > 0 && resp_append(cmd, sizeof(cmd), &len, 3, wait))) {
         snprintf(err, errsz, "key too long");
         return IDGEN_ERR_ARG;
     }
@@ -97,21 +104,25 @@ static int rb_incrby(void *arg, const char *key, uint64_t n, int64_t ttl_s, uint
         redisContext *c = pool_get(rb, &fresh, err, errsz);
         if (!c)
             return IDGEN_ERR_REDIS;
-        redisReply *r1 = NULL, *r2 = NULL;
-        int ok = redisAppendFormattedCommand(c, cmd, len) == REDIS_OK &&
-                 redisGetReply(c, (void **)&r1) == REDIS_OK &&
-                 (ttl_s <= 0 || redisGetReply(c, (void **)&r2) == REDIS_OK);
+        /* Replies in order: INCR/INCRBY, then EXPIRE if sent, then WAIT if sent. */
+        redisReply *rep[3] = {NULL, NULL, NULL};
+        int ok = redisAppendFormattedCommand(c, cmd, len) == REDIS_OK;
+        for (int i = 0; ok && i < nreplies; i++)
+            ok = redisGetReply(c, (void **)&rep[i]) == REDIS_OK;
         if (!ok) {
             int retry = !fresh && attempt == 0 && closed_under_us(c);
-            snprintf(err, errsz, "%s %.80s: %s", incr[0], key, c->errstr[0] ? c->errstr : "I/O error");
-            if (r1)
-                freeReplyObject(r1);
+            snprintf(err, errsz, "%s %.80s: %s", incr[0], key,
+                     c->errstr[0] ? c->errstr : "I/O error");
+            for (int i = 0; i < 3; i++)
+                if (rep[i])
+                    freeReplyObject(rep[i]);
             redisFree(c);
             if (retry)
                 continue;
             return IDGEN_ERR_REDIS;
         }
         int rc = IDGEN_OK;
+        redisReply *r1 = rep[0], *rw = rb->wait_replicas > 0 ? rep[nreplies - 1] : NULL;
         if (r1->type == REDIS_REPLY_INTEGER && r1->integer > 0) {
             *last = (uint64_t)r1->integer;
         } else {
@@ -119,11 +130,23 @@ static int rb_incrby(void *arg, const char *key, uint64_t n, int64_t ttl_s, uint
                      r1->type == REDIS_REPLY_ERROR ? r1->str : "unexpected reply");
             rc = IDGEN_ERR_REDIS;
         }
+        /* Numbers fewer replicas hold than asked could come back after a failover: the
+         * caller must not hand them out. They are skipped, as after any failed lease. */
+        if (rc == IDGEN_OK && rw &&
+            !(rw->type == REDIS_REPLY_INTEGER && rw->integer >= rb->wait_replicas)) {
+            if (rw->type == REDIS_REPLY_INTEGER)
+                snprintf(err, errsz, "WAIT: %.80s reached %lld of %d replicas within %d ms",
+                         key, rw->integer, rb->wait_replicas, rb->wait_timeout_ms);
+            else
+                snprintf(err, errsz, "WAIT: %s",
+                         rw->type == REDIS_REPLY_ERROR ? rw->str : "unexpected reply");
+            rc = IDGEN_ERR_REDIS;
+        }
         /* A failed EXPIRE only costs a key that lives too long; the next day's lease sets
          * it again. Not worth failing an ID for. */
-        freeReplyObject(r1);
-        if (r2)
-            freeReplyObject(r2);
+        for (int i = 0; i < 3; i++)
+            if (rep[i])
+                freeReplyObject(rep[i]);
         pool_put(rb, c);
         return rc;
     }
@@ -166,6 +189,8 @@ idgen_t *idgen_new(const char *redis_url, const char *prefix, const idgen_opts *
     int ms = o.timeout_ms > 0 ? o.timeout_ms : 1000;
     rb->tv.tv_sec = ms / 1000;
     rb->tv.tv_usec = (ms % 1000) * 1000;
+    rb->wait_replicas = o.wait_replicas > 0 ? o.wait_replicas : 0;
+    rb->wait_timeout_ms = o.wait_timeout_ms > 0 ? o.wait_timeout_ms : 0;
     pthread_mutex_init(&rb->mu, NULL);
     idgen_backend be = {.incrby = rb_incrby, .destroy = rb_destroy, .arg = rb};
     return idgen_new_with_backend(&be, prefix, &o, errstr, errsz);

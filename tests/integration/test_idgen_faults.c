@@ -5,6 +5,8 @@
  *   0 duplicates, no reset (the AOF kept every increment).
  * - The day's counter deleted mid-run: the reset is detected and reported, and no number
  *   is reused by that generator; 0 duplicates.
+ * - WAIT for a replica after each lease (opts.wait_replicas): refused without one,
+ *   accepted with one, refused again when it goes away.
  * Each case runs an incr-mode and a segment-mode generator, two threads each. */
 #include "test_idgen_util.h"
 
@@ -256,12 +258,88 @@ static void test_counter_deleted(void **state)
     assert_true(st_resets >= 2);
 }
 
+static int replica_linked(void *arg)
+{
+    redisContext *c = tu_connect(sk_test_redis_url(arg));
+    if (!c)
+        return 0;
+    redisReply *r = redisCommand(c, "INFO replication");
+    int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "connected_slaves:1") &&
+             strstr(r->str, "state=online");
+    if (r)
+        freeReplyObject(r);
+    redisFree(c);
+    return ok;
+}
+
+static idgen_t *make_waiting(const char *url, idgen_mode mode)
+{
+    idgen_opts o;
+    idgen_opts_init(&o);
+    o.mode = mode;
+    o.timeout_ms = TIMEOUT_MS;
+    o.wait_replicas = 1;
+    o.wait_timeout_ms = 50;
+    o.segment_min = 50;
+    char err[256];
+    idgen_t *g = idgen_new(url, "wait", &o, err, sizeof(err));
+    if (!g)
+        fail_msg("%s", err);
+    return g;
+}
+
+/* WAIT after each lease: without the replica's acknowledgement no number is handed out. */
+static void test_wait_replicas(void **state)
+{
+    (void)state;
+    char err[256];
+    current_server = sk_test_redis_start(NULL, err, sizeof(err));
+    if (!current_server)
+        fail_msg("%s", err);
+    const char *url = sk_test_redis_url(current_server);
+    uint64_t id;
+    /* No replica: every lease is refused, in both modes, within the timeout. */
+    for (int m = 0; m < 2; m++) {
+        idgen_t *g = make_waiting(url, m ? IDGEN_MODE_SEGMENT : IDGEN_MODE_INCR);
+        int64_t t0 = tu_mono_ms();
+        assert_int_equal(idgen_next(g, &id), IDGEN_ERR_REDIS);
+        assert_true(tu_mono_ms() - t0 <= TIMEOUT_MS + 1000);
+        assert_non_null(strstr(idgen_errstr(g), "WAIT"));
+        idgen_free(g);
+    }
+    /* A replica: leases go through. */
+    char port[16];
+    snprintf(port, sizeof(port), "%d", sk_test_redis_port(current_server));
+    sk_test_redis *replica =
+        sk_test_redis_start((const char *const[]){"--replicaof", "127.0.0.1", port, NULL}, err,
+                            sizeof(err));
+    if (!replica)
+        fail_msg("%s", err);
+    int linked = tu_wait_for(replica_linked, current_server, 20000);
+    idgen_t *g[2] = {make_waiting(url, IDGEN_MODE_INCR), make_waiting(url, IDGEN_MODE_SEGMENT)};
+    int rc[2] = {IDGEN_OK, IDGEN_OK};
+    for (int m = 0; m < 2 && linked; m++)
+        for (int i = 0; i < 200 && rc[m] == IDGEN_OK; i++)
+            rc[m] = idgen_next(g[m], &id);
+    /* The replica goes away: refused again (the segment generator first serves what it
+     * holds, all of it acknowledged). */
+    sk_test_redis_free(replica);
+    int rc_after = idgen_next(g[0], &id);
+    idgen_free(g[0]);
+    idgen_free(g[1]);
+    assert_true(linked);
+    assert_int_equal(rc[0], IDGEN_OK);
+    assert_int_equal(rc[1], IDGEN_OK);
+    assert_int_equal(rc_after, IDGEN_ERR_REDIS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_redis_stopped, teardown),
         cmocka_unit_test_teardown(test_redis_killed_aof, teardown),
         cmocka_unit_test_teardown(test_counter_deleted, teardown),
+        cmocka_unit_test_teardown(test_wait_replicas, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -529,6 +529,11 @@ static void test_args(void **state)
     idgen_opts_init(&o);
     o.timeout_ms = 0;
     assert_null(idgen_new_with_backend(&be, "ok", &o, err, sizeof(err)));
+    idgen_opts_init(&o);
+    o.wait_replicas = 1;
+    o.wait_timeout_ms = 0; /* WAIT 1 0 would block forever */
+    assert_null(idgen_new_with_backend(&be, "ok", &o, err, sizeof(err)));
+    assert_non_null(strstr(err, "WAIT"));
     assert_null(idgen_new("http://x", "ok", NULL, err, sizeof(err)));
     assert_null(idgen_new(NULL, "ok", NULL, err, sizeof(err)));
     idgen_free(NULL);
