@@ -40,10 +40,20 @@ static double metric_of(int port, const char *name)
     return v;
 }
 
+/* File-scope so the teardown can stop the server even after a failed assertion
+ * (pg_ctl daemonizes it: it would outlive the test). */
+static ctu_pgsrv srv;
+
+static int teardown(void **state)
+{
+    (void)state;
+    ctu_pgsrv_destroy(&srv);
+    return 0;
+}
+
 static void test_pgdown(void **state)
 {
     (void)state;
-    ctu_pgsrv srv;
     assert_int_equal(ctu_pgsrv_start(&srv), 0);
     ctu_kafka k;
     assert_int_equal(ctu_kafka_start(&k, 6), 0);
@@ -138,6 +148,6 @@ static void test_pgdown(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_pgdown)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test_teardown(test_pgdown, teardown)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
