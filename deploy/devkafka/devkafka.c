@@ -3,8 +3,11 @@
  * There is no Kafka broker package on Debian. librdkafka ships a mock cluster that
  * speaks the real Kafka protocol (produce, idempotent produce, fetch, consumer groups
  * with offset commits), so clients connect to it exactly as to Apache Kafka. It keeps
- * messages in memory only: a restart loses everything. Real deployments point
- * kafka.bootstrap.servers at Apache Kafka with no code change.
+ * messages in memory only: a restart loses everything. And it keeps only about 5 MB
+ * (or 100,000 message sets) per partition: older messages are dropped silently, as if
+ * retention had run. Loads bigger than that spread over more partitions (--partitions)
+ * or compress (lz4). Real deployments point kafka.bootstrap.servers at Apache Kafka with
+ * no code change.
  *
  * A text control port (127.0.0.1, one command a line, answers "ok" or "err <why>") lets
  * tests in other processes break the cluster on purpose through the mock API:
