@@ -27,8 +27,12 @@ command -v redis-benchmark >/dev/null || { echo "bench-idgen: redis-benchmark mi
 
 tmp=$(mktemp -d)
 nofsync_pid=""
+# Our counters on the dev Redis carry this prefix and are deleted at exit.
+PREFIX="bench-idgen-$$"
 cleanup() {
     if [ -n "$nofsync_pid" ]; then kill "$nofsync_pid" 2>/dev/null || true; fi
+    redis-cli -u "$URL" --scan --pattern "icr:$PREFIX-*" 2>/dev/null |
+        xargs -r redis-cli -u "$URL" del >/dev/null 2>&1 || true
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -72,7 +76,7 @@ targets=("dev:$PORT:redis://127.0.0.1:$PORT")
 targets[0]="dev:$PORT:$URL"
 
 for rep in $(seq "$REPS"); do
-    "$IDGEN" bench --modes segment,snowflake,uuidv7 --threads "${THREADS// /,}" \
+    "$IDGEN" bench --prefix "$PREFIX" --modes segment,snowflake,uuidv7 --threads "${THREADS// /,}" \
         --seconds "$SECS" --json | results >>"$tmp/local"
     for t in "${targets[@]}"; do
         name=${t%%:*}; rest=${t#*:}; port=${rest%%:*}; url=${rest#*:}
@@ -82,8 +86,8 @@ for rep in $(seq "$REPS"); do
             # (its fsync rate moves with their load) this cancels most of the drift.
             n=$(cat "$tmp/n-$name-$th" 2>/dev/null || echo 2000)
             before=$(rb "$port" "$th" "$n")
-            line=$("$IDGEN" bench --redis "$url" --modes incr --threads "$th" --seconds "$SECS" \
-                --json | results)
+            line=$("$IDGEN" bench --redis "$url" --prefix "$PREFIX" --modes incr --threads "$th" \
+                --seconds "$SECS" --json | results)
             after=$(rb "$port" "$th" "$n")
             echo "$line" >>"$tmp/incr-$name-$th"
             echo "bench-idgen: $name T=$th: redis-benchmark $before, incr $(awk '{print $3}' <<<"$line"), redis-benchmark $after" >&2
