@@ -2,6 +2,7 @@
 #include "sk_test_redis.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
@@ -112,6 +113,16 @@ static int spawn(sk_test_redis *r, char *err, size_t errsz)
         return -1;
     }
     if (pid == 0) {
+        /* Redis logs to its logfile; its stdio must not hold the test's output pipe open,
+         * or a server orphaned by a test that died keeps ctest waiting for its timeout. */
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            dup2(devnull, STDIN_FILENO);
+            dup2(devnull, STDOUT_FILENO);
+            dup2(devnull, STDERR_FILENO);
+            if (devnull > STDERR_FILENO)
+                close(devnull);
+        }
         execvp("redis-server", argv);
         _exit(127);
     }
