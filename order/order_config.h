@@ -30,6 +30,9 @@ typedef struct order_config {
     long long index_ttl_s;
     long long shutdown_timeout_ms;
     char *log_level;
+    long long reconcile_interval_ms; /* 0: this instance never reconciles */
+    long long reconcile_margin_ms, reconcile_lock_timeout_ms, reconcile_horizon_s;
+    char *reconcile_group, *reconcile_lock;
     /* derived by order_config_check */
     order_rl_mode rl_mode;
 } order_config;

@@ -10,6 +10,7 @@
  * SIGTERM/SIGINT: stop accepting, finish the requests in flight, flush the producer,
  * exit 0 (bounded by shutdown.timeout_ms). */
 #include "order_app.h"
+#include "order_reconcile.h"
 #include "order_time.h"
 #include "sk_jwt.h"
 #include "sk_log.h"
@@ -158,6 +159,7 @@ static int run(const char *config)
     static order_app app; /* static: big (metrics), and lives as long as the process */
     int rc = 1;
     char err[768];
+    order_reconciler *reconciler = NULL;
     if (load_config(&app.cfg, &app.kafka_props, config) != 0)
         return 2;
     sk_log_level lvl = SK_LOG_INFO;
@@ -238,6 +240,12 @@ static int run(const char *config)
         sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
         goto out;
     }
+    if (*app.cfg.pg && app.cfg.reconcile_interval_ms > 0 &&
+        !(reconciler = order_reconciler_start(&app.cfg, app.kafka_props, &app.redis_url,
+                                              &app.scripts, err, sizeof(err)))) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=reconciler err=\"%s\"", err);
+        goto out;
+    }
     app.nworkers = app.cfg.workers ? (int)app.cfg.workers : online_cores();
     if (order_workers_start(&app, err, sizeof(err)) != 0) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=workers err=\"%s\"", err);
@@ -253,6 +261,9 @@ static int run(const char *config)
     rc = 0;
 stop : {
     int64_t deadline = order_time_mono_us() + app.cfg.shutdown_timeout_ms * 1000;
+    /* First, so that the lock is free for another instance while this one drains. */
+    order_reconciler_stop(reconciler);
+    reconciler = NULL;
     atomic_store(&app.draining, 1);
     if (app.workers)
         order_workers_stop_accepting(&app);
@@ -274,6 +285,7 @@ stop : {
     sk_log(left ? SK_LOG_WARN : SK_LOG_INFO, "stopped", "unanswered=%" PRId64, left);
 }
 out:
+    order_reconciler_stop(reconciler);
     order_kafka_free(app.kafka);
     order_pg_free(app.pg); /* before the loader, which its threads use */
     order_loader_free(app.loader);

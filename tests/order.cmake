@@ -18,13 +18,13 @@ if(TARGET seckill_order_core)
   target_include_directories(seckill_order_test_support PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/integration)
   target_link_libraries(seckill_order_test_support PUBLIC seckill_test_support seckill::common
     PkgConfig::HIREDIS PkgConfig::RDKAFKA PkgConfig::LIBPQ)
-  foreach(t lua http kafka)
+  foreach(t lua http kafka reconcile)
     if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_order_${t}.c)
       continue()
     endif()
     seckill_add_test(NAME test_order_${t} SOURCES integration/test_order_${t}.c
                      LIBS seckill_order_test_support seckill_order_core seckill::lua
-                          PkgConfig::LIBCRYPTO
+                          PkgConfig::LIBCRYPTO PkgConfig::LIBPQ
                      LABELS integration TIMEOUT 240)
     add_dependencies(test_order_${t} seckill-order seckill-devkafka)
   endforeach()

@@ -1,0 +1,586 @@
+/* order_reconcile: the reconciler thread. See order_reconcile.h for the design. */
+#include "order_reconcile.h"
+#include "order_msg.h"
+#include "rlock.h"
+#include "sk_log.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <librdkafka/rdkafka.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#define KAFKA_TIMEOUT_MS 3000
+
+typedef int32_t partitioner_fn(const rd_kafka_topic_t *rkt, const void *key, size_t keylen,
+                               int32_t partition_cnt, void *rkt_opaque, void *msg_opaque);
+
+/* A partition's mark: its high watermark `hw` read at wall time `t_ms`. Once the group's
+ * committed offset reaches hw, every message produced before t_ms is in PostgreSQL. */
+typedef struct mark {
+    int64_t hw, t_ms;
+    int set;
+} mark;
+
+struct order_reconciler {
+    const order_config *cfg;
+    const sk_cfg_kv *props;
+    const sk_redis_url *url;
+    const order_scripts *scripts;
+    int64_t msg_timeout_ms; /* the producer's message.timeout.ms */
+    partitioner_fn *part;   /* NULL: PART_ANY */
+
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+
+    rlock_client_t *locks;
+    rlock_t *lock;
+    int leader;
+    redisContext *rc;
+    PGconn *pg;
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt;
+    int32_t nparts;
+    mark *marks;    /* nparts */
+    int64_t *cutoff; /* nparts: entries with ts + timeout + margin <= cutoff may go */
+};
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *prop(const sk_cfg_kv *props, const char *key)
+{
+    const char *v = NULL;
+    for (const sk_cfg_kv *kv = props; kv; kv = kv->next) /* the last one wins */
+        if (strcmp(kv->key, key) == 0)
+            v = kv->value;
+    return v;
+}
+
+/* Drops every connection; the next scan opens them again. */
+static void disconnect(order_reconciler *r)
+{
+    if (r->rc)
+        redisFree(r->rc);
+    r->rc = NULL;
+    if (r->pg)
+        PQfinish(r->pg);
+    r->pg = NULL;
+}
+
+static void on_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)rk;
+    sk_log_level l = level <= 3 ? SK_LOG_ERROR : level == 4 ? SK_LOG_WARN : level <= 6 ? SK_LOG_INFO : SK_LOG_DEBUG;
+    char msg[512];
+    size_t n = 0;
+    for (const char *p = buf; *p && n + 2 < sizeof(msg); p++)
+        msg[n++] = (*p == '"' || *p == '\\' || *p == '\n') ? '\'' : *p;
+    msg[n] = '\0';
+    sk_log(l, "kafka", "client=reconciler facility=%s msg=\"%s\"", fac, msg);
+}
+
+/* Producer-only settings among kafka.*: not given to the reconciler's consumer handle,
+ * which would warn about each. */
+static int producer_only(const char *key)
+{
+    static const char *const keys[] = {"partitioner", "message.timeout.ms", "delivery.timeout.ms",
+                                       "linger.ms", "queue.buffering.max.ms", "acks",
+                                       "request.required.acks", "enable.idempotence",
+                                       "compression.type", "compression.codec", "batch.size",
+                                       "batch.num.messages", "retries", "message.send.max.retries",
+                                       "queue.buffering.max.messages", "queue.buffering.max.kbytes",
+                                       "max.in.flight.requests.per.connection", "max.in.flight",
+                                       "request.timeout.ms", "retry.backoff.ms"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (strcmp(key, keys[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int connect_kafka(order_reconciler *r)
+{
+    char why[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    /* Only to read the writer group's committed offsets and the watermarks: it never
+     * subscribes, never joins the group, never commits. Producer settings among kafka.*
+     * are accepted by librdkafka (and ignored by a consumer). */
+    if (rd_kafka_conf_set(conf, "group.id", r->cfg->reconcile_group, why, sizeof(why)) != RD_KAFKA_CONF_OK)
+        goto bad;
+    for (const sk_cfg_kv *kv = r->props; kv; kv = kv->next)
+        if (!producer_only(kv->key) && rd_kafka_conf_set(conf, kv->key, kv->value, why, sizeof(why)) != RD_KAFKA_CONF_OK)
+            goto bad;
+    rd_kafka_conf_set(conf, "enable.auto.commit", "false", why, sizeof(why));
+    rd_kafka_conf_set(conf, "client.id", "seckill-order-reconciler", why, sizeof(why));
+    rd_kafka_conf_set_log_cb(conf, on_kafka_log);
+    r->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
+    if (!r->rk)
+        goto bad;
+    conf = NULL;
+    r->rkt = rd_kafka_topic_new(r->rk, r->cfg->topic, NULL);
+    if (!r->rkt) {
+        rd_kafka_destroy(r->rk);
+        r->rk = NULL;
+        snprintf(why, sizeof(why), "topic handle");
+        goto bad;
+    }
+    return 0;
+bad:
+    if (conf)
+        rd_kafka_conf_destroy(conf);
+    sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "err=\"%s\"", why);
+    return -1;
+}
+
+/* Reads the topic's partition count (it may grow). @returns 0 or -1. */
+static int refresh_partitions(order_reconciler *r)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(r->rk, 0, r->rkt, &md, KAFKA_TIMEOUT_MS);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=metadata err=\"%s\"", rd_kafka_err2str(e));
+        return -1;
+    }
+    int32_t n = (md->topic_cnt == 1 && !md->topics[0].err) ? md->topics[0].partition_cnt : 0;
+    rd_kafka_metadata_destroy(md);
+    if (n <= 0) {
+        sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=metadata err=\"no such topic\"");
+        return -1;
+    }
+    if (n != r->nparts) {
+        mark *m = calloc((size_t)n, sizeof(*m));
+        int64_t *c = calloc((size_t)n, sizeof(*c));
+        if (!m || !c) {
+            free(m);
+            free(c);
+            return -1;
+        }
+        free(r->marks);
+        free(r->cutoff);
+        r->marks = m;
+        r->cutoff = c;
+        r->nparts = n;
+    }
+    return 0;
+}
+
+/* Fills r->cutoff[p] for every partition (INT64_MIN: nothing may be cancelled there).
+ * Order matters: the time, then the high watermark, then the committed offset; the
+ * caller reads PostgreSQL after this. @returns 0 or -1. */
+static int compute_cutoffs(order_reconciler *r)
+{
+    int64_t *hw = calloc((size_t)r->nparts, sizeof(*hw));
+    int64_t *t = calloc((size_t)r->nparts, sizeof(*t));
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(r->nparts);
+    int rc = -1;
+    if (!hw || !t || !l)
+        goto out;
+    for (int32_t p = 0; p < r->nparts; p++) {
+        int64_t lo = 0;
+        t[p] = wall_ms();
+        rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(r->rk, r->cfg->topic, p, &lo, &hw[p], KAFKA_TIMEOUT_MS);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=watermarks partition=%d err=\"%s\"", p, rd_kafka_err2str(e));
+            goto out;
+        }
+        rd_kafka_topic_partition_list_add(l, r->cfg->topic, p);
+    }
+    rd_kafka_resp_err_t e = rd_kafka_committed(r->rk, l, KAFKA_TIMEOUT_MS);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=committed err=\"%s\"", rd_kafka_err2str(e));
+        goto out;
+    }
+    for (int i = 0; i < l->cnt; i++) {
+        int32_t p = l->elems[i].partition;
+        if (p < 0 || p >= r->nparts)
+            continue;
+        /* No commit yet counts as offset 0: drained only while the partition is empty. */
+        int64_t c = l->elems[i].err || l->elems[i].offset < 0 ? 0 : l->elems[i].offset;
+        mark *m = &r->marks[p];
+        r->cutoff[p] = INT64_MIN;
+        if (c >= hw[p])
+            r->cutoff[p] = t[p];
+        else if (m->set && c >= m->hw)
+            r->cutoff[p] = m->t_ms;
+        /* A new mark once the old one is passed (or there is none): it is passed in
+         * turn after about one consumer lag. */
+        if (!m->set || c >= m->hw) {
+            m->hw = hw[p];
+            m->t_ms = t[p];
+            m->set = 1;
+        }
+    }
+    rc = 0;
+out:
+    if (l)
+        rd_kafka_topic_partition_list_destroy(l);
+    free(hw);
+    free(t);
+    return rc;
+}
+
+static int64_t event_cutoff(order_reconciler *r, uint64_t event_id)
+{
+    if (r->part) {
+        char key[24];
+        size_t klen = (size_t)snprintf(key, sizeof(key), "%" PRIu64, event_id);
+        int32_t p = r->part(r->rkt, key, klen, r->nparts, NULL, NULL);
+        if (p >= 0 && p < r->nparts)
+            return r->cutoff[p];
+    }
+    int64_t min = INT64_MAX;
+    for (int32_t p = 0; p < r->nparts; p++)
+        if (r->cutoff[p] < min)
+            min = r->cutoff[p];
+    return min;
+}
+
+/* EVALSHA with EVAL on NOSCRIPT. @returns the integer answer, or INT64_MIN on error
+ * (r->rc is dropped on an I/O error). */
+static long long run_script(order_reconciler *r, int script, int nkeys, const char **keys, int nargs,
+                            const char **args)
+{
+    const char *argv[12];
+    size_t n = 0;
+    char nk[8];
+    snprintf(nk, sizeof(nk), "%d", nkeys);
+    argv[n++] = "EVALSHA";
+    argv[n++] = r->scripts->sha[script];
+    argv[n++] = nk;
+    for (int i = 0; i < nkeys; i++)
+        argv[n++] = keys[i];
+    for (int i = 0; i < nargs; i++)
+        argv[n++] = args[i];
+    redisReply *rep = redisCommandArgv(r->rc, (int)n, argv, NULL);
+    if (rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0) {
+        freeReplyObject(rep);
+        argv[0] = "EVAL";
+        argv[1] = r->scripts->body[script];
+        rep = redisCommandArgv(r->rc, (int)n, argv, NULL);
+    }
+    long long v = INT64_MIN;
+    if (!rep) {
+        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", r->rc->errstr);
+        redisFree(r->rc);
+        r->rc = NULL;
+        return v;
+    }
+    if (rep->type == REDIS_REPLY_INTEGER)
+        v = rep->integer;
+    else
+        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+    freeReplyObject(rep);
+    return v;
+}
+
+/* One event: its pending entries, checked against PostgreSQL. @returns 0 or -1 (a
+ * connection failed: the scan stops, the next one starts again). */
+static int reconcile_event(order_reconciler *r, uint64_t event_id, int *confirmed, int *cancelled)
+{
+    char kstock[ORDER_KEY_MAX], kbuyers[ORDER_KEY_MAX], kpending[ORDER_KEY_MAX];
+    order_key(event_id, ORDER_KEY_STOCK, kstock, sizeof(kstock));
+    order_key(event_id, ORDER_KEY_BUYERS, kbuyers, sizeof(kbuyers));
+    order_key(event_id, ORDER_KEY_PENDING, kpending, sizeof(kpending));
+    redisReply *h = redisCommand(r->rc, "HGETALL %s", kpending);
+    if (!h) {
+        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", r->rc->errstr);
+        redisFree(r->rc);
+        r->rc = NULL;
+        return -1;
+    }
+    int rc = 0;
+    if (h->type != REDIS_REPLY_ARRAY || h->elements < 2)
+        goto out;
+    /* Which of these orders are in PostgreSQL: one query, ids as a bigint[] literal. */
+    size_t n = h->elements / 2;
+    char *arr = malloc(n * 21 + 3);
+    if (!arr) {
+        rc = -1;
+        goto out;
+    }
+    size_t off = 0;
+    arr[off++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        const char *id = h->element[2 * i]->str;
+        if (strspn(id, "0123456789") != strlen(id) || strlen(id) > 20 || !*id)
+            continue; /* not ours: never touched */
+        off += (size_t)sprintf(arr + off, "%s%s", off > 1 ? "," : "", id);
+    }
+    arr[off++] = '}';
+    arr[off] = 0;
+    const int64_t cutoff = event_cutoff(r, event_id);
+    const char *params[1] = {arr}; /* $1: the pending order ids */
+    PGresult *res = PQexecParams(r->pg, "SELECT order_id::text FROM seckill_order WHERE order_id = ANY($1::bigint[])",
+                                 1, NULL, params, NULL, NULL, 0);
+    free(arr);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(r->pg));
+        PQclear(res);
+        rc = -1;
+        goto out;
+    }
+    const int64_t wait_ms = r->msg_timeout_ms + r->cfg->reconcile_margin_ms;
+    for (size_t i = 0; i < n && r->rc; i++) {
+        const char *id = h->element[2 * i]->str, *val = h->element[2 * i + 1]->str;
+        int in_pg = 0;
+        for (int j = 0; j < PQntuples(res) && !in_pg; j++)
+            in_pg = strcmp(PQgetvalue(res, j, 0), id) == 0;
+        if (in_pg) {
+            const char *keys[1] = {kpending}, *args[1] = {id};
+            if (run_script(r, ORDER_SCRIPT_CONFIRM, 1, keys, 1, args) == 1)
+                (*confirmed)++;
+            continue;
+        }
+        /* val is "user_id:ts_ms" */
+        const char *colon = strchr(val, ':');
+        if (!colon || colon == val)
+            continue;
+        char user[24];
+        size_t ulen = (size_t)(colon - val);
+        if (ulen >= sizeof(user))
+            continue;
+        memcpy(user, val, ulen);
+        user[ulen] = 0;
+        char *end;
+        errno = 0;
+        long long ts = strtoll(colon + 1, &end, 10);
+        if (errno || *end || end == colon + 1)
+            continue;
+        if (cutoff == INT64_MIN || ts > cutoff - wait_ms)
+            continue; /* it may still land */
+        const char *keys[3] = {kstock, kbuyers, kpending}, *args[2] = {id, user};
+        if (run_script(r, ORDER_SCRIPT_CANCEL, 3, keys, 2, args) == 1) {
+            (*cancelled)++;
+            sk_log(SK_LOG_INFO, "reconciler_cancelled",
+                   "event_id=%" PRIu64 " order_id=%s user_id=%s age_ms=%lld", event_id, id, user,
+                   (long long)(wall_ms() - ts));
+        }
+    }
+    PQclear(res);
+    if (!r->rc)
+        rc = -1;
+out:
+    freeReplyObject(h);
+    return rc;
+}
+
+/* Takes (or keeps) the lock. @returns 1 leader now, 0 not. */
+static int lead(order_reconciler *r)
+{
+    char err[256];
+    if (!r->locks) {
+        rlock_client_opts o = {.connect_timeout_ms = (int)r->cfg->redis_timeout_ms,
+                               .watchdog_timeout_ms = (int)r->cfg->reconcile_lock_timeout_ms};
+        r->locks = rlock_client_new(r->cfg->redis_url, &o, err, sizeof(err));
+        if (!r->locks) {
+            sk_log(SK_LOG_WARN, "reconciler_lock_failed", "err=\"%s\"", err);
+            return 0;
+        }
+        r->lock = rlock_new(r->locks, r->cfg->reconcile_lock, RLOCK_SIMPLE);
+        if (!r->lock)
+            return 0;
+    }
+    if (r->leader && rlock_is_held(r->lock))
+        return 1;
+    if (r->leader)
+        sk_log(SK_LOG_WARN, "reconciler_lock_lost", "lock=%s", r->cfg->reconcile_lock);
+    r->leader = 0;
+    int lrc = rlock_try_lock(r->lock, 0, 0, NULL); /* lease 0: the watchdog keeps it */
+    if (lrc == RLOCK_OK) {
+        r->leader = 1;
+        sk_log(SK_LOG_INFO, "reconciler_leader", "lock=%s watchdog_ms=%lld", r->cfg->reconcile_lock,
+               r->cfg->reconcile_lock_timeout_ms);
+    } else if (lrc != RLOCK_ERR_TIMEOUT)
+        sk_log(SK_LOG_WARN, "reconciler_lock_failed", "err=\"%s\"", rlock_errstr(r->lock));
+    return r->leader;
+}
+
+static void scan(order_reconciler *r)
+{
+    if (!lead(r))
+        return;
+    char err[256];
+    if (!r->rc) {
+        struct timeval tv = {(time_t)(r->cfg->redis_timeout_ms / 1000),
+                             (suseconds_t)((r->cfg->redis_timeout_ms % 1000) * 1000)};
+        r->rc = sk_redis_url_connect(r->url, tv, err, sizeof(err));
+        if (!r->rc) {
+            sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", err);
+            return;
+        }
+    }
+    if (!r->pg || PQstatus(r->pg) != CONNECTION_OK) {
+        if (r->pg)
+            PQfinish(r->pg);
+        r->pg = PQconnectdb(r->cfg->pg);
+        if (PQstatus(r->pg) != CONNECTION_OK) {
+            /* PQerrorMessage never holds the password */
+            sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(r->pg));
+            PQfinish(r->pg);
+            r->pg = NULL;
+            return;
+        }
+    }
+    if (!r->rk && connect_kafka(r) != 0)
+        return;
+    /* Events that may still have reservations: their sale ended less than horizon ago. */
+    char hz[24];
+    snprintf(hz, sizeof(hz), "%lld", r->cfg->reconcile_horizon_s);
+    const char *params[1] = {hz}; /* $1: horizon in seconds */
+    PGresult *ev = PQexecParams(r->pg, "SELECT id::text FROM seckill_event WHERE ends_at > now() - make_interval(secs => $1::int)",
+                                1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(ev) != PGRES_TUPLES_OK) {
+        sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(r->pg));
+        PQclear(ev);
+        PQfinish(r->pg);
+        r->pg = NULL;
+        return;
+    }
+    /* Only events with something pending cost a Kafka round trip. */
+    int nev = PQntuples(ev), any = 0;
+    uint64_t *ids = calloc((size_t)nev + 1, sizeof(*ids));
+    if (!ids) {
+        PQclear(ev);
+        return;
+    }
+    for (int i = 0; i < nev && r->rc; i++) {
+        uint64_t id = strtoull(PQgetvalue(ev, i, 0), NULL, 10);
+        char kp[ORDER_KEY_MAX];
+        order_key(id, ORDER_KEY_PENDING, kp, sizeof(kp));
+        redisReply *n = redisCommand(r->rc, "HLEN %s", kp);
+        if (!n) {
+            sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", r->rc->errstr);
+            disconnect(r);
+            break;
+        }
+        if (n->type == REDIS_REPLY_INTEGER && n->integer > 0)
+            ids[any++] = id;
+        freeReplyObject(n);
+    }
+    PQclear(ev);
+    int confirmed = 0, cancelled = 0;
+    if (any && r->rc && refresh_partitions(r) == 0 && compute_cutoffs(r) == 0)
+        for (int i = 0; i < any; i++)
+            if (reconcile_event(r, ids[i], &confirmed, &cancelled) != 0) {
+                disconnect(r);
+                break;
+            }
+    free(ids);
+    if (confirmed || cancelled)
+        sk_log(SK_LOG_INFO, "reconciled", "events=%d confirmed=%d cancelled=%d", any, confirmed, cancelled);
+}
+
+static void *reconcile_main(void *arg)
+{
+    order_reconciler *r = arg;
+    pthread_mutex_lock(&r->mu);
+    while (!r->stop) {
+        pthread_mutex_unlock(&r->mu);
+        scan(r);
+        pthread_mutex_lock(&r->mu);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        int64_t ns = until.tv_nsec + (r->cfg->reconcile_interval_ms % 1000) * 1000000;
+        until.tv_sec += r->cfg->reconcile_interval_ms / 1000 + ns / 1000000000;
+        until.tv_nsec = ns % 1000000000;
+        while (!r->stop && pthread_cond_timedwait(&r->cv, &r->mu, &until) != ETIMEDOUT)
+            ;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+static partitioner_fn *partitioner_by_name(const char *name, int *ok)
+{
+    static const struct {
+        const char *name;
+        partitioner_fn *fn;
+    } tab[] = {
+        {"consistent_random", rd_kafka_msg_partitioner_consistent_random},
+        {"consistent", rd_kafka_msg_partitioner_consistent},
+        {"murmur2_random", rd_kafka_msg_partitioner_murmur2_random},
+        {"murmur2", rd_kafka_msg_partitioner_murmur2},
+        {"fnv1a_random", rd_kafka_msg_partitioner_fnv1a_random},
+        {"fnv1a", rd_kafka_msg_partitioner_fnv1a},
+    };
+    *ok = 1;
+    if (!name)
+        return rd_kafka_msg_partitioner_consistent_random; /* librdkafka's default */
+    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+        if (strcmp(tab[i].name, name) == 0)
+            return tab[i].fn;
+    *ok = 0; /* random: an event's orders spread over every partition */
+    return NULL;
+}
+
+order_reconciler *order_reconciler_start(const order_config *cfg, const sk_cfg_kv *props,
+                                         const sk_redis_url *url, const order_scripts *scripts,
+                                         char *err, size_t errsz)
+{
+    order_reconciler *r = calloc(1, sizeof(*r));
+    if (!r) {
+        snprintf(err, errsz, "out of memory");
+        return NULL;
+    }
+    r->cfg = cfg;
+    r->props = props;
+    r->url = url;
+    r->scripts = scripts;
+    /* The producer's default (order_kafka.c) unless kafka.* says otherwise. */
+    const char *mt = prop(props, "message.timeout.ms");
+    if (!mt)
+        mt = prop(props, "delivery.timeout.ms");
+    r->msg_timeout_ms = mt ? strtoll(mt, NULL, 10) : 10000;
+    if (r->msg_timeout_ms <= 0) /* 0 is librdkafka's "infinite": never certain */
+        r->msg_timeout_ms = INT64_MAX / 4;
+    int ok;
+    r->part = partitioner_by_name(prop(props, "partitioner"), &ok);
+    (void)ok;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    if (pthread_create(&r->thread, NULL, reconcile_main, r) != 0) {
+        snprintf(err, errsz, "cannot start the reconciler thread");
+        pthread_mutex_destroy(&r->mu);
+        pthread_cond_destroy(&r->cv);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void order_reconciler_stop(order_reconciler *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stop = 1;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    if (r->leader && r->lock)
+        rlock_unlock(r->lock); /* the next instance takes over at its next scan */
+    rlock_free(r->lock);
+    rlock_client_free(r->locks);
+    disconnect(r);
+    if (r->rkt)
+        rd_kafka_topic_destroy(r->rkt);
+    if (r->rk)
+        rd_kafka_destroy(r->rk);
+    free(r->marks);
+    free(r->cutoff);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+}

@@ -1,0 +1,318 @@
+/* The reconciler (issue 7, DESIGN.md guarantee 4: a crash of the front), against the
+ * shared Redis, a private PostgreSQL database, a private seckill-devkafka, a private
+ * seckill-consumer and private seckill-order instances (a reconciler lock name of
+ * their own, short message timeout, scan interval and watchdog timeout).
+ *  - kill -9 of the reconciling instance while orders wait for an unreachable broker:
+ *    a second instance takes the lock over and releases every orphaned reservation
+ *    within message.timeout.ms + margin + lag + scan interval + watchdog timeout; a
+ *    pending entry whose order is in PostgreSQL is confirmed, never cancelled; stock +
+ *    pending + created = stock_total, and buyers = the created orders' users.
+ *  - an old pending entry whose message is in Kafka but not yet in PostgreSQL (the
+ *    consumer is stopped) is not cancelled; once the consumer is back it is confirmed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <time.h>
+
+#include "order_msg.h"
+#include "test_order_support.h"
+
+#define MSG_TIMEOUT_MS 2000
+#define MARGIN_MS 500
+#define INTERVAL_MS 300
+#define WATCHDOG_MS 2000
+#define STOCK 20
+
+static to_kafka kafka;
+static to_order inst_a, inst_b; /* stopped by teardown if a check failed with them running */
+static to_proc consumer;
+static redisContext *rc;
+static char pg[512], dbname[128], lockenv[128];
+
+static const char *order_env[] = {
+    "SECKILL_KAFKA_MESSAGE_TIMEOUT_MS=2000", "SECKILL_RECONCILE_INTERVAL_MS=300",
+    "SECKILL_RECONCILE_MARGIN_MS=500", "SECKILL_RECONCILE_LOCK_TIMEOUT_MS=2000",
+    "SECKILL_RATELIMIT_MODE=off", "SECKILL_WORKERS=1", lockenv, NULL};
+
+static int consumer_start(void)
+{
+    static char e1[600], e2[300];
+    snprintf(e1, sizeof(e1), "SECKILL_PG=%s", pg);
+    snprintf(e2, sizeof(e2), "SECKILL_KAFKA_BROKERS=%s", kafka.bootstrap);
+    /* A short session: the mock coordinator waits for a member that left this long
+     * before the restarted consumer gets the partitions. */
+    const char *env[] = {e1, e2, "SECKILL_HTTP_PORT=0", "SECKILL_BATCH_MS=5",
+                         "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000",
+                         "SECKILL_KAFKA_HEARTBEAT_INTERVAL_MS=500", NULL};
+    char path[512], log[256];
+    const char *bin = getenv("SECKILL_BIN_DIR");
+    snprintf(path, sizeof(path), "%s/seckill-consumer", bin ? bin : "./bin");
+    snprintf(log, sizeof(log), "/tmp/test_order_reconcile_consumer_%d.log", (int)getpid());
+    const char *argv[] = {path, NULL};
+    return to_spawn(&consumer, argv, env, log);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (!to_stack_available()) {
+        fprintf(stderr, "skipped: no stack (source .run/env)\n");
+        return -1;
+    }
+    snprintf(lockenv, sizeof(lockenv), "SECKILL_RECONCILE_LOCK=test:reconciler:%d:%lld",
+             (int)getpid(), (long long)to_now_ms());
+    if (to_pg_create(pg, sizeof(pg), dbname, sizeof(dbname)) != 0)
+        return -1;
+    if (to_kafka_start(&kafka) != 0)
+        return -1;
+    if (consumer_start() != 0)
+        return -1;
+    rc = to_redis(getenv("SECKILL_REDIS_URL"));
+    return rc ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (inst_a.proc.pid)
+        to_stop(&inst_a.proc, SIGKILL, 5000);
+    if (inst_b.proc.pid)
+        to_stop(&inst_b.proc, SIGTERM, 10000);
+    if (consumer.pid)
+        to_stop(&consumer, SIGTERM, 10000);
+    to_kafka_stop(&kafka);
+    if (rc)
+        redisFree(rc);
+    to_pg_drop(dbname);
+    return 0;
+}
+
+static long long key_int(uint64_t event, order_key_kind kind, const char *fmt)
+{
+    char k[ORDER_KEY_MAX];
+    order_key(event, kind, k, sizeof(k));
+    redisReply *r = redisCommand(rc, fmt, k);
+    long long v = -999;
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    else if (r && r->type == REDIS_REPLY_STRING)
+        v = strtoll(r->str, NULL, 10);
+    freeReplyObject(r);
+    return v;
+}
+
+static long long pg_int(const char *sql, uint64_t arg)
+{
+    PGconn *c = PQconnectdb(pg);
+    char a[24];
+    snprintf(a, sizeof(a), "%" PRIu64, arg);
+    const char *params[1] = {a};
+    PGresult *res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL, 0);
+    long long v = -1;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    PQfinish(c);
+    return v;
+}
+
+static uint64_t create_event(const to_order *o, long stock)
+{
+    char tok[1024], resp[512], body[256];
+    to_token(o, 1, 1, 600, tok, sizeof(tok));
+    snprintf(body, sizeof(body),
+             "{\"name\":\"reconcile\",\"stock\":%ld,\"starts_at\":\"2026-01-01T00:00:00Z\","
+             "\"ends_at\":\"2036-01-01T00:00:00Z\"}", stock);
+    int st = to_http1(o->port, "POST", "/api/v1/events", tok, body, resp, sizeof(resp));
+    if (st != 201)
+        fail_msg("create event: %d %s", st, resp);
+    return to_json_id(resp, "event_id");
+}
+
+static int place(const to_order *o, uint64_t event, uint64_t user, char *resp, size_t respsz)
+{
+    char tok[1024], path[128];
+    to_token(o, user, 0, 600, tok, sizeof(tok));
+    snprintf(path, sizeof(path), "/api/v1/events/%" PRIu64 "/orders", event);
+    return to_http1(o->port, "POST", path, tok, NULL, resp, respsz);
+}
+
+/* Sends an order request and leaves it waiting (the answer is never read). */
+static int place_no_wait(const to_order *o, uint64_t event, uint64_t user)
+{
+    char tok[1024], req[2048];
+    to_token(o, user, 0, 600, tok, sizeof(tok));
+    int fd = to_http_connect(o->port);
+    assert_true(fd >= 0);
+    int n = snprintf(req, sizeof(req),
+                     "POST /api/v1/events/%" PRIu64 "/orders HTTP/1.1\r\nHost: x\r\n"
+                     "Authorization: Bearer %s\r\nContent-Length: 0\r\n\r\n", event, tok);
+    assert_int_equal(write(fd, req, (size_t)n), n);
+    return fd;
+}
+
+typedef struct {
+    uint64_t ev;
+    long long want;
+} hlen_arg;
+
+static int pending_is(void *arg)
+{
+    hlen_arg *a = arg;
+    return key_int(a->ev, ORDER_KEY_PENDING, "HLEN %s") == a->want;
+}
+
+typedef struct {
+    uint64_t ev;
+    long long created;
+} pg_arg;
+
+static int pg_created_is(void *arg)
+{
+    pg_arg *a = arg;
+    return pg_int("SELECT count(*) FROM seckill_order WHERE event_id = $1 AND status = 'created'", a->ev) == a->created;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Moves an accepted order back into pending, as if confirm.lua had never landed. ts > 0:
+ * with that reservation time; 0: with its own (kept in the accepted hash). */
+static void back_to_pending(uint64_t ev, uint64_t order, uint64_t user, int64_t ts)
+{
+    char k[ORDER_KEY_MAX], ka[ORDER_KEY_MAX], f[24], v[64];
+    order_key(ev, ORDER_KEY_PENDING, k, sizeof(k));
+    order_key(ev, ORDER_KEY_ACCEPTED, ka, sizeof(ka));
+    snprintf(f, sizeof(f), "%" PRIu64, order);
+    redisReply *r = redisCommand(rc, "HGET %s %s", ka, f);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    if (ts > 0)
+        snprintf(v, sizeof(v), "%" PRIu64 ":%" PRId64, user, ts);
+    else
+        snprintf(v, sizeof(v), "%s", r->str);
+    freeReplyObject(r);
+    freeReplyObject(redisCommand(rc, "HSET %s %s %s", k, f, v));
+    freeReplyObject(redisCommand(rc, "HDEL %s %s", ka, f));
+}
+
+static int is_buyer(uint64_t ev, uint64_t user)
+{
+    char k[ORDER_KEY_MAX], u[24];
+    order_key(ev, ORDER_KEY_BUYERS, k, sizeof(k));
+    snprintf(u, sizeof(u), "%" PRIu64, user);
+    redisReply *r = redisCommand(rc, "SISMEMBER %s %s", k, u);
+    int v = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+static void check_sums(uint64_t ev)
+{
+    long long stock = key_int(ev, ORDER_KEY_STOCK, "GET %s");
+    long long pending = key_int(ev, ORDER_KEY_PENDING, "HLEN %s");
+    long long buyers = key_int(ev, ORDER_KEY_BUYERS, "SCARD %s");
+    long long created = pg_int("SELECT count(*) FROM seckill_order WHERE event_id = $1 AND status = 'created'", ev);
+    long long left = pg_int("SELECT stock_left FROM seckill_event WHERE id = $1", ev);
+    if (stock + pending + created != STOCK || buyers != pending + created || left != STOCK - created)
+        fail_msg("stock %lld + pending %lld + created %lld != %d, or buyers %lld, or stock_left %lld",
+                 stock, pending, created, STOCK, buyers, left);
+}
+
+static void test_kill_then_takeover(void **state)
+{
+    (void)state;
+    char resp[1024];
+    assert_int_equal(to_order_start(&inst_a, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg, order_env), 0);
+    uint64_t ev = create_event(&inst_a, STOCK);
+    /* Three orders that reach PostgreSQL. */
+    uint64_t done[3];
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(place(&inst_a, ev, 100 + (uint64_t)i, resp, sizeof(resp)), 202);
+        done[i] = to_json_id(resp, "order_id");
+    }
+    pg_arg three = {ev, 3};
+    assert_int_equal(to_wait(pg_created_is, &three, 15000), 1);
+    /* One of them shows up in pending again, old enough to be cancelled if the
+     * reconciler looked at its age alone: it must be confirmed (it is in PostgreSQL). */
+    back_to_pending(ev, done[0], 100, wall_ms() - 600000);
+
+    /* The broker stops answering: five orders wait in the producer, reserved. */
+    assert_int_equal(to_kafka_control(&kafka, "broker down -1"), 0);
+    int fds[5];
+    for (int i = 0; i < 5; i++)
+        fds[i] = place_no_wait(&inst_a, ev, 200 + (uint64_t)i);
+    hlen_arg six = {ev, 6};
+    if (to_wait(pending_is, &six, 10000) != 1 && !pending_is(&(hlen_arg){ev, 5}))
+        fail_msg("pending: %lld", key_int(ev, ORDER_KEY_PENDING, "HLEN %s"));
+    assert_int_equal(to_stop(&inst_a.proc, SIGKILL, 5000), 128 + SIGKILL);
+    int64_t killed = to_now_ms();
+    for (int i = 0; i < 5; i++)
+        close(fds[i]);
+    assert_int_equal(to_kafka_control(&kafka, "broker up -1"), 0);
+
+    assert_int_equal(to_order_start(&inst_b, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg, order_env), 0);
+    /* The bound: message.timeout.ms + margin + consumer lag + one scan interval, plus the
+     * dead holder's watchdog timeout; 5 s of slack for lag and this busy machine. */
+    const int bound = MSG_TIMEOUT_MS + MARGIN_MS + INTERVAL_MS + WATCHDOG_MS + 5000;
+    hlen_arg zero = {ev, 0};
+    int ok = to_wait(pending_is, &zero, bound);
+    int64_t took = to_now_ms() - killed;
+    if (ok != 1)
+        fail_msg("pending still %lld after %lld ms", key_int(ev, ORDER_KEY_PENDING, "HLEN %s"), (long long)took);
+    fprintf(stderr, "orphans released %lld ms after the kill (bound %d)\n", (long long)took, bound);
+    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), STOCK - 3);
+    assert_int_equal(is_buyer(ev, 100), 1); /* confirmed, not cancelled */
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(is_buyer(ev, 200 + (uint64_t)i), 0);
+    check_sums(ev);
+    /* The stock given back sells again. */
+    assert_int_equal(place(&inst_b, ev, 300, resp, sizeof(resp)), 202);
+    pg_arg four = {ev, 4};
+    assert_int_equal(to_wait(pg_created_is, &four, 15000), 1);
+    assert_int_equal(to_wait(pending_is, &zero, 5000), 1);
+    check_sums(ev);
+
+    /* An old entry whose message is in Kafka but not in PostgreSQL (consumer stopped):
+     * never cancelled while the group has not passed it; confirmed once it has. */
+    assert_int_equal(to_stop(&consumer, SIGTERM, 10000), 0);
+    assert_int_equal(place(&inst_b, ev, 400, resp, sizeof(resp)), 202);
+    uint64_t oid = to_json_id(resp, "order_id");
+    assert_int_equal(to_wait(pending_is, &zero, 5000), 1); /* confirm.lua from the service */
+    back_to_pending(ev, oid, 400, 0);
+    /* Past the age rule (message timeout + margin) and several scans: it must stay. */
+    hlen_arg one = {ev, 1};
+    int64_t t0 = to_now_ms();
+    while (to_now_ms() - t0 < MSG_TIMEOUT_MS + MARGIN_MS + 4 * INTERVAL_MS)
+        assert_int_equal(to_wait(pending_is, &one, 50), 1);
+    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), STOCK - 5);
+    assert_int_equal(consumer_start(), 0);
+    pg_arg five = {ev, 5};
+    assert_int_equal(to_wait(pg_created_is, &five, 20000), 1);
+    assert_int_equal(to_wait(pending_is, &zero, 5000), 1);
+    assert_int_equal(is_buyer(ev, 400), 1);
+    check_sums(ev);
+    assert_int_equal(to_stop(&inst_b.proc, SIGTERM, 10000), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kill_then_takeover),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
