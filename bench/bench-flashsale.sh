@@ -66,6 +66,7 @@ RARGS=(-h "$host" -p "$port")
 rcli() { redis-cli "${RARGS[@]}" -n "$db" "$@"; }
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 OUT=$ROOT/bench/out/bench-$STAMP
 mkdir -p "$OUT"
 
@@ -152,9 +153,11 @@ printf '  %-44s %11s%%\n' "front pipelined / redis (sale)" "$ratio_pl"
 printf '  %-44s %12s\n' "peak accepted (202/s, best 100 ms)" "$(printf '%.0f' "$(num peak_accepted_rps)")"
 printf '  %-44s %12s\n' "peak PostgreSQL writes (rows/s, 100 ms)" "$(printf '%.0f' "$(num peak_db_rows_ps)")"
 printf '  %-44s %12s\n' "latency p50 / p99 (ms)" "$(printf '%.2f / %.2f' "$(num p50)" "$(num p99)")"
+LOAD1=$(cut -d' ' -f1 /proc/loadavg)
+printf '  %-44s %12s\n' "load average, start / end (2 cores)" "$LOAD0 / $LOAD1"
 printf '  %-44s %12s\n' "seckill-check" "$check"
 printf '  %-44s %s\n' "files" "$OUT"
-printf '{"bench":"flashsale","event_id":"%s","redis_evalsha_sale_rps":%.0f,"redis_evalsha_write_rps":%.0f,"redis_evalsha_read_rps":%.0f,"front_rps":%.0f,"front_pipelined_rps":%.0f,"ratio_sale_pct":%s,"ratio_write_pct":%s,"ratio_read_pct":%s,"ratio_pipelined_sale_pct":%s,"accepted":%s,"peak_accepted_rps":%.0f,"peak_db_rows_ps":%.0f,"p50_ms":%s,"p99_ms":%s,"check":"%s"}\n' \
+printf '{"bench":"flashsale","event_id":"%s","redis_evalsha_sale_rps":%.0f,"redis_evalsha_write_rps":%.0f,"redis_evalsha_read_rps":%.0f,"front_rps":%.0f,"front_pipelined_rps":%.0f,"ratio_sale_pct":%s,"ratio_write_pct":%s,"ratio_read_pct":%s,"ratio_pipelined_sale_pct":%s,"accepted":%s,"peak_accepted_rps":%.0f,"peak_db_rows_ps":%.0f,"p50_ms":%s,"p99_ms":%s,"load_start":%s,"load_end":%s,"check":"%s"}\n' \
     "$EVENT" "$redis_sale" "$redis_write" "$redis_read" "$front" "$front_pl" "$ratio_s" "$ratio_w" "$ratio_r" "$ratio_pl" "$(num accepted)" \
-    "$(num peak_accepted_rps)" "$(num peak_db_rows_ps)" "$(num p50)" "$(num p99)" "$check" | tee "$OUT/result.json"
+    "$(num peak_accepted_rps)" "$(num peak_db_rows_ps)" "$(num p50)" "$(num p99)" "$LOAD0" "$LOAD1" "$check" | tee "$OUT/result.json"
 [ "$check" = ok ]
