@@ -309,6 +309,29 @@ static void produce(order_req *r)
     }
 }
 
+static void on_pg_done(order_pg_job *job);
+static int submit_pg(order_req *r, void (*next)(order_task *), void (*done)(order_pg_job *));
+
+/* reserve.lua said "not loaded": an unknown event (404), or one whose Redis keys were
+ * lost (it is in PostgreSQL): 503 while the reconciler reloads it, once the consumer
+ * has drained what was sold before. */
+static void after_pg_not_loaded(order_task *t)
+{
+    order_req *r = REQ_OF(t);
+    if (r->job.status == ORDER_PG_NOT_FOUND) {
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such event", 0);
+        return;
+    }
+    if (r->job.status != ORDER_PG_OK)
+        sk_log(SK_LOG_WARN, "pg_failed", "op=get_event err=\"%s\"", r->job.err);
+    else
+        sk_log(SK_LOG_WARN, "event_not_loaded", "event_id=%" PRIu64, r->event_id);
+    req_error(r, ORDER_ERR_UNAVAILABLE,
+              r->job.status == ORDER_PG_OK ? "the event is being reloaded, retry shortly"
+                                           : "the database is unavailable",
+              0);
+}
+
 static void on_reserved(redisReply *reply, void *arg)
 {
     order_req *r = arg;
@@ -327,6 +350,13 @@ static void on_reserved(redisReply *reply, void *arg)
     }
     if (reply->integer == 1)
         order_soldout_set(app->soldout, r->event_id, order_time_now_ms());
+    if (reply->integer == 5 && app->pg) {
+        r->job.kind = ORDER_PG_GET_EVENT;
+        r->job.id = r->event_id;
+        if (submit_pg(r, after_pg_not_loaded, on_pg_done) != 0)
+            req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
     int e = order_err_from_reserve(reply->integer);
     req_error(r, e < 0 ? ORDER_ERR_INTERNAL : (order_err)e, NULL, 0);
 }

@@ -51,6 +51,12 @@ struct order_reconciler {
     int32_t nparts;
     mark *marks;    /* nparts */
     int64_t *cutoff; /* nparts: entries with ts + timeout + margin <= cutoff may go */
+    /* Live events whose gate (stock key) is missing in Redis, and since when we know. */
+    struct lost {
+        uint64_t id;
+        int64_t since_ms;
+    } *lost;
+    int nlost;
 };
 
 static int64_t wall_ms(void)
@@ -252,7 +258,9 @@ static int64_t event_cutoff(order_reconciler *r, uint64_t event_id)
 static long long run_script(order_reconciler *r, int script, int nkeys, const char **keys, int nargs,
                             const char **args)
 {
-    const char *argv[12];
+    const char **argv = calloc((size_t)(3 + nkeys + nargs), sizeof(*argv));
+    if (!argv)
+        return INT64_MIN;
     size_t n = 0;
     char nk[8];
     snprintf(nk, sizeof(nk), "%d", nkeys);
@@ -270,6 +278,7 @@ static long long run_script(order_reconciler *r, int script, int nkeys, const ch
         argv[1] = r->scripts->body[script];
         rep = redisCommandArgv(r->rc, (int)n, argv, NULL);
     }
+    free(argv);
     long long v = INT64_MIN;
     if (!rep) {
         sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", r->rc->errstr);
@@ -280,7 +289,8 @@ static long long run_script(order_reconciler *r, int script, int nkeys, const ch
     if (rep->type == REDIS_REPLY_INTEGER)
         v = rep->integer;
     else
-        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"",
+               rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
     freeReplyObject(rep);
     return v;
 }
@@ -376,6 +386,71 @@ out:
     return rc;
 }
 
+/* Rebuilds a lost gate from PostgreSQL under the event's lock (the loader's lock), once
+ * compute_cutoffs showed that everything sold before the loss is in PostgreSQL: stock =
+ * stock_left, buyers = the users of its created orders. @returns 1 reloaded, 0 not
+ * (loaded meanwhile, lock busy), -1 a connection failed. */
+static int reload_event(order_reconciler *r, uint64_t event_id)
+{
+    char name[ORDER_KEY_MAX], a[24];
+    snprintf(name, sizeof(name), "seckill:{e%" PRIu64 "}:lock", event_id);
+    rlock_t *lock = rlock_new(r->locks, name, RLOCK_SIMPLE);
+    if (!lock)
+        return 0;
+    if (rlock_try_lock(lock, 1000, 10000, NULL) != RLOCK_OK) {
+        rlock_free(lock);
+        return 0;
+    }
+    int rc = -1;
+    snprintf(a, sizeof(a), "%" PRIu64, event_id);
+    const char *params[1] = {a}; /* $1: the event id */
+    PGresult *e = PQexecParams(r->pg,
+                               "SELECT stock_left, (extract(epoch FROM starts_at) * 1000)::bigint, "
+                               "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit "
+                               "FROM seckill_event WHERE id = $1",
+                               1, NULL, params, NULL, NULL, 0);
+    PGresult *u = PQexecParams(r->pg,
+                               "SELECT user_id::text FROM seckill_order "
+                               "WHERE event_id = $1 AND status = 'created'",
+                               1, NULL, params, NULL, NULL, 0);
+    const char **argv = NULL;
+    if (PQresultStatus(e) != PGRES_TUPLES_OK || PQresultStatus(u) != PGRES_TUPLES_OK) {
+        sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(r->pg));
+        goto out;
+    }
+    rc = 0;
+    if (PQntuples(e) != 1)
+        goto out;
+    int nu = PQntuples(u);
+    argv = calloc((size_t)nu + 4, sizeof(*argv));
+    if (!argv)
+        goto out;
+    for (int i = 0; i < 4; i++)
+        argv[i] = PQgetvalue(e, 0, i);
+    for (int i = 0; i < nu; i++)
+        argv[4 + i] = PQgetvalue(u, i, 0);
+    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX];
+    order_key(event_id, ORDER_KEY_STOCK, ks, sizeof(ks));
+    order_key(event_id, ORDER_KEY_META, km, sizeof(km));
+    order_key(event_id, ORDER_KEY_BUYERS, kb, sizeof(kb));
+    const char *keys[3] = {ks, km, kb};
+    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 3, keys, 4 + nu, argv);
+    if (v == 1) {
+        rc = 1;
+        sk_log(SK_LOG_INFO, "event_reloaded", "event_id=%" PRIu64 " stock=%s buyers=%d", event_id,
+               argv[0], nu);
+    } else if (!r->rc)
+        rc = -1;
+out:
+    free(argv);
+    PQclear(e);
+    PQclear(u);
+    if (rlock_unlock(lock) != RLOCK_OK)
+        sk_log(SK_LOG_WARN, "reconciler_lock_failed", "lock=%s err=\"%s\"", name, rlock_errstr(lock));
+    rlock_free(lock);
+    return rc;
+}
+
 /* Takes (or keeps) the lock. @returns 1 leader now, 0 not. */
 static int lead(order_reconciler *r)
 {
@@ -435,11 +510,14 @@ static void scan(order_reconciler *r)
     }
     if (!r->rk && connect_kafka(r) != 0)
         return;
-    /* Events that may still have reservations: their sale ended less than horizon ago. */
+    /* Events that may still have reservations (their sale ended less than horizon ago),
+     * and whether the sale is still on (a lost gate is rebuilt only then). */
     char hz[24];
     snprintf(hz, sizeof(hz), "%lld", r->cfg->reconcile_horizon_s);
     const char *params[1] = {hz}; /* $1: horizon in seconds */
-    PGresult *ev = PQexecParams(r->pg, "SELECT id::text FROM seckill_event WHERE ends_at > now() - make_interval(secs => $1::int)",
+    PGresult *ev = PQexecParams(r->pg,
+                                "SELECT id::text, ends_at > now() FROM seckill_event "
+                                "WHERE ends_at > now() - make_interval(secs => $1::int)",
                                 1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(ev) != PGRES_TUPLES_OK) {
         sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(r->pg));
@@ -448,38 +526,78 @@ static void scan(order_reconciler *r)
         r->pg = NULL;
         return;
     }
-    /* Only events with something pending cost a Kafka round trip. */
-    int nev = PQntuples(ev), any = 0;
+    /* Only events with something pending, or a lost gate, cost a Kafka round trip. */
+    int nev = PQntuples(ev), any = 0, nlost = 0;
     uint64_t *ids = calloc((size_t)nev + 1, sizeof(*ids));
-    if (!ids) {
+    struct lost *lost = calloc((size_t)nev + 1, sizeof(*lost));
+    if (!ids || !lost) {
+        free(ids);
+        free(lost);
         PQclear(ev);
         return;
     }
+    int64_t now = wall_ms();
     for (int i = 0; i < nev && r->rc; i++) {
         uint64_t id = strtoull(PQgetvalue(ev, i, 0), NULL, 10);
-        char kp[ORDER_KEY_MAX];
+        int live = PQgetvalue(ev, i, 1)[0] == 't';
+        char kp[ORDER_KEY_MAX], ks[ORDER_KEY_MAX];
         order_key(id, ORDER_KEY_PENDING, kp, sizeof(kp));
-        redisReply *n = redisCommand(r->rc, "HLEN %s", kp);
-        if (!n) {
+        order_key(id, ORDER_KEY_STOCK, ks, sizeof(ks));
+        redisAppendCommand(r->rc, "HLEN %s", kp);
+        redisAppendCommand(r->rc, "EXISTS %s", ks);
+        redisReply *n = NULL, *x = NULL;
+        if (redisGetReply(r->rc, (void **)&n) != REDIS_OK || redisGetReply(r->rc, (void **)&x) != REDIS_OK) {
             sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", r->rc->errstr);
+            freeReplyObject(n);
             disconnect(r);
             break;
         }
         if (n->type == REDIS_REPLY_INTEGER && n->integer > 0)
             ids[any++] = id;
+        if (live && x->type == REDIS_REPLY_INTEGER && x->integer == 0) {
+            /* Known lost since an earlier scan: keep that time (the earliest is what
+             * the wait below is counted from). */
+            lost[nlost].id = id;
+            lost[nlost].since_ms = now;
+            for (int j = 0; j < r->nlost; j++)
+                if (r->lost[j].id == id)
+                    lost[nlost].since_ms = r->lost[j].since_ms;
+            if (lost[nlost].since_ms == now)
+                sk_log(SK_LOG_WARN, "event_gate_lost", "event_id=%" PRIu64, id);
+            nlost++;
+        }
         freeReplyObject(n);
+        freeReplyObject(x);
     }
     PQclear(ev);
-    int confirmed = 0, cancelled = 0;
-    if (any && r->rc && refresh_partitions(r) == 0 && compute_cutoffs(r) == 0)
+    free(r->lost);
+    r->lost = lost;
+    r->nlost = nlost;
+    int confirmed = 0, cancelled = 0, reloaded = 0;
+    if ((any || nlost) && r->rc && refresh_partitions(r) == 0 && compute_cutoffs(r) == 0) {
         for (int i = 0; i < any; i++)
             if (reconcile_event(r, ids[i], &confirmed, &cancelled) != 0) {
                 disconnect(r);
                 break;
             }
+        const int64_t wait_ms = r->msg_timeout_ms + r->cfg->reconcile_margin_ms;
+        for (int i = 0; i < nlost && r->rc && r->pg; i++) {
+            int64_t cut = event_cutoff(r, lost[i].id);
+            if (cut == INT64_MIN || cut < lost[i].since_ms + wait_ms)
+                continue; /* what was sold before the loss may still reach PostgreSQL */
+            int rr = reload_event(r, lost[i].id);
+            if (rr > 0)
+                reloaded++;
+            else if (rr < 0) {
+                disconnect(r);
+                break;
+            }
+        }
+    }
     free(ids);
-    if (confirmed || cancelled)
-        sk_log(SK_LOG_INFO, "reconciled", "events=%d confirmed=%d cancelled=%d", any, confirmed, cancelled);
+    if (confirmed || cancelled || reloaded)
+        sk_log(SK_LOG_INFO, "reconciled", "events=%d confirmed=%d cancelled=%d reloaded=%d", any,
+               confirmed, cancelled, reloaded);
 }
 
 static void *reconcile_main(void *arg)
@@ -580,6 +698,7 @@ void order_reconciler_stop(order_reconciler *r)
         rd_kafka_destroy(r->rk);
     free(r->marks);
     free(r->cutoff);
+    free(r->lost);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);

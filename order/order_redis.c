@@ -16,7 +16,8 @@
 #define WATCH_MS 50
 
 static const char *script_names[ORDER_SCRIPT_COUNT] = {
-    "reserve", "cancel", "confirm", "ratelimit", "event_load", "order_status"};
+    "reserve", "cancel", "confirm", "ratelimit", "event_load", "order_status",
+    "event_reload"};
 
 int order_scripts_init(order_scripts *s)
 {

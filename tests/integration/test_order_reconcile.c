@@ -8,7 +8,11 @@
  *    pending entry whose order is in PostgreSQL is confirmed, never cancelled; stock +
  *    pending + created = stock_total, and buyers = the created orders' users.
  *  - an old pending entry whose message is in Kafka but not yet in PostgreSQL (the
- *    consumer is stopped) is not cancelled; once the consumer is back it is confirmed. */
+ *    consumer is stopped) is not cancelled; once the consumer is back it is confirmed.
+ *  - lost Redis data: an event's keys deleted mid-sale -> orders get 503 (not 404), the
+ *    reconciler rebuilds the gate from PostgreSQL once the partition is drained (stock =
+ *    stock_left, buyers = the created orders' users), then no second order for a user
+ *    and no oversell. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -309,10 +313,57 @@ static void test_kill_then_takeover(void **state)
     assert_int_equal(to_stop(&inst_b.proc, SIGTERM, 10000), 0);
 }
 
+static int gate_loaded(void *ev)
+{
+    return key_int(*(uint64_t *)ev, ORDER_KEY_STOCK, "EXISTS %s") == 1;
+}
+
+static void test_lost_gate_reloaded(void **state)
+{
+    (void)state;
+    char resp[1024];
+    assert_int_equal(to_order_start(&inst_b, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg, order_env), 0);
+    uint64_t ev = create_event(&inst_b, 10);
+    for (uint64_t u = 500; u < 503; u++)
+        assert_int_equal(place(&inst_b, ev, u, resp, sizeof(resp)), 202);
+    /* The gate vanishes mid-sale (only this event's keys: the Redis is shared). */
+    char k[ORDER_KEY_COUNT][ORDER_KEY_MAX];
+    for (int i = 0; i < ORDER_KEY_COUNT; i++)
+        order_key(ev, (order_key_kind)i, k[i], sizeof(k[i]));
+    freeReplyObject(redisCommand(rc, "DEL %s %s %s %s %s", k[0], k[1], k[2], k[3], k[4]));
+    int64_t lost_at = to_now_ms();
+    /* Not sold from nothing, and not "unknown event" either. */
+    int st = place(&inst_b, ev, 503, resp, sizeof(resp));
+    if (st != 503 || !strstr(resp, "\"error\":\"unavailable\""))
+        fail_msg("want 503 unavailable, got %d %s", st, resp);
+    assert_int_equal(place(&inst_b, ev, 500, resp, sizeof(resp)), 503);
+    assert_int_equal(place(&inst_b, ev + 1000000, 500, resp, sizeof(resp)), 404); /* no such event */
+    /* Reloaded once what was sold before is in PostgreSQL. */
+    const int bound = MSG_TIMEOUT_MS + MARGIN_MS + INTERVAL_MS + 8000;
+    if (to_wait(gate_loaded, &ev, bound) != 1)
+        fail_msg("gate not reloaded within %d ms", bound);
+    fprintf(stderr, "gate reloaded %lld ms after the loss\n", (long long)(to_now_ms() - lost_at));
+    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 7);
+    assert_int_equal(key_int(ev, ORDER_KEY_BUYERS, "SCARD %s"), 3);
+    for (uint64_t u = 500; u < 503; u++)
+        assert_int_equal(is_buyer(ev, u), 1);
+    /* No second order for a buyer, and the rest sells exactly once. */
+    assert_int_equal(place(&inst_b, ev, 501, resp, sizeof(resp)), 409);
+    int accepted = 0;
+    for (uint64_t u = 600; u < 610; u++)
+        accepted += place(&inst_b, ev, u, resp, sizeof(resp)) == 202;
+    assert_int_equal(accepted, 7);
+    pg_arg ten = {ev, 10};
+    assert_int_equal(to_wait(pg_created_is, &ten, 15000), 1);
+    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 0);
+    assert_int_equal(to_stop(&inst_b.proc, SIGTERM, 10000), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kill_then_takeover),
+        cmocka_unit_test(test_lost_gate_reloaded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
