@@ -48,6 +48,7 @@ typedef struct order_worker {
     struct evhttp *http;
     struct evhttp_bound_socket *bound; /* NULL once it stopped accepting */
     order_redis *redis;
+    struct order_guard *guard; /* slow clients and the connection cap (order_guard.h) */
     pthread_t thread;
     int started;
     pthread_mutex_t inbox_mu;

@@ -1,5 +1,6 @@
 /* order_worker: worker threads, their listening sockets and their inboxes. See order_app.h. */
 #include "order_app.h"
+#include "order_guard.h"
 #include "sk_log.h"
 
 #include <arpa/inet.h>
@@ -130,10 +131,18 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
         snprintf(err, errsz, "out of memory");
         return -1;
     }
-    /* Bodies over 4 KiB get our JSON 413; the evhttp bound only stops absurd uploads. */
-    evhttp_set_max_body_size(w->http, 64 * 1024);
-    evhttp_set_max_headers_size(w->http, 16 * 1024);
-    evhttp_set_timeout(w->http, 60);
+    /* Bodies over 4 KiB get our JSON 413; the evhttp bound (413 without a JSON body,
+     * connection closed) only stops absurd uploads before they are buffered. Headers
+     * past their bound get 400/413 from evhttp and the connection is closed. */
+    evhttp_set_max_body_size(w->http, (ev_ssize_t)app->cfg.http_max_body_bytes);
+    evhttp_set_max_headers_size(w->http, (ev_ssize_t)app->cfg.http_max_header_bytes);
+    evhttp_set_timeout(w->http, (int)app->cfg.http_idle_timeout_s);
+    int64_t per_worker = (app->cfg.max_connections + app->nworkers - 1) / app->nworkers;
+    w->guard = order_guard_install(w->http, w->base, app->cfg.http_read_timeout_ms, per_worker);
+    if (!w->guard) {
+        snprintf(err, errsz, "out of memory");
+        return -1;
+    }
     evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
                                             EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
@@ -208,6 +217,8 @@ void order_workers_free(order_app *app)
             event_free(w->inbox_ev);
         if (w->base)
             event_base_free(w->base);
+        /* After the base: connections' bufferevents may be finalized as late as that. */
+        order_guard_free(w->guard);
         pthread_mutex_destroy(&w->inbox_mu);
     }
     free(app->workers);

@@ -1,0 +1,173 @@
+/* order_guard: per-request read deadline and a connection cap. See order_guard.h.
+ *
+ * Each connection gets a conn_guard: made with its bufferevent (evhttp_set_bevcb), tied
+ * to evhttp's connection right after evhttp has set it up (an event made active from
+ * the accept callback, so it runs before any I/O on the new connection), and freed by
+ * the connection's close callback, which evhttp calls once whichever way the connection
+ * ends. The bytes read are seen through a callback on the input buffer. */
+#include "order_guard.h"
+#include "order_reqscan.h"
+#include "sk_log.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stdlib.h>
+
+struct order_guard {
+    struct event_base *base;
+    struct timeval read_timeout;
+    int has_deadline;
+    int64_t max_conns, conns;
+};
+
+typedef struct conn_guard {
+    order_guard *g;
+    struct bufferevent *bev;
+    struct evbuffer_cb_entry *watch; /* on the input buffer */
+    struct event *timer;             /* the read deadline */
+    struct event *setup;             /* ties this guard to evhttp's connection */
+    order_reqscan scan;
+    int counted;
+} conn_guard;
+
+static void conn_free(conn_guard *c)
+{
+    if (c->counted)
+        c->g->conns--;
+    if (c->watch)
+        evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
+    event_free(c->timer);
+    event_free(c->setup);
+    free(c);
+}
+
+static void on_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    conn_free(arg);
+}
+
+/* Cuts the connection the way a libevent read timeout does: through evhttp's own event
+ * callback, which frees the connection (and, through on_close, c: nothing may touch c
+ * after the call). */
+static void cut(conn_guard *c, const char *why)
+{
+    bufferevent_event_cb ecb = NULL;
+    void *cbarg = NULL;
+    bufferevent_getcb(c->bev, NULL, NULL, &ecb, &cbarg);
+    sk_log(SK_LOG_INFO, "connection_cut", "why=%s", why);
+    if (ecb)
+        ecb(c->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, cbarg);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    cut(arg, "read_timeout");
+}
+
+static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    conn_guard *c = arg;
+    if (!info->n_added)
+        return;
+    int was = c->scan.state != 0, now = was;
+    struct evbuffer_ptr pos;
+    size_t len = evbuffer_get_length(buf);
+    if (len < info->n_added ||
+        evbuffer_ptr_set(buf, &pos, len - info->n_added, EVBUFFER_PTR_SET) != 0)
+        return;
+    struct evbuffer_iovec v[16];
+    int nv = evbuffer_peek(buf, (ev_ssize_t)info->n_added, &pos, v, 16);
+    size_t seen = 0;
+    for (int i = 0; i < nv && i < 16; i++) {
+        size_t n = v[i].iov_len < info->n_added - seen ? v[i].iov_len : info->n_added - seen;
+        now = order_reqscan_feed(&c->scan, v[i].iov_base, n);
+        seen += n;
+    }
+    if (!c->g->has_deadline)
+        return;
+    if (now && !was)
+        event_add(c->timer, &c->g->read_timeout);
+    else if (!now && was)
+        event_del(c->timer);
+}
+
+/* Runs right after the accept callback, before any I/O on the connection. */
+static void on_setup(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_guard *c = arg;
+    bufferevent_event_cb ecb = NULL;
+    void *evcon = NULL;
+    bufferevent_getcb(c->bev, NULL, NULL, &ecb, &evcon);
+    if (!evcon) { /* not evhttp's (cannot happen): leave it alone */
+        conn_free(c);
+        return;
+    }
+    evhttp_connection_set_closecb(evcon, on_close, c);
+    if (c->g->conns >= c->g->max_conns) {
+        cut(c, "too_many_connections");
+        return;
+    }
+    c->counted = 1;
+    c->g->conns++;
+    c->watch = evbuffer_add_cb(bufferevent_get_input(c->bev), on_input, c);
+}
+
+/* evhttp asks for the bufferevent of each accepted connection (its fd is set later). */
+static struct bufferevent *make_bev(struct event_base *base, void *arg)
+{
+    order_guard *g = arg;
+    conn_guard *c = calloc(1, sizeof(*c));
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!c || !bev)
+        goto fail;
+    c->g = g;
+    c->bev = bev;
+    order_reqscan_init(&c->scan);
+    c->timer = evtimer_new(base, on_deadline, c);
+    c->setup = event_new(base, -1, 0, on_setup, c);
+    if (!c->timer || !c->setup)
+        goto fail;
+    event_active(c->setup, EV_TIMEOUT, 0);
+    return bev;
+fail:
+    if (c && c->timer)
+        event_free(c->timer);
+    if (c && c->setup)
+        event_free(c->setup);
+    free(c);
+    if (bev)
+        bufferevent_free(bev);
+    return NULL; /* evhttp makes a plain one: this connection goes unguarded */
+}
+
+order_guard *order_guard_install(struct evhttp *http, struct event_base *base,
+                                 int64_t read_timeout_ms, int64_t max_conns)
+{
+    order_guard *g = calloc(1, sizeof(*g));
+    if (!g)
+        return NULL;
+    g->base = base;
+    g->has_deadline = read_timeout_ms > 0;
+    g->read_timeout.tv_sec = (time_t)(read_timeout_ms / 1000);
+    g->read_timeout.tv_usec = (suseconds_t)((read_timeout_ms % 1000) * 1000);
+    g->max_conns = max_conns;
+    evhttp_set_bevcb(http, make_bev, g);
+    return g;
+}
+
+int64_t order_guard_connections(const order_guard *g)
+{
+    return g->conns;
+}
+
+void order_guard_free(order_guard *g)
+{
+    free(g);
+}

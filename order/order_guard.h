@@ -1,0 +1,30 @@
+/* order_guard: slow clients cannot hold the service. Each request gets
+ * http.read_timeout_ms from its first byte to its last (order_reqscan follows the
+ * boundaries through a callback on the connection's input buffer); past it the
+ * connection is cut the way a libevent read timeout cuts it (evhttp closes it). evhttp's
+ * own timeout (http.idle_timeout_s) cannot do this: every byte restarts it. It also caps
+ * the connections a worker holds (limits.connections / workers): one over the cap is
+ * closed as soon as it is accepted. Runs on the worker's loop only. */
+#ifndef ORDER_GUARD_H
+#define ORDER_GUARD_H
+
+#include <stdint.h>
+
+struct evhttp;
+struct event_base;
+
+typedef struct order_guard order_guard;
+
+/** @brief Installs the guard on `http` (before it accepts): each request must be read
+ *  within read_timeout_ms (0: no deadline), and at most max_conns connections at once.
+ *  @returns the guard (free with order_guard_free after evhttp_free) or NULL on OOM. */
+order_guard *order_guard_install(struct evhttp *http, struct event_base *base,
+                                 int64_t read_timeout_ms, int64_t max_conns);
+
+/** @brief Connections open now (for tests and metrics). */
+int64_t order_guard_connections(const order_guard *g);
+
+/** @brief After evhttp_free (which closes every connection). NULL is fine. */
+void order_guard_free(order_guard *g);
+
+#endif
