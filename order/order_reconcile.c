@@ -1,6 +1,7 @@
 /* order_reconcile: the reconciler thread. See order_reconcile.h for the design. */
 #include "order_reconcile.h"
 #include "order_msg.h"
+#include "order_recon_rule.h"
 #include "rlock.h"
 #include "sk_log.h"
 
@@ -21,12 +22,7 @@
 typedef int32_t partitioner_fn(const rd_kafka_topic_t *rkt, const void *key, size_t keylen,
                                int32_t partition_cnt, void *rkt_opaque, void *msg_opaque);
 
-/* A partition's mark: its high watermark `hw` read at wall time `t_ms`. Once the group's
- * committed offset reaches hw, every message produced before t_ms is in PostgreSQL. */
-typedef struct mark {
-    int64_t hw, t_ms;
-    int set;
-} mark;
+typedef order_recon_mark mark;
 
 struct order_reconciler {
     const order_config *cfg;
@@ -212,21 +208,8 @@ static int compute_cutoffs(order_reconciler *r)
         int32_t p = l->elems[i].partition;
         if (p < 0 || p >= r->nparts)
             continue;
-        /* No commit yet counts as offset 0: drained only while the partition is empty. */
-        int64_t c = l->elems[i].err || l->elems[i].offset < 0 ? 0 : l->elems[i].offset;
-        mark *m = &r->marks[p];
-        r->cutoff[p] = INT64_MIN;
-        if (c >= hw[p])
-            r->cutoff[p] = t[p];
-        else if (m->set && c >= m->hw)
-            r->cutoff[p] = m->t_ms;
-        /* A new mark once the old one is passed (or there is none): it is passed in
-         * turn after about one consumer lag. */
-        if (!m->set || c >= m->hw) {
-            m->hw = hw[p];
-            m->t_ms = t[p];
-            m->set = 1;
-        }
+        int64_t c = l->elems[i].err ? -1 : l->elems[i].offset;
+        r->cutoff[p] = order_recon_cutoff(&r->marks[p], t[p], hw[p], c);
     }
     rc = 0;
 out:
@@ -368,7 +351,7 @@ static int reconcile_event(order_reconciler *r, uint64_t event_id, int *confirme
         long long ts = strtoll(colon + 1, &end, 10);
         if (errno || *end || end == colon + 1)
             continue;
-        if (cutoff == INT64_MIN || ts > cutoff - wait_ms)
+        if (!order_recon_may_cancel(ts, cutoff, wait_ms))
             continue; /* it may still land */
         const char *keys[3] = {kstock, kbuyers, kpending}, *args[2] = {id, user};
         if (run_script(r, ORDER_SCRIPT_CANCEL, 3, keys, 2, args) == 1) {
@@ -582,8 +565,7 @@ static void scan(order_reconciler *r)
             }
         const int64_t wait_ms = r->msg_timeout_ms + r->cfg->reconcile_margin_ms;
         for (int i = 0; i < nlost && r->rc && r->pg; i++) {
-            int64_t cut = event_cutoff(r, lost[i].id);
-            if (cut == INT64_MIN || cut < lost[i].since_ms + wait_ms)
+            if (!order_recon_may_cancel(lost[i].since_ms, event_cutoff(r, lost[i].id), wait_ms))
                 continue; /* what was sold before the loss may still reach PostgreSQL */
             int rr = reload_event(r, lost[i].id);
             if (rr > 0)
