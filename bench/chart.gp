@@ -37,8 +37,8 @@ set format y '%.0s%c'
 set yrange [0:*]
 set y2label 'orders (cumulative)'
 set y2tics
-set y2range [0:(accepted > 0 ? accepted * 1.6 : 1)]
-set offsets 0, 0, graph 0.45, 0   # headroom above the curves for the key
+set y2range [0:(accepted > 0 ? accepted * 1.9 : 1)]
+set offsets 0, 0, graph 0.75, 0   # headroom above the curves for the key
 set format y2 '%.0s%c'
 plot datafile using 1:($2*10) with lines lw 1.5 lc rgb '#9e9e9e' title 'requests/s offered (sent)', \
      ''       using 1:($3*10) with lines lw 2.5 lc rgb '#2e7d32' title '202/s accepted (queued to Kafka)', \
