@@ -446,15 +446,22 @@ static int lead(order_reconciler *r)
             sk_log(SK_LOG_WARN, "reconciler_lock_failed", "err=\"%s\"", err);
             return 0;
         }
+    }
+    if (!r->lock && !(r->lock = rlock_new(r->locks, r->cfg->reconcile_lock, RLOCK_SIMPLE)))
+        return 0;
+    if (r->leader && rlock_is_held(r->lock))
+        return 1;
+    if (r->leader) {
+        /* Expired, deleted (Redis flushed or failed over) or taken: this handle still
+         * counts itself the holder, so a fresh one competes again. */
+        sk_log(SK_LOG_WARN, "reconciler_lock_lost", "lock=%s", r->cfg->reconcile_lock);
+        rlock_unlock(r->lock); /* answers NOT_HELD; clears the handle's hold */
+        rlock_free(r->lock);
         r->lock = rlock_new(r->locks, r->cfg->reconcile_lock, RLOCK_SIMPLE);
+        r->leader = 0;
         if (!r->lock)
             return 0;
     }
-    if (r->leader && rlock_is_held(r->lock))
-        return 1;
-    if (r->leader)
-        sk_log(SK_LOG_WARN, "reconciler_lock_lost", "lock=%s", r->cfg->reconcile_lock);
-    r->leader = 0;
     int lrc = rlock_try_lock(r->lock, 0, 0, NULL); /* lease 0: the watchdog keeps it */
     if (lrc == RLOCK_OK) {
         r->leader = 1;

@@ -12,7 +12,9 @@
  *  - lost Redis data: an event's keys deleted mid-sale -> orders get 503 (not 404), the
  *    reconciler rebuilds the gate from PostgreSQL once the partition is drained (stock =
  *    stock_left, buyers = the created orders' users), then no second order for a user
- *    and no oversell. */
+ *    and no oversell.
+ *  - the same after FLUSHALL of a private redis-server (every key gone: gates, ID
+ *    counters, the reconciler's lock). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +31,7 @@
 #include <time.h>
 
 #include "order_msg.h"
+#include "sk_test_redis.h"
 #include "test_order_support.h"
 
 #define MSG_TIMEOUT_MS 2000
@@ -41,6 +44,8 @@ static to_kafka kafka;
 static to_order inst_a, inst_b; /* stopped by teardown if a check failed with them running */
 static to_proc consumer;
 static redisContext *rc;
+static redisContext *priv;     /* the FLUSHALL test's own Redis */
+static sk_test_redis *priv_srv;
 static char pg[512], dbname[128], lockenv[128];
 
 static const char *order_env[] = {
@@ -97,6 +102,9 @@ static int teardown(void **state)
     to_kafka_stop(&kafka);
     if (rc)
         redisFree(rc);
+    if (priv)
+        redisFree(priv);
+    sk_test_redis_free(priv_srv);
     to_pg_drop(dbname);
     return 0;
 }
@@ -359,11 +367,80 @@ static void test_lost_gate_reloaded(void **state)
     assert_int_equal(to_stop(&inst_b.proc, SIGTERM, 10000), 0);
 }
 
+
+static int priv_gate_loaded(void *ev)
+{
+    char k[ORDER_KEY_MAX];
+    order_key(*(uint64_t *)ev, ORDER_KEY_STOCK, k, sizeof(k));
+    redisReply *r = redisCommand(priv, "EXISTS %s", k);
+    int v = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    return v;
+}
+
+static long long priv_int(const char *fmt, uint64_t ev, order_key_kind kind)
+{
+    char k[ORDER_KEY_MAX];
+    order_key(ev, kind, k, sizeof(k));
+    redisReply *r = redisCommand(priv, fmt, k);
+    long long v = -999;
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    else if (r && r->type == REDIS_REPLY_STRING)
+        v = strtoll(r->str, NULL, 10);
+    freeReplyObject(r);
+    return v;
+}
+
+static void test_flushall_reloaded(void **state)
+{
+    (void)state;
+    char err[256], resp[1024];
+    sk_test_redis *tr = priv_srv = sk_test_redis_start(NULL, err, sizeof(err));
+    if (!tr)
+        fail_msg("redis-server: %s", err);
+    priv = to_redis(sk_test_redis_url(tr));
+    assert_non_null(priv);
+    assert_int_equal(to_order_start(&inst_b, sk_test_redis_url(tr), kafka.bootstrap, pg, order_env), 0);
+    uint64_t ev = create_event(&inst_b, 6);
+    uint64_t first[2];
+    for (uint64_t u = 700; u < 702; u++) {
+        assert_int_equal(place(&inst_b, ev, u, resp, sizeof(resp)), 202);
+        first[u - 700] = to_json_id(resp, "order_id");
+    }
+    freeReplyObject(redisCommand(priv, "FLUSHALL"));
+    assert_int_equal(place(&inst_b, ev, 702, resp, sizeof(resp)), 503);
+    if (to_wait(priv_gate_loaded, &ev, MSG_TIMEOUT_MS + MARGIN_MS + INTERVAL_MS + WATCHDOG_MS + 8000) != 1)
+        fail_msg("gate not reloaded after FLUSHALL");
+    assert_int_equal(priv_int("GET %s", ev, ORDER_KEY_STOCK), 4);
+    assert_int_equal(priv_int("SCARD %s", ev, ORDER_KEY_BUYERS), 2);
+    assert_int_equal(place(&inst_b, ev, 700, resp, sizeof(resp)), 409);
+    int accepted = 0;
+    for (uint64_t u = 710; u < 716; u++) {
+        int st = place(&inst_b, ev, u, resp, sizeof(resp));
+        if (st == 202) {
+            accepted++;
+            uint64_t id = to_json_id(resp, "order_id");
+            assert_true(id != first[0] && id != first[1]); /* ids stay unique across the flush */
+        }
+    }
+    assert_int_equal(accepted, 4);
+    pg_arg six = {ev, 6};
+    assert_int_equal(to_wait(pg_created_is, &six, 15000), 1);
+    assert_int_equal(pg_int("SELECT stock_left FROM seckill_event WHERE id = $1", ev), 0);
+    assert_int_equal(to_stop(&inst_b.proc, SIGTERM, 10000), 0);
+    redisFree(priv);
+    priv = NULL;
+    sk_test_redis_free(tr);
+    priv_srv = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kill_then_takeover),
         cmocka_unit_test(test_lost_gate_reloaded),
+        cmocka_unit_test(test_flushall_reloaded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
