@@ -3,15 +3,18 @@
  *
  * Besides memory errors, the checks are consumer_msg.h's contract: a known code, never
  * UNKNOWN_EVENT (only the database step sets it), TOO_LARGE past the size bound, and on
- * OK ids in [1, INT64_MAX] and ts_ms in [0, MAX_TS]; an accepted order re-encoded the
- * way seckill-order writes it parses back to the same order; consumer_msg_parse_id
- * agrees with a reference, and with order_parse_id (the ids the front takes in paths)
- * wherever both rules apply. */
+ * OK ids in [1, INT64_MAX] and ts_ms in [0, MAX_TS]. Across the two services: an
+ * accepted order re-encoded by seckill-order's own encoder (order_msg_encode) parses back
+ * to the same order; order_msg_decode (the front's looser reader, for tools) agrees on
+ * every message the consumer accepts; any order the front can produce (ids in
+ * [1, INT64_MAX], ts_ms in [0, MAX_TS], taken from the input's first 32 bytes) is
+ * accepted by the consumer with the same values. consumer_msg_parse_id agrees with a
+ * reference, and with order_parse_id (the ids the front takes in paths) wherever both
+ * rules apply. */
 #include "consumer_msg.h"
 #include "fuzz_util.h"
+#include "order_msg.h"
 #include "order_route.h"
-
-#include <inttypes.h>
 
 static void check_parse_id(const char *s, size_t len)
 {
@@ -29,6 +32,23 @@ static void check_parse_id(const char *s, size_t len)
         if (rc == 0)
             FUZZ_CHECK(front == (uint64_t)got);
     }
+}
+
+/* order_msg_encode into an exact-size buffer, then consumer_msg_parse: the same order. */
+static void check_producer(const order_msg *m)
+{
+    char tmp[ORDER_MSG_MAX];
+    size_t n = order_msg_encode(m, tmp, sizeof(tmp));
+    FUZZ_CHECK(n > 0 && n < sizeof(tmp));
+    char *exact = malloc(n);
+    if (!exact)
+        abort();
+    memcpy(exact, tmp, n);
+    consumer_order o;
+    FUZZ_CHECK(consumer_msg_parse(exact, n, &o) == CONSUMER_MSG_OK);
+    FUZZ_CHECK((uint64_t)o.order_id == m->order_id && (uint64_t)o.event_id == m->event_id &&
+               (uint64_t)o.user_id == m->user_id && o.ts_ms == m->ts_ms);
+    free(exact);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -54,17 +74,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == CONSUMER_MSG_OK) {
         FUZZ_CHECK(o.order_id > 0 && o.event_id > 0 && o.user_id > 0);
         FUZZ_CHECK(o.ts_ms >= 0 && o.ts_ms <= CONSUMER_MSG_MAX_TS_MS);
-        /* Re-encoded as DESIGN.md's producer writes it: must give back the same order. */
-        char again[256];
-        int n = snprintf(again, sizeof(again),
-                         "{\"v\":1,\"order_id\":\"%" PRId64 "\",\"event_id\":\"%" PRId64
-                         "\",\"user_id\":\"%" PRId64 "\",\"ts_ms\":%" PRId64 "}",
-                         o.order_id, o.event_id, o.user_id, o.ts_ms);
-        FUZZ_CHECK(n > 0 && (size_t)n < sizeof(again));
-        consumer_order o2;
-        FUZZ_CHECK(consumer_msg_parse(again, (size_t)n, &o2) == CONSUMER_MSG_OK);
-        FUZZ_CHECK(o2.order_id == o.order_id && o2.event_id == o.event_id &&
-                   o2.user_id == o.user_id && o2.ts_ms == o.ts_ms);
+        /* Re-encoded by the producer's encoder: must give back the same order. */
+        order_msg m = {(uint64_t)o.order_id, (uint64_t)o.event_id, (uint64_t)o.user_id, o.ts_ms};
+        check_producer(&m);
+        order_msg d;
+        FUZZ_CHECK(order_msg_decode(value, size, &d) == 0);
+        FUZZ_CHECK(d.order_id == m.order_id && d.event_id == m.event_id &&
+                   d.user_id == m.user_id && d.ts_ms == m.ts_ms);
+    }
+    if (size >= 32) {
+        /* Whatever the front may produce must be accepted downstream. */
+        order_msg m;
+        memcpy(&m.order_id, data, 8);
+        memcpy(&m.event_id, data + 8, 8);
+        memcpy(&m.user_id, data + 16, 8);
+        memcpy(&m.ts_ms, data + 24, 8);
+        m.order_id = m.order_id % (uint64_t)INT64_MAX + 1;
+        m.event_id = m.event_id % (uint64_t)INT64_MAX + 1;
+        m.user_id = m.user_id % (uint64_t)INT64_MAX + 1;
+        m.ts_ms = (int64_t)((uint64_t)m.ts_ms % (uint64_t)(CONSUMER_MSG_MAX_TS_MS + 1));
+        check_producer(&m);
     }
     if (size <= 24)
         check_parse_id(value ? value : "", size);
