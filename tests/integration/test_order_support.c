@@ -174,6 +174,17 @@ int to_order_start(to_order *o, const char *redis_url, const char *kafka_brokers
         envp[k] = env[k];
         k++;
     }
+    /* A reconciler lock of its own unless the test names one: instances of different
+     * tests (and the dev stack's) on the shared Redis must not elect one another. */
+    int has_lock = 0;
+    for (int i = 0; extra_env && extra_env[i]; i++)
+        has_lock |= strncmp(extra_env[i], "SECKILL_RECONCILE_LOCK=", 23) == 0;
+    if (!has_lock) {
+        snprintf(env[k], sizeof(env[k]), "SECKILL_RECONCILE_LOCK=test:reconciler:%d:%d", (int)getpid(),
+                 o->port);
+        envp[k] = env[k];
+        k++;
+    }
     for (int i = 0; extra_env && extra_env[i] && k < 38; i++)
         envp[k++] = extra_env[i];
     envp[k] = NULL;
