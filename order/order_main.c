@@ -242,7 +242,7 @@ static int run(const char *config)
     }
     if (*app.cfg.pg && app.cfg.reconcile_interval_ms > 0 &&
         !(reconciler = order_reconciler_start(&app.cfg, app.kafka_props, &app.redis_url,
-                                              &app.scripts, err, sizeof(err)))) {
+                                              &app.scripts, &app.metrics, err, sizeof(err)))) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=reconciler err=\"%s\"", err);
         goto out;
     }

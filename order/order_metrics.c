@@ -151,6 +151,23 @@ char *order_metrics_render(order_metrics *m, size_t *len)
             LOAD(m->redis_errors), LOAD(m->kafka_delivery_failures),
             LOAD(m->kafka_produce_failures), LOAD(m->soldout_flag_hits), LOAD(m->rate_limited),
             LOAD(m->overload_rejections), LOAD(m->requests_inflight), LOAD(m->kafka_inflight));
+    fprintf(f,
+            "# HELP seckill_order_reconcile_leader 1 while this instance is the one reconciling.\n"
+            "# TYPE seckill_order_reconcile_leader gauge\n"
+            "seckill_order_reconcile_leader %" PRId64 "\n"
+            "# HELP seckill_order_reconcile_confirmed_total Pending entries the reconciler found "
+            "in PostgreSQL and confirmed.\n# TYPE seckill_order_reconcile_confirmed_total counter\n"
+            "seckill_order_reconcile_confirmed_total %" PRIu64 "\n"
+            "# HELP seckill_order_reconcile_cancelled_total Reservations the reconciler gave back "
+            "(their order can no longer reach PostgreSQL).\n"
+            "# TYPE seckill_order_reconcile_cancelled_total counter\n"
+            "seckill_order_reconcile_cancelled_total %" PRIu64 "\n"
+            "# HELP seckill_order_reconcile_reloaded_total Event gates rebuilt from PostgreSQL "
+            "after their Redis keys were lost.\n"
+            "# TYPE seckill_order_reconcile_reloaded_total counter\n"
+            "seckill_order_reconcile_reloaded_total %" PRIu64 "\n",
+            LOAD(m->reconcile_leader), LOAD(m->reconcile_confirmed), LOAD(m->reconcile_cancelled),
+            LOAD(m->reconcile_reloaded));
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

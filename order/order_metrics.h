@@ -37,6 +37,8 @@ typedef struct order_metrics {
     _Atomic uint64_t soldout_flag_hits;
     _Atomic uint64_t rate_limited;
     _Atomic uint64_t overload_rejections;
+    _Atomic uint64_t reconcile_confirmed, reconcile_cancelled, reconcile_reloaded;
+    _Atomic int64_t reconcile_leader; /* 1 while this instance holds the reconciler lock */
     _Atomic int64_t requests_inflight;
     _Atomic int64_t kafka_inflight;
 } order_metrics;

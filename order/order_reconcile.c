@@ -29,6 +29,7 @@ struct order_reconciler {
     const sk_cfg_kv *props;
     const sk_redis_url *url;
     const order_scripts *scripts;
+    order_metrics *metrics;
     int64_t msg_timeout_ms; /* the producer's message.timeout.ms */
     partitioner_fn *part;   /* NULL: PART_ANY */
 
@@ -474,7 +475,9 @@ static int lead(order_reconciler *r)
 
 static void scan(order_reconciler *r)
 {
-    if (!lead(r))
+    int leader = lead(r);
+    atomic_store_explicit(&r->metrics->reconcile_leader, leader, memory_order_relaxed);
+    if (!leader)
         return;
     char err[256];
     if (!r->rc) {
@@ -584,6 +587,9 @@ static void scan(order_reconciler *r)
         }
     }
     free(ids);
+    atomic_fetch_add_explicit(&r->metrics->reconcile_confirmed, (uint64_t)confirmed, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->metrics->reconcile_cancelled, (uint64_t)cancelled, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->metrics->reconcile_reloaded, (uint64_t)reloaded, memory_order_relaxed);
     if (confirmed || cancelled || reloaded)
         sk_log(SK_LOG_INFO, "reconciled", "events=%d confirmed=%d cancelled=%d reloaded=%d", any,
                confirmed, cancelled, reloaded);
@@ -634,7 +640,7 @@ static partitioner_fn *partitioner_by_name(const char *name, int *ok)
 
 order_reconciler *order_reconciler_start(const order_config *cfg, const sk_cfg_kv *props,
                                          const sk_redis_url *url, const order_scripts *scripts,
-                                         char *err, size_t errsz)
+                                         order_metrics *metrics, char *err, size_t errsz)
 {
     order_reconciler *r = calloc(1, sizeof(*r));
     if (!r) {
@@ -645,6 +651,7 @@ order_reconciler *order_reconciler_start(const order_config *cfg, const sk_cfg_k
     r->props = props;
     r->url = url;
     r->scripts = scripts;
+    r->metrics = metrics;
     /* The producer's default (order_kafka.c) unless kafka.* says otherwise. */
     const char *mt = prop(props, "message.timeout.ms");
     if (!mt)

@@ -289,6 +289,11 @@ static void test_kill_then_takeover(void **state)
     fprintf(stderr, "orphans released %lld ms after the kill (bound %d)\n", (long long)took, bound);
     assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), STOCK - 3);
     assert_int_equal(is_buyer(ev, 100), 1); /* confirmed, not cancelled */
+    static char metrics[65536];
+    assert_int_equal(to_http1(inst_b.port, "GET", "/metrics", NULL, NULL, metrics, sizeof(metrics)), 200);
+    if (!strstr(metrics, "\nseckill_order_reconcile_leader 1\n") ||
+        !strstr(metrics, "\nseckill_order_reconcile_cancelled_total 5\n"))
+        fail_msg("reconciler metrics: %s", strstr(metrics, "seckill_order_reconcile") ? strstr(metrics, "seckill_order_reconcile") : "none");
     for (int i = 0; i < 5; i++)
         assert_int_equal(is_buyer(ev, 200 + (uint64_t)i), 0);
     check_sums(ev);
