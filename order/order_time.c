@@ -91,7 +91,10 @@ int order_time_parse_rfc3339(const char *s, size_t len, int64_t *ms)
     if (i != len)
         return -1;
     int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - offset_min * 60;
-    if (secs < 0)
+    /* The instant, not just the written year, must lie in 1970..9999: an offset can push
+     * 9999-12-31T23:59:59-05:34 into year 10000, which the formatter would write as a
+     * five-digit year that no RFC 3339 reader (this parser included) takes back. */
+    if (secs < 0 || secs > INT64_C(253402300799)) /* 9999-12-31T23:59:59Z */
         return -1;
     *ms = secs * 1000 + frac;
     return 0;

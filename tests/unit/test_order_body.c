@@ -29,6 +29,7 @@ static void test_rfc3339(void **state)
     assert_int_equal(t("2026-11-22T05:30:00-04:30"), 1795341600000LL);
     assert_int_equal(t("2026-11-22t10:00:00z"), 1795341600000LL);
     assert_int_equal(t("2024-02-29T00:00:00Z"), 1709164800000LL);
+    assert_int_equal(t("9999-12-31T23:59:59.999Z"), 253402300799999LL); /* the last instant */
     static const char *bad[] = {"",
                                 "2026-11-22",
                                 "2026-11-22T10:00:00",      /* no offset */
@@ -41,6 +42,7 @@ static void test_rfc3339(void **state)
                                 "2026-11-22T10:00:00+0200",
                                 "2026-11-22T10:00:00Z ",
                                 "1969-12-31T23:59:59Z",
+                                "9999-12-31T23:59:59.999-05:34", /* instant in year 10000 (found by fuzz_http) */
                                 "2026/11/22T10:00:00Z",
                                 "２026-11-22T10:00:00Z"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
