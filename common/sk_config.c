@@ -149,12 +149,20 @@ static int load_file(const sk_cfg_entry *table, void *cfg, const char *path, sk_
         snprintf(err, errsz, "%s: %s", path, strerror(errno));
         return -1;
     }
-    char line[4096], msg[512];
+    char *line = NULL, msg[512];
+    size_t cap = 0;
+    ssize_t n;
     int lineno = 0, rc = 0;
-    while (fgets(line, sizeof(line), f)) {
+    while ((n = getline(&line, &cap, f)) >= 0) {
         lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
+        if (n > 4096) {
             snprintf(err, errsz, "%s:%d: line too long", path, lineno);
+            rc = -1;
+            break;
+        }
+        /* getline counts what it read: a NUL inside would silently cut the line. */
+        if (strlen(line) != (size_t)n) {
+            snprintf(err, errsz, "%s:%d: NUL byte in line", path, lineno);
             rc = -1;
             break;
         }
@@ -180,6 +188,7 @@ static int load_file(const sk_cfg_entry *table, void *cfg, const char *path, sk_
             break;
         }
     }
+    free(line);
     fclose(f);
     return rc;
 }

@@ -39,7 +39,7 @@ typedef struct order_route {
  *  @returns out->status: 0 when the request may go on. */
 int order_route_match(order_method method, const char *path, size_t len, order_route *out);
 
-/** @brief Parses a decimal id: 1 to 20 digits, no sign, no spaces, value in
+/** @brief Parses a decimal id: 1 to 19 digits, no sign, no spaces, value in
  *  [1, INT64_MAX] (ids are PostgreSQL bigints). @returns 0, or -1 if not decimal,
  *  zero or over 63 bits. */
 int order_parse_id(const char *s, size_t len, uint64_t *out);

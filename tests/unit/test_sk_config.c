@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "sk_config.h"
@@ -125,6 +126,36 @@ static void test_errors_name_file_and_line(void **state)
     clear_env();
 }
 
+static void test_nul_byte_and_long_line(void **state)
+{
+    (void)state;
+    clear_env();
+    char path[] = "/tmp/sk-config-test-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const char nul_line[] = "workers = 2\nworkers = 3\0x\n";
+    assert_int_equal(write(fd, nul_line, sizeof(nul_line) - 1), (ssize_t)sizeof(nul_line) - 1);
+    close(fd);
+    struct cfg c = {0};
+    sk_cfg_kv *kafka = NULL;
+    char err[256];
+    assert_int_equal(sk_config_load(table, &c, path, &kafka, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, ":2: NUL byte in line"));
+    sk_config_free(table, &c, kafka);
+    kafka = NULL;
+    char big[5000];
+    memset(big, 'a', sizeof(big) - 2);
+    big[sizeof(big) - 2] = '\n';
+    big[sizeof(big) - 1] = '\0';
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_int_equal(write(fd, big, strlen(big)), (ssize_t)strlen(big));
+    close(fd);
+    assert_int_equal(sk_config_load(table, &c, path, &kafka, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, ":1: line too long"));
+    sk_config_free(table, &c, kafka);
+    unlink(path);
+}
+
 static void test_help_hides_secrets(void **state)
 {
     (void)state;
@@ -171,6 +202,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_file_env),
         cmocka_unit_test(test_errors_name_file_and_line),
+        cmocka_unit_test(test_nul_byte_and_long_line),
         cmocka_unit_test(test_help_hides_secrets),
         cmocka_unit_test(test_redis_url),
     };
