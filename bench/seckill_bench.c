@@ -117,7 +117,6 @@ static void usage(FILE *out)
 static int parse_args(int argc, char **argv, bench_cfg *cfg, sk_cfg_kv **kafka)
 {
     char err[512];
-    const char *config = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
@@ -131,51 +130,16 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg, sk_cfg_kv **kafka)
             printf("seckill-bench %s\n", SECKILL_VERSION);
             exit(0);
         }
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-            config = argv[++i];
-        else if (strncmp(argv[i], "--config=", 9) == 0)
-            config = argv[i] + 9;
     }
-    /* kafka.* settings (SECKILL_KAFKA_BROKERS is in .run/env) are collected and ignored. */
-    if (sk_config_load(bench_table, cfg, config, kafka, err, sizeof(err)) != 0) {
+    /* kafka.* settings (SECKILL_KAFKA_BROKERS is in .run/env) are collected and ignored;
+     * as arguments they are refused. */
+    int npos;
+    if (sk_config_load(bench_table, cfg, sk_config_args_path(argc, argv), kafka, err,
+                       sizeof(err)) != 0 ||
+        sk_config_args(bench_table, cfg, kafka, 0, argc, argv, NULL, 0, &npos, err,
+                       sizeof(err)) != 0) {
         fprintf(stderr, "seckill-bench: %s\n", err);
         return -1;
-    }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--config") == 0) {
-            i++;
-            continue;
-        }
-        if (strncmp(a, "--config=", 9) == 0)
-            continue;
-        if (strncmp(a, "--", 2) != 0) {
-            fprintf(stderr, "seckill-bench: unexpected argument \"%s\" (see --help)\n", a);
-            return -1;
-        }
-        char key[128];
-        const char *eq = strchr(a + 2, '='), *value;
-        size_t kl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (kl == 0 || kl >= sizeof(key)) {
-            fprintf(stderr, "seckill-bench: bad argument \"%s\"\n", a);
-            return -1;
-        }
-        memcpy(key, a + 2, kl);
-        key[kl] = '\0';
-        if (eq) {
-            value = eq + 1;
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        } else {
-            fprintf(stderr, "seckill-bench: --%s needs a value\n", key);
-            return -1;
-        }
-        if (strncmp(key, "kafka.", 6) == 0 ||
-            sk_config_set(bench_table, cfg, kafka, key, value, err, sizeof(err)) != 0) {
-            fprintf(stderr, "seckill-bench: --%s: %s\n", key,
-                    strncmp(key, "kafka.", 6) == 0 ? "not a setting of seckill-bench" : err);
-            return -1;
-        }
     }
     return 0;
 }

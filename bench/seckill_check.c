@@ -81,8 +81,6 @@ static int parse_args(int argc, char **argv, check_cfg *cfg, sk_cfg_kv **kafka,
                       const char **pos, int *npos)
 {
     char err[512];
-    const char *config = NULL;
-    *npos = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
@@ -92,52 +90,13 @@ static int parse_args(int argc, char **argv, check_cfg *cfg, sk_cfg_kv **kafka,
             sk_config_print_help(stdout, check_table, 1);
             exit(0);
         }
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-            config = argv[++i];
-        else if (strncmp(argv[i], "--config=", 9) == 0)
-            config = argv[i] + 9;
     }
-    if (sk_config_load(check_table, cfg, config, kafka, err, sizeof(err)) != 0) {
+    if (sk_config_load(check_table, cfg, sk_config_args_path(argc, argv), kafka, err,
+                       sizeof(err)) != 0 ||
+        sk_config_args(check_table, cfg, kafka, 1, argc, argv, pos, 2, npos, err,
+                       sizeof(err)) != 0) {
         fprintf(stderr, "seckill-check: %s\n", err);
         return -1;
-    }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--config") == 0) {
-            i++;
-            continue;
-        }
-        if (strncmp(a, "--config=", 9) == 0)
-            continue;
-        if (strncmp(a, "--", 2) != 0) {
-            if (*npos == 2) {
-                fprintf(stderr, "seckill-check: unexpected argument \"%s\"\n", a);
-                return -1;
-            }
-            pos[(*npos)++] = a;
-            continue;
-        }
-        char key[128];
-        const char *eq = strchr(a + 2, '='), *value;
-        size_t kl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (kl == 0 || kl >= sizeof(key)) {
-            fprintf(stderr, "seckill-check: bad argument \"%s\"\n", a);
-            return -1;
-        }
-        memcpy(key, a + 2, kl);
-        key[kl] = '\0';
-        if (eq) {
-            value = eq + 1;
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        } else {
-            fprintf(stderr, "seckill-check: --%s needs a value\n", key);
-            return -1;
-        }
-        if (sk_config_set(check_table, cfg, kafka, key, value, err, sizeof(err)) != 0) {
-            fprintf(stderr, "seckill-check: --%s: %s\n", key, err);
-            return -1;
-        }
     }
     if (*npos != 2) {
         usage(stderr);

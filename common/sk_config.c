@@ -244,6 +244,69 @@ int sk_config_load(const sk_cfg_entry *table, void *cfg, const char *path, sk_cf
     return load_env(table, cfg, kafka, errstr, errstr_size);
 }
 
+const char *sk_config_args_path(int argc, char **argv)
+{
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            path = argv[++i];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            path = argv[i] + 9;
+    }
+    return path;
+}
+
+int sk_config_args(const sk_cfg_entry *table, void *cfg, sk_cfg_kv **kafka, int allow_kafka,
+                   int argc, char **argv, const char **pos, int max_pos, int *npos,
+                   char *errstr, size_t errstr_size)
+{
+    char msg[512];
+    *npos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--config") == 0) {
+            i++;
+            continue;
+        }
+        if (strncmp(a, "--config=", 9) == 0)
+            continue;
+        if (strncmp(a, "--", 2) != 0) {
+            if (*npos >= max_pos) {
+                snprintf(errstr, errstr_size, "unexpected argument \"%s\" (see --help)", a);
+                return -1;
+            }
+            pos[(*npos)++] = a;
+            continue;
+        }
+        char key[128];
+        const char *eq = strchr(a + 2, '='), *value;
+        size_t kl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (kl == 0 || kl >= sizeof(key)) {
+            snprintf(errstr, errstr_size, "bad argument \"%s\"", a);
+            return -1;
+        }
+        memcpy(key, a + 2, kl);
+        key[kl] = '\0';
+        if (eq) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            snprintf(errstr, errstr_size, "--%s needs a value", key);
+            return -1;
+        }
+        if (!allow_kafka && strncmp(key, KAFKA_PREFIX, strlen(KAFKA_PREFIX)) == 0) {
+            snprintf(errstr, errstr_size, "--%s: not a setting of this program", key);
+            return -1;
+        }
+        if (sk_config_set(table, cfg, kafka, key, value, msg, sizeof(msg)) != 0) {
+            snprintf(errstr, errstr_size, "--%s: %s", key, msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 void sk_config_free(const sk_cfg_entry *table, void *cfg, sk_cfg_kv *kafka)
 {
     if (cfg) {

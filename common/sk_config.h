@@ -5,7 +5,8 @@
  * (`key = value` lines, librdkafka-properties style, `#` comments), the SECKILL_*
  * environment overrides, --help, and the README's configuration table.
  *
- * Precedence: default < file < environment. The environment name of a key is
+ * Precedence: default < file < environment (< command-line arguments, for programs that
+ * take them through sk_config_args). The environment name of a key is
  * SECKILL_ + the key upper-cased with '.' and '-' turned into '_' (redis.url ->
  * SECKILL_REDIS_URL). Keys starting with "kafka." are not in the table: they are
  * collected, prefix stripped, into a list handed to librdkafka unchanged
@@ -49,6 +50,19 @@ int sk_config_load(const sk_cfg_entry *table, void *cfg, const char *path, sk_cf
 /** @brief Sets one key from text, checked against the table. @returns 0 or -1 with errstr. */
 int sk_config_set(const sk_cfg_entry *table, void *cfg, sk_cfg_kv **kafka, const char *key,
                   const char *value, char *errstr, size_t errstr_size);
+
+/** @brief The FILE of a `--config FILE` or `--config=FILE` argument in argv, or NULL. */
+const char *sk_config_args_path(int argc, char **argv);
+
+/** @brief Applies command-line settings, `--key=value` or `--key value`, checked against the
+ *  table; call it after sk_config_load so that arguments win over the file and the
+ *  environment. `--config` and its file are skipped. kafka.* keys are taken only if
+ *  allow_kafka. Arguments that do not start with "--" are stored in pos[] (at most max_pos;
+ *  pos may be NULL when max_pos is 0) and counted in *npos.
+ *  @returns 0, or -1 with a message in errstr. */
+int sk_config_args(const sk_cfg_entry *table, void *cfg, sk_cfg_kv **kafka, int allow_kafka,
+                   int argc, char **argv, const char **pos, int max_pos, int *npos,
+                   char *errstr, size_t errstr_size);
 
 /** @brief Frees the strings `cfg` owns and the kafka list. Both may be NULL/empty. */
 void sk_config_free(const sk_cfg_entry *table, void *cfg, sk_cfg_kv *kafka);

@@ -156,6 +156,58 @@ static void test_nul_byte_and_long_line(void **state)
     unlink(path);
 }
 
+static void test_command_line(void **state)
+{
+    (void)state;
+    clear_env();
+    char *path = write_tmp("workers = 8\n");
+    char cfgarg[80];
+    snprintf(cfgarg, sizeof(cfgarg), "--config=%s", path);
+    char *argv[] = {"prog", "--workers", "5", cfgarg, "EVENT", "--feature.on=yes",
+                    "--kafka.acks=all", "FILE", NULL};
+    int argc = 8;
+    assert_string_equal(sk_config_args_path(argc, argv), path);
+    struct cfg c = {0};
+    sk_cfg_kv *kafka = NULL;
+    char err[256];
+    const char *pos[2];
+    int npos = -1;
+    assert_int_equal(sk_config_load(table, &c, path, &kafka, err, sizeof(err)), 0);
+    assert_int_equal(c.workers, 8);
+    assert_int_equal(sk_config_args(table, &c, &kafka, 1, argc, argv, pos, 2, &npos, err,
+                                    sizeof(err)), 0);
+    assert_int_equal(c.workers, 5); /* the argument wins over the file */
+    assert_int_equal(c.flag, 1);
+    assert_int_equal(npos, 2);
+    assert_string_equal(pos[0], "EVENT");
+    assert_string_equal(pos[1], "FILE");
+    assert_non_null(kafka);
+    assert_string_equal(kafka->key, "acks");
+    /* Refusals, each with its message. */
+    struct {
+        char *args[4];
+        int allow_kafka, max_pos;
+        const char *expect;
+    } bad[] = {
+        {{"prog", "--kafka.acks=1", NULL}, 0, 0, "--kafka.acks: not a setting of this program"},
+        {{"prog", "--workers", NULL}, 1, 0, "--workers needs a value"},
+        {{"prog", "--workers=99", NULL}, 1, 0, "--workers: workers: 99 is out of range"},
+        {{"prog", "--nope=1", NULL}, 1, 0, "--nope: unknown setting"},
+        {{"prog", "--=1", NULL}, 1, 0, "bad argument \"--=1\""},
+        {{"prog", "A", "B", NULL}, 1, 1, "unexpected argument \"B\""},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int n = 0;
+        while (bad[i].args[n])
+            n++;
+        assert_int_equal(sk_config_args(table, &c, &kafka, bad[i].allow_kafka, n, bad[i].args, pos,
+                                        bad[i].max_pos, &npos, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, bad[i].expect));
+    }
+    unlink(path);
+    sk_config_free(table, &c, kafka);
+}
+
 static void test_help_hides_secrets(void **state)
 {
     (void)state;
@@ -203,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_defaults_file_env),
         cmocka_unit_test(test_errors_name_file_and_line),
         cmocka_unit_test(test_nul_byte_and_long_line),
+        cmocka_unit_test(test_command_line),
         cmocka_unit_test(test_help_hides_secrets),
         cmocka_unit_test(test_redis_url),
     };
