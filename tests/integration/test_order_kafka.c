@@ -68,23 +68,9 @@ static int place_on(const to_order *o, uint64_t event, uint64_t user, char *resp
     return to_http1(o->port, "POST", path, tok, NULL, resp, respsz);
 }
 
-static long long key_int(uint64_t event, order_key_kind kind, const char *fmt)
-{
-    char k[ORDER_KEY_MAX];
-    order_key(event, kind, k, sizeof(k));
-    redisReply *r = redisCommand(rc, fmt, k);
-    long long v = -999;
-    if (r && r->type == REDIS_REPLY_INTEGER)
-        v = r->integer;
-    else if (r && r->type == REDIS_REPLY_STRING)
-        v = strtoll(r->str, NULL, 10);
-    freeReplyObject(r);
-    return v;
-}
-
 static int pending_drained(void *ev)
 {
-    return key_int(*(uint64_t *)ev, ORDER_KEY_PENDING, "HLEN %s") == 0;
+    return to_key_int(rc, *(uint64_t *)ev, ORDER_KEY_PENDING, "HLEN %s") == 0;
 }
 
 static void test_accepted_then_not_persisted(void **state)
@@ -107,10 +93,10 @@ static void test_accepted_then_not_persisted(void **state)
     assert_null(strstr(resp, "order_id")); /* nothing to poll: it was given back */
     to_redis_snapshot(rc, pattern, after, sizeof(after));
     assert_string_equal(before, after); /* stock, buyers and pending restored */
-    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 9);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 9);
     /* and the same user may buy once Kafka is healthy again */
     assert_int_equal(place_on(&srv, ev, 2, resp, sizeof(resp)), 202);
-    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 8);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 8);
 }
 
 static void test_in_flight_timeout_stays_pending(void **state)
@@ -132,8 +118,8 @@ static void test_in_flight_timeout_stays_pending(void **state)
     assert_true(oid > 0); /* the client can poll it */
     assert_true(took < 7000);
     /* the stock stays taken and the reservation pending, for the reconciler */
-    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 8);
-    assert_int_equal(key_int(ev, ORDER_KEY_PENDING, "HLEN %s"), 1);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 8);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_PENDING, "HLEN %s"), 1);
     char path[128], tok[1024];
     snprintf(path, sizeof(path), "/api/v1/orders/%" PRIu64, oid);
     to_token(&srv, 12, 0, 600, tok, sizeof(tok));
@@ -150,7 +136,7 @@ static void test_noscript_fallback(void **state)
     freeReplyObject(redisCommand(rc, "SCRIPT FLUSH"));
     assert_int_equal(place_on(&srv, ev, 21, resp, sizeof(resp)), 202);
     assert_int_equal(place_on(&srv, ev, 22, resp, sizeof(resp)), 202);
-    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 8);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 8);
     assert_int_equal(to_wait(pending_drained, &ev, 3000), 1);
 }
 
@@ -277,7 +263,7 @@ static void overload_case(const char *env_setting, const char *want_msg)
         fail_msg("want 503 \"%s\", got %d %s", want_msg, st, resp);
     assert_true(took < 1000); /* at once, not after the slow broker */
     assert_int_equal(a.status, 202);  /* the waiting order itself went through */
-    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 8);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 8);
     assert_int_equal(to_stop(&o.proc, SIGTERM, 10000), 0);
 }
 
@@ -338,9 +324,9 @@ static void test_sigterm_under_load(void **state)
     assert_int_equal(status, 0);
     assert_true(atomic_load(&accepted) >= 300 - 20);
     /* every reservation ended confirmed (or cancelled): none left pending */
-    assert_int_equal(key_int(ev, ORDER_KEY_PENDING, "HLEN %s"), 0);
-    assert_int_equal(key_int(ev, ORDER_KEY_ACCEPTED, "HLEN %s"), atomic_load(&accepted));
-    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 1000000 - atomic_load(&accepted));
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_PENDING, "HLEN %s"), 0);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_ACCEPTED, "HLEN %s"), atomic_load(&accepted));
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 1000000 - atomic_load(&accepted));
 }
 
 static int setup(void **state)

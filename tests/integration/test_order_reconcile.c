@@ -109,20 +109,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static long long key_int(uint64_t event, order_key_kind kind, const char *fmt)
-{
-    char k[ORDER_KEY_MAX];
-    order_key(event, kind, k, sizeof(k));
-    redisReply *r = redisCommand(rc, fmt, k);
-    long long v = -999;
-    if (r && r->type == REDIS_REPLY_INTEGER)
-        v = r->integer;
-    else if (r && r->type == REDIS_REPLY_STRING)
-        v = strtoll(r->str, NULL, 10);
-    freeReplyObject(r);
-    return v;
-}
-
 static long long pg_int(const char *sql, uint64_t arg)
 {
     PGconn *c = PQconnectdb(pg);
@@ -181,7 +167,7 @@ typedef struct {
 static int pending_is(void *arg)
 {
     hlen_arg *a = arg;
-    return key_int(a->ev, ORDER_KEY_PENDING, "HLEN %s") == a->want;
+    return to_key_int(rc, a->ev, ORDER_KEY_PENDING, "HLEN %s") == a->want;
 }
 
 typedef struct {
@@ -235,9 +221,9 @@ static int is_buyer(uint64_t ev, uint64_t user)
 
 static void check_sums(uint64_t ev)
 {
-    long long stock = key_int(ev, ORDER_KEY_STOCK, "GET %s");
-    long long pending = key_int(ev, ORDER_KEY_PENDING, "HLEN %s");
-    long long buyers = key_int(ev, ORDER_KEY_BUYERS, "SCARD %s");
+    long long stock = to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s");
+    long long pending = to_key_int(rc, ev, ORDER_KEY_PENDING, "HLEN %s");
+    long long buyers = to_key_int(rc, ev, ORDER_KEY_BUYERS, "SCARD %s");
     long long created = pg_int("SELECT count(*) FROM seckill_order WHERE event_id = $1 AND status = 'created'", ev);
     long long left = pg_int("SELECT stock_left FROM seckill_event WHERE id = $1", ev);
     if (stock + pending + created != STOCK || buyers != pending + created || left != STOCK - created)
@@ -270,7 +256,7 @@ static void test_kill_then_takeover(void **state)
         fds[i] = place_no_wait(&inst_a, ev, 200 + (uint64_t)i);
     hlen_arg six = {ev, 6};
     if (to_wait(pending_is, &six, 10000) != 1 && !pending_is(&(hlen_arg){ev, 5}))
-        fail_msg("pending: %lld", key_int(ev, ORDER_KEY_PENDING, "HLEN %s"));
+        fail_msg("pending: %lld", to_key_int(rc, ev, ORDER_KEY_PENDING, "HLEN %s"));
     assert_int_equal(to_stop(&inst_a.proc, SIGKILL, 5000), 128 + SIGKILL);
     int64_t killed = to_now_ms();
     for (int i = 0; i < 5; i++)
@@ -285,9 +271,9 @@ static void test_kill_then_takeover(void **state)
     int ok = to_wait(pending_is, &zero, bound);
     int64_t took = to_now_ms() - killed;
     if (ok != 1)
-        fail_msg("pending still %lld after %lld ms", key_int(ev, ORDER_KEY_PENDING, "HLEN %s"), (long long)took);
+        fail_msg("pending still %lld after %lld ms", to_key_int(rc, ev, ORDER_KEY_PENDING, "HLEN %s"), (long long)took);
     fprintf(stderr, "orphans released %lld ms after the kill (bound %d)\n", (long long)took, bound);
-    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), STOCK - 3);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), STOCK - 3);
     assert_int_equal(is_buyer(ev, 100), 1); /* confirmed, not cancelled */
     static char metrics[65536];
     assert_int_equal(to_http1(inst_b.port, "GET", "/metrics", NULL, NULL, metrics, sizeof(metrics)), 200);
@@ -316,7 +302,7 @@ static void test_kill_then_takeover(void **state)
     int64_t t0 = to_now_ms();
     while (to_now_ms() - t0 < MSG_TIMEOUT_MS + MARGIN_MS + 4 * INTERVAL_MS)
         assert_int_equal(to_wait(pending_is, &one, 50), 1);
-    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), STOCK - 5);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), STOCK - 5);
     assert_int_equal(consumer_start(), 0);
     pg_arg five = {ev, 5};
     assert_int_equal(to_wait(pg_created_is, &five, 20000), 1);
@@ -328,7 +314,7 @@ static void test_kill_then_takeover(void **state)
 
 static int gate_loaded(void *ev)
 {
-    return key_int(*(uint64_t *)ev, ORDER_KEY_STOCK, "EXISTS %s") == 1;
+    return to_key_int(rc, *(uint64_t *)ev, ORDER_KEY_STOCK, "EXISTS %s") == 1;
 }
 
 static void test_lost_gate_reloaded(void **state)
@@ -356,8 +342,8 @@ static void test_lost_gate_reloaded(void **state)
     if (to_wait(gate_loaded, &ev, bound) != 1)
         fail_msg("gate not reloaded within %d ms", bound);
     fprintf(stderr, "gate reloaded %lld ms after the loss\n", (long long)(to_now_ms() - lost_at));
-    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 7);
-    assert_int_equal(key_int(ev, ORDER_KEY_BUYERS, "SCARD %s"), 3);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 7);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_BUYERS, "SCARD %s"), 3);
     for (uint64_t u = 500; u < 503; u++)
         assert_int_equal(is_buyer(ev, u), 1);
     /* No second order for a buyer, and the rest sells exactly once. */
@@ -368,7 +354,7 @@ static void test_lost_gate_reloaded(void **state)
     assert_int_equal(accepted, 7);
     pg_arg ten = {ev, 10};
     assert_int_equal(to_wait(pg_created_is, &ten, 15000), 1);
-    assert_int_equal(key_int(ev, ORDER_KEY_STOCK, "GET %s"), 0);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 0);
     assert_int_equal(to_stop(&inst_b.proc, SIGTERM, 10000), 0);
 }
 

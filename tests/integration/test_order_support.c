@@ -1,4 +1,5 @@
 /* test_order_support: helpers of the seckill-order integration tests. See the header. */
+#include "order_msg.h"
 #include "test_order_support.h"
 #include "sk_jwt.h"
 #include "sk_redis_url.h"
@@ -550,4 +551,18 @@ int to_kafka_find_order(const char *brokers, const char *topic, uint64_t order_i
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
     return found;
+}
+
+long long to_key_int(redisContext *c, uint64_t event, int kind, const char *fmt)
+{
+    char k[ORDER_KEY_MAX];
+    order_key(event, (order_key_kind)kind, k, sizeof(k));
+    redisReply *r = redisCommand(c, fmt, k);
+    long long v = -999;
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    else if (r && r->type == REDIS_REPLY_STRING)
+        v = strtoll(r->str, NULL, 10);
+    freeReplyObject(r);
+    return v;
 }

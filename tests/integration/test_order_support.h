@@ -63,6 +63,9 @@ redisContext *to_redis(const char *url);
 /** @brief A canonical dump of every key matching pattern (type, value, TTL presence) in
  *  out, for before/after comparisons. */
 void to_redis_snapshot(redisContext *c, const char *pattern, char *out, size_t outsz);
+/** @brief Runs `fmt` (e.g. "HLEN %s") on the event's key of `kind` (an order_key_kind) and
+ *  returns its integer answer (a numeric string is read as one), or -999 on anything else. */
+long long to_key_int(redisContext *c, uint64_t event, int kind, const char *fmt);
 
 /* ---- PostgreSQL ---- */
 /** @brief Creates a fresh database (owner seckill) on the shared PostgreSQL, applies
