@@ -11,7 +11,9 @@
 # down    stops only what `up` started          status  says what runs
 # test    deps, a sanitizer build in build-asan/, its own stack (.run/test, other
 #         ports), the whole ctest suite (extra args go to ctest), down; exits with ctest's status
-# demo    deps, build, up, then the main job     bench   deps, build, up, every bench/bench-*.sh
+# demo    deps, build, up, then the main job
+# bench   deps, build, up, every bench/bench-*.sh but the soak; `bench NAME...` runs
+#         only bench/bench-NAME.sh (e.g. `bench order`, `bench soak`)
 #
 # Ports (override by environment): SECKILL_REDIS_PORT=16379 SECKILL_PG_PORT=15432
 # SECKILL_HTTP_PORT=18080 SECKILL_CONSUMER_HTTP_PORT=18081. The test stack adds 10000.
@@ -349,10 +351,21 @@ cmd_bench() {
     cmd_up
     # shellcheck disable=SC1091
     . "$RUN/env"
-    local s rc=0
-    for s in "$ROOT"/bench/bench-*.sh; do
-        [ -x "$s" ] || continue
-        log "bench: $(basename "$s")"
+    # `bench [name...]` runs bench/bench-<name>.sh only; plain `bench` runs every one but
+    # the 10-minute soak, which runs only when named (`deploy/local.sh bench soak`).
+    local s n rc=0 only=()
+    while [ $# -gt 0 ] && [ -x "$ROOT/bench/bench-$1.sh" ]; do
+        only+=("$ROOT/bench/bench-$1.sh")
+        shift
+    done
+    if [ ${#only[@]} -eq 0 ]; then
+        for s in "$ROOT"/bench/bench-*.sh; do
+            [ -x "$s" ] && [ "$(basename "$s")" != bench-soak.sh ] && only+=("$s")
+        done
+    fi
+    for s in "${only[@]}"; do
+        n=$(basename "$s")
+        log "bench: $n"
         "$s" "$@" || rc=$?
     done
     return $rc
