@@ -3,8 +3,9 @@
 #
 # Loads N orders (default 1,000,000) into a private seckill-devkafka, then times
 # seckill-consumer draining them into a fresh database; then times a raw COPY of the
-# very same rows into an empty copy of seckill_order (LIKE ... INCLUDING ALL: same
-# indexes, no foreign key), in the same run. Prints a table and one JSON line.
+# very same rows into an exact empty copy of seckill_order (same indexes, check and
+# foreign key: the issue's reference) and into one without the foreign key (for
+# information), in the same run. Prints a table and one JSON line.
 # Needs the stack of `deploy/local.sh up` (PostgreSQL) and .run/env sourced; uses
 # $SECKILL_BIN_DIR (a Release build for meaningful figures; override with BIN=...).
 # Knobs: N, EVENTS, PARTITIONS, BATCH_MAX (batch.max), WRITERS (db.writers), PORT.
@@ -64,54 +65,117 @@ echo "bench-consumer: loading $N orders ($EVENTS events, $PARTITIONS partitions)
 "$BIN/consumer-load" --brokers "$brokers" --count "$N" --events "$EVENTS" \
     --copy-file "$work/orders.tsv" >&2
 
-# Drain: from the consumer's start (group join included) and from its first commit.
+# Each timed part starts after a CHECKPOINT, so a checkpoint's flush does not land in
+# one part only; the checkpoints and autovacuums seen during each part are printed.
+checkpoint() { psql "$SECKILL_PG_ADMIN dbname=$DB" -qAtX -c "CHECKPOINT"; }
+ckpts() { pg -c "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter"; }
+autovacs() { pg -c "SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0) FROM pg_stat_user_tables"; }
+# orders_created_total from the consumer's /metrics through bash's /dev/tcp: polling
+# must not spawn a process (psql, curl) ten times a second on a 2-core machine.
+created_total() {
+    local line n=0
+    exec 3<>"/dev/tcp/127.0.0.1/$PORT" || { echo 0; return; }
+    printf 'GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n' >&3
+    while IFS= read -r line <&3; do
+        [[ $line == "seckill_consumer_orders_created_total "* ]] && n=${line##* }
+    done
+    exec 3<&-
+    echo "${n%$'\r'}"
+}
+# The ts= of a consumer log line (UTC, ms) as epoch seconds.
+log_time() {
+    local ts
+    ts=$(grep -m1 "event=$1" "$work/consumer.log" | sed -n 's/^ts=\([^ ]*\)Z.*/\1/p')
+    [ -n "$ts" ] && date -u -d "$ts" +%s.%N
+}
+
+cpu_of() { # pid -> user + system CPU seconds
+    local st
+    read -r -a st <"/proc/$1/stat" || { echo 0; return; }
+    awk -v u="${st[13]}" -v s="${st[14]}" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (u + s) / hz }'
+}
+
+# Drain: from the consumer's start (group join included) and from the moment its
+# partitions are assigned (group join excluded, everything else included).
+checkpoint
+ck0=$(ckpts) av0=$(autovacs)
+cpu_kafka0=$(cpu_of "$kpid")
 t0=$(now)
 SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_KAFKA_BROKERS="$brokers" SECKILL_HTTP_PORT="$PORT" \
-    SECKILL_GROUP_ID=bench SECKILL_BATCH_MAX="$BATCH_MAX" SECKILL_DB_WRITERS="$WRITERS" SECKILL_LOG_LEVEL=warn \
+    SECKILL_GROUP_ID=bench SECKILL_BATCH_MAX="$BATCH_MAX" SECKILL_DB_WRITERS="$WRITERS" SECKILL_LOG_LEVEL=info \
     "$BIN/seckill-consumer" 2>"$work/consumer.log" &
 cpid=$!
-t1=""
-done_rows=0
 while :; do
-    done_rows=$(pg -c "SELECT sum(stock_total - stock_left) FROM seckill_event")
-    [ -z "$t1" ] && [ "$done_rows" -gt 0 ] && t1=$(now) && first_rows=$done_rows
-    [ "$done_rows" -ge "$N" ] && break
+    created=$(created_total 2>/dev/null || echo 0)
+    [ "${created:-0}" -ge "$N" ] && break
     kill -0 "$cpid" 2>/dev/null || { echo "bench-consumer: consumer died" >&2; cat "$work/consumer.log" >&2; exit 1; }
-    sleep 0.1
+    sleep 0.05
 done
 t2=$(now)
+ck1=$(ckpts) av1=$(autovacs)
+t1=$(log_time partitions_assigned)
+[ -n "$t1" ] || { echo "bench-consumer: no partitions_assigned in the consumer log" >&2; exit 1; }
 metrics=$(curl -fsS "http://127.0.0.1:$PORT/metrics" || true)
 m() { awk -v k="$1" '$1 == k { print $2 }' <<<"$metrics"; }
 tx_sum=$(m seckill_consumer_transaction_seconds_sum); tx_n=$(m seckill_consumer_transaction_seconds_count)
 bs_sum=$(m seckill_consumer_batch_size_sum); bs_n=$(m seckill_consumer_batch_size_count)
-# The consumer's own CPU time (user + system), to tell its cost from PostgreSQL's.
-read -r -a st <"/proc/$cpid/stat"
-cpu_s=$(awk -v u="${st[13]}" -v s="${st[14]}" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (u + s) / hz }')
+# CPU time (user + system) of the consumer, of its PostgreSQL backends (the writers'
+# connections) and of the dev Kafka during the drain: what an order costs, whoever pays.
+cpu_consumer=$(cpu_of "$cpid")
+cpu_pg=0
+for b in $(pg -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'seckill-consumer'"); do
+    cpu_pg=$(awk -v a="$cpu_pg" -v b="$(cpu_of "$b")" 'BEGIN { printf "%.2f", a + b }')
+done
+cpu_kafka=$(awk -v a="$(cpu_of "$kpid")" -v b="$cpu_kafka0" 'BEGIN { printf "%.2f", a - b }')
 kill -TERM "$cpid"; wait "$cpid" || true; cpid=""
 rows=$(pg -c "SELECT count(*) FROM seckill_order")
 [ "$rows" -eq "$N" ] || { echo "bench-consumer: $rows rows, expected $N" >&2; exit 1; }
 
-# Raw COPY of the same rows into an empty copy of the table.
-pg -c "CREATE TABLE bench_copy (LIKE seckill_order INCLUDING ALL)"
-t3=$(now)
-pg -c "\\copy bench_copy FROM '$work/orders.tsv'"
-t4=$(now)
-copied=$(pg -c "SELECT count(*) FROM bench_copy")
+# Raw COPY of the same rows into empty copies of seckill_order: first an exact copy
+# (same columns, defaults, check, indexes and the foreign key to the populated
+# seckill_event: the issue's reference), then one without the foreign key (LIKE ...
+# INCLUDING ALL copies none), for information. The drain's dead tuples are vacuumed
+# first, so an autovacuum of them does not land in the COPY.
+psql "$SECKILL_PG_ADMIN dbname=$DB" -qAtX -c "VACUUM ANALYZE"
+pg -c "CREATE TABLE bench_copy_fk (LIKE seckill_order INCLUDING ALL,
+                                  FOREIGN KEY (event_id) REFERENCES seckill_event (id))"
+pg -c "CREATE TABLE bench_copy_nofk (LIKE seckill_order INCLUDING ALL)"
+timed_copy() { # table -> seconds
+    checkpoint
+    local a b
+    a=$(now)
+    pg -c "\\copy $1 FROM '$work/orders.tsv'"
+    b=$(now)
+    [ "$(pg -c "SELECT count(*) FROM $1")" -eq "$N" ] || { echo "bench-consumer: $1 short" >&2; exit 1; }
+    awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b - a }'
+}
+ck2=$(ckpts) av2=$(autovacs)
+copy_fk=$(timed_copy bench_copy_fk)
+copy_nofk=$(timed_copy bench_copy_nofk)
+ck3=$(ckpts) av3=$(autovacs)
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 
-awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" -v t4="$t4" -v first="$first_rows" \
-    -v copied="$copied" -v batch="$BATCH_MAX" -v parts="$PARTITIONS" -v writers="$WRITERS" \
-    -v cpu_s="$cpu_s" -v tx_sum="${tx_sum:-0}" -v tx_n="${tx_n:-0}" -v bs_sum="${bs_sum:-0}" -v bs_n="${bs_n:-0}" 'BEGIN {
-    total = t2 - t0; steady = t2 - t1; copy = t4 - t3
-    rate_total = n / total; rate_steady = (n - first) / steady; rate_copy = copied / copy
-    printf "%-34s %12s %12s\n", "measure", "seconds", "orders/s"
-    printf "%-34s %12.2f %12.0f\n", "consumer drain (incl. group join)", total, rate_total
-    printf "%-34s %12.2f %12.0f\n", "consumer drain (after 1st commit)", steady, rate_steady
-    printf "%-34s %12.2f %12.0f\n", "raw COPY, same rows", copy, rate_copy
-    printf "%-34s %12s %11.0f%%\n", "consumer / COPY (steady)", "", 100 * rate_steady / rate_copy
+awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v cfk="$copy_fk" -v cnofk="$copy_nofk" \
+    -v batch="$BATCH_MAX" -v parts="$PARTITIONS" -v writers="$WRITERS" -v load="$load" \
+    -v ckd=$((ck1 - ck0)) -v avd=$((av1 - av0)) -v ckc=$((ck3 - ck2 - 2)) -v avc=$((av3 - av2)) \
+    -v cpu_s="$cpu_consumer" -v cpu_pg="$cpu_pg" -v cpu_k="$cpu_kafka" -v tx_sum="${tx_sum:-0}" -v tx_n="${tx_n:-0}" -v bs_sum="${bs_sum:-0}" -v bs_n="${bs_n:-0}" 'BEGIN {
+    total = t2 - t0; steady = t2 - t1
+    rate_total = n / total; rate_steady = n / steady; rate_fk = n / cfk; rate_nofk = n / cnofk
+    printf "%-38s %10s %10s\n", "measure", "seconds", "orders/s"
+    printf "%-38s %10.2f %10.0f\n", "consumer drain (incl. group join)", total, rate_total
+    printf "%-38s %10.2f %10.0f\n", "consumer drain (from assignment)", steady, rate_steady
+    printf "%-38s %10.2f %10.0f\n", "raw COPY, exact copy (with FK)", cfk, rate_fk
+    printf "%-38s %10.2f %10.0f\n", "raw COPY, without the FK", cnofk, rate_nofk
+    printf "%-38s %10s %9.0f%%\n", "drain / COPY with FK (the target)", "", 100 * rate_steady / rate_fk
+    printf "%-38s %10s %9.0f%%\n", "drain / COPY without FK", "", 100 * rate_steady / rate_nofk
     if (tx_n > 0)
         printf "batches %d, mean size %.0f, mean transaction %.1f ms (writers %d, batch.max %d)\n",
             tx_n, bs_sum / (bs_n ? bs_n : 1), 1000 * tx_sum / tx_n, writers, batch
-    printf "consumer process CPU %.2f s (%.1f us per order)\n", cpu_s, 1e6 * cpu_s / n
-    printf "{\"bench\":\"consumer\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"consumer_cpu_s\":%.2f,\"copy_s\":%.3f,\"copy_rate\":%.0f,\"ratio_steady\":%.3f}\n",
-        n, batch, writers, parts, total, steady, rate_total, rate_steady, cpu_s, copy, rate_copy, rate_steady / rate_copy
+    printf "CPU per order: consumer %.1f us, its PostgreSQL backends %.1f us, dev Kafka %.1f us\n",
+        1e6 * cpu_s / n, 1e6 * cpu_pg / n, 1e6 * cpu_k / n
+    printf "other checkpoints / autovacuums: drain %d / %d, COPYs %d / %d; load average %s\n",
+        ckd, avd, ckc, avc, load
+    printf "{\"bench\":\"consumer\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"consumer_cpu_s\":%.2f,\"pg_cpu_s\":%.2f,\"kafka_cpu_s\":%.2f,\"copy_fk_s\":%.3f,\"copy_fk_rate\":%.0f,\"copy_nofk_s\":%.3f,\"copy_nofk_rate\":%.0f,\"ratio_fk\":%.3f,\"ratio_nofk\":%.3f,\"loadavg\":\"%s\"}\n",
+        n, batch, writers, parts, total, steady, rate_total, rate_steady, cpu_s, cpu_pg, cpu_k, cfk, rate_fk, cnofk, rate_nofk,
+        rate_steady / rate_fk, rate_steady / rate_nofk, load
 }'
