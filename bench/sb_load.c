@@ -118,9 +118,11 @@ static void conn_fail(conn *c, int was_error)
 {
     worker *w = c->w;
     uint64_t t = now_ns();
-    for (int i = 0; i < c->inflight; i++)
-        if (sb_stats_answer(&w->st, since_ms(w, t), 0, "io", 0) != 0)
+    for (int i = 0; i < c->inflight; i++) {
+        uint64_t sent = c->ring[(c->rhead + i) % SB_MAX_PIPELINE];
+        if (sb_stats_answer(&w->st, since_ms(w, t), 0, "io", (t - sent) / 1000ull) != 0)
             worker_oom(w);
+    }
     w->inflight -= c->inflight;
     c->inflight = 0;
     c->rhead = 0;

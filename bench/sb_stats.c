@@ -61,6 +61,7 @@ static sb_outcome *outcome_find(sb_stats *s, int status, const char *code)
     o->status = status;
     snprintf(o->code, sizeof(o->code), "%s", code);
     o->n = 0;
+    sb_hist_reset(&o->lat);
     return o;
 }
 
@@ -79,10 +80,12 @@ int sb_stats_answer(sb_stats *s, uint64_t t_ms, int status, const char *code, ui
     default: b->other++; break;
     }
     sb_outcome *o = outcome_find(s, status, code ? code : "");
-    if (o)
+    if (o) {
         o->n++;
-    else
+        sb_hist_record(&o->lat, lat_us);
+    } else {
         s->outcome_overflow++;
+    }
     if (status != 0) {
         sb_hist_record(&s->lat, lat_us);
         sb_hist_record(b->lat, lat_us);
@@ -113,9 +116,10 @@ int sb_stats_merge(sb_stats *dst, const sb_stats *src)
 {
     for (int i = 0; i < src->noutcomes; i++) {
         sb_outcome *o = outcome_find(dst, src->outcomes[i].status, src->outcomes[i].code);
-        if (o)
+        if (o) {
             o->n += src->outcomes[i].n;
-        else
+            sb_hist_merge(&o->lat, &src->outcomes[i].lat);
+        } else
             dst->outcome_overflow += src->outcomes[i].n;
     }
     dst->outcome_overflow += src->outcome_overflow;

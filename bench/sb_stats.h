@@ -25,6 +25,9 @@ typedef struct sb_outcome {
     int status;
     char code[SB_CODE_LEN]; /* the "error" field of the body, "" for none */
     uint64_t n;
+    /* Latency of this class alone (status 0: until the connection broke). The fault
+     * tests need it: "the 503s came fast" is invisible in the all-answers histogram. */
+    sb_hist lat;
 } sb_outcome;
 
 typedef struct sb_tl_bucket {

@@ -74,7 +74,7 @@ static const sk_cfg_entry bench_table[] = {
     {"threads", SK_CFG_INT, 1, 16, "1", "worker threads (each runs its own event loop)", F(threads)},
     {"pipeline", SK_CFG_INT, 1, 64, "1", "requests in flight per connection (HTTP/1.1 pipelining; 1: none)", F(pipeline)},
     {"seed", SK_CFG_INT, 0, 9223372036854775807LL, "1", "seed of the user permutation", F(seed)},
-    {"out", SK_CFG_STRING, 0, 0, ".", "directory for summary.json, timeline.csv, accepted.txt, event_id (created if missing)", F(out)},
+    {"out", SK_CFG_STRING, 0, 0, ".", "directory for summary.json, timeline.csv, outcomes.csv, accepted.txt, event_id (created if missing)", F(out)},
     {"drain.wait", SK_CFG_INT, 0, 3600, "120", "after the load, wait up to this many seconds for PostgreSQL to hold every 202 (0: do not wait)", F(drain_wait)},
     {"stall", SK_CFG_INT, 1, 3600, "30", "give up when no answer comes for this many seconds", F(stall)},
     {"progress", SK_CFG_BOOL, 0, 0, "true", "a progress line on stderr (only when it is a terminal)", F(progress)},
@@ -193,6 +193,21 @@ static void print_progress(const sb_load_progress_t *p, double secs, double rate
     fprintf(stderr, "\r[%6.1fs] sent %llu  answered %llu  %.0f req/s  accepted %llu  errors %llu   %s",
             secs, (unsigned long long)p->sent, (unsigned long long)p->answered, rate,
             (unsigned long long)p->accepted, (unsigned long long)p->errors, final ? "\n" : "");
+}
+
+/* outcomes.csv: one line per answer class with its own latency, for scripts (the fault
+ * tests read "were the 503s fast" from it without a JSON parser). */
+static int write_outcomes(FILE *f, const sb_stats *st)
+{
+    fprintf(f, "status,code,n,p50_ms,p90_ms,p99_ms,max_ms\n");
+    for (int i = 0; i < st->noutcomes; i++) {
+        const sb_outcome *o = &st->outcomes[i];
+        fprintf(f, "%d,%s,%llu,%.3f,%.3f,%.3f,%.3f\n", o->status, o->code[0] ? o->code : "-",
+                (unsigned long long)o->n, sb_hist_quantile(&o->lat, 0.5) / 1000.0,
+                sb_hist_quantile(&o->lat, 0.9) / 1000.0, sb_hist_quantile(&o->lat, 0.99) / 1000.0,
+                o->lat.max / 1000.0);
+    }
+    return ferror(f) ? -1 : 0;
 }
 
 /* The time (since start, seconds) of the first sample holding at least `want` rows: -1 if none. */
@@ -318,6 +333,11 @@ int main(int argc, char **argv)
         goto out;
     }
     uint64_t start = now_ns();
+    /* The same instant on the wall clock: lets a script line the timeline up with what
+     * it did meanwhile (a fault test kills a server at a wall-clock time). */
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    long long start_unix_ms = (long long)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
     if (cfg.pg && *cfg.pg) {
         pg = sb_pg_start(cfg.pg, event_id, start, SB_BUCKET_MS, err, sizeof(err));
         if (!pg) /* the load still runs: the timeline just has no database column */
@@ -409,12 +429,23 @@ int main(int argc, char **argv)
         load_failed = 1;
     }
 
-    json_t *outc = json_object();
+    json_t *outc = json_object(), *outlat = json_object();
     for (int i = 0; i < st.noutcomes; i++) {
+        const sb_outcome *o = &st.outcomes[i];
         char k[64];
-        snprintf(k, sizeof(k), st.outcomes[i].code[0] ? "%d %s" : "%d", st.outcomes[i].status,
-                 st.outcomes[i].code);
-        json_object_set_new(outc, k, json_integer((json_int_t)st.outcomes[i].n));
+        snprintf(k, sizeof(k), o->code[0] ? "%d %s" : "%d", o->status, o->code);
+        json_object_set_new(outc, k, json_integer((json_int_t)o->n));
+        json_object_set_new(outlat, k, json_pack("{s:f, s:f, s:f, s:f}", "p50",
+                                                 sb_hist_quantile(&o->lat, 0.5) / 1000.0, "p90",
+                                                 sb_hist_quantile(&o->lat, 0.9) / 1000.0, "p99",
+                                                 sb_hist_quantile(&o->lat, 0.99) / 1000.0, "max",
+                                                 o->lat.max / 1000.0));
+    }
+    snprintf(path, sizeof(path), "%s/outcomes.csv", cfg.out);
+    FILE *of = fopen(path, "w");
+    if (!of || write_outcomes(of, &st) != 0 || fclose(of) != 0) {
+        sk_log(SK_LOG_ERROR, "write_failed", "path=%s", path);
+        load_failed = 1;
     }
     json_t *js = json_pack(
         "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:o, s:I, s:I,"
@@ -436,6 +467,10 @@ int main(int argc, char **argv)
     if (js) {
         json_object_set_new(js, "event_id", json_string(eid));
         json_object_set_new(js, "last_202_s", json_real(last_202_s));
+        json_object_set_new(js, "start_unix_ms", json_integer((json_int_t)start_unix_ms));
+        json_object_set_new(js, "outcome_latency_ms", outlat);
+    } else {
+        json_decref(outlat);
     }
     snprintf(path, sizeof(path), "%s/summary.json", cfg.out);
     if (!js || json_dump_file(js, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
@@ -449,9 +484,10 @@ int main(int argc, char **argv)
     printf("  answered         %llu in %.2f s = %.0f req/s (accepted + refused)\n",
            (unsigned long long)st.answered, burst_s, rate);
     for (int i = 0; i < st.noutcomes; i++)
-        printf("  %3d %-12s %llu\n", st.outcomes[i].status,
+        printf("  %3d %-12s %-9llu p50 %.2f ms, max %.2f ms\n", st.outcomes[i].status,
                st.outcomes[i].code[0] ? st.outcomes[i].code : (st.outcomes[i].status == 202 ? "queued" : "-"),
-               (unsigned long long)st.outcomes[i].n);
+               (unsigned long long)st.outcomes[i].n, sb_hist_quantile(&st.outcomes[i].lat, 0.5) / 1000.0,
+               st.outcomes[i].lat.max / 1000.0);
     printf("  latency ms       p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n",
            sb_hist_quantile(&st.lat, 0.5) / 1000.0, sb_hist_quantile(&st.lat, 0.9) / 1000.0,
            sb_hist_quantile(&st.lat, 0.99) / 1000.0, sb_hist_quantile(&st.lat, 0.999) / 1000.0,
@@ -468,7 +504,7 @@ int main(int argc, char **argv)
             printf("  drain            not over: %lld of %llu rows after the wait\n",
                    (long long)(samples[nsamples - 1].rows - baseline), (unsigned long long)accepted);
     }
-    printf("  files            %s/{summary.json,timeline.csv,accepted.txt}\n", cfg.out);
+    printf("  files            %s/{summary.json,timeline.csv,outcomes.csv,accepted.txt}\n", cfg.out);
     fflush(stdout);
     rc = load_failed ? 1 : 0;
 out:
