@@ -8,15 +8,19 @@
 # up      starts a private Redis (AOF, appendfsync always) and PostgreSQL under .run/,
 #         then the dev Kafka, seckill-consumer and seckill-order when they are built,
 #         and writes .run/env (export lines for every address). Twice is harmless.
+#         --cluster: also a Redis Cluster (3 masters + 3 replicas), which becomes
+#         SECKILL_REDIS_URL; --fronts N: N seckill-order instances (SECKILL_HTTP_LIST)
 # down    stops only what `up` started          status  says what runs
 # test    deps, a sanitizer build in build-asan/, its own stack (.run/test, other
 #         ports), the whole ctest suite (extra args go to ctest), down; exits with ctest's status
-# demo    deps, build, up, then the main job
-# bench   deps, build, up, every bench/bench-*.sh but the soak; `bench NAME...` runs
-#         only bench/bench-NAME.sh (e.g. `bench order`, `bench soak`)
+# demo    deps, build, up, then the main job (--cluster, --fronts N as for up)
+# bench   deps, build, up, every bench/bench-*.sh but the soak and the cluster one;
+#         `bench NAME...` runs only bench/bench-NAME.sh (e.g. `bench order`, `bench soak`);
+#         `bench --cluster` is `bench cluster` (single Redis beside the cluster)
 #
 # Ports (override by environment): SECKILL_REDIS_PORT=16379 SECKILL_PG_PORT=15432
-# SECKILL_HTTP_PORT=18080 SECKILL_CONSUMER_HTTP_PORT=18081. The test stack adds 10000.
+# SECKILL_HTTP_PORT=18080 SECKILL_CONSUMER_HTTP_PORT=18081 SECKILL_CLUSTER_PORT=17001
+# (nodes on 17001-17006, their cluster bus +100). The test stack adds 10000.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,6 +30,14 @@ REDIS_PORT=${SECKILL_REDIS_PORT:-16379}
 PG_PORT=${SECKILL_PG_PORT:-15432}
 HTTP_PORT=${SECKILL_HTTP_PORT:-18080}
 CONSUMER_HTTP_PORT=${SECKILL_CONSUMER_HTTP_PORT:-18081}
+CLUSTER_PORT=${SECKILL_CLUSTER_PORT:-17001}
+CLUSTER_NODES=6 # 3 masters + 3 replicas
+# Short, so that a test's failover is over in seconds; long enough that a busy 2-core
+# machine does not fail a master over by accident.
+CLUSTER_NODE_TIMEOUT=${SECKILL_CLUSTER_NODE_TIMEOUT:-3000}
+# Set by --cluster / --fronts N (stack_flags); remembered in $RUN/stack until `down`.
+CLUSTER=0
+FRONTS=1
 
 PACKAGES=(build-essential cmake pkg-config clang libclang-rt-14-dev curl ca-certificates
     libhiredis-dev librdkafka-dev libpq-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
@@ -104,6 +116,72 @@ redis_up() {
         --daemonize yes --pidfile "$RUN/redis.pid" --logfile "$RUN/logs/redis.log"
     wait_for "redis" 20 redis-cli -p "$REDIS_PORT" ping
     log "redis: up on 127.0.0.1:$REDIS_PORT"
+}
+
+# The Redis Cluster of `up --cluster`: nodes on CLUSTER_PORT .. +5, each with AOF and
+# appendfsync always like the single Redis, its cluster bus on port +100 (not Redis's
+# default +10000, which would land on the test stack's ports). Full coverage is not
+# required: while one master fails over, the events on the other masters keep selling.
+cluster_ports() { seq "$CLUSTER_PORT" $((CLUSTER_PORT + CLUSTER_NODES - 1)); }
+
+cluster_url() {
+    local p u=""
+    for p in $(cluster_ports); do u="$u${u:+,}127.0.0.1:$p"; done
+    echo "redis-cluster://$u"
+}
+
+cluster_running() {
+    local p
+    for p in $(cluster_ports); do pid_alive "$RUN/cluster/$p.pid" && return 0; done
+    return 1
+}
+
+cluster_state_ok() {
+    local p
+    for p in $(cluster_ports); do
+        redis-cli -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+    done
+}
+
+cluster_up() {
+    mkdir -p "$RUN/cluster" "$RUN/logs"
+    local p
+    for p in $(cluster_ports); do
+        pid_alive "$RUN/cluster/$p.pid" && continue
+        mkdir -p "$RUN/cluster/$p"
+        redis-server --port "$p" --bind 127.0.0.1 --dir "$RUN/cluster/$p" \
+            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-port $((p + 100)) \
+            --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT" --cluster-require-full-coverage no \
+            --appendonly yes --appendfsync always --save "" \
+            --daemonize yes --pidfile "$RUN/cluster/$p.pid" --logfile "$RUN/logs/cluster-$p.log"
+    done
+    for p in $(cluster_ports); do wait_for "redis cluster node $p" 20 redis-cli -p "$p" ping; done
+    # Nodes that kept their nodes.conf from an earlier `up --cluster` find each other
+    # again; fresh ones (one known node each) are joined into a new cluster.
+    if redis-cli -p "$CLUSTER_PORT" cluster info | grep -q '^cluster_known_nodes:1\b'; then
+        local addrs=()
+        for p in $(cluster_ports); do addrs+=("127.0.0.1:$p"); done
+        redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
+            >"$RUN/logs/cluster-create.log" 2>&1 || die "redis-cli --cluster create failed (see $RUN/logs/cluster-create.log)"
+    fi
+    wait_for "redis cluster (cluster_state:ok on every node)" 60 cluster_state_ok
+    log "redis cluster: up on 127.0.0.1:$CLUSTER_PORT-$((CLUSTER_PORT + CLUSTER_NODES - 1)) (3 masters + 3 replicas)"
+}
+
+cluster_down() {
+    cluster_running || return 0
+    local p pid
+    for p in $(cluster_ports); do
+        pid_alive "$RUN/cluster/$p.pid" || { rm -f "$RUN/cluster/$p.pid"; continue; }
+        pid=$(cat "$RUN/cluster/$p.pid")
+        redis-cli -p "$p" shutdown >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
+    done
+    local deadline=$((SECONDS + 20))
+    for p in $(cluster_ports); do
+        while pid_alive "$RUN/cluster/$p.pid" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+        rm -f "$RUN/cluster/$p.pid"
+    done
+    log "redis cluster: stopped"
 }
 
 pg_dir() {
@@ -188,11 +266,69 @@ stop_service() {
     log "$name: stopped"
 }
 
+# Fronts: instance 1 is `seckill-order` on HTTP_PORT (as without --fronts), instance i
+# is `seckill-order-i` on the next ports, skipping the consumer's.
+front_name() { if [ "$1" -eq 1 ]; then echo seckill-order; else echo "seckill-order-$1"; fi; }
+front_port() {
+    local p=$((HTTP_PORT + $1 - 1))
+    if [ "$CONSUMER_HTTP_PORT" -ge "$HTTP_PORT" ] && [ "$p" -ge "$CONSUMER_HTTP_PORT" ]; then p=$((p + 1)); fi
+    echo "$p"
+}
+
+# The fronts that run, in order (1, then 2.. as long as their pid files say so).
+fronts_running() {
+    local i=1
+    while pid_alive "$RUN/$(front_name $i).pid"; do echo $i; i=$((i + 1)); done
+}
+
+fronts_down() {
+    local f
+    for f in "$RUN"/seckill-order-*.pid; do
+        [ -e "$f" ] || continue
+        f=$(basename "$f" .pid)
+        stop_service "$f"
+    done
+    stop_service seckill-order
+}
+
+# stack_flags ARGS...: takes --cluster and --fronts N off the arguments (the rest in
+# STACK_ARGS). Without either, a stack that is up keeps what it was started with
+# ($RUN/stack, removed by `down`).
+stack_flags() {
+    STACK_ARGS=()
+    local given=0
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --cluster) CLUSTER=1 given=1 ;;
+        --fronts | --fronts=*)
+            local n
+            if [ "$1" = --fronts ]; then n=${2:-}; shift; else n=${1#--fronts=}; fi
+            [[ $n =~ ^[1-9][0-9]?$ ]] || die "--fronts takes a number from 1 to 99"
+            FRONTS=$n given=1
+            ;;
+        *) STACK_ARGS+=("$1") ;;
+        esac
+        shift
+    done
+    if [ $given -eq 0 ] && [ -f "$RUN/stack" ]; then
+        # shellcheck disable=SC1091
+        . "$RUN/stack"
+    fi
+}
+
 write_env() {
     local f="$RUN/env"
     {
         echo "# written by deploy/local.sh up: source it to reach the local stack"
-        echo "export SECKILL_REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
+        if [ "$CLUSTER" -eq 1 ] && cluster_running; then
+            echo "export SECKILL_REDIS_URL=$(cluster_url)"
+        else
+            echo "export SECKILL_REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
+        fi
+        if cluster_running; then
+            echo "export SECKILL_REDIS_CLUSTER_URL=$(cluster_url)"
+            echo "export SECKILL_CLUSTER_PORT=$CLUSTER_PORT"
+        fi
         echo "export SECKILL_PG='host=127.0.0.1 port=$PG_PORT dbname=seckill user=seckill'"
         echo "export SECKILL_PG_ADMIN='host=127.0.0.1 port=$PG_PORT dbname=seckill user=postgres'"
         echo "export SECKILL_REDIS_PORT=$REDIS_PORT"
@@ -209,6 +345,9 @@ write_env() {
         fi
         if pid_alive "$RUN/seckill-order.pid"; then
             echo "export SECKILL_HTTP=http://127.0.0.1:$HTTP_PORT"
+            local i list=""
+            for i in $(fronts_running); do list="$list${list:+,}http://127.0.0.1:$(front_port "$i")"; done
+            echo "export SECKILL_HTTP_LIST=$list"
         fi
         if pid_alive "$RUN/seckill-consumer.pid"; then
             echo "export SECKILL_CONSUMER_HTTP=http://127.0.0.1:$CONSUMER_HTTP_PORT"
@@ -218,8 +357,17 @@ write_env() {
 }
 
 cmd_up() {
+    stack_flags "$@"
     mkdir -p "$RUN/logs"
+    local want="CLUSTER=$CLUSTER FRONTS=$FRONTS"
+    if [ -f "$RUN/stack" ] && [ "$(cat "$RUN/stack")" != "$want" ]; then
+        # Another shape than the running stack's: the fronts restart on the new Redis.
+        log "up: from '$(cat "$RUN/stack")' to '$want'"
+        fronts_down
+    fi
+    echo "$want" >"$RUN/stack"
     redis_up
+    [ "$CLUSTER" -eq 1 ] && cluster_up
     pg_up
     local bin="$BUILD_DIR/bin"
     if [ -x "$bin/seckill-devkafka" ]; then
@@ -238,15 +386,19 @@ cmd_up() {
             curl -fsS "http://127.0.0.1:$CONSUMER_HTTP_PORT/healthz" -- "$bin/seckill-consumer"
     fi
     if [ -x "$bin/seckill-order" ] && [ -n "${SECKILL_KAFKA_BROKERS:-}" ]; then
-        SECKILL_HTTP_PORT=$HTTP_PORT start_service seckill-order \
-            curl -fsS "http://127.0.0.1:$HTTP_PORT/healthz" -- "$bin/seckill-order"
+        local i port
+        for ((i = 1; i <= FRONTS; i++)); do
+            port=$(front_port $i)
+            SECKILL_HTTP_PORT=$port start_service "$(front_name $i)" \
+                curl -fsS "http://127.0.0.1:$port/healthz" -- "$bin/seckill-order"
+        done
     fi
     write_env
     log "up: source $RUN/env to reach the stack"
 }
 
 cmd_down() {
-    stop_service seckill-order
+    fronts_down
     stop_service seckill-consumer
     stop_service seckill-devkafka
     if pid_alive "$RUN/redis.pid"; then
@@ -256,6 +408,7 @@ cmd_down() {
         log "redis: stopped"
     fi
     rm -f "$RUN/redis.pid"
+    cluster_down
     if [ -f "$RUN/pgdir" ]; then
         local dir bin
         dir=$(cat "$RUN/pgdir")
@@ -265,7 +418,7 @@ cmd_down() {
             log "postgresql: stopped"
         fi
     fi
-    rm -f "$RUN/env"
+    rm -f "$RUN/env" "$RUN/stack"
 }
 
 cmd_status() {
@@ -276,11 +429,30 @@ cmd_status() {
     else
         echo "postgresql       stopped"
     fi
+    if cluster_running; then
+        local p
+        for p in $(cluster_ports); do
+            if pid_alive "$RUN/cluster/$p.pid"; then
+                printf '%-16s running  127.0.0.1:%s %s\n' "redis-cluster" "$p" \
+                    "$(redis-cli -p "$p" role 2>/dev/null | head -n 1)"
+            else
+                printf '%-16s stopped  127.0.0.1:%s\n' "redis-cluster" "$p"
+            fi
+        done
+    fi
     for name in seckill-devkafka seckill-consumer seckill-order; do
         if pid_alive "$RUN/$name.pid"; then
             printf '%-16s running  pid %s\n' "$name" "$(cat "$RUN/$name.pid")"
         else
             printf '%-16s stopped\n' "$name"
+        fi
+    done
+    local f
+    for f in "$RUN"/seckill-order-*.pid; do
+        [ -e "$f" ] || continue
+        name=$(basename "$f" .pid)
+        if pid_alive "$f"; then
+            printf '%-16s running  pid %s port %s\n' "$name" "$(cat "$f")" "$(front_port "${name##*-}")"
         fi
     done
 }
@@ -293,6 +465,7 @@ use_test_stack() {
     PG_PORT=$((PG_PORT + 10000))
     HTTP_PORT=$((HTTP_PORT + 10000))
     CONSUMER_HTTP_PORT=$((CONSUMER_HTTP_PORT + 10000))
+    CLUSTER_PORT=$((CLUSTER_PORT + 10000))
 }
 
 cmd_test() {
@@ -330,15 +503,20 @@ demo_idgen() {
 cmd_demo() {
     cmd_deps
     cmd_build
-    cmd_up
+    stack_flags "$@"
+    local flags=() down=0 a
+    [ "$CLUSTER" -eq 1 ] && flags+=(--cluster)
+    flags+=(--fronts "$FRONTS")
+    for a in "${STACK_ARGS[@]}"; do [ "$a" = --down ] && down=1; done
+    cmd_up "${flags[@]}"
     # shellcheck disable=SC1091
     . "$RUN/env"
     if [ -x "$ROOT/bench/demo.sh" ] && [ -x "$BUILD_DIR/bin/seckill-order" ] && [ -x "$BUILD_DIR/bin/seckill-consumer" ]; then
-        "$ROOT/bench/demo.sh" "$@"
+        "$ROOT/bench/demo.sh" "${STACK_ARGS[@]}"
     else
         demo_idgen
     fi
-    if [ "${1:-}" = "--down" ]; then
+    if [ $down -eq 1 ]; then
         cmd_down
     else
         log "the stack is still up: 'deploy/local.sh status', 'deploy/local.sh down' to stop it"
@@ -354,13 +532,17 @@ cmd_bench() {
     # `bench [name...]` runs bench/bench-<name>.sh only; plain `bench` runs every one but
     # the 10-minute soak, which runs only when named (`deploy/local.sh bench soak`).
     local s n rc=0 only=()
+    # `bench --cluster` is `bench cluster`: the cluster benchmark starts its own single
+    # Redis and Redis Cluster side by side.
+    [ "${1:-}" = --cluster ] && set -- cluster "${@:2}"
     while [ $# -gt 0 ] && [ -x "$ROOT/bench/bench-$1.sh" ]; do
         only+=("$ROOT/bench/bench-$1.sh")
         shift
     done
     if [ ${#only[@]} -eq 0 ]; then
         for s in "$ROOT"/bench/bench-*.sh; do
-            [ -x "$s" ] && [ "$(basename "$s")" != bench-soak.sh ] && only+=("$s")
+            case $(basename "$s") in bench-soak.sh | bench-cluster.sh) continue ;; esac
+            [ -x "$s" ] && only+=("$s")
         done
     fi
     for s in "${only[@]}"; do
@@ -378,7 +560,7 @@ deps | build | up | down | status | test | demo | bench)
     "cmd_$c" "$@"
     ;;
 *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
