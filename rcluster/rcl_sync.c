@@ -1,28 +1,676 @@
-/* rcl_sync: the blocking API. Skeleton: implementation follows. */
+/* rcl_sync: the blocking API (see rcluster.h).
+ *
+ * Design note: a cluster context keeps a node table (every address it has heard of:
+ * seeds, masters of the map, MOVED/ASK targets; never shrinks, so indices are stable)
+ * with one lazily opened blocking connection each, and the slot map as indices into it.
+ * A single command runs in exec_cmd's loop, which owns every retry rule. A pipeline
+ * sends each node its commands in one write, reads every reply of the batch, and only
+ * then re-runs the redirected ones through exec_cmd, because a blocking connection
+ * cannot take a new command while earlier replies are still unread on it. */
 #include "rcl_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
+
+typedef struct node {
+    rcl_addr a;
+    redisContext *c; /* NULL until used, or after an error */
+} node;
+
+typedef struct pend {
+    void *mem; /* argv + lens + bytes (rcl_argv_copy) */
+    int argc;
+    const char **argv;
+    size_t *lens;
+    int slot;  /* -1 keyless */
+    int node;  /* where it was sent, -1 not sent */
+    int redo;  /* to be re-run through exec_cmd */
+    int failed;
+    redisReply *reply;
+    char err[RCL_ERR_SIZE];
+} pend;
 
 struct rcl_ctx {
+    rcl_url url;
+    struct timeval tv;
     char err[RCL_ERR_SIZE];
+    rcl_scripts scripts;
+    /* pass-through */
+    redisContext *one;
+    int one_used; /* the connection answered before: a failure is worth one retry */
+    char one_addr[300];
+    /* cluster */
+    node *nodes;
+    int nnodes, capnodes;
+    rcl_slotmap map;
+    int *master_node; /* map.masters[i] -> node index */
+    int64_t last_refresh_ms;
+    char addr_buf[300];
+    /* pipeline */
+    pend *q;
+    int nq, capq, nsent, next;
 };
+
+static void set_err(rcl_ctx *c, const char *what, const char *detail)
+{
+    snprintf(c->err, sizeof(c->err), "%s%s%s", what, detail && detail[0] ? ": " : "",
+             detail ? detail : "");
+}
+
+/* A failure worth a retry on a new connection: closed or refused, not a timeout (which
+ * would double the caller's wait). errno must be the failed call's. */
+static int conn_lost(const redisContext *rc, int err_no)
+{
+    return rc->err == REDIS_ERR_EOF ||
+           (rc->err == REDIS_ERR_IO && err_no != EAGAIN && err_no != EWOULDBLOCK && err_no != EINTR);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* ---- nodes and map ---- */
+
+static int node_find_add(rcl_ctx *c, const char *host, int port)
+{
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].a.port == port && strcmp(c->nodes[i].a.host, host) == 0)
+            return i;
+    if (c->nnodes == c->capnodes) {
+        int cap = c->capnodes ? c->capnodes * 2 : 16;
+        node *p = realloc(c->nodes, (size_t)cap * sizeof(*p));
+        if (!p)
+            return -1;
+        c->nodes = p;
+        c->capnodes = cap;
+    }
+    node *n = &c->nodes[c->nnodes];
+    memset(n, 0, sizeof(*n));
+    snprintf(n->a.host, sizeof(n->a.host), "%s", host);
+    n->a.port = port;
+    return c->nnodes++;
+}
+
+static void node_drop(rcl_ctx *c, int i)
+{
+    if (c->nodes[i].c)
+        redisFree(c->nodes[i].c);
+    c->nodes[i].c = NULL;
+}
+
+/* The node's connection, opened when needed. NULL with c->err on failure. */
+static redisContext *node_conn(rcl_ctx *c, int i)
+{
+    node *n = &c->nodes[i];
+    if (n->c && n->c->err)
+        node_drop(c, i);
+    if (!n->c) {
+        char e[RCL_ERR_SIZE];
+        n->c = rcl_node_connect(&c->url, n->a.host, n->a.port, c->tv, e, sizeof(e));
+        if (!n->c)
+            set_err(c, "cluster node", e);
+    }
+    return n->c;
+}
+
+/* Loads the map from the first node that answers (masters of the old map first, then
+ * every other known node: after a failover the old master is gone).
+ * @returns 0, or -1 with c->err. */
+static int refresh_map(rcl_ctx *c)
+{
+    c->last_refresh_ms = rcl_now_ms();
+    int n = c->nnodes;
+    int *order = malloc((size_t)(n ? n : 1) * sizeof(int));
+    if (!order) {
+        set_err(c, "out of memory", NULL);
+        return -1;
+    }
+    int k = 0;
+    for (int i = 0; i < c->map.nmasters; i++)
+        order[k++] = c->master_node[i];
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < k && !seen; j++)
+            seen = order[j] == i;
+        if (!seen)
+            order[k++] = i;
+    }
+    int rc = -1;
+    for (int j = 0; j < k && rc != 0; j++) {
+        int i = order[j];
+        redisContext *rc_ = node_conn(c, i);
+        if (!rc_)
+            continue;
+        redisReply *r = redisCommand(rc_, "CLUSTER SLOTS");
+        if (!r) {
+            set_err(c, "CLUSTER SLOTS", rc_->errstr);
+            node_drop(c, i);
+            continue;
+        }
+        char e[RCL_ERR_SIZE];
+        rcl_slotmap m = {0};
+        if (rcl_slotmap_parse(r, c->nodes[i].a.host, &m, e, sizeof(e)) != 0) {
+            set_err(c, e, NULL);
+            freeReplyObject(r);
+            continue;
+        }
+        freeReplyObject(r);
+        int *mn = malloc((size_t)m.nmasters * sizeof(int));
+        int ok = mn != NULL;
+        for (int x = 0; ok && x < m.nmasters; x++)
+            ok = (mn[x] = node_find_add(c, m.masters[x].host, m.masters[x].port)) >= 0;
+        if (!ok) {
+            free(mn);
+            rcl_slotmap_clear(&m);
+            set_err(c, "out of memory", NULL);
+            break;
+        }
+        rcl_slotmap_clear(&c->map);
+        c->map = m;
+        free(c->master_node);
+        c->master_node = mn;
+        rc = 0;
+    }
+    free(order);
+    return rc;
+}
+
+/* The node serving `slot` (-1: any master, preferring one already connected). */
+static int route(rcl_ctx *c, int slot)
+{
+    if (slot >= 0) {
+        int m = c->map.owner[slot];
+        return m >= 0 ? c->master_node[m] : -1;
+    }
+    for (int i = 0; i < c->map.nmasters; i++)
+        if (c->nodes[c->master_node[i]].c)
+            return c->master_node[i];
+    return c->map.nmasters ? c->master_node[0] : -1;
+}
+
+/* MOVED: the slot is now served by `to`; a MOVED means more slots may have moved, so
+ * refresh the whole map too, but not more often than RCL_REFRESH_MIN_MS. */
+static void on_moved(rcl_ctx *c, int slot, const rcl_addr *to)
+{
+    int ni = node_find_add(c, to->host, to->port);
+    if (ni < 0)
+        return;
+    int m = 0;
+    while (m < c->map.nmasters && c->master_node[m] != ni)
+        m++;
+    if (m == c->map.nmasters) {
+        rcl_addr *ma = realloc(c->map.masters, (size_t)(m + 1) * sizeof(rcl_addr));
+        int *mn = ma ? realloc(c->master_node, (size_t)(m + 1) * sizeof(int)) : NULL;
+        if (ma)
+            c->map.masters = ma;
+        if (!mn)
+            return;
+        c->master_node = mn;
+        c->map.masters[m] = *to;
+        c->master_node[m] = ni;
+        c->map.nmasters++;
+    }
+    c->map.owner[slot] = (int16_t)m;
+    if (rcl_now_ms() - c->last_refresh_ms >= RCL_REFRESH_MIN_MS)
+        refresh_map(c);
+}
+
+/* ---- one command ---- */
+
+static redisReply *script_load(rcl_ctx *c, redisContext *rc, const char *body)
+{
+    const char *v[3] = {"SCRIPT", "LOAD", body};
+    return redisCommandArgv(rc, 3, v, NULL);
+}
+
+/* Pass-through: the one connection, reopened when broken; one retry on a connection
+ * that had answered before and was closed under us (the server restarted). */
+static redisReply *exec_one(rcl_ctx *c, int argc, const char **argv, const size_t *lens)
+{
+    const char *body = rcl_scripts_body_for(&c->scripts, argc, argv, lens);
+    int loaded = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (c->one && c->one->err) {
+            redisFree(c->one);
+            c->one = NULL;
+        }
+        if (!c->one) {
+            char e[RCL_ERR_SIZE];
+            c->one = sk_redis_url_connect(&c->url.plain, c->tv, e, sizeof(e));
+            c->one_used = 0;
+            if (!c->one) {
+                set_err(c, e, NULL);
+                return NULL;
+            }
+        }
+        redisReply *r = redisCommandArgv(c->one, argc, argv, lens);
+        int en = errno;
+        if (!r) {
+            set_err(c, "redis", c->one->errstr);
+            if (c->one_used && attempt == 0 && conn_lost(c->one, en))
+                continue;
+            return NULL;
+        }
+        c->one_used = 1;
+        int slot;
+        rcl_addr to;
+        if (body && !loaded && rcl_classify(r, &slot, &to) == RCL_R_NOSCRIPT) {
+            freeReplyObject(r);
+            loaded = 1;
+            attempt--; /* the load is not a retry of a lost connection */
+            redisReply *lr = script_load(c, c->one, body);
+            if (!lr) {
+                set_err(c, "SCRIPT LOAD", c->one->errstr);
+                return NULL;
+            }
+            freeReplyObject(lr);
+            continue;
+        }
+        return r;
+    }
+    return NULL;
+}
+
+/* Cluster: route, send, follow MOVED/ASK, load scripts, retry with backoff. */
+static redisReply *exec_cmd(rcl_ctx *c, int argc, const char **argv, const size_t *lens, int slot)
+{
+    if (!c->url.cluster)
+        return exec_one(c, argc, argv, lens);
+    const char *body = rcl_scripts_body_for(&c->scripts, argc, argv, lens);
+    int ask = -1, asked = 0, loaded = 0, waits = 0, redirects = 0;
+    for (;;) {
+        int ni = ask >= 0 ? ask : route(c, slot);
+        redisContext *rc = NULL;
+        if (ni < 0)
+            set_err(c, "CLUSTERDOWN", "no node serves this slot");
+        else
+            rc = node_conn(c, ni);
+        if (!rc) {
+            /* Refused or unknown: after a failover the replica serves the slot. */
+            if (waits >= RCL_RETRIES)
+                return NULL;
+            sleep_ms(rcl_backoff_ms(waits++));
+            refresh_map(c);
+            ask = -1;
+            continue;
+        }
+        redisReply *r = NULL;
+        int ok = 1;
+        if (ask >= 0) {
+            ok = redisAppendCommand(rc, "ASKING") == REDIS_OK &&
+                 redisAppendCommandArgv(rc, argc, argv, lens) == REDIS_OK;
+            void *ar = NULL;
+            ok = ok && redisGetReply(rc, &ar) == REDIS_OK;
+            if (ar)
+                freeReplyObject(ar);
+            ok = ok && redisGetReply(rc, (void **)&r) == REDIS_OK;
+        } else {
+            r = redisCommandArgv(rc, argc, argv, lens);
+            ok = r != NULL;
+        }
+        int en = errno;
+        if (!ok) {
+            set_err(c, "redis", rc->errstr);
+            int lost = conn_lost(rc, en);
+            node_drop(c, ni);
+            if (r)
+                freeReplyObject(r);
+            if (!lost || waits >= RCL_RETRIES)
+                return NULL;
+            sleep_ms(rcl_backoff_ms(waits++));
+            refresh_map(c);
+            ask = -1;
+            continue;
+        }
+        int rslot;
+        rcl_addr to;
+        switch (rcl_classify(r, &rslot, &to)) {
+        case RCL_R_MOVED:
+            if (redirects++ >= RCL_RETRIES + 8)
+                return r;
+            freeReplyObject(r);
+            on_moved(c, rslot, &to);
+            ask = -1;
+            continue;
+        case RCL_R_ASK:
+            if (asked)
+                return r;
+            freeReplyObject(r);
+            asked = 1;
+            ask = node_find_add(c, to.host, to.port);
+            if (ask < 0) {
+                set_err(c, "out of memory", NULL);
+                return NULL;
+            }
+            continue;
+        case RCL_R_TRYAGAIN:
+        case RCL_R_CLUSTERDOWN:
+            if (waits >= RCL_RETRIES)
+                return r;
+            freeReplyObject(r);
+            sleep_ms(rcl_backoff_ms(waits++));
+            if (ask < 0)
+                refresh_map(c);
+            continue;
+        case RCL_R_NOSCRIPT:
+            if (!body || loaded)
+                return r;
+            freeReplyObject(r);
+            loaded = 1;
+            redisReply *lr = script_load(c, rc, body); /* on the node that lacks it */
+            if (!lr) {
+                set_err(c, "SCRIPT LOAD", rc->errstr);
+                node_drop(c, ni);
+                return NULL;
+            }
+            freeReplyObject(lr);
+            continue; /* an ASK target is asked again (ask is kept) */
+        default:
+            return r;
+        }
+    }
+}
+
+/* ---- public ---- */
 
 rcl_ctx *rcl_connect(const char *url, struct timeval timeout, char *err, size_t errsz)
 {
-    snprintf(err, errsz, "rcluster: not implemented yet");
-    return NULL;
+    rcl_ctx *c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(err, errsz, "out of memory");
+        return NULL;
+    }
+    c->tv = timeout;
+    for (int i = 0; i < RCL_SLOTS; i++)
+        c->map.owner[i] = -1;
+    if (rcl_url_parse(url ? url : "", &c->url, err, errsz) != 0) {
+        free(c);
+        return NULL;
+    }
+    if (!c->url.cluster) {
+        c->one = sk_redis_url_connect(&c->url.plain, timeout, err, errsz);
+        if (!c->one) {
+            free(c);
+            return NULL;
+        }
+        return c;
+    }
+    for (int i = 0; i < c->url.nseeds; i++)
+        if (node_find_add(c, c->url.seeds[i].host, c->url.seeds[i].port) < 0) {
+            snprintf(err, errsz, "out of memory");
+            rcl_free(c);
+            return NULL;
+        }
+    if (refresh_map(c) != 0) {
+        snprintf(err, errsz, "cluster: no seed answered CLUSTER SLOTS (%s)", c->err);
+        rcl_free(c);
+        return NULL;
+    }
+    return c;
 }
-void rcl_free(rcl_ctx *c) { free(c); }
-int rcl_is_cluster(const rcl_ctx *c) { return 0; }
+
+static void pend_clear(rcl_ctx *c)
+{
+    for (int i = c->next; i < c->nq; i++)
+        if (c->q[i].reply)
+            freeReplyObject(c->q[i].reply);
+    for (int i = 0; i < c->nq; i++)
+        free(c->q[i].mem);
+    c->nq = c->nsent = c->next = 0;
+}
+
+void rcl_free(rcl_ctx *c)
+{
+    if (!c)
+        return;
+    pend_clear(c);
+    free(c->q);
+    if (c->one)
+        redisFree(c->one);
+    for (int i = 0; i < c->nnodes; i++)
+        node_drop(c, i);
+    free(c->nodes);
+    free(c->map.masters);
+    free(c->master_node);
+    rcl_scripts_free(&c->scripts);
+    free(c);
+}
+
+int rcl_is_cluster(const rcl_ctx *c) { return c->url.cluster; }
+
 const char *rcl_errstr(const rcl_ctx *c) { return c->err; }
-redisReply *rcl_command_argv(rcl_ctx *c, int argc, const char **argv, const size_t *lens) { return NULL; }
-int rcl_append_argv(rcl_ctx *c, int argc, const char **argv, const size_t *lens) { return -1; }
-int rcl_get_reply(rcl_ctx *c, redisReply **reply) { *reply = NULL; return -1; }
-int rcl_script_add(rcl_ctx *c, const char *body, char sha[41]) { return -1; }
-int rcl_command_all_masters(rcl_ctx *c, int argc, const char **argv, const size_t *lens) { return -1; }
-int rcl_master_count(rcl_ctx *c) { return 0; }
-redisReply *rcl_command_on_master(rcl_ctx *c, int i, int argc, const char **argv, const size_t *lens) { return NULL; }
-const char *rcl_master_addr(rcl_ctx *c, int i) { return NULL; }
-redisContext *rcl_connect_node(rcl_ctx *c, const char *key, size_t keylen, char *err, size_t errsz) { return NULL; }
+
+redisReply *rcl_command_argv(rcl_ctx *c, int argc, const char **argv, const size_t *lens)
+{
+    c->err[0] = '\0';
+    if (c->next < c->nq) {
+        set_err(c, "rcl_command_argv", "replies of a pipeline are still pending");
+        return NULL;
+    }
+    int slot = -1;
+    if (c->url.cluster) {
+        slot = rcl_command_slot(argc, argv, lens, c->err, sizeof(c->err));
+        if (slot < -1)
+            return NULL;
+    }
+    return exec_cmd(c, argc, argv, lens, slot);
+}
+
+int rcl_append_argv(rcl_ctx *c, int argc, const char **argv, const size_t *lens)
+{
+    int slot = -1;
+    if (c->url.cluster) {
+        slot = rcl_command_slot(argc, argv, lens, c->err, sizeof(c->err));
+        if (slot < -1)
+            return -1;
+    }
+    if (c->nq == c->capq) {
+        int cap = c->capq ? c->capq * 2 : 16;
+        pend *p = realloc(c->q, (size_t)cap * sizeof(*p));
+        if (!p) {
+            set_err(c, "out of memory", NULL);
+            return -1;
+        }
+        c->q = p;
+        c->capq = cap;
+    }
+    pend *p = &c->q[c->nq];
+    memset(p, 0, sizeof(*p));
+    p->mem = rcl_argv_copy(argc, argv, lens, &p->argv, &p->lens);
+    if (!p->mem) {
+        set_err(c, "out of memory", NULL);
+        return -1;
+    }
+    p->argc = argc;
+    p->slot = slot;
+    p->node = -1;
+    c->nq++;
+    return 0;
+}
+
+/* Sends q[nsent..nq) (each node's share in one write, at the read), reads every reply,
+ * then re-runs what was redirected, lost, or NOSCRIPT through exec_cmd. */
+static void flush_batch(rcl_ctx *c)
+{
+    int from = c->nsent;
+    c->nsent = c->nq;
+    for (int i = from; i < c->nq; i++) {
+        pend *p = &c->q[i];
+        redisContext *rc;
+        if (c->url.cluster) {
+            p->node = route(c, p->slot);
+            rc = p->node >= 0 ? node_conn(c, p->node) : NULL;
+        } else {
+            if (c->one && c->one->err) {
+                redisFree(c->one);
+                c->one = NULL;
+            }
+            if (!c->one)
+                c->one = sk_redis_url_connect(&c->url.plain, c->tv, c->err, sizeof(c->err));
+            rc = c->one;
+            p->node = 0;
+        }
+        if (!rc || redisAppendCommandArgv(rc, p->argc, p->argv, p->lens) != REDIS_OK) {
+            p->node = -1;
+            p->redo = 1;
+        }
+    }
+    for (int i = from; i < c->nq; i++) {
+        pend *p = &c->q[i];
+        if (p->node < 0)
+            continue;
+        redisContext *rc = c->url.cluster ? c->nodes[p->node].c : c->one;
+        void *r = NULL;
+        if (!rc || rc->err || redisGetReply(rc, &r) != REDIS_OK) {
+            int lost = rc && conn_lost(rc, errno);
+            snprintf(p->err, sizeof(p->err), "redis: %.120s", rc ? rc->errstr : "connection lost");
+            p->redo = lost; /* a timeout is final, a lost connection is retried */
+            p->failed = !lost;
+            continue;
+        }
+        p->reply = r;
+        int slot;
+        rcl_addr to;
+        int k = rcl_classify(p->reply, &slot, &to);
+        if (k == RCL_R_NOSCRIPT && !rcl_scripts_body_for(&c->scripts, p->argc, p->argv, p->lens))
+            k = RCL_R_NONE;
+        if (k != RCL_R_NONE && (c->url.cluster || k == RCL_R_NOSCRIPT)) {
+            if (k == RCL_R_MOVED)
+                on_moved(c, slot, &to);
+            freeReplyObject(p->reply);
+            p->reply = NULL;
+            p->redo = 1;
+        }
+    }
+    /* Connections whose batch broke are dropped (replies may be left on them). */
+    if (c->url.cluster) {
+        for (int i = 0; i < c->nnodes; i++)
+            if (c->nodes[i].c && c->nodes[i].c->err)
+                node_drop(c, i);
+    }
+    for (int i = from; i < c->nq; i++) {
+        pend *p = &c->q[i];
+        if (!p->redo)
+            continue;
+        p->reply = exec_cmd(c, p->argc, p->argv, p->lens, p->slot);
+        if (!p->reply) {
+            p->failed = 1;
+            snprintf(p->err, sizeof(p->err), "%s", c->err);
+        }
+    }
+}
+
+int rcl_get_reply(rcl_ctx *c, redisReply **reply)
+{
+    *reply = NULL;
+    if (c->next == c->nq) {
+        set_err(c, "rcl_get_reply", "no command pending");
+        return -1;
+    }
+    if (c->next == c->nsent)
+        flush_batch(c);
+    pend *p = &c->q[c->next++];
+    int rc = 0;
+    if (p->reply) {
+        *reply = p->reply;
+        p->reply = NULL;
+    } else {
+        set_err(c, p->err[0] ? p->err : "redis: no reply", NULL);
+        rc = -1;
+    }
+    if (c->next == c->nq)
+        pend_clear(c);
+    return rc;
+}
+
+int rcl_script_add(rcl_ctx *c, const char *body, char sha[41])
+{
+    if (rcl_scripts_add(&c->scripts, body, sha) != 0) {
+        set_err(c, "out of memory", NULL);
+        return -1;
+    }
+    return 0;
+}
+
+int rcl_master_count(rcl_ctx *c) { return c->url.cluster ? c->map.nmasters : 1; }
+
+redisReply *rcl_command_on_master(rcl_ctx *c, int i, int argc, const char **argv,
+                                  const size_t *lens)
+{
+    c->err[0] = '\0';
+    if (!c->url.cluster)
+        return i == 0 ? exec_one(c, argc, argv, lens) : NULL;
+    if (i < 0 || i >= c->map.nmasters) {
+        set_err(c, "rcl_command_on_master", "no such master");
+        return NULL;
+    }
+    int ni = c->master_node[i];
+    redisContext *rc = node_conn(c, ni);
+    if (!rc)
+        return NULL;
+    redisReply *r = redisCommandArgv(rc, argc, argv, lens);
+    if (!r) {
+        set_err(c, "redis", rc->errstr);
+        node_drop(c, ni);
+    }
+    return r;
+}
+
+int rcl_command_all_masters(rcl_ctx *c, int argc, const char **argv, const size_t *lens)
+{
+    int n = rcl_master_count(c), rc = 0;
+    char first[RCL_ERR_SIZE] = "";
+    for (int i = 0; i < n; i++) {
+        redisReply *r = rcl_command_on_master(c, i, argc, argv, lens);
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            if (!first[0])
+                snprintf(first, sizeof(first), "%.20s %.60s: %.160s", argv[0], rcl_master_addr(c, i),
+                         r ? r->str : c->err);
+            rc = -1;
+        }
+        if (r)
+            freeReplyObject(r);
+    }
+    if (rc)
+        set_err(c, first, NULL);
+    return rc;
+}
+
+const char *rcl_master_addr(rcl_ctx *c, int i)
+{
+    if (!c->url.cluster) {
+        if (i != 0)
+            return NULL;
+        const sk_redis_url *u = &c->url.plain;
+        if (u->is_unix)
+            snprintf(c->addr_buf, sizeof(c->addr_buf), "%s", u->host);
+        else
+            snprintf(c->addr_buf, sizeof(c->addr_buf), "%s:%d", u->host, u->port);
+        return c->addr_buf;
+    }
+    if (i < 0 || i >= c->map.nmasters)
+        return NULL;
+    snprintf(c->addr_buf, sizeof(c->addr_buf), "%s:%d", c->map.masters[i].host,
+             c->map.masters[i].port);
+    return c->addr_buf;
+}
+
+redisContext *rcl_connect_node(rcl_ctx *c, const char *key, size_t keylen, char *err,
+                               size_t errsz)
+{
+    if (!c->url.cluster)
+        return sk_redis_url_connect(&c->url.plain, c->tv, err, errsz);
+    int ni = route(c, key ? rcl_keyslot(key, keylen) : -1);
+    if (ni < 0) {
+        snprintf(err, errsz, "cluster: no node serves this slot");
+        return NULL;
+    }
+    return rcl_node_connect(&c->url, c->nodes[ni].a.host, c->nodes[ni].a.port, c->tv, err, errsz);
+}

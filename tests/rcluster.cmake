@@ -1,0 +1,15 @@
+# rcluster (issue 8): the Redis Cluster routing module, on throwaway clusters from
+# tests/support/sk_test_cluster (6 redis-server processes, 3 masters + 3 replicas).
+# Label `cluster` (and `integration`). seckill_test_cluster is shared: other
+# components' cluster tests link it.
+add_library(seckill_test_cluster STATIC ${CMAKE_CURRENT_SOURCE_DIR}/support/sk_test_cluster.c)
+target_link_libraries(seckill_test_cluster PUBLIC seckill_test_support)
+
+if(TARGET rcluster)
+  seckill_add_test(NAME test_rcluster SOURCES integration/test_rcluster.c
+    LIBS seckill::rcluster seckill_test_cluster LABELS "integration;cluster" TIMEOUT 120)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_rcluster_async.c)
+    seckill_add_test(NAME test_rcluster_async SOURCES integration/test_rcluster_async.c
+      LIBS seckill::rcluster seckill_test_cluster PkgConfig::LIBEVENT LABELS "integration;cluster" TIMEOUT 120)
+  endif()
+endif()
