@@ -41,6 +41,23 @@ e2e_after_stop() {
 }
 trap fault_cleanup EXIT
 
+# fault_free_port: a port below the kernel's ephemeral range (e2e_free_port draws from
+# 20000-49999, which overlaps it: a port some client socket holds answers no connect
+# yet cannot be bound, and PostgreSQL then fails to start).
+fault_free_port() {
+    local lo p
+    lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "$lo" -gt 12000 ] || lo=32768
+    for _ in $(seq 1 200); do
+        p=$((10000 + RANDOM % (lo - 10000)))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return 0
+        fi
+    done
+    e2e_fail "no free port"
+}
+
 # PostgreSQL refuses root: as root its tools run as the postgres user, from /.
 fault_as_pg() {
     if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
@@ -68,7 +85,7 @@ fault_require() {
 # ---- Redis (AOF on, appendfsync always) ----
 
 fault_start_redis() {
-    FAULT_REDIS_PORT=${FAULT_REDIS_PORT:-$(e2e_free_port)}
+    FAULT_REDIS_PORT=${FAULT_REDIS_PORT:-$(fault_free_port)}
     mkdir -p "$E2E_TMP/redis"
     redis-server --port "$FAULT_REDIS_PORT" --bind 127.0.0.1 --dir "$E2E_TMP/redis" \
         --appendonly yes --appendfsync always --save "" --daemonize no \
@@ -97,16 +114,27 @@ fault_start_pg() {
     [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$FAULT_PG_DIR"
     fault_as_pg "$FAULT_PG_BIN/initdb" -D "$FAULT_PG_DIR/data" -U postgres --auth=trust \
         --no-sync -E UTF8 >"$E2E_TMP/initdb.log" 2>&1 || e2e_fail "initdb: $(tail -n 3 "$E2E_TMP/initdb.log")"
-    FAULT_PG_PORT=$(e2e_free_port)
-    SECKILL_PG="host=127.0.0.1 port=$FAULT_PG_PORT user=postgres dbname=postgres"
-    fault_pg_up
+    # A port can be taken between the probe and the bind: try three.
+    local try
+    for try in 1 2 3; do
+        FAULT_PG_PORT=$(fault_free_port)
+        SECKILL_PG="host=127.0.0.1 port=$FAULT_PG_PORT user=postgres dbname=postgres"
+        fault_pg_start_once && return 0
+        e2e_log "PostgreSQL did not start on $FAULT_PG_PORT (try $try): $(tail -n 2 "$FAULT_PG_DIR/log")"
+    done
+    e2e_fail "PostgreSQL did not start"
 }
 
-fault_pg_up() {
+fault_pg_start_once() {
     fault_as_pg "$FAULT_PG_BIN/pg_ctl" -D "$FAULT_PG_DIR/data" -l "$FAULT_PG_DIR/log" -w -t 60 \
         -o "-p $FAULT_PG_PORT -k $FAULT_PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50" \
-        start >/dev/null || e2e_fail "PostgreSQL did not start: $(tail -n 5 "$FAULT_PG_DIR/log")"
+        start >/dev/null || return 1
     e2e_log "postgresql up (port $FAULT_PG_PORT)"
+}
+
+# fault_pg_up: starts the stopped cluster again on its port.
+fault_pg_up() {
+    fault_pg_start_once || e2e_fail "PostgreSQL did not start again: $(tail -n 5 "$FAULT_PG_DIR/log")"
 }
 
 fault_pg_down() {
@@ -124,7 +152,7 @@ fault_psql() { psql "$SECKILL_PG" -v ON_ERROR_STOP=1 -qtAc "$1"; }
 # dead member's partitions once its session expires.
 fault_start_consumer() {
     local name=$1 port
-    port=$(e2e_free_port)
+    port=$(fault_free_port)
     SECKILL_HTTP_PORT=$port SECKILL_KAFKA_BROKERS=$E2E_BROKERS SECKILL_PG=$SECKILL_PG \
         SECKILL_GROUP_ID=$FAULT_GROUP SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000 \
         SECKILL_KAFKA_HEARTBEAT_INTERVAL_MS=500 SECKILL_BATCH_MS=5 SECKILL_RETRY_MAX_MS=1000 \
@@ -142,7 +170,7 @@ fault_start_consumer() {
 fault_start_order() {
     local name=$1 port_var="FAULT_PORT_$1"
     shift
-    local port=${!port_var:-$(e2e_free_port)}
+    local port=${!port_var:-$(fault_free_port)}
     env SECKILL_HTTP_PORT="$port" SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$E2E_BROKERS" \
         SECKILL_REDIS_URL="$SECKILL_REDIS_URL" SECKILL_PG="$SECKILL_PG" SECKILL_JWT_SECRET="$E2E_SECRET" \
         SECKILL_KAFKA_MESSAGE_TIMEOUT_MS=$FAULT_MSG_TIMEOUT_MS SECKILL_REDIS_TIMEOUT_MS=$FAULT_REDIS_TIMEOUT_MS \
