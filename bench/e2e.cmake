@@ -12,7 +12,7 @@ add_library(seckill_check_core STATIC sc_accepted.c sc_judge.c sc_dlq_match.c)
 target_include_directories(seckill_check_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 
 add_executable(seckill-check seckill_check.c sc_db.c sc_redis.c sc_dlq.c)
-target_link_libraries(seckill-check PRIVATE seckill_check_core seckill::common PkgConfig::HIREDIS
+target_link_libraries(seckill-check PRIVATE seckill_check_core seckill::common seckill::rcluster PkgConfig::HIREDIS
   PkgConfig::LIBPQ PkgConfig::RDKAFKA)
 
 install(TARGETS seckill-bench seckill-check RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

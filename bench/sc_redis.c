@@ -1,11 +1,11 @@
 /* sc_redis: Redis reads of seckill-check. See sc_redis.h. */
 #include "sc_redis.h"
+#include "rcluster.h"
 
-#include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-int sc_redis_figures(redisContext *c, uint64_t event_id, int *present, long long *stock,
+int sc_redis_figures(rcl_ctx *c, uint64_t event_id, int *present, long long *stock,
                      long long *pending, long long *buyers, char *err, size_t errsz)
 {
     char k_stock[64], k_pending[64], k_buyers[64];
@@ -14,17 +14,21 @@ int sc_redis_figures(redisContext *c, uint64_t event_id, int *present, long long
     snprintf(k_pending, sizeof(k_pending), "seckill:{e%llu}:pending", id);
     snprintf(k_buyers, sizeof(k_buyers), "seckill:{e%llu}:buyers", id);
     /* Pipelined: the three figures come from one round trip, so they are read close together. */
-    redisAppendCommand(c, "GET %s", k_stock);
-    redisAppendCommand(c, "HLEN %s", k_pending);
-    redisAppendCommand(c, "SCARD %s", k_buyers);
+    const char *cmds[3][2] = {{"GET", k_stock}, {"HLEN", k_pending}, {"SCARD", k_buyers}};
+    int queued = 0;
+    while (queued < 3 && rcl_append_argv(c, 2, cmds[queued], NULL) == 0)
+        queued++;
     redisReply *r[3] = {NULL, NULL, NULL};
-    int rc = 0;
-    for (int i = 0; i < 3; i++) {
-        if (redisGetReply(c, (void **)&r[i]) != REDIS_OK || !r[i]) {
-            snprintf(err, errsz, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
+    int rc = queued == 3 ? 0 : -1;
+    /* Every queued reply is read, even after a failure, so that none is left behind for
+     * the next call's pipeline. */
+    for (int i = 0; i < queued; i++) {
+        if (rcl_get_reply(c, &r[i]) != 0 || !r[i])
             rc = -1;
-            break;
-        }
+    }
+    if (rc != 0) {
+        const char *why = rcl_errstr(c);
+        snprintf(err, errsz, "redis: %s", why[0] ? why : "no reply");
     }
     if (rc == 0) {
         if (r[0]->type == REDIS_REPLY_NIL) {

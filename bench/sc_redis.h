@@ -1,16 +1,18 @@
 /* sc_redis: what seckill-check reads from Redis for one event: the gate's stock, the
- * reservations waiting to become durable, the buyers. Keys per DESIGN.md. */
+ * reservations waiting to become durable, the buyers. Keys per DESIGN.md. The three keys
+ * share the event's hash tag, so on a Redis Cluster they are read from the one master
+ * of the event's slot (rcluster routes them; a plain URL is one server). */
 #ifndef SC_REDIS_H
 #define SC_REDIS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-struct redisContext;
+struct rcl_ctx;
 
-/** @brief GET stock (present 0 if missing), HLEN pending, SCARD buyers of event_id.
- *  @returns 0, or -1 with a message in errstr. */
-int sc_redis_figures(struct redisContext *c, uint64_t event_id, int *present, long long *stock,
+/** @brief GET stock (present 0 if missing), HLEN pending, SCARD buyers of event_id, in
+ *  one pipelined round trip. @returns 0, or -1 with a message in errstr. */
+int sc_redis_figures(struct rcl_ctx *c, uint64_t event_id, int *present, long long *stock,
                      long long *pending, long long *buyers, char *errstr, size_t errstr_size);
 
 #endif

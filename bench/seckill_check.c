@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rcluster.h"
 #include "sc_accepted.h"
 #include "sc_db.h"
 #include "sc_dlq.h"
@@ -24,7 +25,6 @@
 #include "sc_redis.h"
 #include "sk_config.h"
 #include "sk_log.h"
-#include "sk_redis_url.h"
 
 typedef struct check_cfg {
     char *redis_url;
@@ -39,7 +39,7 @@ typedef struct check_cfg {
 
 #define F(x) offsetof(check_cfg, x)
 static const sk_cfg_entry check_table[] = {
-    {"redis.url", SK_CFG_SECRET, 0, 0, "redis://127.0.0.1:6379", "Redis of the gate (redis://[user:pass@]host:port/db or unix:///path)", F(redis_url)},
+    {"redis.url", SK_CFG_SECRET, 0, 0, "redis://127.0.0.1:6379", "Redis of the gate (redis://[user:pass@]host:port/db, unix:///path, or redis-cluster://host:port[,host:port...])", F(redis_url)},
     {"pg", SK_CFG_STRING, 0, 0, "dbname=seckill", "PostgreSQL conninfo or URI", F(pg)},
     {"wait", SK_CFG_INT, 0, 3600, "120", "wait up to this many seconds for the drain before judging", F(wait)},
     {"settle", SK_CFG_INT, 1, 600, "5", "the drain is over early when rows and pending have not moved for this many seconds", F(settle)},
@@ -107,7 +107,7 @@ static int parse_args(int argc, char **argv, check_cfg *cfg, sk_cfg_kv **kafka,
 
 /* Waits for the drain: pending empty and every 202 in PostgreSQL, or nothing moving for
  * `settle` seconds once the rows are all there, or the deadline. */
-static int wait_drain(const check_cfg *cfg, PGconn *pg, redisContext *rc, uint64_t event_id,
+static int wait_drain(const check_cfg *cfg, PGconn *pg, rcl_ctx *rc, uint64_t event_id,
                       uint64_t accepted, double *waited)
 {
     double start = now_s(), deadline = start + (double)cfg->wait, still_since = start;
@@ -158,7 +158,7 @@ int main(int argc, char **argv)
     sc_row *rows = NULL;
     size_t nrows = 0;
     PGconn *pg = NULL;
-    redisContext *rc = NULL;
+    rcl_ctx *rc = NULL;
     sk_log_init("seckill-check", SK_LOG_WARN);
     if (parse_args(argc, argv, &cfg, &kafka, pos, &npos) != 0)
         goto out;
@@ -189,12 +189,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "seckill-check: postgresql: %s", PQerrorMessage(pg));
         goto out;
     }
-    sk_redis_url ru;
-    if (sk_redis_url_parse(cfg.redis_url, &ru, err, sizeof(err)) != 0) {
-        fprintf(stderr, "seckill-check: redis.url: %s\n", err);
-        goto out;
-    }
-    rc = sk_redis_url_connect(&ru, (struct timeval){5, 0}, err, sizeof(err));
+    /* A plain URL or a cluster's (rcluster routes each event's keys to their master). */
+    rc = rcl_connect(cfg.redis_url, (struct timeval){5, 0}, err, sizeof(err));
     if (!rc) {
         fprintf(stderr, "seckill-check: redis: %s\n", err);
         goto out;
@@ -237,8 +233,7 @@ out:
     fflush(stdout);
     free(rows);
     sc_ids_free(&acc);
-    if (rc)
-        redisFree(rc);
+    rcl_free(rc);
     PQfinish(pg);
     sk_config_free(check_table, &cfg, kafka);
     return status;

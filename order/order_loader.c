@@ -1,9 +1,9 @@
 /* order_loader: an event's Redis gate, loaded under its lock. See order_loader.h. */
 #include "order_loader.h"
 #include "order_msg.h"
+#include "rcluster.h"
 #include "rlock.h"
 
-#include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,30 +15,29 @@
 
 struct order_loader {
     char *url_text;
-    const sk_redis_url *url;
     const order_scripts *scripts;
     int timeout_ms;
     pthread_mutex_t mu;
     rlock_client_t *locks; /* NULL until first use */
-    redisContext *c;       /* NULL until first use, and after an I/O error */
+    rcl_ctx *c;            /* NULL until first use, and after an I/O error */
 };
 
-order_loader *order_loader_new(const char *url_text, const sk_redis_url *url,
-                               const order_scripts *scripts, int timeout_ms)
+order_loader *order_loader_new(const char *url_text, const order_scripts *scripts,
+                               int timeout_ms)
 {
     order_loader *l = calloc(1, sizeof(*l));
     if (!l || !(l->url_text = strdup(url_text))) {
         free(l);
         return NULL;
     }
-    l->url = url;
     l->scripts = scripts;
     l->timeout_ms = timeout_ms;
     pthread_mutex_init(&l->mu, NULL);
     return l;
 }
 
-/* EVALSHA event_load.lua, EVAL on NOSCRIPT. Called with mu held and l->c connected. */
+/* EVALSHA event_load.lua (rcluster loads it on a node that answers NOSCRIPT). Called
+ * with mu held and l->c connected. */
 static int run_script(order_loader *l, uint64_t event_id, const order_event_spec *spec,
                       char *err, size_t errsz)
 {
@@ -51,16 +50,10 @@ static int run_script(order_loader *l, uint64_t event_id, const order_event_spec
     snprintf(lim, sizeof(lim), "%d", spec->per_user_limit);
     const char *argv[9] = {"EVALSHA", l->scripts->sha[ORDER_SCRIPT_EVENT_LOAD], "2", stock, meta,
                            n, s, e, lim};
-    redisReply *r = redisCommandArgv(l->c, 9, argv, NULL);
-    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-        freeReplyObject(r);
-        argv[0] = "EVAL";
-        argv[1] = l->scripts->body[ORDER_SCRIPT_EVENT_LOAD];
-        r = redisCommandArgv(l->c, 9, argv, NULL);
-    }
+    redisReply *r = rcl_command_argv(l->c, 9, argv, NULL);
     if (!r) {
-        snprintf(err, errsz, "event_load: %s", l->c->errstr);
-        redisFree(l->c);
+        snprintf(err, errsz, "event_load: %s", rcl_errstr(l->c));
+        rcl_free(l->c);
         l->c = NULL;
         return -1;
     }
@@ -86,9 +79,16 @@ int order_loader_load(order_loader *l, uint64_t event_id, const order_event_spec
     }
     if (!l->c) {
         struct timeval tv = {l->timeout_ms / 1000, (l->timeout_ms % 1000) * 1000};
-        l->c = sk_redis_url_connect(l->url, tv, err, errsz);
+        char sha[41];
+        l->c = rcl_connect(l->url_text, tv, err, errsz);
         if (!l->c)
             goto out;
+        if (rcl_script_add(l->c, l->scripts->body[ORDER_SCRIPT_EVENT_LOAD], sha) != 0) {
+            snprintf(err, errsz, "out of memory");
+            rcl_free(l->c);
+            l->c = NULL;
+            goto out;
+        }
     }
     char name[ORDER_KEY_MAX];
     snprintf(name, sizeof(name), "seckill:{e%" PRIu64 "}:lock", event_id);
@@ -119,8 +119,7 @@ void order_loader_free(order_loader *l)
 {
     if (!l)
         return;
-    if (l->c)
-        redisFree(l->c);
+    rcl_free(l->c);
     rlock_client_free(l->locks);
     pthread_mutex_destroy(&l->mu);
     free(l->url_text);

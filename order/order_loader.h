@@ -4,22 +4,23 @@
  * named seckill:{e<ID>}:lock, in the event's slot), so two instances never load one
  * event at once; event_load.lua itself never overwrites a loaded stock either. Blocking:
  * it runs on a PostgreSQL pool thread right after the event's row was inserted, never on
- * an event loop. Thread-safe (one blocking connection behind a mutex: events are few). */
+ * an event loop. Thread-safe (one blocking rcluster context behind a mutex: events are
+ * few). The lock and the script touch only keys of the event's slot, so on a Redis
+ * Cluster both go to the event's master. */
 #ifndef ORDER_LOADER_H
 #define ORDER_LOADER_H
 
 #include "order_body.h"
 #include "order_redis.h"
-#include "sk_redis_url.h"
 
 #include <stdint.h>
 
 typedef struct order_loader order_loader;
 
-/** @brief `url_text` is the redis.url as configured (librlock parses it itself); `url`
- *  and `scripts` must outlive the loader. Connects lazily. @returns NULL on OOM. */
-order_loader *order_loader_new(const char *url_text, const sk_redis_url *url,
-                               const order_scripts *scripts, int timeout_ms);
+/** @brief `url_text` is the redis.url as configured (plain or cluster; copied);
+ *  `scripts` must outlive the loader. Connects lazily. @returns NULL on OOM. */
+order_loader *order_loader_new(const char *url_text, const order_scripts *scripts,
+                               int timeout_ms);
 
 /** @brief Takes the event's lock, runs event_load.lua, releases the lock.
  *  @returns 1 loaded, 0 already loaded (nothing changed), -1 error (message in err). */

@@ -170,7 +170,7 @@ static int run(const char *config)
         rc = 2;
         goto out;
     }
-    if (sk_redis_url_parse(app.cfg.redis_url, &app.redis_url, err, sizeof(err)) != 0) {
+    if (order_redis_url_check(app.cfg.redis_url, &app.redis_url, err, sizeof(err)) != 0) {
         fprintf(stderr, "seckill-order: redis.url: %s\n", err);
         rc = 2;
         goto out;
@@ -192,16 +192,11 @@ static int run(const char *config)
     }
 
     char redacted[600];
-    sk_redis_url_redacted(&app.redis_url, redacted, sizeof(redacted));
-    {
-        struct timeval tv = {app.cfg.redis_timeout_ms / 1000, (app.cfg.redis_timeout_ms % 1000) * 1000};
-        redisContext *c = sk_redis_url_connect(&app.redis_url, tv, err, sizeof(err));
-        if (!c || order_scripts_load(&app.scripts, c, err, sizeof(err)) != 0)
-            /* Not fatal: workers reconnect, and NOSCRIPT falls back to EVAL. */
-            sk_log(SK_LOG_WARN, "scripts_not_loaded", "redis=%s err=\"%s\"", redacted, err);
-        if (c)
-            redisFree(c);
-    }
+    order_redis_url_redacted(app.cfg.redis_url, redacted, sizeof(redacted));
+    if (order_scripts_load(&app.scripts, app.cfg.redis_url, (int)app.cfg.redis_timeout_ms, err,
+                           sizeof(err)) != 0)
+        /* Not fatal: workers reconnect, and a NOSCRIPT answer loads the script. */
+        sk_log(SK_LOG_WARN, "scripts_not_loaded", "redis=%s err=\"%s\"", redacted, err);
     idgen_opts io;
     idgen_opts_init(&io);
     io.mode = IDGEN_MODE_SEGMENT;
@@ -223,8 +218,7 @@ static int run(const char *config)
         rc = 2;
         goto out;
     }
-    app.loader = order_loader_new(app.cfg.redis_url, &app.redis_url, &app.scripts,
-                                  (int)app.cfg.redis_timeout_ms);
+    app.loader = order_loader_new(app.cfg.redis_url, &app.scripts, (int)app.cfg.redis_timeout_ms);
     if (!app.loader) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
         goto out;

@@ -2,6 +2,7 @@
 #include "order_reconcile.h"
 #include "order_msg.h"
 #include "order_recon_rule.h"
+#include "rcluster.h"
 #include "rlock.h"
 #include "sk_log.h"
 
@@ -27,7 +28,6 @@ typedef order_recon_mark mark;
 struct order_reconciler {
     const order_config *cfg;
     const sk_cfg_kv *props;
-    const sk_redis_url *url;
     const order_scripts *scripts;
     order_metrics *metrics;
     int64_t msg_timeout_ms; /* the producer's message.timeout.ms */
@@ -41,7 +41,7 @@ struct order_reconciler {
     rlock_client_t *locks;
     rlock_t *lock;
     int leader;
-    redisContext *rc;
+    rcl_ctx *rc; /* plain or cluster (cfg->redis_url), routed by rcluster */
     PGconn *pg;
     rd_kafka_t *rk;
     rd_kafka_topic_t *rkt;
@@ -75,8 +75,7 @@ static const char *prop(const sk_cfg_kv *props, const char *key)
 /* Drops every connection; the next scan opens them again. */
 static void disconnect(order_reconciler *r)
 {
-    if (r->rc)
-        redisFree(r->rc);
+    rcl_free(r->rc);
     r->rc = NULL;
     if (r->pg)
         PQfinish(r->pg);
@@ -237,8 +236,8 @@ static int64_t event_cutoff(order_reconciler *r, uint64_t event_id)
     return min;
 }
 
-/* EVALSHA with EVAL on NOSCRIPT. @returns the integer answer, or INT64_MIN on error
- * (r->rc is dropped on an I/O error). */
+/* EVALSHA (rcluster loads the script on a node that answers NOSCRIPT). @returns the
+ * integer answer, or INT64_MIN on error (r->rc is dropped on an I/O error). */
 static long long run_script(order_reconciler *r, int script, int nkeys, const char **keys, int nargs,
                             const char **args)
 {
@@ -255,18 +254,12 @@ static long long run_script(order_reconciler *r, int script, int nkeys, const ch
         argv[n++] = keys[i];
     for (int i = 0; i < nargs; i++)
         argv[n++] = args[i];
-    redisReply *rep = redisCommandArgv(r->rc, (int)n, argv, NULL);
-    if (rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0) {
-        freeReplyObject(rep);
-        argv[0] = "EVAL";
-        argv[1] = r->scripts->body[script];
-        rep = redisCommandArgv(r->rc, (int)n, argv, NULL);
-    }
+    redisReply *rep = rcl_command_argv(r->rc, (int)n, argv, NULL);
     free(argv);
     long long v = INT64_MIN;
     if (!rep) {
-        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", r->rc->errstr);
-        redisFree(r->rc);
+        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
+        rcl_free(r->rc);
         r->rc = NULL;
         return v;
     }
@@ -287,10 +280,11 @@ static int reconcile_event(order_reconciler *r, uint64_t event_id, int *confirme
     order_key(event_id, ORDER_KEY_STOCK, kstock, sizeof(kstock));
     order_key(event_id, ORDER_KEY_BUYERS, kbuyers, sizeof(kbuyers));
     order_key(event_id, ORDER_KEY_PENDING, kpending, sizeof(kpending));
-    redisReply *h = redisCommand(r->rc, "HGETALL %s", kpending);
+    const char *hargv[2] = {"HGETALL", kpending};
+    redisReply *h = rcl_command_argv(r->rc, 2, hargv, NULL);
     if (!h) {
-        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", r->rc->errstr);
-        redisFree(r->rc);
+        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
+        rcl_free(r->rc);
         r->rc = NULL;
         return -1;
     }
@@ -483,10 +477,17 @@ static void scan(order_reconciler *r)
     if (!r->rc) {
         struct timeval tv = {(time_t)(r->cfg->redis_timeout_ms / 1000),
                              (suseconds_t)((r->cfg->redis_timeout_ms % 1000) * 1000)};
-        r->rc = sk_redis_url_connect(r->url, tv, err, sizeof(err));
+        r->rc = rcl_connect(r->cfg->redis_url, tv, err, sizeof(err));
         if (!r->rc) {
             sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", err);
             return;
+        }
+        for (int i = 0; i < ORDER_SCRIPT_COUNT; i++) {
+            char sha[41]; /* registered for rcluster's NOSCRIPT fallback */
+            if (rcl_script_add(r->rc, r->scripts->body[i], sha) != 0) {
+                disconnect(r);
+                return;
+            }
         }
     }
     if (!r->pg || PQstatus(r->pg) != CONNECTION_OK) {
@@ -536,12 +537,14 @@ static void scan(order_reconciler *r)
         char kp[ORDER_KEY_MAX], ks[ORDER_KEY_MAX];
         order_key(id, ORDER_KEY_PENDING, kp, sizeof(kp));
         order_key(id, ORDER_KEY_STOCK, ks, sizeof(ks));
-        redisAppendCommand(r->rc, "HLEN %s", kp);
-        redisAppendCommand(r->rc, "EXISTS %s", ks);
+        /* One round trip: both keys are in the event's slot. */
+        const char *hl[2] = {"HLEN", kp}, *ex[2] = {"EXISTS", ks};
         redisReply *n = NULL, *x = NULL;
-        if (redisGetReply(r->rc, (void **)&n) != REDIS_OK || redisGetReply(r->rc, (void **)&x) != REDIS_OK) {
-            sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", r->rc->errstr);
-            freeReplyObject(n);
+        if (rcl_append_argv(r->rc, 2, hl, NULL) != 0 || rcl_append_argv(r->rc, 2, ex, NULL) != 0 ||
+            rcl_get_reply(r->rc, &n) != 0 || rcl_get_reply(r->rc, &x) != 0) {
+            sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
+            if (n)
+                freeReplyObject(n);
             disconnect(r);
             break;
         }
@@ -649,7 +652,7 @@ order_reconciler *order_reconciler_start(const order_config *cfg, const sk_cfg_k
     }
     r->cfg = cfg;
     r->props = props;
-    r->url = url;
+    (void)url; /* cfg->redis_url is used: plain or cluster, through rcluster */
     r->scripts = scripts;
     r->metrics = metrics;
     /* The producer's default (order_kafka.c) unless kafka.* says otherwise. */

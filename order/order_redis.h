@@ -1,15 +1,20 @@
-/* order_redis: one worker's Redis connection (hiredis async on the worker's libevent
- * loop) and the Lua scripts it runs.
+/* order_redis: one worker's Redis connection (async, on the worker's libevent loop) and
+ * the Lua scripts it runs.
  *
- * Every request of a worker shares this one connection, so commands go out pipelined
- * and Redis answers them in order. Scripts run with EVALSHA of the SHA1 computed here
- * from the embedded text; on NOSCRIPT (a restarted or flushed Redis) the same call is
- * sent once more as EVAL with the body, which also caches the script again.
+ * The connection is an rcluster context (rcluster/rcluster.h), so one code path serves
+ * both a plain server (redis://, unix://: a pass-through, every request of a worker on
+ * one connection, pipelined, answered in order) and a Redis Cluster (redis-cluster://:
+ * each command goes to the master of its keys' slot, MOVED/ASK/TRYAGAIN/CLUSTERDOWN and
+ * lost nodes handled there). Every script's keys share one hash tag ({e<ID>} or
+ * {u<ID>}), so a script never spans two slots. Scripts run with EVALSHA of the SHA1
+ * computed here; a node that answers NOSCRIPT (restarted, flushed, a new master after a
+ * failover: the script cache is per node) gets SCRIPT LOAD and the call once more,
+ * inside rcluster.
  *
- * Failures are answered, never waited on: while disconnected, calls fail at once (the
- * caller answers 503) and a timer reconnects; a command unanswered for timeout_ms drops
- * the connection, which fails every command queued on it (hiredis calls each callback
- * with a NULL reply).
+ * Failures are answered, never waited on: while no node can be reached, calls fail at
+ * once (the caller answers 503) and rcluster reconnects by itself; a node that leaves
+ * commands unanswered for timeout_ms is dropped, which fails its commands (callbacks
+ * get a NULL reply).
  *
  * Threads: not thread-safe; everything runs on the owning worker's event loop. */
 #ifndef ORDER_REDIS_H
@@ -43,27 +48,39 @@ typedef struct order_scripts {
  *  script is missing from the build. */
 int order_scripts_init(order_scripts *s);
 
-/** @brief SCRIPT LOAD of every script on a blocking connection (at start; a Redis that
- *  lost them later is handled by the NOSCRIPT fallback). @returns 0 or -1 with err. */
-int order_scripts_load(const order_scripts *s, redisContext *c, char *err, size_t errsz);
+/** @brief Checks redis.url. A plain URL is parsed into *plain; a cluster URL
+ *  (redis-cluster://) is checked by rcluster's parser and *plain is zeroed (nothing
+ *  but rcluster reads a cluster's addresses). @returns 0, or -1 with a message in err. */
+int order_redis_url_check(const char *url, sk_redis_url *plain, char *err, size_t errsz);
+
+/** @brief Writes `url` without its password (for logs) into buf; returns buf. */
+const char *order_redis_url_redacted(const char *url, char *buf, size_t bufsz);
+
+/** @brief SCRIPT LOAD of every script on every master, over a blocking connection (at
+ *  start; a node that lost them later is handled by the NOSCRIPT fallback).
+ *  @returns 0 or -1 with err. */
+int order_scripts_load(const order_scripts *s, const char *url, int timeout_ms, char *err,
+                       size_t errsz);
 
 typedef struct order_redis order_redis;
 
 /* A reply callback. `reply` is NULL when the command failed without an answer
  * (disconnect, timeout, shutdown); an error reply is REDIS_REPLY_ERROR. The reply is
- * freed by hiredis after the callback returns. */
+ * freed after the callback returns. */
 typedef void order_redis_cb(redisReply *reply, void *arg);
 
-/** @brief Creates the worker's connection and starts connecting (AUTH and SELECT from the
- *  URL are sent first). `url` and `scripts` must outlive it. @returns NULL on OOM. */
-order_redis *order_redis_new(struct event_base *base, const sk_redis_url *url,
+/** @brief Creates the worker's context and starts connecting (AUTH and SELECT from the
+ *  URL are sent first). `url` (a checked redis.url) and `scripts` must outlive it.
+ *  @returns NULL on OOM or a bad URL. */
+order_redis *order_redis_new(struct event_base *base, const char *url,
                              const order_scripts *scripts, int timeout_ms);
 
-/** @brief 1 when connected (commands are likely to be answered). */
+/** @brief 1 when commands can be routed (connected; on a cluster, a slot map is loaded). */
 int order_redis_connected(const order_redis *r);
 
 /** @brief EVALSHA of a script with keys args[0..nkeys-1] and arguments args[nkeys..n-1].
- *  @returns 0 (cb will be called exactly once) or -1 (not connected or OOM: cb is not called). */
+ *  The keys must share one slot. @returns 0 (cb will be called exactly once) or -1 (not
+ *  connected, keys in two slots, or OOM: cb is not called). */
 int order_redis_script(order_redis *r, order_script_id id, int nkeys, int n, const char **args,
                        const size_t *lens, order_redis_cb *cb, void *arg);
 
@@ -75,7 +92,7 @@ int order_redis_command(order_redis *r, int argc, const char **argv, const size_
 /** @brief Commands that failed (error replies, disconnects, timeouts) since start. */
 unsigned long order_redis_errors(const order_redis *r);
 
-/** @brief Closes the connection (pending callbacks get NULL replies) and frees. NULL is fine. */
+/** @brief Closes the connections (pending callbacks get NULL replies) and frees. NULL is fine. */
 void order_redis_free(order_redis *r);
 
 #endif

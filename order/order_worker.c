@@ -168,7 +168,7 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
         snprintf(err, errsz, "evhttp_accept_socket failed");
         return -1;
     }
-    w->redis = order_redis_new(w->base, &app->redis_url, &app->scripts,
+    w->redis = order_redis_new(w->base, app->cfg.redis_url, &app->scripts,
                                (int)app->cfg.redis_timeout_ms);
     if (!w->redis) {
         snprintf(err, errsz, "out of memory");
