@@ -54,6 +54,12 @@ int rcl_url_parse(const char *url, rcl_url *out, char *err, size_t errsz)
     return 0;
 }
 
+int rcl_url_check(const char *url, char *err, size_t errsz)
+{
+    rcl_url u;
+    return rcl_url_parse(url ? url : "", &u, err, errsz);
+}
+
 redisContext *rcl_node_connect(const rcl_url *u, const char *host, int port, struct timeval tv,
                                char *err, size_t errsz)
 {

@@ -470,6 +470,8 @@ int rcl_append_argv(rcl_ctx *c, int argc, const char **argv, const size_t *lens)
         slot = rcl_command_slot(argc, argv, lens, c->err, sizeof(c->err));
         if (slot < -1)
             return -1;
+        if (slot == -1 && c->nq > c->nsent)
+            slot = c->q[c->nq - 1].slot; /* WAIT goes where the writes before it went */
     }
     if (c->nq == c->capq) {
         int cap = c->capq ? c->capq * 2 : 16;
@@ -512,10 +514,19 @@ static void flush_batch(rcl_ctx *c)
                 redisFree(c->one);
                 c->one = NULL;
             }
-            if (!c->one)
+            if (!c->one) {
                 c->one = sk_redis_url_connect(&c->url.plain, c->tv, c->err, sizeof(c->err));
+                c->one_used = 0;
+            }
             rc = c->one;
             p->node = 0;
+            if (!rc) {
+                /* Refused or timed out: final for a single server (no second wait). */
+                snprintf(p->err, sizeof(p->err), "%s", c->err);
+                p->node = -1;
+                p->failed = 1;
+                continue;
+            }
         }
         if (!rc || redisAppendCommandArgv(rc, p->argc, p->argv, p->lens) != REDIS_OK) {
             p->node = -1;
@@ -529,12 +540,16 @@ static void flush_batch(rcl_ctx *c)
         redisContext *rc = c->url.cluster ? c->nodes[p->node].c : c->one;
         void *r = NULL;
         if (!rc || rc->err || redisGetReply(rc, &r) != REDIS_OK) {
-            int lost = rc && conn_lost(rc, errno);
+            /* A timeout is final; a lost connection is retried (on a single server
+             * only if it had answered before: a restarted server, not a dead one). */
+            int lost = rc && conn_lost(rc, errno) && (c->url.cluster || c->one_used);
             snprintf(p->err, sizeof(p->err), "redis: %.120s", rc ? rc->errstr : "connection lost");
-            p->redo = lost; /* a timeout is final, a lost connection is retried */
+            p->redo = lost;
             p->failed = !lost;
             continue;
         }
+        if (!c->url.cluster)
+            c->one_used = 1;
         p->reply = r;
         int slot;
         rcl_addr to;

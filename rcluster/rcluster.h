@@ -45,6 +45,10 @@ struct event_base;
 /** @brief 1 when `url` starts with redis-cluster://, else 0. */
 int rcl_url_is_cluster(const char *url);
 
+/** @brief Checks a cluster or plain URL without connecting. @returns 0, or -1 with a
+ *  message in err (never the password). */
+int rcl_url_check(const char *url, char *err, size_t errsz);
+
 /** @brief The cluster slot of a key: CRC16 (XMODEM) mod 16384 of the key, or of the part
  *  between the first '{' and the next '}' when that part is not empty (Redis's rules). */
 int rcl_keyslot(const char *key, size_t len);
@@ -83,7 +87,8 @@ const char *rcl_errstr(const rcl_ctx *c);
 redisReply *rcl_command_argv(rcl_ctx *c, int argc, const char **argv, const size_t *lens);
 
 /** @brief Queues one command of a pipeline (arguments are copied). Commands to one node
- *  go out together on the next rcl_get_reply. @returns 0, or -1 (CROSSSLOT, malformed,
+ *  go out together on the next rcl_get_reply. A keyless command queued after another
+ *  goes to that command's node, so that WAIT follows the writes it waits for. @returns 0, or -1 (CROSSSLOT, malformed,
  *  OOM: nothing queued; see rcl_errstr). */
 int rcl_append_argv(rcl_ctx *c, int argc, const char **argv, const size_t *lens);
 

@@ -17,3 +17,12 @@ if(TARGET idgen_cli)
     add_dependencies(test_idgen_${t} idgen_cli)
   endforeach()
 endif()
+
+# On a throwaway Redis Cluster (issue 8): label cluster.
+if(TARGET idgen_cli AND TARGET rcluster) # seckill_test_cluster: tests/rcluster.cmake
+  seckill_add_test(NAME test_idgen_cluster SOURCES integration/test_idgen_cluster.c
+    LIBS seckill::idgen seckill::rcluster seckill_test_cluster Threads::Threads
+    LABELS "integration;cluster" TIMEOUT 180)
+  target_include_directories(test_idgen_cluster PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+  add_dependencies(test_idgen_cluster idgen_cli)
+endif()
