@@ -3,7 +3,6 @@
 #include "rcluster.h"
 #include "seckill_lua.h"
 
-#include <event2/event.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,17 +36,7 @@ int order_redis_url_check(const char *url, sk_redis_url *plain, char *err, size_
     memset(plain, 0, sizeof(*plain));
     if (!rcl_url_is_cluster(url))
         return sk_redis_url_parse(url, plain, err, errsz);
-    /* rcluster's parser is reached through a context: one that is created and freed
-     * before its loop ever runs sends nothing. */
-    struct event_base *base = event_base_new();
-    if (!base) {
-        snprintf(err, errsz, "out of memory");
-        return -1;
-    }
-    rcl_async *ac = rcl_async_connect(url, base, (struct timeval){1, 0}, err, errsz);
-    rcl_async_free(ac);
-    event_base_free(base);
-    return ac ? 0 : -1;
+    return rcl_url_check(url, err, errsz);
 }
 
 const char *order_redis_url_redacted(const char *url, char *buf, size_t bufsz)
