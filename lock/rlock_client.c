@@ -1,5 +1,6 @@
 /* rlock_client: the client context: URL, process-unique id, the shared command
- * connection (behind a mutex, reopened after an I/O error), and error strings. */
+ * context (behind a mutex; an rcluster context, so one Redis or a Redis Cluster, which
+ * reconnects by itself after an I/O error), and error strings. */
 #include "rlock_int.h"
 
 #include <stdio.h>
@@ -38,7 +39,12 @@ rlock_client_t *rlock_client_new(const char *redis_url, const rlock_client_opts 
         snprintf(errstr, errstr_size, "out of memory");
         return NULL;
     }
-    if (sk_redis_url_parse(redis_url ? redis_url : "", &c->url, errstr, errstr_size) != 0) {
+    if (rcl_url_check(redis_url ? redis_url : "", errstr, errstr_size) != 0) {
+        free(c);
+        return NULL;
+    }
+    if ((c->url = strdup(redis_url)) == NULL) {
+        snprintf(errstr, errstr_size, "out of memory");
         free(c);
         return NULL;
     }
@@ -54,6 +60,7 @@ rlock_client_t *rlock_client_new(const char *redis_url, const rlock_client_opts 
     c->tv.tv_usec = (o.connect_timeout_ms % 1000) * 1000;
     if (rlock_random_hex32(c->id) != 0) {
         snprintf(errstr, errstr_size, "no OS randomness for the client id");
+        free(c->url);
         free(c);
         return NULL;
     }
@@ -79,8 +86,8 @@ void rlock_client_free(rlock_client_t *c)
     if (c == NULL)
         return;
     rlock_watchdog_stop(c);
-    if (c->cmd)
-        redisFree(c->cmd);
+    rcl_free(c->cmd);
+    free(c->url);
     free(c->wd_list);
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->wd_mu);
@@ -91,9 +98,19 @@ void rlock_client_free(rlock_client_t *c)
 
 const char *rlock_client_id(const rlock_client_t *c) { return c->id; }
 
-redisContext *rlock_client_connect(rlock_client_t *c, char *err, size_t errsz)
+rcl_ctx *rlock_client_connect(rlock_client_t *c, char *err, size_t errsz)
 {
-    return sk_redis_url_connect(&c->url, c->tv, err, errsz);
+    return rlock_rcl_connect(c->url, c->tv, err, errsz);
+}
+
+redisContext *rlock_client_sub_connect(rlock_client_t *c, char *err, size_t errsz)
+{
+    pthread_mutex_lock(&c->mu);
+    redisContext *s = c->cmd ? rcl_connect_node(c->cmd, NULL, 0, err, errsz) : NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (s == NULL && c->cmd == NULL)
+        snprintf(err, errsz, "not connected");
+    return s;
 }
 
 void rlock_client_owner(const rlock_client_t *c, char out[RLOCK_OWNER_SIZE])
@@ -101,13 +118,10 @@ void rlock_client_owner(const rlock_client_t *c, char out[RLOCK_OWNER_SIZE])
     snprintf(out, RLOCK_OWNER_SIZE, "%s:%ld", c->id, (long)syscall(SYS_gettid));
 }
 
-/* With c->mu held: a usable command connection, or NULL with err set. */
-static redisContext *cmd_conn(rlock_client_t *c, char *err, size_t errsz)
+/* With c->mu held: the command context (it reconnects by itself), or NULL with err set
+ * when even the first connect failed (only at rlock_client_new). */
+static rcl_ctx *cmd_conn(rlock_client_t *c, char *err, size_t errsz)
 {
-    if (c->cmd != NULL && c->cmd->err) {
-        redisFree(c->cmd);
-        c->cmd = NULL;
-    }
     if (c->cmd == NULL)
         c->cmd = rlock_client_connect(c, err, errsz);
     return c->cmd;
@@ -118,8 +132,8 @@ int rlock_client_eval(rlock_client_t *c, int id, int nkeys, int argc, const char
 {
     *out = NULL;
     pthread_mutex_lock(&c->mu);
-    redisContext *rc = cmd_conn(c, err, errsz);
-    int rv = rc ? rlock_script_eval(rc, id, nkeys, argc, argv, out, err, errsz) : RLOCK_ERR_IO;
+    rcl_ctx *rc = cmd_conn(c, err, errsz);
+    int rv = rc ? rlock_script_eval_rcl(rc, id, nkeys, argc, argv, out, err, errsz) : RLOCK_ERR_IO;
     pthread_mutex_unlock(&c->mu);
     return rv;
 }
@@ -135,13 +149,13 @@ int rlock_client_command(rlock_client_t *c, int argc, const char **argv, redisRe
         vl[i] = strlen(argv[i]);
     pthread_mutex_lock(&c->mu);
     int rv = 0;
-    redisContext *rc = cmd_conn(c, err, errsz);
+    rcl_ctx *rc = cmd_conn(c, err, errsz);
     if (rc == NULL) {
         rv = RLOCK_ERR_IO;
     } else {
-        redisReply *r = redisCommandArgv(rc, argc, argv, vl);
+        redisReply *r = rcl_command_argv(rc, argc, argv, vl);
         if (r == NULL) {
-            snprintf(err, errsz, "redis: %s", rc->errstr[0] ? rc->errstr : "connection lost");
+            snprintf(err, errsz, "redis: %s", rcl_errstr(rc)[0] ? rcl_errstr(rc) : "connection lost");
             rv = RLOCK_ERR_IO;
         } else if (r->type == REDIS_REPLY_ERROR) {
             snprintf(err, errsz, "redis: %s", r->str);

@@ -14,6 +14,7 @@
 #ifndef RLOCK_INT_H
 #define RLOCK_INT_H
 
+#include "rcluster.h"
 #include "rlock.h"
 #include "sk_redis_url.h"
 
@@ -63,6 +64,14 @@ int rlock_script_eval(redisContext *c, int id, int nkeys, int argc, const char *
 /* Appends EVALSHA (no NOSCRIPT handling: for pipelines whose caller retries). */
 int rlock_script_append(redisContext *c, int id, int nkeys, int argc, const char **argv);
 
+/* The same two on an rcluster context (one Redis or a cluster): NOSCRIPT is handled by
+ * rcluster, on the node that lacks the script (rlock_rcl_connect registers them all). */
+int rlock_script_eval_rcl(rcl_ctx *c, int id, int nkeys, int argc, const char **argv,
+                          redisReply **out, char *err, size_t errsz);
+int rlock_script_append_rcl(rcl_ctx *c, int id, int nkeys, int argc, const char **argv);
+/* rcl_connect + every script registered. NULL with err on failure. */
+rcl_ctx *rlock_rcl_connect(const char *url, struct timeval tv, char *err, size_t errsz);
+
 /* ---- pure helpers (rlock_keys.c) ---- */
 /* Key of `suffix` ("" for the lock itself) for lock `name`: `rlock:{name}suffix`, or
  * `name suffix` when name carries its own '{...}' hash tag. Returns bytes written
@@ -79,12 +88,12 @@ void rlock_sleep_ms(int64_t ms);
 
 /* ---- client (rlock_client.c) ---- */
 struct rlock_client {
-    sk_redis_url url;
+    char *url; /* redis://, unix:// or redis-cluster:// (rcluster) */
     struct timeval tv;
     rlock_client_opts opts;
     char id[33];
     pthread_mutex_t mu; /* guards cmd */
-    redisContext *cmd;
+    rcl_ctx *cmd;       /* reconnects by itself after an error */
 
     /* watchdog (rlock_watchdog.c) */
     pthread_mutex_t wd_mu;
@@ -104,8 +113,11 @@ int rlock_client_eval(rlock_client_t *c, int id, int nkeys, int argc, const char
 /* Runs one plain command (argv form) on the command connection. */
 int rlock_client_command(rlock_client_t *c, int argc, const char **argv, redisReply **out,
                          char *err, size_t errsz);
-/* Opens a new connection with the client's URL and timeouts (NULL + err on failure). */
-redisContext *rlock_client_connect(rlock_client_t *c, char *err, size_t errsz);
+/* Opens a new context with the client's URL and timeouts (NULL + err on failure). */
+rcl_ctx *rlock_client_connect(rlock_client_t *c, char *err, size_t errsz);
+/* A new plain connection for SUBSCRIBE: the one Redis, or any master of the cluster
+ * (PUBLISH reaches every node). NULL + err on failure. */
+redisContext *rlock_client_sub_connect(rlock_client_t *c, char *err, size_t errsz);
 /* "clientid:tid" of the calling thread. */
 void rlock_client_owner(const rlock_client_t *c, char out[RLOCK_OWNER_SIZE]);
 
@@ -124,10 +136,12 @@ typedef int(rlock_attempt_fn)(void *ctx, int64_t *hint_ms);
 
 /* Attempts until done or wait_ms passes (< 0: for ever), waking on `channel` messages,
  * retrying at least every poll_ms (jittered). The first attempt runs before any
- * subscription (fast path). The subscription is on a connection to `url` kept in w.
+ * subscription (fast path). The subscription is on a connection kept in w, opened
+ * through client `c` when not NULL (lock handles), else to `url` (Redlock's servers).
  * @returns 0, RLOCK_ERR_TIMEOUT or the attempt's error. */
-int rlock_wait_until(const sk_redis_url *url, struct timeval tv, rlock_waiter *w, const char *channel, int64_t wait_ms,
-                     int64_t poll_ms, rlock_attempt_fn *attempt, void *ctx);
+int rlock_wait_until(rlock_client_t *c, const sk_redis_url *url, struct timeval tv, rlock_waiter *w,
+                     const char *channel, int64_t wait_ms, int64_t poll_ms, rlock_attempt_fn *attempt,
+                     void *ctx);
 void rlock_waiter_close(rlock_waiter *w);
 
 /* ---- lock handles (rlock_lock.c) ---- */

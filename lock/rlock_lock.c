@@ -185,7 +185,7 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
     if (l->kind == RLOCK_FAIR && poll_ms > l->c->opts.fair_waiter_timeout_ms / 3)
         poll_ms = l->c->opts.fair_waiter_timeout_ms / 3;
     a.refresh_ms = poll_ms;
-    int rv = rlock_wait_until(&l->c->url, l->c->tv, &l->w, l->channel, wait_ms, poll_ms, acquire_attempt, &a);
+    int rv = rlock_wait_until(l->c, NULL, l->c->tv, &l->w, l->channel, wait_ms, poll_ms, acquire_attempt, &a);
     if (rv != 0) {
         if (l->kind == RLOCK_FAIR && rv == RLOCK_ERR_TIMEOUT) {
             const char *argv[4] = {l->queue_key, l->tmo_key, owner, l->channel};

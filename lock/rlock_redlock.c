@@ -274,7 +274,7 @@ int rlock_redlock_lock(rlock_redlock_t *r, int64_t ttl_ms, int64_t wait_ms, int6
             sub = i;
             break;
         }
-    int rv = rlock_wait_until(&r->urls[sub], r->tv, &r->w, r->channel, wait_ms, r->retry_delay_ms,
+    int rv = rlock_wait_until(NULL, &r->urls[sub], r->tv, &r->w, r->channel, wait_ms, r->retry_delay_ms,
                               redlock_attempt, &t);
     if (rv == 0) {
         r->held = 1;

@@ -122,3 +122,56 @@ int rlock_script_eval(redisContext *c, int id, int nkeys, int argc, const char *
     snprintf(err, errsz, "script: NOSCRIPT after SCRIPT LOAD");
     return RLOCK_ERR_REDIS;
 }
+
+/* ---- on an rcluster context: NOSCRIPT is rcluster's (per node, from its registry) ---- */
+
+rcl_ctx *rlock_rcl_connect(const char *url, struct timeval tv, char *err, size_t errsz)
+{
+    rcl_ctx *c = rcl_connect(url, tv, err, errsz);
+    char sha[41];
+    for (int i = 0; c && i < RLOCK_S__COUNT; i++)
+        if (rcl_script_add(c, texts[i], sha) != 0) {
+            snprintf(err, errsz, "out of memory");
+            rcl_free(c);
+            c = NULL;
+        }
+    return c;
+}
+
+int rlock_script_append_rcl(rcl_ctx *c, int id, int nkeys, int argc, const char **argv)
+{
+    const char *v[MAX_ARGS + 3];
+    size_t vl[MAX_ARGS + 3];
+    char nk[16];
+    if (argc > MAX_ARGS)
+        return RLOCK_ERR_ARG;
+    fill_argv(id, nkeys, argc, argv, v, vl, nk);
+    return rcl_append_argv(c, argc + 3, v, vl) == 0 ? 0 : RLOCK_ERR_ARG;
+}
+
+int rlock_script_eval_rcl(rcl_ctx *c, int id, int nkeys, int argc, const char **argv,
+                          redisReply **out, char *err, size_t errsz)
+{
+    const char *v[MAX_ARGS + 3];
+    size_t vl[MAX_ARGS + 3];
+    char nk[16];
+    *out = NULL;
+    if (argc > MAX_ARGS) {
+        snprintf(err, errsz, "too many script arguments");
+        return RLOCK_ERR_ARG;
+    }
+    fill_argv(id, nkeys, argc, argv, v, vl, nk);
+    redisReply *r = rcl_command_argv(c, argc + 3, v, vl);
+    if (r == NULL) {
+        snprintf(err, errsz, "redis: %s", rcl_errstr(c)[0] ? rcl_errstr(c) : "connection lost");
+        /* CROSSSLOT (keys of one lock in two slots) is a bug, not a lost connection. */
+        return strncmp(rcl_errstr(c), "CROSSSLOT", 9) == 0 ? RLOCK_ERR_ARG : RLOCK_ERR_IO;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errsz, "script: %s", r->str);
+        freeReplyObject(r);
+        return RLOCK_ERR_REDIS;
+    }
+    *out = r;
+    return 0;
+}

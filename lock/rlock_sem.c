@@ -121,7 +121,7 @@ int rlock_sem_try_acquire(rlock_sem_t *s, int64_t n, int64_t wait_ms)
     }
     struct sem_acq a = {.s = s};
     snprintf(a.n, sizeof(a.n), "%" PRId64, n);
-    int rv = rlock_wait_until(&s->c->url, s->c->tv, &s->w, s->channel, wait_ms, s->c->opts.wait_poll_ms, sem_attempt, &a);
+    int rv = rlock_wait_until(s->c, NULL, s->c->tv, &s->w, s->channel, wait_ms, s->c->opts.wait_poll_ms, sem_attempt, &a);
     if (rv == RLOCK_ERR_TIMEOUT)
         snprintf(s->errstr, sizeof(s->errstr), "semaphore %s: %" PRId64 " permits not free in time", s->name, n);
     return rv;
@@ -249,7 +249,7 @@ static int latch_attempt(void *p, int64_t *hint)
 
 int rlock_latch_await(rlock_latch_t *l, int64_t wait_ms)
 {
-    int rv = rlock_wait_until(&l->c->url, l->c->tv, &l->w, l->channel, wait_ms, l->c->opts.wait_poll_ms, latch_attempt, l);
+    int rv = rlock_wait_until(l->c, NULL, l->c->tv, &l->w, l->channel, wait_ms, l->c->opts.wait_poll_ms, latch_attempt, l);
     if (rv == RLOCK_ERR_TIMEOUT)
         snprintf(l->errstr, sizeof(l->errstr), "latch %s: count not zero in time", l->name);
     return rv;

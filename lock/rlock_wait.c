@@ -37,11 +37,13 @@ static int read_until(redisContext *s, const char *kind)
     return -1;
 }
 
-static int subscribe(const sk_redis_url *url, struct timeval tv, rlock_waiter *w, const char *channel)
+static int subscribe(rlock_client_t *c, const sk_redis_url *url, struct timeval tv, rlock_waiter *w,
+                     const char *channel)
 {
     char err[RLOCK_ERRSTR_SIZE];
     if (w->sub == NULL) {
-        w->sub = sk_redis_url_connect(url, tv, err, sizeof(err));
+        w->sub = c ? rlock_client_sub_connect(c, err, sizeof(err))
+                   : sk_redis_url_connect(url, tv, err, sizeof(err));
         if (w->sub == NULL)
             return -1;
     }
@@ -93,8 +95,9 @@ static int wait_message(rlock_waiter *w, int64_t t)
     return n < 0 ? -1 : n > 0;
 }
 
-int rlock_wait_until(const sk_redis_url *url, struct timeval tv, rlock_waiter *w, const char *channel, int64_t wait_ms,
-                     int64_t poll_ms, rlock_attempt_fn *attempt, void *ctx)
+int rlock_wait_until(rlock_client_t *c, const sk_redis_url *url, struct timeval tv, rlock_waiter *w,
+                     const char *channel, int64_t wait_ms, int64_t poll_ms, rlock_attempt_fn *attempt,
+                     void *ctx)
 {
     int64_t hint = 0;
     w->woken = 0;
@@ -109,7 +112,7 @@ int rlock_wait_until(const sk_redis_url *url, struct timeval tv, rlock_waiter *w
      * double its round trips. Messages that arrive between waits only cause one early
      * retry. Without a subscription (refused...) we still wait, by polling alone. */
     int fresh = !w->subscribed;
-    int sub_ok = w->subscribed || subscribe(url, tv, w, channel) == 0;
+    int sub_ok = w->subscribed || subscribe(c, url, tv, w, channel) == 0;
     for (;;) {
         if (fresh) {
             /* Just subscribed: look again, a release may have come before we listened. */
@@ -132,7 +135,7 @@ int rlock_wait_until(const sk_redis_url *url, struct timeval tv, rlock_waiter *w
             w->woken = m > 0;
             if (m < 0) {
                 rlock_waiter_close(w);
-                sub_ok = subscribe(url, tv, w, channel) == 0;
+                sub_ok = subscribe(c, url, tv, w, channel) == 0;
             }
         } else {
             rlock_sleep_ms(t);

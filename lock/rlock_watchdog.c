@@ -32,15 +32,11 @@ static void renew_args(rlock_t *l, const char *ttl, int *id, int *nk, int *argc,
 
 /* One renewal pass over every registered hold, with wd_mu held. Moves the holds found
  * lost to lost[] (caller-provided, wd_cap long) and returns how many. */
-static size_t renew_pass(rlock_client_t *c, redisContext **conn, rlock_t **lost)
+static size_t renew_pass(rlock_client_t *c, rcl_ctx **conn, rlock_t **lost)
 {
     char err[RLOCK_ERRSTR_SIZE];
     char ttl[24];
     snprintf(ttl, sizeof(ttl), "%d", c->opts.watchdog_timeout_ms);
-    if (*conn != NULL && (*conn)->err) {
-        redisFree(*conn);
-        *conn = NULL;
-    }
     if (*conn == NULL)
         *conn = rlock_client_connect(c, err, sizeof(err));
     int64_t now = rlock_now_ms();
@@ -50,38 +46,27 @@ static size_t renew_pass(rlock_client_t *c, redisContext **conn, rlock_t **lost)
     for (size_t i = 0; i < c->wd_n; i++)
         res[i] = -1;
     if (*conn != NULL) {
-        /* Pipelined: one round trip for all holds. */
+        /* Pipelined: one round trip per node for all holds. A flushed script cache
+         * (NOSCRIPT) is rcluster's to mend: it loads the script and retries that one. */
         const char *argv[4];
         int id, nk, argc;
+        size_t sent = 0;
         for (size_t i = 0; i < c->wd_n; i++) {
             renew_args(c->wd_list[i], ttl, &id, &nk, &argc, argv);
-            rlock_script_append(*conn, id, nk, argc, argv);
+            if (rlock_script_append_rcl(*conn, id, nk, argc, argv) == 0)
+                res[i] = -3, sent++; /* queued */
         }
-        for (size_t i = 0; i < c->wd_n; i++) {
-            void *rep = NULL;
-            if (redisGetReply(*conn, &rep) != REDIS_OK || rep == NULL)
-                break;
-            redisReply *r = rep;
-            if (r->type == REDIS_REPLY_INTEGER) {
-                res[i] = r->integer == 1;
-            } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-                /* Script cache flushed: renew this one the slow way (loads the script)
-                 * once the pipeline is read to its end. */
-                res[i] = -2;
-            }
-            freeReplyObject(r);
-        }
-        for (size_t i = 0; i < c->wd_n && *conn && !(*conn)->err; i++) {
-            if (res[i] != -2)
+        for (size_t i = 0; i < c->wd_n && sent > 0; i++) {
+            if (res[i] != -3)
                 continue;
-            redisReply *r2;
-            renew_args(c->wd_list[i], ttl, &id, &nk, &argc, argv);
+            sent--;
+            redisReply *r = NULL;
             res[i] = -1;
-            if (rlock_script_eval(*conn, id, nk, argc, argv, &r2, err, sizeof(err)) == 0) {
-                if (r2->type == REDIS_REPLY_INTEGER)
-                    res[i] = r2->integer == 1;
-                freeReplyObject(r2);
-            }
+            if (rcl_get_reply(*conn, &r) != 0)
+                continue;
+            if (r->type == REDIS_REPLY_INTEGER)
+                res[i] = r->integer == 1;
+            freeReplyObject(r);
         }
     }
     size_t nlost = 0, keep = 0;
@@ -105,7 +90,7 @@ static size_t renew_pass(rlock_client_t *c, redisContext **conn, rlock_t **lost)
 static void *wd_main(void *arg)
 {
     rlock_client_t *c = arg;
-    redisContext *conn = NULL;
+    rcl_ctx *conn = NULL;
     int64_t period = c->opts.watchdog_timeout_ms / 3;
     if (period < 1)
         period = 1;
@@ -144,8 +129,7 @@ static void *wd_main(void *arg)
         pthread_mutex_lock(&c->wd_mu);
     }
     pthread_mutex_unlock(&c->wd_mu);
-    if (conn)
-        redisFree(conn);
+    rcl_free(conn);
     return NULL;
 }
 

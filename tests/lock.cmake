@@ -4,7 +4,7 @@
 if(TARGET rlock)
   seckill_add_test(NAME test_rlock_unit SOURCES unit/test_rlock_unit.c
     LIBS seckill::rlock LABELS unit TIMEOUT 60)
-  target_include_directories(test_rlock_unit PRIVATE ${CMAKE_SOURCE_DIR}/lock ${CMAKE_SOURCE_DIR}/common
+  target_include_directories(test_rlock_unit PRIVATE ${CMAKE_SOURCE_DIR}/lock ${CMAKE_SOURCE_DIR}/common ${CMAKE_SOURCE_DIR}/rcluster
     ${CMAKE_BINARY_DIR}/lock)
 
   # name;timeout;extra libs
@@ -22,4 +22,13 @@ if(TARGET rlock)
         LIBS ${libs} LABELS integration TIMEOUT ${tmo})
     endif()
   endforeach()
+endif()
+
+# The mutual-exclusion test again on a throwaway Redis Cluster (issue 8): simple and
+# reentrant locks through a redis-cluster:// URL. seckill_test_cluster: tests/rcluster.cmake.
+if(TARGET rlock AND TARGET rcluster)
+  seckill_add_test(NAME test_rlock_mutex_cluster
+    SOURCES integration/test_rlock_mutex.c integration/rlock_test_util.c
+    LIBS seckill::rlock seckill::rcluster seckill_test_cluster LABELS "integration;cluster" TIMEOUT 240)
+  target_compile_definitions(test_rlock_mutex_cluster PRIVATE RLOCK_MUTEX_CLUSTER)
 endif()
