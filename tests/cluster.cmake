@@ -1,0 +1,12 @@
+# Issue 8, the pipeline on a Redis Cluster (label cluster): bash drivers that start a
+# throwaway 3+3 Redis Cluster (tests/cluster/lib.sh) and, from SECKILL_BIN_DIR, their own
+# seckill-devkafka, two seckill-order and two seckill-consumer on free ports; only
+# PostgreSQL is shared (SECKILL_PG). Exit 77 (skipped) without PostgreSQL, the binaries
+# or redis-server. See tests/cluster/README.md.
+if(TARGET seckill-bench AND TARGET seckill-check AND TARGET seckill-order)
+  foreach(t flashsale failover)
+    add_test(NAME cluster_${t} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/${t}.sh)
+    set_tests_properties(cluster_${t} PROPERTIES LABELS cluster TIMEOUT 240 SKIP_RETURN_CODE 77
+      ENVIRONMENT "SECKILL_SOURCE_DIR=${CMAKE_SOURCE_DIR};SECKILL_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+  endforeach()
+endif()

@@ -1,0 +1,221 @@
+# tests/cluster/lib.sh: a private flash-sale pipeline on a throwaway Redis Cluster, for
+# the tests of label `cluster` (sourced after tests/e2e/lib.sh, whose helpers, pid list,
+# EXIT trap and skip rules it reuses).
+#
+# The cluster: 6 redis-server processes on loopback ports below the ephemeral range (a
+# run of 6 free ports, cluster bus +100), joined by `redis-cli --cluster create
+# --cluster-replicas 1` into 3 masters + 3 replicas, the shell twin of
+# tests/support/sk_test_cluster (node timeout 1500 ms, replica validity factor 0 so that
+# any replica may take over, AOF off: the replicas hold the data). Full coverage is not
+# required, so while one master fails over the others keep answering. Then the test's
+# own seckill-devkafka, fronts (several seckill-order on one JWT secret) and consumers
+# (one group); only PostgreSQL is shared (SECKILL_PG), as in tests/e2e.
+# CL_KEEP_LOGS=1 prints the cluster's logs on failure too (they are large).
+
+CL_NODES=6
+CL_PORTS=()
+CL_FRONTS=()      # base URLs of the fronts
+CL_FRONT_PIDS=()
+CL_CONSUMER_PIDS=()
+
+cl_require() {
+    e2e_require
+    local t
+    for t in redis-server redis-cli curl; do
+        command -v $t >/dev/null || e2e_skip "$t is not installed"
+    done
+}
+
+# A base port with base..base+5 and their bus ports (+100) all free.
+cl_free_base() {
+    local b p ok
+    for _ in $(seq 1 100); do
+        b=$((21000 + RANDOM % 9000))
+        ok=1
+        for ((p = b; p < b + CL_NODES; p++)); do
+            if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || (exec 3<>"/dev/tcp/127.0.0.1/$((p + 100))") 2>/dev/null; then
+                ok=0
+                break
+            fi
+        done
+        [ $ok -eq 1 ] && { echo "$b"; return 0; }
+    done
+    e2e_fail "no run of $CL_NODES free ports"
+}
+
+cl_cli() { redis-cli -p "$1" "${@:2}"; }
+
+cl_state_ok() {
+    local p
+    for p in "${CL_PORTS[@]}"; do
+        cl_cli "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+    done
+}
+
+# Every replica's link to its master is up (a failover needs a replica in sync).
+cl_replicas_synced() {
+    local p n=0
+    for p in "${CL_PORTS[@]}"; do
+        if cl_cli "$p" role 2>/dev/null | head -n 1 | grep -q slave; then
+            cl_cli "$p" info replication | grep -q '^master_link_status:up' || return 1
+            n=$((n + 1))
+        fi
+    done
+    [ $n -eq 3 ]
+}
+
+cl_start_cluster() {
+    local base p i addrs=()
+    base=$(cl_free_base)
+    for ((i = 0; i < CL_NODES; i++)); do
+        p=$((base + i))
+        CL_PORTS+=("$p")
+        mkdir -p "$E2E_TMP/node-$p"
+        redis-server --port "$p" --bind 127.0.0.1 --dir "$E2E_TMP/node-$p" \
+            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-port $((p + 100)) \
+            --cluster-node-timeout 1500 --cluster-replica-validity-factor 0 \
+            --cluster-require-full-coverage no --appendonly no --save "" \
+            --logfile "$E2E_TMP/node-$p.redislog" </dev/null >/dev/null 2>&1 &
+        E2E_PIDS+=($!)
+        addrs+=("127.0.0.1:$p")
+    done
+    for p in "${CL_PORTS[@]}"; do e2e_wait 20 "redis node $p" cl_cli "$p" ping; done
+    redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
+        >"$E2E_TMP/cluster-create.log" 2>&1 || e2e_fail "redis-cli --cluster create: $(tail -n 3 "$E2E_TMP/cluster-create.log")"
+    e2e_wait 60 "cluster_state:ok on every node" cl_state_ok
+    e2e_wait 60 "replicas in sync" cl_replicas_synced
+    CL_URL="redis-cluster://$(printf '127.0.0.1:%s,' "${CL_PORTS[@]}" | sed 's/,$//')"
+    e2e_log "redis cluster on ${CL_PORTS[0]}-${CL_PORTS[$((CL_NODES - 1))]} (3 masters + 3 replicas)"
+}
+
+# cl_pid_of PORT: the pid of the node on PORT.
+cl_pid_of() { cl_cli "$1" info server | sed -n 's/^process_id:\([0-9]*\).*/\1/p'; }
+
+# cl_master_of_event ID: the port of the master that serves the event's slot, from the
+# CLUSTER NODES of any live node (a master line ends with its slot ranges "a-b" or "a").
+cl_master_of_event() {
+    local p slot
+    for p in "${CL_PORTS[@]}"; do
+        slot=$(cl_cli "$p" cluster keyslot "seckill:{e$1}:stock" 2>/dev/null) || continue
+        [ -n "$slot" ] || continue
+        cl_cli "$p" cluster nodes 2>/dev/null | awk -v s="$slot" '
+            $3 ~ /master/ && $3 !~ /fail/ {
+                for (i = 9; i <= NF; i++) {
+                    n = split($i, r, "-"); if (n == 1) r[2] = r[1]
+                    if ($i !~ /^\[/ && s + 0 >= r[1] + 0 && s + 0 <= r[2] + 0) {
+                        split($2, a, "[:@]"); print a[2]; exit
+                    }
+                }
+            }' | grep . && return 0
+    done
+    return 1
+}
+
+# cl_masters: the ports that are masters now.
+cl_masters() {
+    local p
+    for p in "${CL_PORTS[@]}"; do
+        cl_cli "$p" role 2>/dev/null | head -n 1 | grep -q '^master$' && echo "$p"
+    done
+}
+
+# cl_start_consumers N: N seckill-consumer in one group.
+cl_start_consumers() {
+    local i port
+    for ((i = 1; i <= $1; i++)); do
+        port=$(e2e_free_port)
+        SECKILL_HTTP_PORT=$port SECKILL_KAFKA_BROKERS=$E2E_BROKERS SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000 \
+            SECKILL_GROUP_ID="seckill-cluster-$$" "$BIN/seckill-consumer" >>"$E2E_TMP/consumer$i.log" 2>&1 &
+        E2E_PIDS+=($!)
+        CL_CONSUMER_PIDS+=($!)
+        e2e_wait 60 "seckill-consumer $i /healthz" curl -fsS "http://127.0.0.1:$port/healthz"
+    done
+    e2e_log "$1 consumers up"
+}
+
+# cl_start_fronts N [ENV=VALUE...]: N seckill-order on the cluster, one JWT secret. The
+# per-user rate limit is out of the way: the benches reuse user ids across events.
+cl_start_fronts() {
+    local n=$1 i port
+    shift
+    E2E_SECRET=${E2E_SECRET:-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')}
+    for ((i = 1; i <= n; i++)); do
+        port=$(e2e_free_port)
+        env SECKILL_HTTP_PORT="$port" SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$E2E_BROKERS" \
+            SECKILL_JWT_SECRET="$E2E_SECRET" SECKILL_REDIS_URL="$CL_URL" SECKILL_WORKERS=2 \
+            SECKILL_RATELIMIT_RATE=1000000 SECKILL_RATELIMIT_BURST=1000000 "$@" \
+            "$BIN/seckill-order" >"$E2E_TMP/order$i.log" 2>&1 &
+        E2E_PIDS+=($!)
+        CL_FRONT_PIDS+=($!)
+        CL_FRONTS+=("http://127.0.0.1:$port")
+        e2e_wait 60 "seckill-order $i /readyz" curl -fsS "http://127.0.0.1:$port/readyz"
+    done
+    CL_HTTP=$(IFS=,; echo "${CL_FRONTS[*]}")
+    e2e_log "$n fronts up: $CL_HTTP"
+}
+
+# cl_create_event NAME STOCK: creates an event through the first front (admin token),
+# prints its id.
+cl_create_event() {
+    local tok now end body
+    tok=$(SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-order" token --sub 1 --admin --ttl 600)
+    now=$(date -u +%Y-%m-%dT%H:%M:%SZ -d '-1 minute')
+    end=$(date -u +%Y-%m-%dT%H:%M:%SZ -d '+1 hour')
+    body=$(curl -fsS -X POST -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
+        -d "{\"name\":\"$1\",\"stock\":$2,\"starts_at\":\"$now\",\"ends_at\":\"$end\"}" \
+        "${CL_FRONTS[0]}/api/v1/events") || return 1
+    echo "$body" | sed -n 's/.*"event_id":"\([0-9]*\)".*/\1/p'
+}
+
+# cl_create_events_on_masters N STOCK: creates events until N of them are spread over
+# every master (each master gets one before any gets a second); the ids in CL_EVENTS.
+# Event ids come from libidgen, so which master serves one is a matter of its slot.
+cl_create_events_on_masters() {
+    local want=$1 stock=$2 id m k min tries=0
+    local -A per
+    CL_EVENTS=()
+    while [ ${#CL_EVENTS[@]} -lt "$want" ]; do
+        tries=$((tries + 1))
+        [ $tries -le 60 ] || e2e_fail "60 events created, still not $want spread over the masters"
+        id=$(cl_create_event "cluster-$tries" "$stock") || e2e_fail "event creation failed"
+        [ -n "$id" ] || e2e_fail "event creation answered no id"
+        m=$(cl_master_of_event "$id") || e2e_fail "no master for event $id"
+        min=999999
+        for k in $(cl_masters); do
+            [ "${per[$k]:-0}" -lt $min ] && min=${per[$k]:-0}
+        done
+        if [ "${per[$m]:-0}" -le $min ]; then
+            per[$m]=$((${per[$m]:-0} + 1))
+            CL_EVENTS+=("$id")
+            CL_EVENT_MASTER[$id]=$m
+            e2e_log "event $id on the master at port $m"
+        fi
+    done
+}
+declare -A CL_EVENT_MASTER
+
+# cl_check EVENT OUTDIR [ARGS...]: seckill-check of one event on the cluster.
+cl_check() {
+    local ev=$1 out=$2
+    shift 2
+    SECKILL_KAFKA_BROKERS=$E2E_BROKERS "$BIN/seckill-check" --redis.url "$CL_URL" \
+        --pg "$SECKILL_PG" "$@" "$ev" "$out/accepted.txt"
+}
+
+# cl_summary DIR KEY / cl_outcome DIR "409 sold_out": figures from a bench's summary.json.
+cl_summary() { sed -n "s/^ *\"$2\": *\(-\{0,1\}[0-9.]*\).*/\1/p" "$1/summary.json" | head -n 1; }
+cl_outcome() {
+    local v
+    v=$(sed -n "s/^ *\"$2\": *\([0-9]*\).*/\1/p" "$1/summary.json" | head -n 1)
+    echo "${v:-0}"
+}
+
+# The cluster's logs on failure, only when asked (they are long).
+cl_dump_logs() {
+    [ -n "${CL_KEEP_LOGS:-}" ] || return 0
+    local f
+    for f in "$E2E_TMP"/*.redislog; do
+        echo "---- last lines of $(basename "$f")" >&2
+        tail -n 20 "$f" >&2
+    done
+}
