@@ -200,8 +200,10 @@ static void conn_flush(conn *c)
     c->wlen = c->woff = 0;
 }
 
-/* May this worker send one more request now? Takes a rate token and a request number. */
-static int take_request(worker *w, uint64_t *idx)
+/* May this worker send one more request now? Takes a rate token and a request number.
+ * *late_ns: open loop, how long ago the request was due (the tokens beyond this one are
+ * the requests owed, oldest first); 0 otherwise. */
+static int take_request(worker *w, uint64_t *idx, uint64_t *late_ns)
 {
     sb_load *l = w->l;
     if (w->stopping || w->exhausted)
@@ -213,8 +215,12 @@ static int take_request(worker *w, uint64_t *idx)
         w->exhausted = 1;
         return 0;
     }
-    if (w->rate > 0)
+    *late_ns = 0;
+    if (w->rate > 0) {
+        if (l->cfg.open_loop && w->tokens > 1.0)
+            *late_ns = (uint64_t)((w->tokens - 1.0) * 1e9 / w->rate);
         w->tokens -= 1.0;
+    }
     *idx = i;
     return 1;
 }
@@ -228,8 +234,8 @@ static void conn_fill(conn *c)
         return;
     c->wlen = c->woff = 0;
     uint64_t t = 0;
-    uint64_t i;
-    while (c->inflight < l->cfg.pipeline && take_request(w, &i)) {
+    uint64_t i, late;
+    while (c->inflight < l->cfg.pipeline && take_request(w, &i, &late)) {
         uint64_t user = sb_plan_user(l->cfg.plan, i);
         const sb_tokens *tk = l->cfg.tokens;
         size_t tlen = tk->off[user] - tk->off[user - 1];
@@ -241,7 +247,7 @@ static void conn_fill(conn *c)
         c->wlen += hl + tlen + 4;
         if (!t)
             t = now_ns();
-        c->ring[(c->rhead + c->inflight) % SB_MAX_PIPELINE] = t;
+        c->ring[(c->rhead + c->inflight) % SB_MAX_PIPELINE] = t - (late < t ? late : 0);
         c->inflight++;
         w->inflight++;
         if (sb_stats_sent(&w->st, since_ms(w, t)) != 0)
@@ -371,8 +377,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     uint64_t t = now_ns();
     if (w->rate > 0) {
         w->tokens += w->rate * (double)(t - w->last_tick_ns) / 1e9;
-        /* A small cap: after a stall the worker catches up gently instead of in one burst. */
-        double cap = w->rate * 0.02 + 1.0;
+        /* Closed loop, a small cap: after a stall the worker goes on at the rate instead
+         * of in one burst. Open loop, the requests owed are kept (up to 10 s of them). */
+        double cap = w->rate * (l->cfg.open_loop ? 10.0 : 0.02) + 1.0;
         if (w->tokens > cap)
             w->tokens = cap;
     }

@@ -5,7 +5,13 @@
  * the hot path is shared but one atomic request counter (which request number to send
  * next, so that N requests are sent exactly once over all workers). A connection
  * writes its next request as soon as it has room (pipeline depth, 1 by default) and
- * the rate limiter (a token bucket refilled by a 2 ms timer) allows it. Responses are
+ * the rate limiter (a token bucket refilled by a 2 ms timer) allows it. Closed loop (the
+ * default), the bucket holds at most 20 ms of requests: after a slow moment the worker
+ * goes on at the rate, and what it could not send is never sent. Open loop (open_loop),
+ * requests keep their schedule: the bucket holds up to 10 s of requests owed, sent as
+ * soon as a connection has room, and each one's latency counts from when it was due,
+ * not when it left (so a slow server is not flattered by the requests it delayed:
+ * no coordinated omission). Responses are
  * framed by sb_http and counted by sb_stats; the request's latency is measured from
  * the moment its bytes were handed to the kernel. A connection that breaks counts its
  * in-flight requests as answered with status 0 ("io") and reconnects with a backoff.
@@ -37,6 +43,7 @@ typedef struct sb_load_cfg {
     uint64_t requests;  /* stop after this many (0: no limit) */
     double duration_s;  /* stop sending after this long (0: no limit) */
     double rate;        /* target requests/s over all workers (0: flat out) */
+    int open_loop;      /* with rate: requests keep their schedule (see below) */
     double stall_s;     /* give up when no answer comes for this long */
     uint64_t event_id;
     const sb_plan *plan;

@@ -46,6 +46,7 @@ typedef struct bench_cfg {
     long long requests;
     long long duration;
     long long rate;
+    int rate_open;
     long long connections;
     long long threads;
     long long pipeline;
@@ -70,6 +71,7 @@ static const sk_cfg_entry bench_table[] = {
     {"requests", SK_CFG_INT, 0, 1000000000000LL, "300000", "requests to send (0: until `duration`)", F(requests)},
     {"duration", SK_CFG_INT, 0, 86400, "0", "stop sending after this many seconds (0: until `requests`)", F(duration)},
     {"rate", SK_CFG_INT, 0, 100000000, "0", "target requests/s over all connections (0: flat out)", F(rate)},
+    {"rate.open", SK_CFG_BOOL, 0, 0, "false", "with rate: open-loop pacing: requests owed after a slow moment are sent as soon as a connection is free (up to 10 s of them) and latency counts from when each was due", F(rate_open)},
     {"connections", SK_CFG_INT, 1, 20000, "64", "keep-alive connections in total", F(connections)},
     {"threads", SK_CFG_INT, 1, 16, "1", "worker threads (each runs its own event loop)", F(threads)},
     {"pipeline", SK_CFG_INT, 1, 64, "1", "requests in flight per connection (HTTP/1.1 pipelining; 1: none)", F(pipeline)},
@@ -322,6 +324,7 @@ int main(int argc, char **argv)
         .requests = (uint64_t)cfg.requests,
         .duration_s = (double)cfg.duration,
         .rate = (double)cfg.rate,
+        .open_loop = cfg.rate_open,
         .stall_s = (double)cfg.stall,
         .event_id = event_id,
         .plan = &plan,
@@ -468,6 +471,7 @@ int main(int argc, char **argv)
         json_object_set_new(js, "event_id", json_string(eid));
         json_object_set_new(js, "last_202_s", json_real(last_202_s));
         json_object_set_new(js, "start_unix_ms", json_integer((json_int_t)start_unix_ms));
+        json_object_set_new(js, "open_loop", json_boolean(cfg.rate > 0 && cfg.rate_open));
         json_object_set_new(js, "outcome_latency_ms", outlat);
     } else {
         json_decref(outlat);

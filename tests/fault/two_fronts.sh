@@ -31,7 +31,7 @@ killed_at=$(fault_now_ms)
 mapfile -t orphans < <(fault_rcli HKEYS "$(fault_key pending)")
 e2e_log "${#orphans[@]} reservations pending at the kill"
 
-e2e_wait $(((FAULT_RECON_LOCK_MS + FAULT_RECON_INTERVAL_MS + 3000) / 1000)) \
+e2e_wait $(((FAULT_RECON_LOCK_MS + FAULT_RECON_INTERVAL_MS + 5000) / 1000)) \
     "order_b takes the reconciler role over" fault_metric_is order_b seckill_order_reconcile_leader 1
 e2e_log "order_b reconciles $(($(fault_now_ms) - killed_at)) ms after the kill"
 grep -q "event=reconciler_leader" "$E2E_TMP/order_b.log" || e2e_fail "order_b's log does not say it took the lock"

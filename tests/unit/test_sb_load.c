@@ -169,6 +169,8 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static int g_open_loop; /* run_load's pacing: 0 closed loop, 1 open loop */
+
 static void run_load(run *r, int port, uint64_t users, uint64_t requests, int conns, int threads,
                      int pipeline, double rate)
 {
@@ -186,7 +188,7 @@ static void run_load(run *r, int port, uint64_t users, uint64_t requests, int co
         r->tk.off[i] = r->tk.off[i - 1] + (uint32_t)n;
     }
     sb_load_cfg cfg = {.urls = &r->url, .nurls = 1, .connections = conns, .threads = threads,
-                       .pipeline = pipeline, .requests = requests, .rate = rate, .stall_s = 10,
+                       .pipeline = pipeline, .requests = requests, .rate = rate, .open_loop = g_open_loop, .stall_s = 10,
                        .event_id = 77, .plan = &r->plan, .tokens = &r->tk};
     sb_load *l = sb_load_new(&cfg, err, sizeof(err));
     assert_non_null(l);
@@ -276,6 +278,23 @@ static void test_rate_limit(void **state)
     sb_stats_free(&r.st);
 }
 
+/* Open loop keeps the same average rate on a server that keeps up, and every request is
+ * counted once. */
+static void test_rate_open_loop(void **state)
+{
+    server *s = server_start(0, 0, 0);
+    run r;
+    g_open_loop = 1;
+    run_load(&r, s->port, 100, 1000, 8, 1, 1, 2000);
+    g_open_loop = 0;
+    server_stop(s);
+    assert_int_equal(r.st.answered, 1000);
+    assert_int_equal(sb_stats_count_status(&r.st, 409), 1000);
+    assert_true(r.secs >= 0.4);
+    assert_true(r.secs < 3.0);
+    sb_stats_free(&r.st);
+}
+
 static void test_nobody_listening_gives_up(void **state)
 {
     /* a port nobody listens on: connect fails, the engine stops after stall_s (10 s is
@@ -317,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_connection_close_reconnects),
         cmocka_unit_test(test_dropped_connection_counts_io),
         cmocka_unit_test(test_rate_limit),
+        cmocka_unit_test(test_rate_open_loop),
         cmocka_unit_test(test_nobody_listening_gives_up),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
