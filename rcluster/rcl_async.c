@@ -333,22 +333,8 @@ static void on_moved(rcl_async *a, int slot, const rcl_addr *to)
     int ni = node_find_add(a, to->host, to->port);
     if (ni < 0)
         return;
-    int m = 0;
-    while (m < a->map.nmasters && a->master_node[m] != ni)
-        m++;
-    if (m == a->map.nmasters) {
-        rcl_addr *ma = realloc(a->map.masters, (size_t)(m + 1) * sizeof(rcl_addr));
-        int *mn = ma ? realloc(a->master_node, (size_t)(m + 1) * sizeof(int)) : NULL;
-        if (ma)
-            a->map.masters = ma;
-        if (!mn)
-            return;
-        a->master_node = mn;
-        a->map.masters[m] = *to;
-        a->master_node[m] = ni;
-        a->map.nmasters++;
-    }
-    a->map.owner[slot] = (int16_t)m;
+    if (rcl_slotmap_move(&a->map, &a->master_node, slot, to, ni) != 0)
+        return;
     request_refresh(a, 0);
 }
 

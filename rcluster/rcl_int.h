@@ -51,6 +51,10 @@ typedef struct rcl_slotmap {
 int rcl_slotmap_parse(const redisReply *r, const char *from_host, rcl_slotmap *m, char *err,
                       size_t errsz);
 void rcl_slotmap_clear(rcl_slotmap *m);
+/* After MOVED: `slot` is served by `to`, node index `ni` of the caller's node table;
+ * adds it as a master (m->masters and *master_node, parallel arrays) when it is new.
+ * @returns 0, or -1 on OOM (map unchanged). */
+int rcl_slotmap_move(rcl_slotmap *m, int **master_node, int slot, const rcl_addr *to, int ni);
 
 /* ---- reply classification ---- */
 enum rcl_redirect { RCL_R_NONE, RCL_R_MOVED, RCL_R_ASK, RCL_R_TRYAGAIN, RCL_R_CLUSTERDOWN, RCL_R_NOSCRIPT };

@@ -135,6 +135,28 @@ int rcl_slotmap_parse(const redisReply *r, const char *from_host, rcl_slotmap *m
     return 0;
 }
 
+int rcl_slotmap_move(rcl_slotmap *m, int **master_node, int slot, const rcl_addr *to, int ni)
+{
+    int k = 0;
+    while (k < m->nmasters && (*master_node)[k] != ni)
+        k++;
+    if (k == m->nmasters) {
+        rcl_addr *ma = realloc(m->masters, (size_t)(k + 1) * sizeof(rcl_addr));
+        if (!ma)
+            return -1;
+        m->masters = ma;
+        int *mn = realloc(*master_node, (size_t)(k + 1) * sizeof(int));
+        if (!mn)
+            return -1;
+        *master_node = mn;
+        m->masters[k] = *to;
+        mn[k] = ni;
+        m->nmasters++;
+    }
+    m->owner[slot] = (int16_t)k;
+    return 0;
+}
+
 int rcl_scripts_add(rcl_scripts *s, const char *body, char sha[41])
 {
     rcl_sha1_hex(body, strlen(body), sha);

@@ -202,22 +202,8 @@ static void on_moved(rcl_ctx *c, int slot, const rcl_addr *to)
     int ni = node_find_add(c, to->host, to->port);
     if (ni < 0)
         return;
-    int m = 0;
-    while (m < c->map.nmasters && c->master_node[m] != ni)
-        m++;
-    if (m == c->map.nmasters) {
-        rcl_addr *ma = realloc(c->map.masters, (size_t)(m + 1) * sizeof(rcl_addr));
-        int *mn = ma ? realloc(c->master_node, (size_t)(m + 1) * sizeof(int)) : NULL;
-        if (ma)
-            c->map.masters = ma;
-        if (!mn)
-            return;
-        c->master_node = mn;
-        c->map.masters[m] = *to;
-        c->master_node[m] = ni;
-        c->map.nmasters++;
-    }
-    c->map.owner[slot] = (int16_t)m;
+    if (rcl_slotmap_move(&c->map, &c->master_node, slot, to, ni) != 0)
+        return;
     if (rcl_now_ms() - c->last_refresh_ms >= RCL_REFRESH_MIN_MS)
         refresh_map(c);
 }
