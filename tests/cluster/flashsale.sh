@@ -12,7 +12,8 @@ cl_start_consumers 2
 cl_start_fronts 2
 
 STOCK=1000
-cl_create_events_on_masters 4 $STOCK
+cl_create_events_on_masters 4 $STOCK || e2e_fail "no events on every master"
+cl_log_events
 [ "$(printf '%s\n' "${CL_EVENT_MASTER[@]}" | sort -u | wc -l)" -eq 3 ] ||
     e2e_fail "the events do not cover the 3 masters"
 

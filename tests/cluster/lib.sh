@@ -12,6 +12,10 @@
 # (one group); only PostgreSQL is shared (SECKILL_PG), as in tests/e2e.
 # CL_KEEP_LOGS=1 prints the cluster's logs on failure too (they are large).
 
+# The cluster helpers shared with bench/demo.sh (cl_cli, cl_masters, cl_master_of_event,
+# cl_create_event, cl_create_events_on_masters).
+. "$(dirname "${BASH_SOURCE[0]}")/../../bench/cluster_lib.sh"
+
 CL_NODES=6
 CL_PORTS=()
 CL_FRONTS=()      # base URLs of the fronts
@@ -42,8 +46,6 @@ cl_free_base() {
     done
     e2e_fail "no run of $CL_NODES free ports"
 }
-
-cl_cli() { redis-cli -p "$1" "${@:2}"; }
 
 cl_state_ok() {
     local p
@@ -91,34 +93,6 @@ cl_start_cluster() {
 # cl_pid_of PORT: the pid of the node on PORT.
 cl_pid_of() { cl_cli "$1" info server | sed -n 's/^process_id:\([0-9]*\).*/\1/p'; }
 
-# cl_master_of_event ID: the port of the master that serves the event's slot, from the
-# CLUSTER NODES of any live node (a master line ends with its slot ranges "a-b" or "a").
-cl_master_of_event() {
-    local p slot
-    for p in "${CL_PORTS[@]}"; do
-        slot=$(cl_cli "$p" cluster keyslot "seckill:{e$1}:stock" 2>/dev/null) || continue
-        [ -n "$slot" ] || continue
-        cl_cli "$p" cluster nodes 2>/dev/null | awk -v s="$slot" '
-            $3 ~ /master/ && $3 !~ /fail/ {
-                for (i = 9; i <= NF; i++) {
-                    n = split($i, r, "-"); if (n == 1) r[2] = r[1]
-                    if ($i !~ /^\[/ && s + 0 >= r[1] + 0 && s + 0 <= r[2] + 0) {
-                        split($2, a, "[:@]"); print a[2]; exit
-                    }
-                }
-            }' | grep . && return 0
-    done
-    return 1
-}
-
-# cl_masters: the ports that are masters now.
-cl_masters() {
-    local p
-    for p in "${CL_PORTS[@]}"; do
-        cl_cli "$p" role 2>/dev/null | head -n 1 | grep -q '^master$' && echo "$p"
-    done
-}
-
 # cl_start_consumers N: N seckill-consumer in one group.
 cl_start_consumers() {
     local i port
@@ -151,48 +125,10 @@ cl_start_fronts() {
         e2e_wait 60 "seckill-order $i /readyz" curl -fsS "http://127.0.0.1:$port/readyz"
     done
     CL_HTTP=$(IFS=,; echo "${CL_FRONTS[*]}")
+    CL_SECRET=$E2E_SECRET
+    CL_FRONT=${CL_FRONTS[0]}
     e2e_log "$n fronts up: $CL_HTTP"
 }
-
-# cl_create_event NAME STOCK: creates an event through the first front (admin token),
-# prints its id.
-cl_create_event() {
-    local tok now end body
-    tok=$(SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-order" token --sub 1 --admin --ttl 600)
-    now=$(date -u +%Y-%m-%dT%H:%M:%SZ -d '-1 minute')
-    end=$(date -u +%Y-%m-%dT%H:%M:%SZ -d '+1 hour')
-    body=$(curl -fsS -X POST -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
-        -d "{\"name\":\"$1\",\"stock\":$2,\"starts_at\":\"$now\",\"ends_at\":\"$end\"}" \
-        "${CL_FRONTS[0]}/api/v1/events") || return 1
-    echo "$body" | sed -n 's/.*"event_id":"\([0-9]*\)".*/\1/p'
-}
-
-# cl_create_events_on_masters N STOCK: creates events until N of them are spread over
-# every master (each master gets one before any gets a second); the ids in CL_EVENTS.
-# Event ids come from libidgen, so which master serves one is a matter of its slot.
-cl_create_events_on_masters() {
-    local want=$1 stock=$2 id m k min tries=0
-    local -A per
-    CL_EVENTS=()
-    while [ ${#CL_EVENTS[@]} -lt "$want" ]; do
-        tries=$((tries + 1))
-        [ $tries -le 60 ] || e2e_fail "60 events created, still not $want spread over the masters"
-        id=$(cl_create_event "cluster-$tries" "$stock") || e2e_fail "event creation failed"
-        [ -n "$id" ] || e2e_fail "event creation answered no id"
-        m=$(cl_master_of_event "$id") || e2e_fail "no master for event $id"
-        min=999999
-        for k in $(cl_masters); do
-            [ "${per[$k]:-0}" -lt $min ] && min=${per[$k]:-0}
-        done
-        if [ "${per[$m]:-0}" -le $min ]; then
-            per[$m]=$((${per[$m]:-0} + 1))
-            CL_EVENTS+=("$id")
-            CL_EVENT_MASTER[$id]=$m
-            e2e_log "event $id on the master at port $m"
-        fi
-    done
-}
-declare -A CL_EVENT_MASTER
 
 # cl_check EVENT OUTDIR [ARGS...]: seckill-check of one event on the cluster.
 cl_check() {
@@ -218,4 +154,9 @@ cl_dump_logs() {
         echo "---- last lines of $(basename "$f")" >&2
         tail -n 20 "$f" >&2
     done
+}
+
+cl_log_events() {
+    local ev
+    for ev in "${CL_EVENTS[@]}"; do e2e_log "event $ev on the master at port ${CL_EVENT_MASTER[$ev]}"; done
 }
