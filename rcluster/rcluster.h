@@ -13,10 +13,12 @@
  *   keyless commands go to any master;
  * - MOVED updates the map (and refreshes it, rate-limited) and retries on the new owner;
  *   ASK sends ASKING + the command to the target once, without touching the map;
- *   TRYAGAIN / CLUSTERDOWN are retried with backoff (RCL_RETRIES times, waiting
- *   20 ms doubling up to 500 ms: about 2 s in all), then the error reply goes to the caller; a lost or
- *   refused connection refreshes the map from any reachable node (after a failover the
- *   replica is master) and retries likewise. A timeout is not retried.
+ *   TRYAGAIN / CLUSTERDOWN are retried with backoff (RCL_RETRIES times, waiting 20 ms
+ *   doubling up to 500 ms: about 2 s in all), then the error reply goes to the caller;
+ *   a lost or refused connection refreshes the map from any reachable node (after a
+ *   failover the replica is master) and retries likewise. A timeout is not retried.
+ * Pass-through: the blocking API retries once on a connection that had answered before
+ * and was closed (a restarted server); the async API answers NULL and reconnects.
  * In both modes EVALSHA of a script registered with rcl_script_add / rcl_async_script_add
  * that is answered NOSCRIPT (the script cache is per node) is answered by SCRIPT LOAD on
  * that node and one retry, transparently.

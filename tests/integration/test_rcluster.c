@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,6 +339,46 @@ static void test_pubsub_node_and_auth(void **state)
     assert_null(rcl_connect("redis-cluster://127.0.0.1:1,", TV, err, sizeof(err)));
 }
 
+/* kill -9 of a key's master: the same context serves the key again once its replica is
+ * promoted (refused connections refresh the map from any live node). Written with WAIT
+ * first, so the replica has it. Last in the cluster tests: it leaves a node down. */
+static void test_failover_same_context(void **state)
+{
+    char err[512];
+    const char *key = "{failover}k";
+    expect_status(cmd("SET", key, "kept"));
+    const char *w[3] = {"WAIT", "1", "2000"};
+    const char *g[2] = {"GET", key};
+    assert_int_equal(rcl_append_argv(ctx, 2, g, NULL), 0);
+    assert_int_equal(rcl_append_argv(ctx, 3, w, NULL), 0); /* goes to the key's master */
+    redisReply *r;
+    assert_int_equal(rcl_get_reply(ctx, &r), 0);
+    expect_str(r, "kept");
+    assert_int_equal(rcl_get_reply(ctx, &r), 0);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    int slot = rcl_keyslot(key, strlen(key));
+    int m = sk_test_cluster_master_of(cl, slot);
+    sk_test_redis_stop(sk_test_cluster_node(cl, m), SIGKILL);
+    int64_t t0 = now_ms(), served = -1;
+    while (now_ms() - t0 < 20000) {
+        r = cmd("GET", key, NULL);
+        if (r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "kept") == 0) {
+            served = now_ms() - t0;
+            freeReplyObject(r);
+            break;
+        }
+        if (r)
+            freeReplyObject(r);
+    }
+    print_message("failover: served again after %lld ms\n", (long long)served);
+    assert_true(served >= 0);
+    assert_int_not_equal(sk_test_cluster_master_of(cl, slot), m);
+    if (sk_test_cluster_wait_ok(cl, slot, 20000, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+}
+
 static void test_pass_through(void **state)
 {
     char err[512];
@@ -388,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_ask_during_migration),
         cmocka_unit_test(test_noscript_per_node),
         cmocka_unit_test(test_pubsub_node_and_auth),
+        cmocka_unit_test(test_failover_same_context),
         cmocka_unit_test(test_pass_through),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
