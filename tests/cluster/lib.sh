@@ -16,8 +16,6 @@
 # cl_create_event, cl_create_events_on_masters).
 . "$(dirname "${BASH_SOURCE[0]}")/../../bench/cluster_lib.sh"
 
-CL_NODES=6
-CL_PORTS=()
 CL_FRONTS=()      # base URLs of the fronts
 CL_FRONT_PIDS=()
 CL_CONSUMER_PIDS=()
@@ -30,64 +28,16 @@ cl_require() {
     done
 }
 
-# A base port with base..base+5 and their bus ports (+100) all free.
-cl_free_base() {
-    local b p ok
-    for _ in $(seq 1 100); do
-        b=$((21000 + RANDOM % 9000))
-        ok=1
-        for ((p = b; p < b + CL_NODES; p++)); do
-            if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || (exec 3<>"/dev/tcp/127.0.0.1/$((p + 100))") 2>/dev/null; then
-                ok=0
-                break
-            fi
-        done
-        [ $ok -eq 1 ] && { echo "$b"; return 0; }
-    done
-    e2e_fail "no run of $CL_NODES free ports"
-}
-
-cl_state_ok() {
-    local p
-    for p in "${CL_PORTS[@]}"; do
-        cl_cli "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
-    done
-}
-
-# Every replica's link to its master is up (a failover needs a replica in sync).
-cl_replicas_synced() {
-    local p n=0
-    for p in "${CL_PORTS[@]}"; do
-        if cl_cli "$p" role 2>/dev/null | head -n 1 | grep -q slave; then
-            cl_cli "$p" info replication | grep -q '^master_link_status:up' || return 1
-            n=$((n + 1))
-        fi
-    done
-    [ $n -eq 3 ]
-}
-
 cl_start_cluster() {
-    local base p i addrs=()
-    base=$(cl_free_base)
-    for ((i = 0; i < CL_NODES; i++)); do
-        p=$((base + i))
-        CL_PORTS+=("$p")
-        mkdir -p "$E2E_TMP/node-$p"
-        redis-server --port "$p" --bind 127.0.0.1 --dir "$E2E_TMP/node-$p" \
-            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-port $((p + 100)) \
-            --cluster-node-timeout 1500 --cluster-replica-validity-factor 0 \
-            --cluster-require-full-coverage no --appendonly no --save "" \
-            --logfile "$E2E_TMP/node-$p.redislog" </dev/null >/dev/null 2>&1 &
-        E2E_PIDS+=($!)
-        addrs+=("127.0.0.1:$p")
-    done
-    for p in "${CL_PORTS[@]}"; do e2e_wait 20 "redis node $p" cl_cli "$p" ping; done
-    redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
-        >"$E2E_TMP/cluster-create.log" 2>&1 || e2e_fail "redis-cli --cluster create: $(tail -n 3 "$E2E_TMP/cluster-create.log")"
-    e2e_wait 60 "cluster_state:ok on every node" cl_state_ok
-    e2e_wait 60 "replicas in sync" cl_replicas_synced
-    CL_URL="redis-cluster://$(printf '127.0.0.1:%s,' "${CL_PORTS[@]}" | sed 's/,$//')"
-    e2e_log "redis cluster on ${CL_PORTS[0]}-${CL_PORTS[$((CL_NODES - 1))]} (3 masters + 3 replicas)"
+    local base
+    base=$(cl_free_base) || e2e_fail "no run of 6 free ports"
+    # Node timeout 1.5 s, any replica may take over, no persistence: the replicas hold
+    # the data.
+    cl_spawn_cluster "$E2E_TMP" "$base" --cluster-node-timeout 1500 \
+        --cluster-replica-validity-factor 0 --appendonly no ||
+        e2e_fail "the cluster did not come up: $(tail -n 3 "$E2E_TMP/cluster-create.log" 2>/dev/null)"
+    E2E_PIDS+=("${CL_SPAWNED[@]}")
+    e2e_log "redis cluster on ${CL_PORTS[0]}-${CL_PORTS[5]} (3 masters + 3 replicas)"
 }
 
 # cl_pid_of PORT: the pid of the node on PORT.

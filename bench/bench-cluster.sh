@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# bench-cluster.sh: seckill-order on a Redis Cluster beside the same front on a single
+# Redis, in one run (issue 8). Run by `deploy/local.sh bench cluster` or
+# `deploy/local.sh bench --cluster` (plain `bench` skips it).
+#
+# Starts its own servers so that the two sides differ only in the Redis behind them: a
+# single redis-server and a 3 masters + 3 replicas Redis Cluster (bench/cluster_lib.sh),
+# both with AOF and appendfsync always as the local stack runs them; one seckill-devkafka;
+# one seckill-order on each (same settings, same JWT secret). wrk drives each front in
+# turn (64 keep-alive connections, 2 threads, bench/order_wrk.lua):
+#   accept   : an event whose stock never runs out, a distinct user per request
+#   sold_out : an event with no stock (the in-process sold-out flag answers)
+# Each path runs BENCH_REPEAT (3) times per side, the sides alternating (single, cluster,
+# single, ...) so that drift of the shared machine hits both; medians are reported with
+# the ratio cluster / single. On one 2-core machine the 6 nodes, the front and wrk share
+# the cores: the figure is the cost of routing (and of the replicas' work), not scaling;
+# README.md says how to measure scaling.
+# Environment: BENCH_SECONDS (10) BENCH_CONNS (64) BENCH_REPEAT (3) BENCH_BIN (default
+# $SECKILL_BIN_DIR; use a Release build) BENCH_WORKERS (0: one per core).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${BENCH_BIN:-${SECKILL_BIN_DIR:-$ROOT/build/bin}}
+SECS=${BENCH_SECONDS:-10}
+CONNS=${BENCH_CONNS:-64}
+REPEAT=${BENCH_REPEAT:-3}
+for tool in wrk redis-server redis-cli; do
+    command -v $tool >/dev/null || { echo "bench-cluster: $tool is not installed" >&2; exit 1; }
+done
+[ -x "$BIN/seckill-order" ] && [ -x "$BIN/seckill-devkafka" ] ||
+    { echo "bench-cluster: build seckill-order and seckill-devkafka into $BIN" >&2; exit 1; }
+# shellcheck source=bench/cluster_lib.sh
+. "$ROOT/bench/cluster_lib.sh"
+
+WORK=$(mktemp -d /tmp/bench-cluster.XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+die() { echo "bench-cluster: $*" >&2; exit 1; }
+
+free_port() { # a port nothing listens on, below the ephemeral range
+    local p
+    for _ in $(seq 1 100); do
+        p=$(shuf -i 20000-32000 -n 1)
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+# The two Redis sides.
+RPORT=$(free_port)
+redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$WORK" --appendonly yes --appendfsync always \
+    --save "" --logfile "$WORK/redis.log" </dev/null >/dev/null 2>&1 &
+PIDS+=($!)
+cl_poll 20 redis-cli -p "$RPORT" ping || die "redis-server did not start"
+base=$(cl_free_base) || die "no run of 6 free ports for the cluster"
+mkdir -p "$WORK/cluster"
+cl_spawn_cluster "$WORK/cluster" "$base" --cluster-node-timeout 5000 --appendonly yes --appendfsync always ||
+    { PIDS+=("${CL_SPAWNED[@]}"); die "the cluster did not come up"; }
+PIDS+=("${CL_SPAWNED[@]}")
+
+"$BIN/seckill-devkafka" --bootstrap-file "$WORK/kafka.bootstrap" --control-file "$WORK/kafka.control" \
+    >"$WORK/devkafka.log" 2>&1 &
+PIDS+=($!)
+cl_poll 20 test -s "$WORK/kafka.bootstrap" || die "seckill-devkafka did not start"
+SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+
+declare -A PORT FPID
+start_front() { # side url
+    local port
+    port=$(free_port)
+    env -u SECKILL_PG SECKILL_REDIS_URL="$2" SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$port" \
+        SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
+        SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 SECKILL_WORKERS="${BENCH_WORKERS:-0}" \
+        SECKILL_RECONCILE_INTERVAL_MS=0 "$BIN/seckill-order" >"$WORK/order-$1.log" 2>&1 &
+    PIDS+=($!)
+    FPID[$1]=$!
+    PORT[$1]=$port
+    cl_poll 30 curl -fsS "http://127.0.0.1:$port/readyz" || die "seckill-order on the $1 side is not ready (see $WORK/order-$1.log)"
+}
+start_front single "redis://127.0.0.1:$RPORT"
+start_front cluster "$CL_URL"
+
+# Events straight into Redis (event_load.lua), ids above anything libidgen hands out.
+now_ms=$(($(date +%s) * 1000))
+next_ev=$((8600000000000000000 + $(date +%s) * 1000))
+LUA=$(cat "$ROOT/lua/event_load.lua")
+load() { # side id stock
+    local cli=(redis-cli -p "$RPORT")
+    [ "$1" = cluster ] && cli=(redis-cli -c -p "${CL_PORTS[0]}")
+    "${cli[@]}" EVAL "$LUA" 2 "seckill:{e$2}:stock" "seckill:{e$2}:meta" "$3" $((now_ms - 60000)) \
+        $((now_ms + 3600000)) 1 >/dev/null
+}
+new_event() { next_ev=$((next_ev + 1)); load "$1" "$next_ev" "$2"; EV=$next_ev; }
+
+# Tokens: one distinct user per request; each accept run takes a fresh event, so the
+# same users may buy again.
+NTOK=${BENCH_TOKENS:-$((SECS * 40000))}
+SECKILL_JWT_SECRET="$SECRET" "$BIN/seckill-order" token --sub $(($(date +%s) * 1000000)) --count "$NTOK" \
+    --ttl 3600 >"$WORK/tokens"
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TICK=$(getconf CLK_TCK)
+run_wrk() { # side path event run
+    local f=$WORK/$1-$2-$4 c0
+    c0=$(cpu_ticks "${FPID[$1]}")
+    wrk -c"$CONNS" -t2 -d"${SECS}s" --latency -s "$ROOT/bench/order_wrk.lua" "http://127.0.0.1:${PORT[$1]}" \
+        -- "/api/v1/events/$3/orders" "$WORK/tokens" 2 >"$f.wrk" 2>&1
+    echo $(($(cpu_ticks "${FPID[$1]}") - c0)) >"$f.cpu"
+}
+rps() { awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$1"; }
+lat_ms() { awk -v p="$2" '$1==p { v=$2; if (v ~ /us$/) { sub(/us$/,"",v); v=v/1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v=v*1000 } printf "%.2f", v }' "$1"; }
+non2xx() { awk '/Non-2xx/ { print $5 }' "$1" | grep . || echo 0; }
+total() { awk '/requests in/ { print $1 }' "$1"; }
+cpu_us() { awk -v t="$(cat "$1.cpu")" -v n="$(total "$1.wrk")" -v hz="$TICK" 'BEGIN { if (n > 0) printf "%.0f", t / hz * 1e6 / n; else print 0 }'; }
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+declare -A SOLD
+for side in single cluster; do
+    new_event "$side" 0
+    SOLD[$side]=$EV
+done
+for ((r = 1; r <= REPEAT; r++)); do
+    for side in single cluster; do
+        new_event "$side" 2000000000
+        run_wrk "$side" accept "$EV" "$r"
+        run_wrk "$side" sold_out "${SOLD[$side]}" "$r"
+        echo "bench-cluster: run $r $side: accept $(rps "$WORK/$side-accept-$r.wrk")/s, sold_out $(rps "$WORK/$side-sold_out-$r.wrk")/s" >&2
+    done
+done
+
+# med SIDE PATH FIELD: the median over the runs of rps, p50, p99, cpu or bad.
+med() {
+    local r f
+    for ((r = 1; r <= REPEAT; r++)); do
+        f=$WORK/$1-$2-$r
+        case $3 in
+        rps) rps "$f.wrk" ;;
+        p50) lat_ms "$f.wrk" 50% ;;
+        p99) lat_ms "$f.wrk" 99% ;;
+        cpu) cpu_us "$f" ;;
+        bad) non2xx "$f.wrk" ;;
+        esac
+        echo
+    done | grep . | median
+}
+
+printf '\nload average before the runs: %s (2 cores shared by wrk, the front and every Redis process)\n' "$LOAD0"
+printf 'seckill-order on a single Redis vs on a Redis Cluster (3 masters + 3 replicas), AOF appendfsync always on every node;\n'
+printf '%s s per run, %s connections, wrk -t2, medians of %s runs per side, the sides alternating\n' "$SECS" "$CONNS" "$REPEAT"
+printf '%-10s %-8s %12s %9s %9s %9s %s\n' path side "requests/s" "p50 ms" "p99 ms" "us CPU" "not 2xx (accept) / 409 (sold out)"
+json=""
+for path in accept sold_out; do
+    for side in single cluster; do
+        printf '%-10s %-8s %12s %9s %9s %9s %s\n' "$path" "$side" "$(med $side $path rps)" "$(med $side $path p50)" \
+            "$(med $side $path p99)" "$(med $side $path cpu)" "$(med $side $path bad)"
+    done
+    rs=$(med single $path rps)
+    rc=$(med cluster $path rps)
+    printf '%-10s cluster / single = %s\n' "$path" "$(ratio "$rc" "$rs")"
+    json="$json\"${path}_single_rps\":$rs,\"${path}_cluster_rps\":$rc,\"${path}_ratio\":$(ratio "$rc" "$rs"),"
+done
+printf '{"bench":"cluster","seconds":%s,"connections":%s,"repeat":%s,%s"loadavg_1m":%s}\n' \
+    "$SECS" "$CONNS" "$REPEAT" "$json" "$(cut -d' ' -f1 /proc/loadavg)"
