@@ -6,10 +6,12 @@
  * connection, so a request lives on one thread from accept to answer. What is shared is
  * thread-safe by construction: the producer (librdkafka), the ID generators (libidgen),
  * the PostgreSQL pool, the token buckets (striped locks), the sold-out flags and the
- * metrics (atomics). Work that finishes on another thread (a Kafka delivery report on
- * the poll thread, a PostgreSQL job on a pool thread) comes back to its worker through
- * the worker's inbox: a locked list plus an event made active from that thread. Nothing
- * touches evhttp or hiredis from any thread but the owning worker. */
+ * metrics (atomics). Kafka's delivery reports are served on worker 0's loop (the
+ * producer's report fd): worker 0's own requests go on at once. Work that finishes on
+ * another thread (a report for another worker's request, a PostgreSQL job on a pool
+ * thread) comes back to its worker through the worker's inbox: a locked list plus an
+ * event made active from that thread. Nothing touches evhttp or hiredis from any thread
+ * but the owning worker. */
 #ifndef ORDER_APP_H
 #define ORDER_APP_H
 
@@ -55,6 +57,7 @@ typedef struct order_worker {
     order_task *inbox_head, *inbox_tail;
     int inbox_signalled;
     struct event *inbox_ev;
+    struct event *kafka_ev; /* worker 0 only: the producer's report fd */
     order_task stop_accepting_task, exit_task;
 } order_worker;
 
@@ -76,6 +79,9 @@ struct order_app {
     order_worker *workers;
 };
 
+/** @brief The worker whose loop runs on the calling thread, or NULL. */
+order_worker *order_worker_self(void);
+
 /** @brief Hands `t` to worker `w`: t->fn runs on w's loop soon. Thread-safe. */
 void order_worker_post(order_worker *w, order_task *t);
 
@@ -88,11 +94,16 @@ int order_workers_start(order_app *app, char *err, size_t errsz);
  *  are still served). Returns at once. */
 void order_workers_stop_accepting(order_app *app);
 
+/** @brief Stops worker 0 serving Kafka's delivery reports (waits for a serve under way);
+ *  from then on order_kafka_flush/free serve them on the caller's thread. Call before
+ *  order_kafka_free. */
+void order_workers_detach_kafka(order_app *app);
+
 /** @brief Ends every worker's loop, joins the threads and frees the workers. */
 void order_workers_free(order_app *app);
 
 /* order_http.c: the request handler (runs on a worker) and the Kafka delivery report
- * hand-off (runs on the producer's poll thread). */
+ * (runs on worker 0, or at shutdown on the main thread). */
 void order_http_handle(struct evhttp_request *req, void *worker);
 void order_http_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg_status_t status,
                             int32_t partition, int64_t offset);

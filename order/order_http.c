@@ -2,7 +2,8 @@
  *
  * Placing an order is a chain of continuations on one worker:
  *   token -> sold-out flag -> rate limit -> order id (libidgen) -> EVALSHA reserve.lua
- *   -> produce to Kafka ... delivery report (poll thread, handed back through the inbox)
+ *   -> produce to Kafka ... delivery report (served on worker 0; other workers' handed
+ *      back through their inbox)
  *   -> acknowledged: SET index, EVALSHA confirm.lua, 202 (not waiting for confirm's answer)
  *   -> NOT_PERSISTED: cancel.lua -> 503
  *   -> POSSIBLY_PERSISTED: the reservation stays pending -> 503 with the order id.
@@ -287,7 +288,12 @@ void order_http_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg_
     r->dr_status = status;
     atomic_fetch_sub_explicit(&r->w->app->metrics.kafka_inflight, 1, memory_order_relaxed);
     r->task.fn = after_delivery;
-    order_worker_post(r->w, &r->task);
+    /* On the request's own worker (worker 0 serves the reports) it goes on at once;
+     * otherwise one hop through the owner's inbox. */
+    if (order_worker_self() == r->w)
+        after_delivery(&r->task);
+    else
+        order_worker_post(r->w, &r->task);
 }
 
 static void produce(order_req *r)

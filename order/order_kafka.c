@@ -1,19 +1,23 @@
-/* order_kafka: the producer, its poll thread and its health thread. See order_kafka.h. */
+/* order_kafka: the producer, its report pipe and its health thread. See order_kafka.h. */
 #include "order_kafka.h"
 #include "sk_log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct order_kafka {
     rd_kafka_t *rk;
     rd_kafka_topic_t *rkt;
     order_kafka_dr_fn *dr;
-    pthread_t poll_thread, health_thread;
+    int report_fd[2]; /* pipe: librdkafka writes [1] when reports wait; the owner polls [0] */
+    pthread_t health_thread;
     int threads_started;
     atomic_int stop;
     atomic_int ready;
@@ -38,14 +42,6 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
         msg[n++] = (*p == '"' || *p == '\\' || *p == '\n') ? '\'' : *p;
     msg[n] = '\0';
     sk_log(l, "kafka", "facility=%s msg=\"%s\"", fac, msg);
-}
-
-static void *poll_main(void *arg)
-{
-    order_kafka *k = arg;
-    while (!atomic_load(&k->stop))
-        rd_kafka_poll(k->rk, 100);
-    return NULL;
 }
 
 static void *health_main(void *arg)
@@ -90,6 +86,7 @@ order_kafka *order_kafka_new(const sk_cfg_kv *props, const char *topic, order_ka
         return NULL;
     }
     k->dr = dr;
+    k->report_fd[0] = k->report_fd[1] = -1;
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cond, NULL);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -121,13 +118,20 @@ order_kafka *order_kafka_new(const sk_cfg_kv *props, const char *topic, order_ka
         snprintf(err, errsz, "kafka: topic %s: %s", topic, rd_kafka_err2str(rd_kafka_last_error()));
         goto fail;
     }
-    if (pthread_create(&k->poll_thread, NULL, poll_main, k) != 0)
-        goto fail;
-    if (pthread_create(&k->health_thread, NULL, health_main, k) != 0) {
-        atomic_store(&k->stop, 1);
-        pthread_join(k->poll_thread, NULL);
+    /* Reports are served by the owner's event loop, woken through a pipe that librdkafka
+     * writes when a report lands in an empty queue: one thread hop from the broker thread
+     * to the loop, where a poll thread handing over to the loop made two. Enabled before
+     * the first message, so no report can wait unsignalled. */
+    if (pipe2(k->report_fd, O_NONBLOCK | O_CLOEXEC) != 0) {
+        snprintf(err, errsz, "kafka: pipe: %s", strerror(errno));
+        k->report_fd[0] = k->report_fd[1] = -1;
         goto fail;
     }
+    rd_kafka_queue_t *mainq = rd_kafka_queue_get_main(k->rk);
+    rd_kafka_queue_io_event_enable(mainq, k->report_fd[1], "r", 1);
+    rd_kafka_queue_destroy(mainq); /* drops our reference; the setting stays */
+    if (pthread_create(&k->health_thread, NULL, health_main, k) != 0)
+        goto fail;
     k->threads_started = 1;
     return k;
 fail_conf:
@@ -147,6 +151,21 @@ int order_kafka_produce(order_kafka *k, const char *key, size_t keylen, const ch
     return 0;
 }
 
+int order_kafka_report_fd(const order_kafka *k)
+{
+    return k->report_fd[0];
+}
+
+void order_kafka_serve(order_kafka *k)
+{
+    /* Empty the pipe first: a report queued after this read writes it again (librdkafka
+     * signals each time its queue goes from empty to not), so none is left unsignalled. */
+    char buf[64];
+    while (read(k->report_fd[0], buf, sizeof(buf)) > 0)
+        ;
+    rd_kafka_poll(k->rk, 0); /* serves every report queued, on this thread */
+}
+
 int order_kafka_ready(const order_kafka *k)
 {
     return atomic_load(&((order_kafka *)k)->ready);
@@ -154,8 +173,9 @@ int order_kafka_ready(const order_kafka *k)
 
 int order_kafka_flush(order_kafka *k, int timeout_ms)
 {
-    /* rd_kafka_flush also serves callbacks on this thread, beside the poll thread:
-     * both are fine, the delivery callback only hands results over. */
+    /* rd_kafka_flush also serves reports on this thread, beside the loop that owns the
+     * report fd: librdkafka allows it, and the delivery callback hands over what is not
+     * its own thread's. */
     rd_kafka_flush(k->rk, timeout_ms);
     return rd_kafka_outq_len(k->rk);
 }
@@ -169,7 +189,6 @@ void order_kafka_free(order_kafka *k)
         atomic_store(&k->stop, 1);
         pthread_cond_broadcast(&k->cond);
         pthread_mutex_unlock(&k->mu);
-        pthread_join(k->poll_thread, NULL);
         pthread_join(k->health_thread, NULL);
     }
     if (k->rkt)
@@ -180,6 +199,9 @@ void order_kafka_free(order_kafka *k)
         rd_kafka_poll(k->rk, 0);
         rd_kafka_destroy(k->rk);
     }
+    for (int i = 0; i < 2; i++)
+        if (k->report_fd[i] >= 0)
+            close(k->report_fd[i]);
     pthread_mutex_destroy(&k->mu);
     pthread_cond_destroy(&k->cond);
     free(k);

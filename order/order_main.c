@@ -263,6 +263,7 @@ stop : {
         order_workers_stop_accepting(&app);
     int64_t left = wait_idle(&app, deadline);
     if (app.kafka) {
+        order_workers_detach_kafka(&app); /* reports are served on this thread from here */
         int64_t ms = (deadline - order_time_mono_us()) / 1000;
         int queued = order_kafka_flush(app.kafka, ms > 0 ? (int)ms : 0);
         /* Whatever is still queued is purged now; its reports (NOT_PERSISTED) reach the

@@ -14,6 +14,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The worker whose loop runs on this thread (NULL elsewhere). */
+static _Thread_local order_worker *self;
+
+order_worker *order_worker_self(void)
+{
+    return self;
+}
+
 void order_worker_post(order_worker *w, order_task *t)
 {
     t->next = NULL;
@@ -62,9 +70,17 @@ static void on_exit_task(order_task *t)
     event_base_loopbreak(w->base);
 }
 
+/* Kafka's delivery reports are waiting: serve them here (worker 0's loop). */
+static void on_kafka_reports(evutil_socket_t fd, short what, void *arg)
+{
+    order_worker *w = arg;
+    order_kafka_serve(w->app->kafka);
+}
+
 static void *worker_main(void *arg)
 {
     order_worker *w = arg;
+    self = w;
     event_base_loop(w->base, EVLOOP_NO_EXIT_ON_EMPTY);
     return NULL;
 }
@@ -174,6 +190,18 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
         snprintf(err, errsz, "out of memory");
         return -1;
     }
+    /* Worker 0 serves every delivery report: its own requests' go on inline, the others'
+     * through their worker's inbox (order_http_on_delivery). One producer for all keeps
+     * the batches (linger.ms) as full as they can be. */
+    if (index == 0 && app->kafka) {
+        w->kafka_ev = event_new(w->base, order_kafka_report_fd(app->kafka), EV_READ | EV_PERSIST,
+                                on_kafka_reports, w);
+        if (!w->kafka_ev || event_add(w->kafka_ev, NULL) != 0) {
+            snprintf(err, errsz, "out of memory");
+            return -1;
+        }
+        event_active(w->kafka_ev, EV_READ, 0); /* anything queued before the fd was watched */
+    }
     return 0;
 }
 
@@ -205,6 +233,14 @@ void order_workers_stop_accepting(order_app *app)
             order_worker_post(&app->workers[i], &app->workers[i].stop_accepting_task);
 }
 
+void order_workers_detach_kafka(order_app *app)
+{
+    /* event_del waits for a report callback running on worker 0 to return (libevent
+     * with threads), so no serve is under way once this returns. */
+    if (app->workers && app->workers[0].kafka_ev)
+        event_del(app->workers[0].kafka_ev);
+}
+
 void order_workers_free(order_app *app)
 {
     if (!app->workers)
@@ -224,6 +260,8 @@ void order_workers_free(order_app *app)
             evhttp_free(w->http);
         if (w->inbox_ev)
             event_free(w->inbox_ev);
+        if (w->kafka_ev)
+            event_free(w->kafka_ev);
         if (w->base)
             event_base_free(w->base);
         /* After the base: connections' bufferevents may be finalized as late as that. */
