@@ -2,7 +2,8 @@
 # bench/bench-flashsale.sh: the flash sale at the demo's size, and beside it, in the same
 # run and on the same Redis, redis-benchmark running reserve.lua by EVALSHA (-P 16):
 # what Redis alone does with the gate's script, the ceiling of any front built on it.
-# Run by `deploy/local.sh bench` (stack up, .run/env sourced).
+# Run by `deploy/local.sh bench` (stack up, .run/env sourced), on whatever the stack
+# runs: a single Redis or `up --cluster`, one front or `up --fronts N`.
 #
 # Three Redis figures, since the gate's work depends on the stock (random users):
 #   sale:   the demo's sale on Redis alone: BENCH_STOCK stock, BENCH_REQUESTS calls (the
@@ -52,7 +53,22 @@ for v in $(env | sed -n 's/^\(SECKILL_KAFKA_[A-Z_]*\)=.*/\1/p'); do
 done
 
 # redis://[user:pass@]host:port[/db] -> redis-cli arguments (the dev stack has no password).
+# On a Redis Cluster (redis-cluster://[auth@]host:port,...) redis-benchmark talks to the
+# master that serves the benchmark key's slot (every key below shares one hash tag), so
+# the figures are the reserve path's on the node that would run it.
+K="seckill:{ebench$$}"
 url=${SECKILL_REDIS_URL#redis://}
+if [[ $SECKILL_REDIS_URL == redis-cluster://* ]]; then
+    url=${SECKILL_REDIS_URL#redis-cluster://}
+    # shellcheck source=bench/cluster_lib.sh
+    . "$ROOT/bench/cluster_lib.sh"
+    CL_PORTS=()
+    IFS=, read -r -a addrs <<<"${url##*@}"
+    for a in "${addrs[@]}"; do CL_PORTS+=("${a##*:}"); done
+    master=$(cl_master_of_event "bench$$") || { echo "bench-flashsale: no master for $K" >&2; exit 2; }
+    url="${url%%@*}@127.0.0.1:$master"
+    [[ $SECKILL_REDIS_URL == *@* ]] || url=${url#*@}
+fi
 auth=""
 if [[ $url == *@* ]]; then auth=${url%%@*}; url=${url#*@}; fi
 hostport=${url%%/*}
@@ -71,7 +87,6 @@ OUT=$ROOT/bench/out/bench-$STAMP
 mkdir -p "$OUT"
 
 SHA=$(rcli SCRIPT LOAD "$(cat "$ROOT/lua/reserve.lua")")
-K="seckill:{ebench$$}"
 cleanup() { rcli UNLINK "$K:stock" "$K:buyers" "$K:meta" "$K:pending" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
@@ -107,7 +122,8 @@ printf '  read path (sold out)               %10.0f calls/s\n' "$redis_read"
 cleanup
 
 echo "== the flash sale: $STOCK in stock, $USERS users, $REQUESTS requests, flat out ($CONNECTIONS connections, $THREADS thread(s))"
-"$BIN/seckill-bench" --stock "$STOCK" --users "$USERS" --requests "$REQUESTS" \
+HTTP=${SECKILL_HTTP_LIST:-$SECKILL_HTTP} # every front of `up --fronts N`
+"$BIN/seckill-bench" --http "$HTTP" --stock "$STOCK" --users "$USERS" --requests "$REQUESTS" \
     --connections "$CONNECTIONS" --threads "$THREADS" --event.name "bench $STAMP" \
     --progress false --out "$OUT" | tee "$OUT/bench.txt"
 EVENT=$(cat "$OUT/event_id")
@@ -126,7 +142,7 @@ pct() { awk -v f="$1" -v r="$2" 'BEGIN { printf "%.1f", (r > 0 ? 100 * f / r : 0
 # Like for like with -P 16: the front with pipelined requests, on the sold-out event
 # (the same refusals as the sale's tail), for as many requests.
 echo "== the front with HTTP/1.1 pipelining ($PIPELINE a connection), $REQUESTS requests on the sold-out event"
-"$BIN/seckill-bench" --event "$EVENT" --users "$USERS" --requests "$REQUESTS" --connections "$CONNECTIONS" \
+"$BIN/seckill-bench" --http "$HTTP" --event "$EVENT" --users "$USERS" --requests "$REQUESTS" --connections "$CONNECTIONS" \
     --threads "$THREADS" --pipeline "$PIPELINE" --drain.wait 0 --progress false --out "$OUT/pipelined" |
     tee "$OUT/pipelined.txt" | sed -n 's/^  answered/  answered/p'
 front_pl=$(sed -n "s/^ *\"rate_rps\": *\([0-9.]*\).*/\1/p" "$OUT/pipelined/summary.json")
