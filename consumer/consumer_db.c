@@ -3,15 +3,40 @@
  * Why one INSERT ... SELECT FROM unnest(): six array parameters carry the whole batch
  * in one round trip and one plan, and the stock decision, the insert and the stock
  * update happen in one statement under the event row locks taken just before, so no
- * other writer can slip between "how much stock is left" and "take it". */
+ * other writer can slip between "how much stock is left" and "take it".
+ * Why binary arrays: the server then copies fixed-size numbers instead of parsing
+ * every element's text (array_in, int8in), and we skip printing them. */
 #include "consumer_db.h"
 
-#include <inttypes.h>
+#include <arpa/inet.h>
 #include <libpq-fe.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A one-dimensional array without NULLs, binary format: a 20-byte header (ndim 1,
+ * no nulls, element type, length, lower bound 1), then per element its length and
+ * its big-endian value. The header is written by barr_close, once the length is known. */
+#define BARR_HEADER 20
+typedef struct barr {
+    char *buf;
+    size_t len, cap;
+    uint32_t count;
+    uint32_t oid; /* element type */
+} barr;
+
+/* Type oids of the parameters (pg_type.h; stable across PostgreSQL versions). */
+#define OID_INT8 20u
+#define OID_INT4 23u
+#define OID_TIMESTAMPTZ 1184u
+#define OID_INT8_ARRAY 1016u
+#define OID_INT4_ARRAY 1007u
+#define OID_TIMESTAMPTZ_ARRAY 1185u
+/* Microseconds from the Unix epoch to PostgreSQL's (2000-01-01 UTC). */
+#define PG_EPOCH_US 946684800000000LL
+
+#define NARR 8
 
 struct consumer_db {
     char *conninfo;
@@ -21,9 +46,8 @@ struct consumer_db {
     consumer_db_reject *rejects;
     size_t rejects_cap;
     int safe_left; /* batches still to write with SQL_INSERT after a conflict */
-    /* Text arrays for the parameters, reused across batches. */
-    char *arr[8];
-    size_t arr_len[8], arr_cap[8];
+    /* Array parameters in PostgreSQL's binary format (array_recv), reused across batches. */
+    barr arr[NARR];
 };
 
 /* After a unique violation on the fast path, this many batches take the safe path:
@@ -37,7 +61,7 @@ static const char SQL_LOCK[] =
     "SELECT id, stock_left FROM seckill_event WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE";
 
 /* $1 order ids, $2 event ids, $3 user ids, $4 Kafka partitions, $5 Kafka offsets,
- * $6 ts_ms: parallel arrays, one element per order (deduplicated within the batch,
+ * $6 created_at (the message's ts_ms as a timestamptz): parallel arrays, one element per order (deduplicated within the batch,
  * events known to exist and locked by SQL_LOCK in this transaction).
  * Every new order goes in as 'created'; ON CONFLICT DO NOTHING (no target: every
  * unique key, so the primary key and (event_id, user_id)) skips replays and second
@@ -50,9 +74,9 @@ static const char SQL_INSERT[] =
     "WITH ins AS ("
     "  INSERT INTO seckill_order (order_id, event_id, user_id, status, created_at,"
     "                             kafka_partition, kafka_offset)"
-    "  SELECT order_id, event_id, user_id, 'created', to_timestamp(ts_ms::float8 / 1000), kpart, koff"
+    "  SELECT order_id, event_id, user_id, 'created', ts, kpart, koff"
     "  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[],"
-    "              $6::bigint[]) AS t(order_id, event_id, user_id, kpart, koff, ts_ms)"
+    "              $6::timestamptz[]) AS t(order_id, event_id, user_id, kpart, koff, ts)"
     "  ON CONFLICT DO NOTHING"
     "  RETURNING order_id, event_id"
     "), cnt AS ("
@@ -77,9 +101,9 @@ static const char SQL_INSERT_FAST[] =
     "  RETURNING 1"
     ") INSERT INTO seckill_order (order_id, event_id, user_id, status, created_at,"
     "                             kafka_partition, kafka_offset)"
-    "  SELECT order_id, event_id, user_id, 'created', to_timestamp(ts_ms::float8 / 1000), kpart, koff"
+    "  SELECT order_id, event_id, user_id, 'created', ts, kpart, koff"
     "  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[],"
-    "              $6::bigint[]) AS t(order_id, event_id, user_id, kpart, koff, ts_ms)";
+    "              $6::timestamptz[]) AS t(order_id, event_id, user_id, kpart, koff, ts)";
 
 /* $1: the order ids stored in this transaction beyond their event's stock. */
 static const char SQL_REJECT[] =
@@ -138,8 +162,8 @@ void consumer_db_free(consumer_db *db)
     db_disconnect(db);
     free(db->conninfo);
     free(db->rejects);
-    for (int i = 0; i < 8; i++)
-        free(db->arr[i]);
+    for (int i = 0; i < NARR; i++)
+        free(db->arr[i].buf);
     free(db);
 }
 
@@ -274,69 +298,109 @@ fail:
     return -1;
 }
 
-/* Appends text to array parameter i. @returns 0 or -1 on OOM. */
-static int arr_put(consumer_db *db, int i, const char *s, size_t n)
+/* Makes room for `n` more bytes in `a`. @returns 0 or -1 on OOM. */
+static int barr_reserve(barr *a, size_t n)
 {
-    if (db->arr_len[i] + n + 2 > db->arr_cap[i]) {
-        size_t cap = db->arr_cap[i] ? db->arr_cap[i] * 2 : 4096;
-        while (cap < db->arr_len[i] + n + 2)
-            cap *= 2;
-        char *p = realloc(db->arr[i], cap);
-        if (!p)
-            return -1;
-        db->arr[i] = p;
-        db->arr_cap[i] = cap;
+    if (a->len + n <= a->cap)
+        return 0;
+    size_t cap = a->cap ? a->cap * 2 : 16384;
+    while (cap < a->len + n)
+        cap *= 2;
+    char *p = realloc(a->buf, cap);
+    if (!p)
+        return -1;
+    a->buf = p;
+    a->cap = cap;
+    return 0;
+}
+
+static void put_be32(char *p, uint32_t v)
+{
+    v = htonl(v);
+    memcpy(p, &v, 4);
+}
+
+static void put_be64(char *p, uint64_t v)
+{
+    put_be32(p, (uint32_t)(v >> 32));
+    put_be32(p + 4, (uint32_t)v);
+}
+
+/* Starts array i, empty, of element type `oid`. @returns 0 or -1 on OOM. */
+static int barr_start(consumer_db *db, int i, uint32_t oid)
+{
+    barr *a = &db->arr[i];
+    a->len = a->count = 0;
+    a->oid = oid;
+    if (barr_reserve(a, BARR_HEADER) != 0)
+        return -1;
+    a->len = BARR_HEADER;
+    return 0;
+}
+
+/* Appends one element; its width follows the element type (int4: 4 bytes, int8 and
+ * timestamptz: 8). @returns 0 or -1 on OOM. */
+static int barr_add(consumer_db *db, int i, int64_t v)
+{
+    barr *a = &db->arr[i];
+    uint32_t w = a->oid == OID_INT4 ? 4 : 8;
+    if (barr_reserve(a, 4 + w) != 0)
+        return -1;
+    char *p = a->buf + a->len;
+    put_be32(p, w);
+    if (w == 4)
+        put_be32(p + 4, (uint32_t)(int32_t)v);
+    else
+        put_be64(p + 4, (uint64_t)v);
+    a->len += 4 + w;
+    a->count++;
+    return 0;
+}
+
+/* Writes array i's header now that its length is known. */
+static void barr_close(consumer_db *db, int i)
+{
+    barr *a = &db->arr[i];
+    put_be32(a->buf, 1);         /* ndim */
+    put_be32(a->buf + 4, 0);     /* no NULLs */
+    put_be32(a->buf + 8, a->oid);
+    put_be32(a->buf + 12, a->count);
+    put_be32(a->buf + 16, 1);    /* lower bound */
+}
+
+/* Runs prepared statement `name` with arrays 0..n-1 as its binary parameters. */
+static PGresult *exec_arrays(consumer_db *db, const char *name, int n)
+{
+    const char *vals[NARR];
+    int lens[NARR], fmts[NARR];
+    for (int i = 0; i < n; i++) {
+        barr_close(db, i);
+        vals[i] = db->arr[i].buf;
+        lens[i] = (int)db->arr[i].len;
+        fmts[i] = 1;
     }
-    memcpy(db->arr[i] + db->arr_len[i], s, n);
-    db->arr_len[i] += n;
-    db->arr[i][db->arr_len[i]] = '\0';
-    return 0;
-}
-
-/* Appends one element: "{" is the only content before the first, so no comma then. */
-static int arr_add_int(consumer_db *db, int i, int64_t v)
-{
-    char buf[24];
-    int first = db->arr_len[i] == 1;
-    int n = snprintf(buf, sizeof(buf), "%s%" PRId64, first ? "" : ",", v);
-    return arr_put(db, i, buf, (size_t)n);
-}
-
-static int arrs_start(consumer_db *db, int n)
-{
-    for (int i = 0; i < n; i++)
-        db->arr_len[i] = 0;
-    for (int i = 0; i < n; i++)
-        if (arr_put(db, i, "{", 1) != 0)
-            return -1;
-    return 0;
-}
-
-static int arrs_close(consumer_db *db, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (arr_put(db, i, "}", 1) != 0)
-            return -1;
-    return 0;
+    return PQexecPrepared(db->conn, name, n, vals, lens, fmts, 0);
 }
 
 static int prepare(consumer_db *db)
 {
     if (db->prepared)
         return 0;
-    PGresult *r = PQprepare(db->conn, "sk_lock", SQL_LOCK, 1, NULL);
+    static const Oid t_ins[] = {OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT4_ARRAY,
+                                OID_INT8_ARRAY, OID_TIMESTAMPTZ_ARRAY, OID_INT8_ARRAY, OID_INT4_ARRAY};
+    PGresult *r = PQprepare(db->conn, "sk_lock", SQL_LOCK, 1, t_ins);
     if (check(db, r, PGRES_COMMAND_OK, "prepare lock") != 0)
         return -1;
     PQclear(r);
-    r = PQprepare(db->conn, "sk_insert", SQL_INSERT, 6, NULL);
+    r = PQprepare(db->conn, "sk_insert", SQL_INSERT, 6, t_ins);
     if (check(db, r, PGRES_COMMAND_OK, "prepare insert") != 0)
         return -1;
     PQclear(r);
-    r = PQprepare(db->conn, "sk_insert_fast", SQL_INSERT_FAST, 8, NULL);
+    r = PQprepare(db->conn, "sk_insert_fast", SQL_INSERT_FAST, 8, t_ins);
     if (check(db, r, PGRES_COMMAND_OK, "prepare fast insert") != 0)
         return -1;
     PQclear(r);
-    r = PQprepare(db->conn, "sk_reject", SQL_REJECT, 1, NULL);
+    r = PQprepare(db->conn, "sk_reject", SQL_REJECT, 1, t_ins);
     if (check(db, r, PGRES_COMMAND_OK, "prepare reject") != 0)
         return -1;
     PQclear(r);
@@ -411,15 +475,12 @@ static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *re
     in_tx = 1;
 
     /* 1. Lock the events; learn which exist and their stock. */
-    if (arrs_start(db, 1) != 0)
+    if (barr_start(db, 0, OID_INT8) != 0)
         goto oom;
     for (size_t i = 0; i < nev; i++)
-        if (arr_add_int(db, 0, events[i]) != 0)
+        if (barr_add(db, 0, events[i]) != 0)
             goto oom;
-    if (arrs_close(db, 1) != 0)
-        goto oom;
-    const char *p_lock[] = {db->arr[0]};
-    r = PQexecPrepared(db->conn, "sk_lock", 1, p_lock, NULL, NULL, 0);
+    r = exec_arrays(db, "sk_lock", 1);
     if (check(db, r, PGRES_TUPLES_OK, "lock events") != 0) {
         r = NULL;
         goto fail;
@@ -438,8 +499,11 @@ static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *re
 
     /* 2. Insert the new orders, take them off the stock. */
     long rows = 0;
-    if (arrs_start(db, 6) != 0)
-        goto oom;
+    static const uint32_t row_types[6] = {OID_INT8, OID_INT8, OID_INT8, OID_INT4, OID_INT8,
+                                          OID_TIMESTAMPTZ};
+    for (int i = 0; i < 6; i++)
+        if (barr_start(db, i, row_types[i]) != 0)
+            goto oom;
     for (size_t i = 0; i < n; i++) {
         consumer_batch_msg *m = consumer_batch_msg_at(b, i);
         if (m->err != CONSUMER_MSG_OK)
@@ -452,21 +516,17 @@ static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *re
         if (m->dup)
             continue;
         ev_find(evs, nknown, m->order.event_id)->sent++;
-        if (arr_add_int(db, 0, m->order.order_id) || arr_add_int(db, 1, m->order.event_id) ||
-            arr_add_int(db, 2, m->order.user_id) || arr_add_int(db, 3, m->partition) ||
-            arr_add_int(db, 4, m->offset) || arr_add_int(db, 5, m->order.ts_ms))
+        /* ts_ms is at most year 9999 (consumer_msg), so the microseconds fit. */
+        if (barr_add(db, 0, m->order.order_id) || barr_add(db, 1, m->order.event_id) ||
+            barr_add(db, 2, m->order.user_id) || barr_add(db, 3, m->partition) ||
+            barr_add(db, 4, m->offset) || barr_add(db, 5, m->order.ts_ms * 1000 - PG_EPOCH_US))
             goto oom;
         rows++;
     }
-    if (arrs_close(db, 6) != 0)
-        goto oom;
     size_t nrej = 0;
     if (rows > 0) {
-        const char *p_ins[6];
-        for (int i = 0; i < 6; i++)
-            p_ins[i] = db->arr[i];
         if (safe) {
-            r = PQexecPrepared(db->conn, "sk_insert", 6, p_ins, NULL, NULL, 0);
+            r = exec_arrays(db, "sk_insert", 6);
             if (check(db, r, PGRES_TUPLES_OK, "insert orders") != 0) {
                 r = NULL;
                 goto fail;
@@ -486,21 +546,15 @@ static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *re
             qsort(fresh, nfresh, sizeof(*fresh), cmp_i64);
         } else {
             /* Every row will go in (or the statement fails): counts are known now. */
-            db->arr_len[6] = db->arr_len[7] = 0; /* $7, $8; $1..$6 are built */
-            if (arr_put(db, 6, "{", 1) || arr_put(db, 7, "{", 1))
+            /* $7, $8; $1..$6 are built */
+            if (barr_start(db, 6, OID_INT8) || barr_start(db, 7, OID_INT4))
                 goto oom;
             for (size_t i = 0; i < nknown; i++) {
                 evs[i].inserted = evs[i].sent;
-                if (evs[i].sent > 0 &&
-                    (arr_add_int(db, 6, evs[i].id) || arr_add_int(db, 7, evs[i].sent)))
+                if (evs[i].sent > 0 && (barr_add(db, 6, evs[i].id) || barr_add(db, 7, evs[i].sent)))
                     goto oom;
             }
-            if (arr_put(db, 6, "}", 1) || arr_put(db, 7, "}", 1))
-                goto oom;
-            const char *p_fast[8];
-            for (int i = 0; i < 8; i++)
-                p_fast[i] = db->arr[i];
-            r = PQexecPrepared(db->conn, "sk_insert_fast", 8, p_fast, NULL, NULL, 0);
+            r = exec_arrays(db, "sk_insert_fast", 8);
             if (PQresultStatus(r) != PGRES_COMMAND_OK) {
                 const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
                 int conflict = state && strcmp(state, "23505") == 0;
@@ -523,7 +577,7 @@ static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *re
             surplus_total += evs[i].inserted - created;
         }
         if (surplus_total > 0) {
-            if (arrs_start(db, 1) != 0)
+            if (barr_start(db, 0, OID_INT8) != 0)
                 goto oom;
             /* Walk the batch backwards (latest first); a message whose order is in
              * `fresh` and whose event still has surplus is rejected. */
@@ -536,7 +590,7 @@ static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *re
                     continue;
                 if (safe && !bsearch(&m->order.order_id, fresh, nfresh, sizeof(*fresh), cmp_i64))
                     continue;
-                if (arr_add_int(db, 0, m->order.order_id) != 0)
+                if (barr_add(db, 0, m->order.order_id) != 0)
                     goto oom;
                 e->inserted--; /* one fewer beyond the stock */
                 res->rejected++;
@@ -556,10 +610,7 @@ static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *re
                 }
                 db->rejects[j].count++;
             }
-            if (arrs_close(db, 1) != 0)
-                goto oom;
-            const char *p_rej[] = {db->arr[0]};
-            r = PQexecPrepared(db->conn, "sk_reject", 1, p_rej, NULL, NULL, 0);
+            r = exec_arrays(db, "sk_reject", 1);
             if (check(db, r, PGRES_COMMAND_OK, "reject surplus") != 0) {
                 r = NULL;
                 goto fail;
