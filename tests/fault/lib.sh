@@ -285,6 +285,15 @@ fault_timeline_sum() {
 
 fault_now_ms() { date +%s%3N; }
 
+pending_empty() { [ "$(fault_rcli HLEN "$(fault_key pending)")" -eq 0 ]; }
+
+# fault_wait_pending_empty SECONDS: the reconciler has confirmed or cancelled every
+# reservation of the event (seckill-check's own wait ends early once nothing moves for
+# its settle time, which a reconciler waiting out message.timeout.ms could outlast).
+fault_wait_pending_empty() {
+    e2e_wait "$1" "no reservation pending for the event" pending_empty
+}
+
 # fault_check: seckill-check against the private servers, with its report in the log.
 fault_check() {
     e2e_check --wait 60 --settle 3 "$@" | tee "$E2E_TMP/check.out" >&2

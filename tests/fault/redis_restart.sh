@@ -39,5 +39,6 @@ awk -v m="$max503" -v t=$((FAULT_REDIS_TIMEOUT_MS + SLACK_MS)) 'BEGIN { exit !(m
 after=$(fault_timeline_sum ok_202 "$up_at" 99999999999999)
 [ "$after" -gt 0 ] || e2e_fail "no 202 after Redis came back: the front did not recover"
 e2e_log "$after 202s after the restart"
+fault_wait_pending_empty 30
 fault_check || e2e_fail "seckill-check found a violation"
 e2e_log "PASS"
