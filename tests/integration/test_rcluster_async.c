@@ -230,6 +230,56 @@ static void test_free_calls_every_callback(void **state)
     }
 }
 
+/* kill -9 of a key's master: commands in the gap end (NULL or an error, each callback
+ * once), and the same context serves the key again from the promoted replica. Leaves a
+ * node down: last of the cluster tests. */
+static void test_failover_same_context(void **state)
+{
+    char err[512];
+    rcl_async *ac = connect_ready(sk_test_cluster_url(cl));
+    const char *key = "{afailover}k";
+    /* SET + WAIT on the key's master (a blocking pipeline routes WAIT after the SET), so
+     * the replica has the key before its master dies. */
+    rcl_ctx *sc = rcl_connect(sk_test_cluster_url(cl), TV, err, sizeof(err));
+    assert_non_null(sc);
+    const char *g[3] = {"SET", key, "kept"}, *w[3] = {"WAIT", "1", "1500"};
+    redisReply *r;
+    assert_int_equal(rcl_append_argv(sc, 3, g, NULL), 0);
+    assert_int_equal(rcl_append_argv(sc, 3, w, NULL), 0);
+    if (rcl_get_reply(sc, &r) != 0)
+        fail_msg("SET: %s", rcl_errstr(sc));
+    freeReplyObject(r);
+    if (rcl_get_reply(sc, &r) != 0)
+        fail_msg("WAIT: %s", rcl_errstr(sc));
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    rcl_free(sc);
+    int slot = rcl_keyslot(key, strlen(key));
+    int m = sk_test_cluster_master_of(cl, slot);
+    sk_test_redis_stop(sk_test_cluster_node(cl, m), SIGKILL);
+    int64_t t0 = now_ms(), served = -1;
+    int sent = 0;
+    while (served < 0 && now_ms() - t0 < 20000) {
+        R.done = 0;
+        R.calls[0] = 0;
+        if (send3(ac, 0, "GET", key, NULL) != 0) { /* not ready: no map reachable */
+            int tick = 0;
+            run_until(&tick, 1, 100);
+            continue;
+        }
+        sent++;
+        assert_true(run_until(&R.done, 1, 10000));
+        assert_int_equal(R.calls[0], 1);
+        if (R.type[0] == REDIS_REPLY_STRING && strcmp(R.str[0], "kept") == 0)
+            served = now_ms() - t0;
+    }
+    print_message("failover: served again after %lld ms (%d commands)\n", (long long)served, sent);
+    assert_true(served >= 0);
+    rcl_async_free(ac);
+    if (sk_test_cluster_wait_ok(cl, slot, 20000, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+}
+
 static void test_pass_through_timeout_and_restart(void **state)
 {
     char err[512];
@@ -284,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_commands_every_master_and_crossslot),
         cmocka_unit_test(test_moved_ask_noscript),
         cmocka_unit_test(test_free_calls_every_callback),
+        cmocka_unit_test(test_failover_same_context),
         cmocka_unit_test(test_pass_through_timeout_and_restart),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -133,7 +133,8 @@ int sk_test_cluster_other_master(const sk_test_cluster *c, int slot)
     return -1;
 }
 
-/* cluster_state:ok, all slots served, and (at start) every node known. */
+/* cluster_state:ok, all slots served, and (at start) every node known and every
+ * replica's link to its master up (so a failover test finds its data replicated). */
 static int node_ok(const sk_test_cluster *c, int i, int want_known)
 {
     redisReply *r = sk_test_cluster_cmd(c, i, "CLUSTER INFO");
@@ -146,6 +147,13 @@ static int node_ok(const sk_test_cluster *c, int i, int want_known)
     }
     if (r)
         freeReplyObject(r);
+    if (ok && want_known) {
+        r = sk_test_cluster_cmd(c, i, "INFO replication");
+        ok = r && r->type == REDIS_REPLY_STRING &&
+             (strstr(r->str, "role:master") || strstr(r->str, "master_link_status:up"));
+        if (r)
+            freeReplyObject(r);
+    }
     return ok;
 }
 
@@ -336,6 +344,7 @@ sk_test_cluster *sk_test_cluster_start(const char *password, char *err, size_t e
             const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                                    "--cluster-node-timeout", "1500", "--cluster-port", bus,
                                    "--appendonly", "no", "--cluster-replica-validity-factor", "0",
+                                   "--repl-diskless-sync-delay", "0", /* replicas in sync at once */
                                    password ? "--requirepass" : NULL, c->pass, "--masterauth",
                                    c->pass, NULL};
             c->node[i] = sk_test_redis_start(extra, err, errsz);

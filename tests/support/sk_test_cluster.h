@@ -1,6 +1,6 @@
 /* sk_test_cluster: a throwaway Redis Cluster for tests: 6 redis-server processes
- * (sk_test_redis, cluster mode, AOF off, cluster-node-timeout 1500 ms, own ports, bus
- * ports and directories) joined by `redis-cli --cluster create --cluster-replicas 1`
+ * (sk_test_redis, cluster mode, AOF off, cluster-node-timeout 1500 ms, diskless
+ * replication without delay, own ports, bus ports and directories) joined by `redis-cli --cluster create --cluster-replicas 1`
  * into 3 masters + 3 replicas, and helpers to migrate a slot and to wait on the
  * cluster's state. Waits on conditions (CLUSTER INFO, CLUSTER SLOTS), never sleeps.
  * Not thread-safe: one owner per cluster. */
@@ -17,7 +17,8 @@
 typedef struct sk_test_cluster sk_test_cluster;
 
 /** @brief Starts 6 nodes, creates the cluster and waits until every node reports
- *  cluster_state:ok with all 16384 slots and every node known. `password`: NULL for
+ *  cluster_state:ok with all 16384 slots and every node known, and every replica's link
+ *  to its master is up. `password`: NULL for
  *  none, else requirepass + masterauth on every node.
  *  @returns the cluster (free with sk_test_cluster_free) or NULL with err set. */
 sk_test_cluster *sk_test_cluster_start(const char *password, char *err, size_t errsz);
