@@ -540,7 +540,7 @@ int rcl_async_ready(const rcl_async *a) { return a->ready; }
 int rcl_async_command_argv(rcl_async *a, rcl_async_cb *cb, void *privdata, int argc,
                            const char **argv, const size_t *lens)
 {
-    if (!a->ready) {
+    if (!a->ready || a->freeing) {
         snprintf(a->err, sizeof(a->err), "not ready (%s)", a->url.cluster ? "no slot map" : "not connected");
         return -1;
     }

@@ -30,6 +30,8 @@ typedef struct pend {
     int node;  /* where it was sent, -1 not sent */
     int redo;  /* to be re-run through exec_cmd */
     int failed;
+    int moved_slot; /* a MOVED answer, applied once the batch is read (-1 none) */
+    rcl_addr moved_to;
     redisReply *reply;
     char err[RCL_ERR_SIZE];
 } pend;
@@ -479,6 +481,7 @@ int rcl_append_argv(rcl_ctx *c, int argc, const char **argv, const size_t *lens)
     p->argc = argc;
     p->slot = slot;
     p->node = -1;
+    p->moved_slot = -1;
     c->nq++;
     return 0;
 }
@@ -543,8 +546,9 @@ static void flush_batch(rcl_ctx *c)
         if (k == RCL_R_NOSCRIPT && !rcl_scripts_body_for(&c->scripts, p->argc, p->argv, p->lens))
             k = RCL_R_NONE;
         if (k != RCL_R_NONE && (c->url.cluster || k == RCL_R_NOSCRIPT)) {
+            /* Not now: a map refresh would use connections whose replies are unread. */
             if (k == RCL_R_MOVED)
-                on_moved(c, slot, &to);
+                p->moved_slot = slot, p->moved_to = to;
             freeReplyObject(p->reply);
             p->reply = NULL;
             p->redo = 1;
@@ -556,6 +560,9 @@ static void flush_batch(rcl_ctx *c)
             if (c->nodes[i].c && c->nodes[i].c->err)
                 node_drop(c, i);
     }
+    for (int i = from; i < c->nq; i++)
+        if (c->q[i].moved_slot >= 0)
+            on_moved(c, c->q[i].moved_slot, &c->q[i].moved_to);
     for (int i = from; i < c->nq; i++) {
         pend *p = &c->q[i];
         if (!p->redo)
