@@ -6,6 +6,8 @@ add_library(seckill_test_cluster STATIC ${CMAKE_CURRENT_SOURCE_DIR}/support/sk_t
 target_link_libraries(seckill_test_cluster PUBLIC seckill_test_support)
 
 if(TARGET rcluster)
+  seckill_add_test(NAME test_rcluster_unit SOURCES unit/test_rcluster_unit.c
+    LIBS seckill::rcluster LABELS unit TIMEOUT 60)
   seckill_add_test(NAME test_rcluster SOURCES integration/test_rcluster.c
     LIBS seckill::rcluster seckill_test_cluster LABELS "integration;cluster" TIMEOUT 120)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_rcluster_async.c)
