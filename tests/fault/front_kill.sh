@@ -12,7 +12,7 @@ fault_up order
 fault_warmup
 
 FAULT_STOCK=3000
-LAG_MS=5000
+LAG_MS=10000
 fault_bench_bg --stock $FAULT_STOCK --users 6000 --requests 6000 --rate 400 --connections 32 \
     --drain.wait 0 --stall 60 --event.name fault-front-kill
 e2e_wait 30 "600 units sold" fault_sold_at_least 600

@@ -21,7 +21,7 @@ fault_warmup
 fault_metric_is order_b seckill_order_reconcile_leader 0 || e2e_fail "order_b reconciles beside order_a"
 
 FAULT_STOCK=3000
-LAG_MS=10000
+LAG_MS=20000
 fault_bench_bg --stock $FAULT_STOCK --users 6000 --requests 6000 --rate 400 --connections 32 \
     --drain.wait 0 --stall 60 --event.name fault-two-fronts
 e2e_wait 30 "600 units sold" fault_sold_at_least 600
