@@ -17,12 +17,12 @@ cl_log_events
 [ "$(printf '%s\n' "${CL_EVENT_MASTER[@]}" | sort -u | wc -l)" -eq 3 ] ||
     e2e_fail "the events do not cover the 3 masters"
 
-# One bench per event, all at once: 4 x 6,000 requests of 2,500 users over 8 connections
+# One bench per event, all at once: 4 x 4,000 requests of 2,000 users over 8 connections
 # each (4 on each front).
 pids=()
 for ev in "${CL_EVENTS[@]}"; do
     SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-bench" --http "$CL_HTTP" --pg "$SECKILL_PG" \
-        --event "$ev" --users 2500 --requests 6000 --connections 8 --drain.wait 90 \
+        --event "$ev" --users 2000 --requests 4000 --connections 8 --drain.wait 90 \
         --progress false --out "$E2E_TMP/out-$ev" >"$E2E_TMP/bench-$ev.log" 2>&1 &
     pids+=($!)
 done
@@ -37,9 +37,9 @@ for ev in "${CL_EVENTS[@]}"; do
     refused=$(($(cl_outcome "$out" "409 sold_out") + $(cl_outcome "$out" "409 duplicate")))
     e2e_log "event $ev (master $(cl_master_of_event "$ev")): $answered answered, $accepted accepted, $refused refused"
     [ "$accepted" -eq $STOCK ] || e2e_fail "event $ev: $accepted 202s, expected exactly the stock ($STOCK)"
-    [ "$answered" -eq 6000 ] || e2e_fail "event $ev: answered $answered of 6000"
-    [ $((accepted + refused)) -eq 6000 ] ||
-        e2e_fail "event $ev: $((6000 - accepted - refused)) answers were neither 202 nor 409 sold_out/duplicate"
+    [ "$answered" -eq 4000 ] || e2e_fail "event $ev: answered $answered of 4000"
+    [ $((accepted + refused)) -eq 4000 ] ||
+        e2e_fail "event $ev: $((4000 - accepted - refused)) answers were neither 202 nor 409 sold_out/duplicate"
 done
 for ev in "${CL_EVENTS[@]}"; do
     cl_check "$ev" "$E2E_TMP/out-$ev" --wait 90 >"$E2E_TMP/check-$ev.txt" 2>&1 ||
