@@ -19,6 +19,7 @@
 typedef struct node {
     rcl_addr a;
     redisContext *c; /* NULL until used, or after an error */
+    int broke;       /* in a batch: 1 the connection was lost, 2 it timed out */
 } node;
 
 typedef struct pend {
@@ -44,6 +45,7 @@ struct rcl_ctx {
     /* pass-through */
     redisContext *one;
     int one_used; /* the connection answered before: a failure is worth one retry */
+    int one_broke; /* as node.broke */
     char one_addr[300];
     /* cluster */
     node *nodes;
@@ -492,6 +494,9 @@ static void flush_batch(rcl_ctx *c)
 {
     int from = c->nsent;
     c->nsent = c->nq;
+    c->one_broke = 0;
+    for (int i = 0; i < c->nnodes; i++)
+        c->nodes[i].broke = 0;
     for (int i = from; i < c->nq; i++) {
         pend *p = &c->q[i];
         redisContext *rc;
@@ -528,10 +533,14 @@ static void flush_batch(rcl_ctx *c)
             continue;
         redisContext *rc = c->url.cluster ? c->nodes[p->node].c : c->one;
         void *r = NULL;
+        int *broke = c->url.cluster ? &c->nodes[p->node].broke : &c->one_broke;
         if (!rc || rc->err || redisGetReply(rc, &r) != REDIS_OK) {
             /* A timeout is final; a lost connection is retried (on a single server
-             * only if it had answered before: a restarted server, not a dead one). */
-            int lost = rc && conn_lost(rc, errno) && (c->url.cluster || c->one_used);
+             * only if it had answered before: a restarted server, not a dead one).
+             * Later commands of the batch on that connection share the first verdict. */
+            if (!*broke)
+                *broke = rc && conn_lost(rc, errno) ? 1 : 2;
+            int lost = *broke == 1 && (c->url.cluster || c->one_used);
             snprintf(p->err, sizeof(p->err), "redis: %.120s", rc ? rc->errstr : "connection lost");
             p->redo = lost;
             p->failed = !lost;
