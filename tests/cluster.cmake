@@ -10,3 +10,9 @@ if(TARGET seckill-bench AND TARGET seckill-check AND TARGET seckill-order)
       ENVIRONMENT "SECKILL_SOURCE_DIR=${CMAKE_SOURCE_DIR};SECKILL_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
   endforeach()
 endif()
+
+# The keys of every script of seckill-order share one slot (pure, no network).
+if(TARGET seckill_order_core AND TARGET rcluster)
+  seckill_add_test(NAME test_order_cluster_keys SOURCES cluster/test_order_cluster_keys.c
+                   LIBS seckill_order_core seckill::rcluster LABELS "unit;cluster" TIMEOUT 60)
+endif()

@@ -11,13 +11,9 @@
 # still holds no oversold and no doubled order. See tests/cluster/lib.sh.
 . "$(dirname "$0")/../e2e/lib.sh"
 . "$(dirname "$0")/lib.sh"
-cl_require
-cl_start_cluster
-e2e_start_kafka
-cl_start_consumers 2
 # A quick reconciler, so that reservations whose 202 never went out (503 answers in
 # the gap) are given back within the test's wait.
-cl_start_fronts 2 SECKILL_RECONCILE_INTERVAL_MS=1000 SECKILL_RECONCILE_MARGIN_MS=1000 \
+cl_start_pipeline SECKILL_RECONCILE_INTERVAL_MS=1000 SECKILL_RECONCILE_MARGIN_MS=1000 \
     SECKILL_KAFKA_MESSAGE_TIMEOUT_MS=5000
 
 STOCK=1000

@@ -5,11 +5,7 @@
 # seckill-check is green for every event. See tests/cluster/lib.sh.
 . "$(dirname "$0")/../e2e/lib.sh"
 . "$(dirname "$0")/lib.sh"
-cl_require
-cl_start_cluster
-e2e_start_kafka
-cl_start_consumers 2
-cl_start_fronts 2
+cl_start_pipeline
 
 STOCK=1000
 cl_create_events_on_masters 4 $STOCK || e2e_fail "no events on every master"

@@ -110,3 +110,13 @@ cl_log_events() {
     local ev
     for ev in "${CL_EVENTS[@]}"; do e2e_log "event $ev on the master at port ${CL_EVENT_MASTER[$ev]}"; done
 }
+
+# cl_start_pipeline [ENV=VALUE...]: what every cluster test runs on: the cluster, the dev
+# Kafka, 2 consumers and 2 fronts (the settings go to the fronts).
+cl_start_pipeline() {
+    cl_require
+    cl_start_cluster
+    e2e_start_kafka
+    cl_start_consumers 2
+    cl_start_fronts 2 "$@"
+}
