@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# bench-order.sh: seckill-order's figures (issue 3), run by `deploy/local.sh bench` with
-# .run/env sourced. Starts its own seckill-order and its own seckill-devkafka (so bench
-# orders never reach the shared topic and no consumer competes for the cores), on the
-# shared Redis, and measures with wrk (64 keep-alive connections, 2 threads):
+# bench-order.sh: seckill-order's figures (issue 3), run by `deploy/local.sh bench` or by
+# hand (no stack needed). Starts its own redis-server (AOF, appendfsync always, in a
+# temporary directory on the same disk as the stack's), its own seckill-devkafka and its
+# own seckill-order (so bench orders never reach the shared topic and no consumer or
+# PostgreSQL competes for the cores or the disk), and measures with wrk (64 keep-alive
+# connections, 2 threads):
 #   accept   : an event whose stock never runs out, a distinct user per request
 #   sold_out : an event with no stock (answered by the in-process sold-out flag)
 # beside redis-benchmark -P 16 running reserve.lua through EVALSHA on the same Redis.
-# Prints a table and one JSON line. Environment knobs: BENCH_SECONDS (default 10),
-# BENCH_CONNS (64), BENCH_BIN (default $SECKILL_BIN_DIR; use a Release build).
+# Prints a table, the service's stage timings, the CPU time each process spent per
+# accepted order, and one JSON line. Environment knobs: BENCH_SECONDS (default 10),
+# BENCH_CONNS (64), BENCH_WRK_THREADS (2, at most BENCH_CONNS), BENCH_WORKERS (service
+# workers; 0 = one per core), BENCH_BIN (default $SECKILL_BIN_DIR; use a Release build),
+# BENCH_REDIS=stack (the stack's Redis, from .run/env, instead of a private one),
+# BENCH_REDIS_FSYNC (the private Redis's appendfsync, default always), BENCH_TOKENS,
+# BENCH_ACCEPT_ONLY=1 (the accept run alone: quick A/B of a change). SECKILL_KAFKA_*
+# settings pass through to the service (e.g. SECKILL_KAFKA_LINGER_MS).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-: "${SECKILL_REDIS_URL:?source .run/env first}"
 BIN=${BENCH_BIN:-${SECKILL_BIN_DIR:-$ROOT/build/bin}}
 SECS=${BENCH_SECONDS:-10}
 CONNS=${BENCH_CONNS:-64}
+WRK_THREADS=${BENCH_WRK_THREADS:-$(( CONNS < 2 ? CONNS : 2 ))}
 for tool in wrk redis-cli redis-benchmark; do
     command -v $tool >/dev/null || { echo "bench-order: $tool is not installed" >&2; exit 1; }
 done
@@ -45,6 +53,7 @@ wait_for() { # file-or-url, seconds
 }
 
 if [ "${BENCH_REDIS:-private}" = stack ]; then
+    : "${SECKILL_REDIS_URL:?BENCH_REDIS=stack: source .run/env first}"
     # host/port from the URL (redis://[user:pass@]host:port[/db]); the stack's Redis has no password
     hp=${SECKILL_REDIS_URL#redis://}; hp=${hp#*@}; hp=${hp%%/*}
     RHOST=${hp%%:*}; RPORT=${hp##*:}
@@ -54,6 +63,7 @@ else
     redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$WORK" --appendonly yes --appendfsync "${BENCH_REDIS_FSYNC:-always}" \
         --save "" --daemonize no --logfile "$WORK/redis.log" &
     PIDS+=($!)
+    REDIS_PID=$!
     for _ in $(seq 1 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
     REDIS_DESC="a private redis-server (AOF, appendfsync ${BENCH_REDIS_FSYNC:-always})"
 fi
@@ -61,6 +71,7 @@ fi
 "$BIN/seckill-devkafka" --bootstrap-file "$WORK/kafka.bootstrap" --control-file "$WORK/kafka.control" \
     >"$WORK/devkafka.log" 2>&1 &
 PIDS+=($!)
+KAFKA_PID=$!
 wait_for "$WORK/kafka.bootstrap" 20
 PORT=$(free_port)
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -72,7 +83,7 @@ PIDS+=($!)
 ORDER_PID=$!
 wait_for "http://127.0.0.1:$PORT/healthz" 20
 # CPU seconds (user+system) the service has used so far, from /proc (clock ticks).
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$ORDER_PID/stat"; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/${1:-$ORDER_PID}/stat" 2>/dev/null || echo 0; }
 TICK=$(getconf CLK_TCK)
 
 # Events straight into Redis (event_load.lua), fresh ids above anything libidgen hands out.
@@ -89,13 +100,28 @@ NTOK=${BENCH_TOKENS:-$(( SECS * 40000 ))}
 SECKILL_JWT_SECRET="$SECRET" "$BIN/seckill-order" token --sub $(( $(date +%s) * 1000000 )) --count "$NTOK" --ttl 3600 >"$WORK/tokens"
 
 run_wrk() { # name event
-    local c0; c0=$(cpu_ticks)
-    wrk -c"$CONNS" -t2 -d"${SECS}s" --latency -s "$ROOT/bench/order_wrk.lua" "http://127.0.0.1:$PORT" \
-        -- "/api/v1/events/$2/orders" "$WORK/tokens" 2 >"$WORK/$1.wrk" 2>&1
+    # wrk runs in the background so that every process's CPU is sampled once wrk's own
+    # set-up is over (its script reads the token file before it starts any thread: about
+    # a second of CPU that is no part of the run). wrk's total comes from `time`.
+    local TIMEFORMAT="%U %S"
+    { time wrk -c"$CONNS" -t"$WRK_THREADS" -d"${SECS}s" --latency -s "$ROOT/bench/order_wrk.lua" "http://127.0.0.1:$PORT" \
+        -- "/api/v1/events/$2/orders" "$WORK/tokens" "$WRK_THREADS" >"$WORK/$1.wrk" 2>&1; } 2>"$WORK/$1.wrktime" &
+    local sh=$! wp="" w0=0
+    while kill -0 "$sh" 2>/dev/null; do # all of wrk's threads exist: its set-up is done
+        [ -n "$wp" ] || wp=$(pgrep -P "$sh" -x wrk || true)
+        if [ -n "$wp" ] && [ "$(ls "/proc/$wp/task" 2>/dev/null | wc -l)" -gt "$WRK_THREADS" ]; then w0=$(cpu_ticks "$wp"); break; fi
+        sleep 0.02
+    done
+    local c0 r0 k0; c0=$(cpu_ticks); r0=$(cpu_ticks "${REDIS_PID:-0}"); k0=$(cpu_ticks "$KAFKA_PID")
+    wait "$sh"
     echo $(( $(cpu_ticks) - c0 )) >"$WORK/$1.cpu"
+    # the other processes' CPU per request too: on two shared cores their sum bounds the rate
+    echo $(( $(cpu_ticks "${REDIS_PID:-0}") - r0 )) >"$WORK/$1.rcpu"
+    echo $(( $(cpu_ticks "$KAFKA_PID") - k0 )) >"$WORK/$1.kcpu"
+    awk -v hz="$TICK" -v w0="$w0" '{ printf "%.0f\n", ($1 + $2) * hz - w0 }' "$WORK/$1.wrktime" >"$WORK/$1.wcpu"
 }
 # the service's CPU time per request, in microseconds (independent of what else runs)
-cpu_us() { awk -v t="$(cat "$WORK/$1.cpu")" -v n="$(total "$WORK/$1.wrk")" -v hz="$TICK" 'BEGIN { if (n > 0) printf "%.0f", t / hz * 1e6 / n; else print 0 }'; }
+cpu_us() { awk -v t="$(cat "$WORK/$1.${2:-cpu}")" -v n="$(total "$WORK/$1.wrk")" -v hz="$TICK" 'BEGIN { if (n > 0) printf "%.0f", t / hz * 1e6 / n; else print 0 }'; }
 # wrk latency lines look like "     50%    1.23ms" (us, ms or s).
 lat_ms() { awk -v p="$2" '$1==p { v=$2; if (v ~ /us$/) { sub(/us$/,"",v); v=v/1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v=v*1000 } printf "%.2f", v }' "$1"; }
 rps() { awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$1"; }
@@ -110,6 +136,7 @@ stage_ms() { awk -v s="$1" -F'[ ]' '$1 == "seckill_order_stage_seconds_sum{stage
     $1 == "seckill_order_stage_seconds_count{stage=\""s"\"}" { n = $2 }
     END { if (n > 0) printf "%.2f", sum * 1000 / n; else print "n/a" }' "$WORK/accept.metrics"; }
 # Prime the flag (first answer comes from Redis), then measure the sold-out path.
+if [ -z "${BENCH_ACCEPT_ONLY:-}" ]; then
 run_wrk sold_out $EV_SOLD
 
 SHA=$(redis-cli -h "$RHOST" -p "$RPORT" SCRIPT LOAD "$(cat "$ROOT/lua/reserve.lua")")
@@ -119,9 +146,12 @@ redis-benchmark -h "$RHOST" -p "$RPORT" -c "$CONNS" -n $(( SECS * 100000 )) -P 1
     "seckill:{e$EV_RB}:pending" __rand_int__ __rand_int__ "$now_ms" >"$WORK/redis.csv" 2>&1
 # --csv: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
 REDIS_RPS=$(awk -F'","' 'NR==2 { printf "%.0f", $2 }' "$WORK/redis.csv")
+else # BENCH_ACCEPT_ONLY: a quick A/B of the accept path alone
+    : >"$WORK/sold_out.wrk"; echo 0 >"$WORK/sold_out.cpu"; REDIS_RPS=0
+fi
 
 accepted_in_redis=$(( 2000000000 - $(redis-cli -h "$RHOST" -p "$RPORT" GET "seckill:{e$EV_ACCEPT}:stock") ))
-for e in $EV_ACCEPT $EV_SOLD $EV_RB; do
+for e in $EV_ACCEPT $EV_SOLD $(( base + 2 )); do
     redis-cli -h "$RHOST" -p "$RPORT" DEL "seckill:{e$e}:stock" "seckill:{e$e}:meta" "seckill:{e$e}:buyers" \
         "seckill:{e$e}:pending" "seckill:{e$e}:accepted" >/dev/null
 done
@@ -135,13 +165,15 @@ S_N=$(total "$WORK/sold_out.wrk"); S_BAD=$(non2xx "$WORK/sold_out.wrk")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 printf '\nload average before the runs: %s (other work on the machine shares the 2 cores)\n' "$LOAD0"
-printf 'seckill-order (%s s per run, %s connections, wrk -t2; seckill-order %s workers; %s; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS" "${BENCH_WORKERS:-one per core,}" "$REDIS_DESC"
+printf 'seckill-order (%s s per run, %s connections, wrk -t%s; seckill-order %s workers; %s; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS" "$WRK_THREADS" "${BENCH_WORKERS:-one per core,}" "$REDIS_DESC"
 printf '%-34s %12s %9s %9s %s\n' "path" "requests/s" "p50 ms" "p99 ms" "notes"
 printf '%-34s %12s %9s %9s %s\n' "accept (202, distinct users)" "$A_RPS" "$A50" "$A99" "$A_N requests, $A_BAD not 2xx, $accepted_in_redis reserved in Redis, $(cpu_us accept) us CPU/request in seckill-order"
 printf '%-34s %12s %9s %9s %s\n' "sold out (409, in-process flag)" "$S_RPS" "$S50" "$S99" "$S_N requests, $S_BAD answered 409, $(cpu_us sold_out) us CPU/request"
 printf '%-34s %12s %9s %9s %s\n' "redis-benchmark EVALSHA reserve -P16" "$REDIS_RPS" "" "" "same Redis, same run"
 printf 'accept path, mean per stage inside seckill-order: reserve.lua %s ms, Kafka produce -> delivery report %s ms, confirm.lua %s ms\n' \
     "$(stage_ms reserve)" "$(stage_ms kafka)" "$(stage_ms confirm)"
+printf 'accept path, CPU per request: seckill-order %s us, redis-server %s us, seckill-devkafka %s us, wrk %s us\n' \
+    "$(cpu_us accept)" "$(cpu_us accept rcpu)" "$(cpu_us accept kcpu)" "$(cpu_us accept wcpu)"
 printf 'accept / redis = %s (target >= 0.25); sold_out / accept = %s (target >= 1.5); accept p99 %s ms (target <= 10)\n' \
     "$(ratio "$A_RPS" "$REDIS_RPS")" "$(ratio "$S_RPS" "$A_RPS")" "$A99"
 printf '{"bench":"order","seconds":%s,"connections":%s,"accept_rps":%s,"accept_p50_ms":%s,"accept_p99_ms":%s,"accept_not_2xx":%s,"sold_out_rps":%s,"sold_out_p50_ms":%s,"sold_out_p99_ms":%s,"redis_evalsha_rps":%s,"accept_over_redis":%s,"sold_out_over_accept":%s,"accept_cpu_us":%s,"sold_out_cpu_us":%s,"loadavg_1m":%s}\n' \
