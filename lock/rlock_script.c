@@ -50,44 +50,51 @@ const char *rlock_script_sha(int id)
 
 #define MAX_ARGS 16
 
-static void fill_argv(int id, int nkeys, int argc, const char **argv, const char **v,
-                      size_t *vl, char nk[16])
+/* One EVALSHA command: "EVALSHA" sha numkeys keys... args... */
+typedef struct script_cmd {
+    const char *v[MAX_ARGS + 3];
+    size_t vl[MAX_ARGS + 3];
+    char nk[16];
+    int n;
+} script_cmd;
+
+static int script_cmd_fill(script_cmd *s, int id, int nkeys, int argc, const char **argv,
+                           char *err, size_t errsz)
 {
-    snprintf(nk, 16, "%d", nkeys);
-    v[0] = "EVALSHA";
-    v[1] = rlock_script_sha(id);
-    v[2] = nk;
+    if (argc > MAX_ARGS) {
+        if (err)
+            snprintf(err, errsz, "too many script arguments");
+        return RLOCK_ERR_ARG;
+    }
+    snprintf(s->nk, sizeof(s->nk), "%d", nkeys);
+    s->v[0] = "EVALSHA";
+    s->v[1] = rlock_script_sha(id);
+    s->v[2] = s->nk;
     for (int i = 0; i < argc; i++)
-        v[3 + i] = argv[i];
-    for (int i = 0; i < argc + 3; i++)
-        vl[i] = strlen(v[i]);
+        s->v[3 + i] = argv[i];
+    s->n = argc + 3;
+    for (int i = 0; i < s->n; i++)
+        s->vl[i] = strlen(s->v[i]);
+    return 0;
 }
 
 int rlock_script_append(redisContext *c, int id, int nkeys, int argc, const char **argv)
 {
-    const char *v[MAX_ARGS + 3];
-    size_t vl[MAX_ARGS + 3];
-    char nk[16];
-    if (argc > MAX_ARGS)
+    script_cmd s;
+    if (script_cmd_fill(&s, id, nkeys, argc, argv, NULL, 0) != 0)
         return RLOCK_ERR_ARG;
-    fill_argv(id, nkeys, argc, argv, v, vl, nk);
-    return redisAppendCommandArgv(c, argc + 3, v, vl) == REDIS_OK ? 0 : RLOCK_ERR_IO;
+    return redisAppendCommandArgv(c, s.n, s.v, s.vl) == REDIS_OK ? 0 : RLOCK_ERR_IO;
 }
 
 int rlock_script_eval(redisContext *c, int id, int nkeys, int argc, const char **argv,
                       redisReply **out, char *err, size_t errsz)
 {
-    const char *v[MAX_ARGS + 3];
-    size_t vl[MAX_ARGS + 3];
-    char nk[16];
+    script_cmd s;
     *out = NULL;
-    if (argc > MAX_ARGS) {
-        snprintf(err, errsz, "too many script arguments");
+    if (script_cmd_fill(&s, id, nkeys, argc, argv, err, errsz) != 0)
         return RLOCK_ERR_ARG;
-    }
-    fill_argv(id, nkeys, argc, argv, v, vl, nk);
     for (int attempt = 0; attempt < 2; attempt++) {
-        redisReply *r = redisCommandArgv(c, argc + 3, v, vl);
+        redisReply *r = redisCommandArgv(c, s.n, s.v, s.vl);
         if (r == NULL) {
             snprintf(err, errsz, "redis: %s", c->errstr[0] ? c->errstr : "connection lost");
             return RLOCK_ERR_IO;
@@ -140,28 +147,20 @@ rcl_ctx *rlock_rcl_connect(const char *url, struct timeval tv, char *err, size_t
 
 int rlock_script_append_rcl(rcl_ctx *c, int id, int nkeys, int argc, const char **argv)
 {
-    const char *v[MAX_ARGS + 3];
-    size_t vl[MAX_ARGS + 3];
-    char nk[16];
-    if (argc > MAX_ARGS)
+    script_cmd s;
+    if (script_cmd_fill(&s, id, nkeys, argc, argv, NULL, 0) != 0)
         return RLOCK_ERR_ARG;
-    fill_argv(id, nkeys, argc, argv, v, vl, nk);
-    return rcl_append_argv(c, argc + 3, v, vl) == 0 ? 0 : RLOCK_ERR_ARG;
+    return rcl_append_argv(c, s.n, s.v, s.vl) == 0 ? 0 : RLOCK_ERR_ARG;
 }
 
 int rlock_script_eval_rcl(rcl_ctx *c, int id, int nkeys, int argc, const char **argv,
                           redisReply **out, char *err, size_t errsz)
 {
-    const char *v[MAX_ARGS + 3];
-    size_t vl[MAX_ARGS + 3];
-    char nk[16];
+    script_cmd s;
     *out = NULL;
-    if (argc > MAX_ARGS) {
-        snprintf(err, errsz, "too many script arguments");
+    if (script_cmd_fill(&s, id, nkeys, argc, argv, err, errsz) != 0)
         return RLOCK_ERR_ARG;
-    }
-    fill_argv(id, nkeys, argc, argv, v, vl, nk);
-    redisReply *r = rcl_command_argv(c, argc + 3, v, vl);
+    redisReply *r = rcl_command_argv(c, s.n, s.v, s.vl);
     if (r == NULL) {
         snprintf(err, errsz, "redis: %s", rcl_errstr(c)[0] ? rcl_errstr(c) : "connection lost");
         /* CROSSSLOT (keys of one lock in two slots) is a bug, not a lost connection. */
