@@ -690,6 +690,17 @@ int consumer_loop_run(consumer_loop *l, volatile sig_atomic_t *stop)
                 lane_get_state(&l->lanes[i]) == LANE_BUSY)
                 full = &l->lanes[i];
         if (full) {
+            /* Intake is stopped for every lane: the others get nothing more until the
+             * full one is done, so an idle lane writes what it holds now rather than
+             * idling until its batch.ms deadline (Kafka hands out partitions in long
+             * runs: one lane's partitions at a time). */
+            for (int i = 0; i < l->nlanes; i++) {
+                lane *ln = &l->lanes[i];
+                if (ln != full && consumer_batch_count(ln->filling) > 0) {
+                    ln->filling_deadline_ms = now;
+                    lane_service(l, ln);
+                }
+            }
             lane_wait_ms(full, 100);
             for (int i = 0; i < l->nlanes; i++)
                 lane_service(l, &l->lanes[i]);
