@@ -61,7 +61,9 @@ struct rcl_ctx {
 
 static void set_err(rcl_ctx *c, const char *what, const char *detail)
 {
-    snprintf(c->err, sizeof(c->err), "%s%s%s", what, detail && detail[0] ? ": " : "",
+    /* The detail (a node's error, up to 255 bytes) is cut at 200: the message is for
+     * people, and the bound keeps -Wformat-truncation quiet in Release builds. */
+    snprintf(c->err, sizeof(c->err), "%s%s%.200s", what, detail && detail[0] ? ": " : "",
              detail ? detail : "");
 }
 
