@@ -47,7 +47,7 @@ cl_pid_of() { cl_cli "$1" info server | sed -n 's/^process_id:\([0-9]*\).*/\1/p'
 cl_start_consumers() {
     local i port
     for ((i = 1; i <= $1; i++)); do
-        port=$(e2e_free_port)
+        port=$(cl_free_port)
         SECKILL_HTTP_PORT=$port SECKILL_KAFKA_BROKERS=$E2E_BROKERS SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000 \
             SECKILL_GROUP_ID="seckill-cluster-$$" "$BIN/seckill-consumer" >>"$E2E_TMP/consumer$i.log" 2>&1 &
         E2E_PIDS+=($!)
@@ -57,22 +57,51 @@ cl_start_consumers() {
     e2e_log "$1 consumers up"
 }
 
+# cl_free_port: a port nothing listens on, below the ephemeral range (a port there can be
+# taken by any outgoing connection between the choice and the bind).
+cl_free_port() {
+    local p
+    for _ in $(seq 1 200); do
+        p=$((20000 + RANDOM % 12000))
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+    done
+    e2e_fail "no free port"
+}
+
+# cl_front_up PID PORT: ready, or the process is gone (then 1).
+cl_front_up() {
+    until curl -fsS "http://127.0.0.1:$2/readyz" >/dev/null 2>&1; do
+        kill -0 "$1" 2>/dev/null || return 1
+        sleep 0.05
+    done
+}
+
 # cl_start_fronts N [ENV=VALUE...]: N seckill-order on the cluster, one JWT secret. The
-# per-user rate limit is out of the way: the benches reuse user ids across events.
+# per-user rate limit is out of the way: the benches reuse user ids across events. A
+# front that could not bind its port (taken meanwhile) is started again on another.
 cl_start_fronts() {
-    local n=$1 i port
+    local n=$1 i port pid try
     shift
     E2E_SECRET=${E2E_SECRET:-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')}
     for ((i = 1; i <= n; i++)); do
-        port=$(e2e_free_port)
-        env SECKILL_HTTP_PORT="$port" SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$E2E_BROKERS" \
-            SECKILL_JWT_SECRET="$E2E_SECRET" SECKILL_REDIS_URL="$CL_URL" SECKILL_WORKERS=2 \
-            SECKILL_RATELIMIT_RATE=1000000 SECKILL_RATELIMIT_BURST=1000000 "$@" \
-            "$BIN/seckill-order" >"$E2E_TMP/order$i.log" 2>&1 &
-        E2E_PIDS+=($!)
-        CL_FRONT_PIDS+=($!)
+        for try in 1 2 3; do
+            port=$(cl_free_port)
+            env SECKILL_HTTP_PORT="$port" SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$E2E_BROKERS" \
+                SECKILL_JWT_SECRET="$E2E_SECRET" SECKILL_REDIS_URL="$CL_URL" SECKILL_WORKERS=2 \
+                SECKILL_RATELIMIT_RATE=1000000 SECKILL_RATELIMIT_BURST=1000000 "$@" \
+                "$BIN/seckill-order" >>"$E2E_TMP/order$i.log" 2>&1 &
+            pid=$!
+            E2E_PIDS+=("$pid")
+            if timeout 60 bash -c "$(declare -f cl_front_up); cl_front_up $pid $port"; then
+                break
+            fi
+            kill -0 $pid 2>/dev/null && e2e_fail "seckill-order $i /readyz: not within 60s"
+            grep -q "Address already in use" "$E2E_TMP/order$i.log" ||
+                e2e_fail "seckill-order $i exited at start: $(tail -n 3 "$E2E_TMP/order$i.log")"
+            [ $try -lt 3 ] || e2e_fail "seckill-order $i: no port it could bind in 3 tries"
+        done
+        CL_FRONT_PIDS+=("$pid")
         CL_FRONTS+=("http://127.0.0.1:$port")
-        e2e_wait 60 "seckill-order $i /readyz" curl -fsS "http://127.0.0.1:$port/readyz"
     done
     CL_HTTP=$(IFS=,; echo "${CL_FRONTS[*]}")
     CL_SECRET=$E2E_SECRET
