@@ -26,6 +26,8 @@
 #include "order_soldout.h"
 #include "sk_redis_url.h"
 
+#include <event2/util.h>
+
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -58,6 +60,11 @@ typedef struct order_worker {
     int inbox_signalled;
     struct event *inbox_ev;
     struct event *kafka_ev; /* worker 0 only: the producer's report fd */
+    /* Accepted orders whose confirm.lua is still to be sent: one call per event for all
+     * the orders acknowledged in one loop turn (order_http.c), sent by confirm_ev, made
+     * active on this loop when the first one is queued. */
+    struct order_req *confirm_head;
+    struct event *confirm_ev;
     order_task stop_accepting_task, exit_task;
 } order_worker;
 
@@ -105,6 +112,9 @@ void order_workers_free(order_app *app);
 /* order_http.c: the request handler (runs on a worker) and the Kafka delivery report
  * (runs on worker 0, or at shutdown on the main thread). */
 void order_http_handle(struct evhttp_request *req, void *worker);
+/* confirm_ev's callback: sends the queued confirms (arg: the worker). Also called once
+ * when the worker is freed, after its loop ended, so that none is left behind. */
+void order_http_confirm_flush(evutil_socket_t fd, short what, void *worker);
 void order_http_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg_status_t status,
                             int32_t partition, int64_t offset);
 

@@ -4,7 +4,8 @@
  *   token -> sold-out flag -> rate limit -> order id (libidgen) -> EVALSHA reserve.lua
  *   -> produce to Kafka ... delivery report (served on worker 0; other workers' handed
  *      back through their inbox)
- *   -> acknowledged: SET index, EVALSHA confirm.lua, 202 (not waiting for confirm's answer)
+ *   -> acknowledged: SET index, confirm.lua queued, 202 (not waiting for confirm's answer);
+ *      the turn's queued confirms go out as one confirm.lua call per event
  *   -> NOT_PERSISTED: cancel.lua -> 503
  *   -> POSSIBLY_PERSISTED: the reservation stays pending -> 503 with the order id.
  * No 202 is sent before Kafka acknowledged the order. Every answer goes through
@@ -19,6 +20,7 @@
 #include "sk_log.h"
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <inttypes.h>
@@ -43,6 +45,7 @@ typedef struct order_req {
     rd_kafka_msg_status_t dr_status;
     int load_rc; /* order_loader_load's result, for event creation */
     int64_t stage_us; /* when the current accept-path stage started (metrics) */
+    struct order_req *confirm_next; /* on the worker's confirm queue */
     order_pg_job job;
 } order_req;
 
@@ -211,12 +214,12 @@ static void set_order_index(order_req *r)
     order_redis_command(r->w->redis, 5, argv, lens, NULL, NULL);
 }
 
-/* confirm.lua's answer, after the 202 went out: only book-keeping is left. */
-static void on_confirmed(redisReply *reply, void *arg)
+/* One order's confirm.lua answered (ok) or failed, after the 202 went out: only
+ * book-keeping is left. */
+static void confirm_done(order_req *r, int ok)
 {
-    order_req *r = arg;
     order_metrics_stage(&r->w->app->metrics, ORDER_STAGE_CONFIRM, order_time_mono_us() - r->stage_us);
-    if (!reply || reply->type != REDIS_REPLY_INTEGER)
+    if (!ok)
         /* Kafka has the order: it will reach PostgreSQL. Only the pending entry stays
          * behind, which the reconciler finds already written. */
         sk_log(SK_LOG_WARN, "confirm_failed", "order_id=%" PRIu64 " event_id=%" PRIu64,
@@ -225,29 +228,87 @@ static void on_confirmed(redisReply *reply, void *arg)
     free(r);
 }
 
+/* The most orders one confirm.lua call takes (its keys are the other two arguments). */
+#define CONFIRM_BATCH_MAX (ORDER_REDIS_SCRIPT_MAX_ARGS - 2)
+
+/* The orders of one confirm.lua call, answered together. */
+typedef struct confirm_batch {
+    size_t n;
+    order_req *reqs[CONFIRM_BATCH_MAX];
+} confirm_batch;
+
+static void on_confirmed(redisReply *reply, void *arg)
+{
+    confirm_batch *b = arg;
+    int ok = reply && reply->type == REDIS_REPLY_INTEGER;
+    for (size_t i = 0; i < b->n; i++)
+        confirm_done(b->reqs[i], ok);
+    free(b);
+}
+
+/* Takes the first queued order and up to CONFIRM_BATCH_MAX - 1 more of its event off
+ * the queue and sends them in one confirm.lua call. */
+static void confirm_send(order_worker *w)
+{
+    order_req *first = w->confirm_head;
+    confirm_batch *b = malloc(sizeof(*b));
+    if (!b) {
+        w->confirm_head = first->confirm_next;
+        confirm_done(first, 0);
+        return;
+    }
+    b->n = 0;
+    char pending[ORDER_KEY_MAX], accepted[ORDER_KEY_MAX], oids[CONFIRM_BATCH_MAX][24];
+    const char *args[2 + CONFIRM_BATCH_MAX] = {pending, accepted};
+    size_t lens[2 + CONFIRM_BATCH_MAX] = {
+        order_key(first->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
+        order_key(first->event_id, ORDER_KEY_ACCEPTED, accepted, sizeof(accepted))};
+    for (order_req **pp = &w->confirm_head; *pp && b->n < CONFIRM_BATCH_MAX;) {
+        order_req *r = *pp;
+        if (r->event_id != first->event_id) {
+            pp = &r->confirm_next;
+            continue;
+        }
+        *pp = r->confirm_next;
+        args[2 + b->n] = oids[b->n];
+        lens[2 + b->n] = (size_t)snprintf(oids[b->n], sizeof(oids[b->n]), "%" PRIu64, r->order_id);
+        b->reqs[b->n++] = r;
+    }
+    if (order_redis_script(w->redis, ORDER_SCRIPT_CONFIRM, 2, 2 + (int)b->n, args, lens,
+                           on_confirmed, b) != 0)
+        on_confirmed(NULL, b);
+}
+
+void order_http_confirm_flush(evutil_socket_t fd, short what, void *worker)
+{
+    (void)fd;
+    (void)what;
+    order_worker *w = worker;
+    while (w->confirm_head)
+        confirm_send(w);
+}
+
 /* Kafka acknowledged the order. The 202 rests on that acknowledgement alone, so it goes
- * out right after the index and confirm.lua are sent, without waiting for their answer:
- * under appendfsync always that answer costs one more fsync of latency. Both commands
- * are already on the connection, ahead of anything the client can send after the 202,
- * and a confirm that never lands only leaves a pending entry for the reconciler, which
- * must check Kafka and PostgreSQL before it gives stock back anyway. The request counts
- * as in flight until confirm.lua answers, so SIGTERM waits for it. */
+ * out right after the index is sent and confirm.lua queued, without waiting for their
+ * answer: under appendfsync always that answer costs one more fsync of latency. The
+ * queue is sent later in this same loop turn (confirm_ev), one call per event for every
+ * order acknowledged in the turn, so both commands are on the Redis connection before
+ * the loop reads anything the client can send after the 202; a confirm that never lands
+ * only leaves a pending entry for the reconciler, which must check Kafka and PostgreSQL
+ * before it gives stock back anyway. The request counts as in flight until confirm.lua
+ * answers, so SIGTERM waits for it. */
 static void accept_order(order_req *r)
 {
+    order_worker *w = r->w;
     set_order_index(r);
-    char pending[ORDER_KEY_MAX], accepted[ORDER_KEY_MAX], oid[24];
-    const char *args[3] = {pending, accepted, oid};
-    size_t lens[3] = {order_key(r->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
-                      order_key(r->event_id, ORDER_KEY_ACCEPTED, accepted, sizeof(accepted)),
-                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
-    int sent = order_redis_script(r->w->redis, ORDER_SCRIPT_CONFIRM, 2, 3, args, lens,
-                                  on_confirmed, r) == 0;
+    if (!w->confirm_head)
+        event_active(w->confirm_ev, EV_TIMEOUT, 0); /* this thread's loop: no wake-up */
+    r->confirm_next = w->confirm_head;
+    w->confirm_head = r;
     char body[128];
     size_t n = order_reply_order_queued(body, sizeof(body), r->order_id);
-    reply_send(r->w, r->req, r->route, r->start_us, 202, "application/json", body, n);
+    reply_send(w, r->req, r->route, r->start_us, 202, "application/json", body, n);
     r->req = NULL; /* evhttp owns and frees it once answered */
-    if (!sent)
-        on_confirmed(NULL, r);
 }
 
 static void after_delivery(order_task *t)

@@ -161,12 +161,24 @@ static int call(order_redis *r, int argc, const char **argv, const size_t *lens,
 int order_redis_script(order_redis *r, order_script_id id, int nkeys, int n, const char **args,
                        const size_t *lens, order_redis_cb *cb, void *arg)
 {
-    if (n > MAX_ARGS || n < 0 || nkeys < 0 || nkeys > n) {
+    if (n > ORDER_REDIS_SCRIPT_MAX_ARGS || n < 0 || nkeys < 0 || nkeys > n) {
         r->errors++;
         return -1;
     }
-    const char *argv[MAX_ARGS + 3];
-    size_t alens[MAX_ARGS + 3];
+    /* The common calls fit on the stack; a batched confirm (one call for many orders)
+     * takes a heap vector, freed as soon as rcluster has copied the arguments. */
+    const char *argv_stack[MAX_ARGS + 3], **argv = argv_stack;
+    size_t alens_stack[MAX_ARGS + 3], *alens = alens_stack;
+    if (n > MAX_ARGS) {
+        argv = malloc((size_t)(n + 3) * sizeof(*argv));
+        alens = malloc((size_t)(n + 3) * sizeof(*alens));
+        if (!argv || !alens) {
+            free(argv);
+            free(alens);
+            r->errors++;
+            return -1;
+        }
+    }
     char nk[16];
     argv[0] = "EVALSHA";
     alens[0] = 7;
@@ -178,7 +190,12 @@ int order_redis_script(order_redis *r, order_script_id id, int nkeys, int n, con
         argv[3 + i] = args[i];
         alens[3 + i] = lens[i];
     }
-    return call(r, n + 3, argv, alens, cb, arg);
+    int rc = call(r, n + 3, argv, alens, cb, arg);
+    if (argv != argv_stack) {
+        free(argv);
+        free(alens);
+    }
+    return rc;
 }
 
 int order_redis_command(order_redis *r, int argc, const char **argv, const size_t *lens,

@@ -78,8 +78,11 @@ order_redis *order_redis_new(struct event_base *base, const char *url,
 /** @brief 1 when commands can be routed (connected; on a cluster, a slot map is loaded). */
 int order_redis_connected(const order_redis *r);
 
-/** @brief EVALSHA of a script with keys args[0..nkeys-1] and arguments args[nkeys..n-1].
- *  The keys must share one slot. @returns 0 (cb will be called exactly once) or -1 (not
+/* The most keys + arguments one script call takes (a batched confirm.lua's order ids). */
+#define ORDER_REDIS_SCRIPT_MAX_ARGS 258
+
+/** @brief EVALSHA of a script with keys args[0..nkeys-1] and arguments args[nkeys..n-1]
+ *  (n <= ORDER_REDIS_SCRIPT_MAX_ARGS). The keys must share one slot. @returns 0 (cb will be called exactly once) or -1 (not
  *  connected, keys in two slots, or OOM: cb is not called). */
 int order_redis_script(order_redis *r, order_script_id id, int nkeys, int n, const char **args,
                        const size_t *lens, order_redis_cb *cb, void *arg);

@@ -151,8 +151,9 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
         return -1;
     }
     w->inbox_ev = event_new(w->base, -1, 0, on_inbox, w);
+    w->confirm_ev = event_new(w->base, -1, 0, order_http_confirm_flush, w);
     w->http = evhttp_new(w->base);
-    if (!w->inbox_ev || !w->http) {
+    if (!w->inbox_ev || !w->confirm_ev || !w->http) {
         snprintf(err, errsz, "out of memory");
         return -1;
     }
@@ -254,7 +255,10 @@ void order_workers_free(order_app *app)
     }
     for (int i = 0; i < app->nworkers; i++) {
         order_worker *w = &app->workers[i];
-        /* Redis first: its pending callbacks (NULL replies) may still answer requests. */
+        /* Confirms queued in the loop's last turn go out (or fail) with the rest; then
+         * Redis: its pending callbacks (NULL replies) may still answer requests. */
+        if (w->redis)
+            order_http_confirm_flush(-1, 0, w);
         order_redis_free(w->redis);
         if (w->http)
             evhttp_free(w->http);
@@ -262,6 +266,8 @@ void order_workers_free(order_app *app)
             event_free(w->inbox_ev);
         if (w->kafka_ev)
             event_free(w->kafka_ev);
+        if (w->confirm_ev)
+            event_free(w->confirm_ev);
         if (w->base)
             event_base_free(w->base);
         /* After the base: connections' bufferevents may be finalized as late as that. */
