@@ -137,8 +137,8 @@ static void on_connect(const redisAsyncContext *hac, int status)
     }
     a->nodes[i].connected = 1;
     a->nodes[i].since_ms = rcl_now_ms();
-    if (!a->url.cluster)
-        set_ready(a, 1);
+    /* Pass-through: ready only once the handshake's PING answers (on_handshake), not on
+     * the TCP connect, or a wrong password would look ready until AUTH's error came back. */
 }
 
 static void on_disconnect(const redisAsyncContext *hac, int status)
@@ -166,6 +166,17 @@ static void on_auth(redisAsyncContext *hac, void *reply, void *priv)
         snprintf(a->err, sizeof(a->err), "AUTH/SELECT: %s", r->str);
         redisAsyncDisconnect(hac);
     }
+}
+
+/* The PING queued after AUTH and SELECT on a pass-through connection: its answer means
+ * the handshake went through (a failed AUTH disconnects before it, see on_auth). */
+static void on_handshake(redisAsyncContext *hac, void *reply, void *priv)
+{
+    redisReply *r = reply;
+    rcl_async *a = hac->data;
+    (void)priv;
+    if (r && r->type != REDIS_REPLY_ERROR && node_of(a, hac) >= 0)
+        set_ready(a, 1);
 }
 
 /* The node's connection, opened (AUTH, SELECT queued) when needed; NULL on failure. */
@@ -201,6 +212,8 @@ static redisAsyncContext *node_ac(rcl_async *a, int i)
         const char *v[2] = {"SELECT", db};
         redisAsyncCommandArgv(hac, on_auth, NULL, 2, v, NULL);
     }
+    if (!a->url.cluster)
+        redisAsyncCommand(hac, on_handshake, NULL, "PING");
     return hac;
 }
 
