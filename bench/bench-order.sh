@@ -3,10 +3,13 @@
 # hand (no stack needed). Starts its own redis-server (AOF, appendfsync always, in a
 # temporary directory on the same disk as the stack's), its own seckill-devkafka and its
 # own seckill-order (so bench orders never reach the shared topic and no consumer or
-# PostgreSQL competes for the cores or the disk), and measures with wrk (64 keep-alive
-# connections, 2 threads):
-#   accept   : an event whose stock never runs out, a distinct user per request
-#   sold_out : an event with no stock (answered by the in-process sold-out flag)
+# PostgreSQL competes for the cores or the disk), and measures with 64 keep-alive
+# connections:
+#   accept   : an event whose stock never runs out, a distinct user per request, driven
+#              by seckill-bench (14 us of CPU per request with one thread against wrk's 28 with its
+#              Lua script: on two shared cores the load generator's CPU is taken from the
+#              service; BENCH_LOADGEN=wrk for wrk)
+#   sold_out : an event with no stock (answered by the in-process sold-out flag), by wrk
 # beside redis-benchmark -P 16 running reserve.lua through EVALSHA on the same Redis.
 # Prints a table, the service's stage timings, the CPU time each process spent per
 # accepted order, and one JSON line. Environment knobs: BENCH_SECONDS (default 10),
@@ -14,7 +17,9 @@
 # workers; 0 = one per core), BENCH_BIN (default $SECKILL_BIN_DIR; use a Release build),
 # BENCH_REDIS=stack (the stack's Redis, from .run/env, instead of a private one),
 # BENCH_REDIS_FSYNC (the private Redis's appendfsync, default always), BENCH_TOKENS,
-# BENCH_ACCEPT_ONLY=1 (the accept run alone: quick A/B of a change). SECKILL_KAFKA_*
+# BENCH_ACCEPT_ONLY=1 (the accept run alone: quick A/B of a change), BENCH_LOADGEN
+# (seckill-bench or wrk: the accept run's client; needs jq for the former),
+# BENCH_SB_THREADS (seckill-bench's threads, default 1). SECKILL_KAFKA_*
 # settings pass through to the service (e.g. SECKILL_KAFKA_LINGER_MS).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +31,13 @@ for tool in wrk redis-cli redis-benchmark; do
     command -v $tool >/dev/null || { echo "bench-order: $tool is not installed" >&2; exit 1; }
 done
 [ -x "$BIN/seckill-order" ] && [ -x "$BIN/seckill-devkafka" ] || { echo "bench-order: build seckill-order and seckill-devkafka into $BIN" >&2; exit 1; }
+LOADGEN=${BENCH_LOADGEN:-seckill-bench}
+SB_THREADS=${BENCH_SB_THREADS:-1} # one loop drives 64 connections at less CPU per request than two
+case $LOADGEN in
+    seckill-bench) [ -x "$BIN/seckill-bench" ] && command -v jq >/dev/null || { echo "bench-order: BENCH_LOADGEN=seckill-bench needs $BIN/seckill-bench and jq" >&2; exit 1; } ;;
+    wrk) ;;
+    *) echo "bench-order: BENCH_LOADGEN must be seckill-bench or wrk" >&2; exit 1 ;;
+esac
 
 WORK=$(mktemp -d /tmp/bench-order.XXXXXX)
 PIDS=()
@@ -120,6 +132,32 @@ run_wrk() { # name event
     echo $(( $(cpu_ticks "$KAFKA_PID") - k0 )) >"$WORK/$1.kcpu"
     awk -v hz="$TICK" -v w0="$w0" '{ printf "%.0f\n", ($1 + $2) * hz - w0 }' "$WORK/$1.wrktime" >"$WORK/$1.wcpu"
 }
+run_sb() { # name event: the same run driven by seckill-bench (BENCH_LOADGEN=seckill-bench)
+    # A libevent client with a hand-written HTTP writer and its own token arena: one user per
+    # request (users = requests, each user tries once), closed loop on CONNS keep-alive
+    # connections. Its set-up (minting the tokens) ends with the tokens_minted log line:
+    # every process's CPU is sampled from there. Its summary is rewritten in wrk's words so
+    # that the parsing below serves both.
+    local TIMEFORMAT="%U %S"
+    { time "$BIN/seckill-bench" --http="http://127.0.0.1:$PORT" --jwt.secret="$SECRET" --pg= \
+        --event="$2" --users="$NTOK" --requests="$NTOK" --duration="$SECS" --connections="$CONNS" \
+        --threads="$SB_THREADS" --drain.wait=0 --log.level=info --out="$WORK/$1.sb" >"$WORK/$1.sbout" 2>"$WORK/$1.sberr"; } 2>"$WORK/$1.wrktime" &
+    local sh=$! wp="" w0=0
+    while kill -0 "$sh" 2>/dev/null; do
+        [ -n "$wp" ] || wp=$(pgrep -P "$sh" -x seckill-bench || true)
+        if [ -n "$wp" ] && grep -q tokens_minted "$WORK/$1.sberr" 2>/dev/null; then w0=$(cpu_ticks "$wp"); break; fi
+        sleep 0.02
+    done
+    local c0 r0 k0; c0=$(cpu_ticks); r0=$(cpu_ticks "${REDIS_PID:-0}"); k0=$(cpu_ticks "$KAFKA_PID")
+    wait "$sh" || true
+    echo $(( $(cpu_ticks) - c0 )) >"$WORK/$1.cpu"
+    echo $(( $(cpu_ticks "${REDIS_PID:-0}") - r0 )) >"$WORK/$1.rcpu"
+    echo $(( $(cpu_ticks "$KAFKA_PID") - k0 )) >"$WORK/$1.kcpu"
+    tail -n 1 "$WORK/$1.wrktime" | awk -v hz="$TICK" -v w0="$w0" '{ printf "%.0f\n", ($1 + $2) * hz - w0 }' >"$WORK/$1.wcpu"
+    jq -r '"\(.answered) requests in \(.burst_s)s", "Requests/sec: \(.rate_rps)",
+        "     50%    \(.latency_ms.p50)ms", "     99%    \(.latency_ms.p99)ms",
+        "  Non-2xx or 3xx responses: \(.answered - (.outcomes["202"] // 0))"' "$WORK/$1.sb/summary.json" >"$WORK/$1.wrk"
+}
 # the service's CPU time per request, in microseconds (independent of what else runs)
 cpu_us() { awk -v t="$(cat "$WORK/$1.${2:-cpu}")" -v n="$(total "$WORK/$1.wrk")" -v hz="$TICK" 'BEGIN { if (n > 0) printf "%.0f", t / hz * 1e6 / n; else print 0 }'; }
 # wrk latency lines look like "     50%    1.23ms" (us, ms or s).
@@ -129,7 +167,7 @@ non2xx() { awk '/Non-2xx/ { print $5 }' "$1" | grep . || echo 0; }
 total() { awk '/requests in/ { print $1 }' "$1"; }
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-run_wrk accept $EV_ACCEPT
+if [ "$LOADGEN" = seckill-bench ]; then run_sb accept $EV_ACCEPT; else run_wrk accept $EV_ACCEPT; fi
 curl -fsS "http://127.0.0.1:$PORT/metrics" >"$WORK/accept.metrics" || true
 # mean of one accept-path stage in ms, from the service's own histogram (sum / count)
 stage_ms() { awk -v s="$1" -F'[ ]' '$1 == "seckill_order_stage_seconds_sum{stage=\""s"\"}" { sum = $2 }
@@ -165,15 +203,15 @@ S_N=$(total "$WORK/sold_out.wrk"); S_BAD=$(non2xx "$WORK/sold_out.wrk")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 printf '\nload average before the runs: %s (other work on the machine shares the 2 cores)\n' "$LOAD0"
-printf 'seckill-order (%s s per run, %s connections, wrk -t%s; seckill-order %s workers; %s; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS" "$WRK_THREADS" "${BENCH_WORKERS:-one per core,}" "$REDIS_DESC"
+printf 'seckill-order (%s s per run, %s connections, accept: %s, sold out: wrk -t%s; seckill-order %s workers; %s; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS" "$( [ "$LOADGEN" = wrk ] && echo "wrk -t$WRK_THREADS" || echo "seckill-bench --threads=$SB_THREADS")" "$WRK_THREADS" "${BENCH_WORKERS:-one per core,}" "$REDIS_DESC"
 printf '%-34s %12s %9s %9s %s\n' "path" "requests/s" "p50 ms" "p99 ms" "notes"
 printf '%-34s %12s %9s %9s %s\n' "accept (202, distinct users)" "$A_RPS" "$A50" "$A99" "$A_N requests, $A_BAD not 2xx, $accepted_in_redis reserved in Redis, $(cpu_us accept) us CPU/request in seckill-order"
 printf '%-34s %12s %9s %9s %s\n' "sold out (409, in-process flag)" "$S_RPS" "$S50" "$S99" "$S_N requests, $S_BAD answered 409, $(cpu_us sold_out) us CPU/request"
 printf '%-34s %12s %9s %9s %s\n' "redis-benchmark EVALSHA reserve -P16" "$REDIS_RPS" "" "" "same Redis, same run"
 printf 'accept path, mean per stage inside seckill-order: reserve.lua %s ms, Kafka produce -> delivery report %s ms, confirm.lua %s ms\n' \
     "$(stage_ms reserve)" "$(stage_ms kafka)" "$(stage_ms confirm)"
-printf 'accept path, CPU per request: seckill-order %s us, redis-server %s us, seckill-devkafka %s us, wrk %s us\n' \
-    "$(cpu_us accept)" "$(cpu_us accept rcpu)" "$(cpu_us accept kcpu)" "$(cpu_us accept wcpu)"
+printf 'accept path, CPU per request: seckill-order %s us, redis-server %s us, seckill-devkafka %s us, load generator (%s) %s us\n' \
+    "$(cpu_us accept)" "$(cpu_us accept rcpu)" "$(cpu_us accept kcpu)" "$LOADGEN" "$(cpu_us accept wcpu)"
 printf 'accept / redis = %s (target >= 0.25); sold_out / accept = %s (target >= 1.5); accept p99 %s ms (target <= 10)\n' \
     "$(ratio "$A_RPS" "$REDIS_RPS")" "$(ratio "$S_RPS" "$A_RPS")" "$A99"
 printf '{"bench":"order","seconds":%s,"connections":%s,"accept_rps":%s,"accept_p50_ms":%s,"accept_p99_ms":%s,"accept_not_2xx":%s,"sold_out_rps":%s,"sold_out_p50_ms":%s,"sold_out_p99_ms":%s,"redis_evalsha_rps":%s,"accept_over_redis":%s,"sold_out_over_accept":%s,"accept_cpu_us":%s,"sold_out_cpu_us":%s,"loadavg_1m":%s}\n' \
