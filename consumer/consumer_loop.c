@@ -583,9 +583,13 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
             goto fail;
         }
     }
+    /* max.partition.fetch.bytes 64 KB (librdkafka: 1 MB): the consumer queue hands out
+     * a partition's fetched messages in one run, i.e. one writer's share at a time;
+     * shorter runs keep both writers fed (drains +7 to +17%, README). */
     const char *cons_defaults[] = {"client.id", "seckill-consumer",
                                    "auto.offset.reset", "earliest",
                                    "partition.assignment.strategy", "range,roundrobin",
+                                   "max.partition.fetch.bytes", "65536",
                                    NULL};
     const char *cons_forced[] = {"group.id", cfg->group_id,
                                  /* offsets are committed by us, after the DB commit */
