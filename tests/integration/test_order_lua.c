@@ -277,6 +277,17 @@ static void test_confirm_and_status(void **state)
     const char *one[] = {e.k[ORDER_KEY_PENDING], "302"};
     assert_int_equal(evalsha_int("confirm", 1, 2, one), 1);
     assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "302"), 0);
+    /* several ids in one call (the front's per-loop-turn batch): only the pending ones
+     * count and move to accepted; a repeat confirms nothing */
+    assert_int_equal(reserve(&e, "11", "303", now), 0);
+    assert_int_equal(reserve(&e, "12", "304", now), 0);
+    const char *many[] = {e.k[ORDER_KEY_PENDING], e.k[ORDER_KEY_ACCEPTED], "303", "305", "304"};
+    assert_int_equal(evalsha_int("confirm", 2, 5, many), 2);
+    assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_PENDING], NULL), 0);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "303"), 1);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "304"), 1);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "305"), 0);
+    assert_int_equal(evalsha_int("confirm", 2, 5, many), 0);
     drop(&e);
 }
 
