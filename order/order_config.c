@@ -9,7 +9,7 @@
 
 const sk_cfg_entry order_config_table[] = {
     {"redis.url", SK_CFG_STRING, 0, 0, "redis://127.0.0.1:6379",
-     "Redis URL: redis://[user:pass@]host:port/db or unix:///path?db=N", F(redis_url)},
+     "Redis URL: redis://[user:pass@]host:port/db, unix:///path?db=N, or redis-cluster://[user:pass@]host:port[,host:port...]", F(redis_url)},
     {"pg", SK_CFG_STRING, 0, 0, "", "PostgreSQL conninfo or URI (events, order lookup)", F(pg)},
     {"jwt.secret", SK_CFG_SECRET, 0, 0, "", "HS256 secret of the bearer tokens (required)",
      F(jwt_secret)},

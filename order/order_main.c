@@ -235,8 +235,8 @@ static int run(const char *config)
         goto out;
     }
     if (*app.cfg.pg && app.cfg.reconcile_interval_ms > 0 &&
-        !(reconciler = order_reconciler_start(&app.cfg, app.kafka_props, &app.redis_url,
-                                              &app.scripts, &app.metrics, err, sizeof(err)))) {
+        !(reconciler = order_reconciler_start(&app.cfg, app.kafka_props, &app.scripts,
+                                              &app.metrics, err, sizeof(err)))) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=reconciler err=\"%s\"", err);
         goto out;
     }

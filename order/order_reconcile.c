@@ -642,8 +642,8 @@ static partitioner_fn *partitioner_by_name(const char *name, int *ok)
 }
 
 order_reconciler *order_reconciler_start(const order_config *cfg, const sk_cfg_kv *props,
-                                         const sk_redis_url *url, const order_scripts *scripts,
-                                         order_metrics *metrics, char *err, size_t errsz)
+                                         const order_scripts *scripts, order_metrics *metrics,
+                                         char *err, size_t errsz)
 {
     order_reconciler *r = calloc(1, sizeof(*r));
     if (!r) {
@@ -652,7 +652,6 @@ order_reconciler *order_reconciler_start(const order_config *cfg, const sk_cfg_k
     }
     r->cfg = cfg;
     r->props = props;
-    (void)url; /* cfg->redis_url is used: plain or cluster, through rcluster */
     r->scripts = scripts;
     r->metrics = metrics;
     /* The producer's default (order_kafka.c) unless kafka.* says otherwise. */

@@ -28,20 +28,19 @@
 #include "order_config.h"
 #include "order_metrics.h"
 #include "order_redis.h"
-#include "sk_redis_url.h"
 
 #include <stdint.h>
 
 typedef struct order_reconciler order_reconciler;
 
-/** @brief Starts the reconciler thread. cfg, props (kafka.* without the prefix), url,
- *  scripts and metrics (its reconcile_* fields are updated) are borrowed and must outlive
+/** @brief Starts the reconciler thread. cfg (its redis_url: one Redis or a cluster, through
+ *  rcluster), props (kafka.* without the prefix), scripts and metrics (its reconcile_* fields are updated) are borrowed and must outlive
  *  the reconciler. Connections open lazily (a
  *  server that is down is retried at the next scan).
  *  @returns the reconciler, or NULL with a message in err (bad partitioner setting, OOM). */
 order_reconciler *order_reconciler_start(const order_config *cfg, const sk_cfg_kv *props,
-                                         const sk_redis_url *url, const order_scripts *scripts,
-                                         order_metrics *metrics, char *err, size_t errsz);
+                                         const order_scripts *scripts, order_metrics *metrics,
+                                         char *err, size_t errsz);
 
 /** @brief Stops the thread (waits for a scan in progress), releases the lock so that
  *  another instance takes over at its next scan, frees. NULL is fine. */
