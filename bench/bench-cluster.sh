@@ -31,24 +31,9 @@ done
 # shellcheck source=bench/cluster_lib.sh
 . "$ROOT/bench/cluster_lib.sh"
 
-WORK=$(mktemp -d /tmp/bench-cluster.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=bench/bench_lib.sh
+BENCH_NAME=cluster . "$ROOT/bench/bench_lib.sh"
 die() { echo "bench-cluster: $*" >&2; exit 1; }
-
-free_port() { # a port nothing listens on, below the ephemeral range
-    local p
-    for _ in $(seq 1 100); do
-        p=$(shuf -i 20000-32000 -n 1)
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
-    done
-    return 1
-}
 
 # The two Redis sides.
 RPORT=$(free_port)

@@ -39,23 +39,8 @@ case $LOADGEN in
     *) echo "bench-order: BENCH_LOADGEN must be seckill-bench or wrk" >&2; exit 1 ;;
 esac
 
-WORK=$(mktemp -d /tmp/bench-order.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() { # a port nothing listens on (connect refused), from the ephemeral-free range
-    local p
-    for _ in $(seq 1 100); do
-        p=$(shuf -i 20000-32000 -n 1)
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
-    done
-    return 1
-}
+# shellcheck source=bench/bench_lib.sh
+BENCH_NAME=order . "$ROOT/bench/bench_lib.sh"
 wait_for() { # file-or-url, seconds
     for _ in $(seq 1 $(( $2 * 10 ))); do
         if [[ $1 == http* ]]; then curl -fsS "$1" >/dev/null 2>&1 && return 0; else [ -s "$1" ] && return 0; fi

@@ -47,7 +47,7 @@ cl_pid_of() { cl_cli "$1" info server | sed -n 's/^process_id:\([0-9]*\).*/\1/p'
 cl_start_consumers() {
     local i port
     for ((i = 1; i <= $1; i++)); do
-        port=$(cl_free_port)
+        port=$(e2e_free_port)
         SECKILL_HTTP_PORT=$port SECKILL_KAFKA_BROKERS=$E2E_BROKERS SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000 \
             SECKILL_GROUP_ID="seckill-cluster-$$" "$BIN/seckill-consumer" >>"$E2E_TMP/consumer$i.log" 2>&1 &
         E2E_PIDS+=($!)
@@ -57,16 +57,6 @@ cl_start_consumers() {
     e2e_log "$1 consumers up"
 }
 
-# cl_free_port: a port nothing listens on, below the ephemeral range (a port there can be
-# taken by any outgoing connection between the choice and the bind).
-cl_free_port() {
-    local p
-    for _ in $(seq 1 200); do
-        p=$((20000 + RANDOM % 12000))
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
-    done
-    e2e_fail "no free port"
-}
 
 # cl_front_up PID PORT: ready, or the process is gone (then 1).
 cl_front_up() {
@@ -85,7 +75,7 @@ cl_start_fronts() {
     E2E_SECRET=${E2E_SECRET:-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')}
     for ((i = 1; i <= n; i++)); do
         for try in 1 2 3; do
-            port=$(cl_free_port)
+            port=$(e2e_free_port)
             env SECKILL_HTTP_PORT="$port" SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$E2E_BROKERS" \
                 SECKILL_JWT_SECRET="$E2E_SECRET" SECKILL_REDIS_URL="$CL_URL" SECKILL_WORKERS=2 \
                 SECKILL_RATELIMIT_RATE=1000000 SECKILL_RATELIMIT_BURST=1000000 "$@" \

@@ -71,10 +71,15 @@ e2e_wait() {
     done
 }
 
+# A loopback port nothing listens on, below the kernel's ephemeral range (an outgoing
+# connection can never have taken it in the meantime). Shared by tests/fault and
+# tests/cluster, which source this file.
 e2e_free_port() {
-    local p
+    local lo p
+    lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "$lo" -gt 12000 ] || lo=32768
     for _ in $(seq 1 200); do
-        p=$((20000 + RANDOM % 30000))
+        p=$((10000 + RANDOM % (lo - 10000)))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
             echo "$p"
             return 0

@@ -41,22 +41,6 @@ e2e_after_stop() {
 }
 trap fault_cleanup EXIT
 
-# fault_free_port: a port below the kernel's ephemeral range (e2e_free_port draws from
-# 20000-49999, which overlaps it: a port some client socket holds answers no connect
-# yet cannot be bound, and PostgreSQL then fails to start).
-fault_free_port() {
-    local lo p
-    lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-    [ "$lo" -gt 12000 ] || lo=32768
-    for _ in $(seq 1 200); do
-        p=$((10000 + RANDOM % (lo - 10000)))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            echo "$p"
-            return 0
-        fi
-    done
-    e2e_fail "no free port"
-}
 
 # PostgreSQL refuses root: as root its tools run as the postgres user, from /.
 fault_as_pg() {
@@ -85,7 +69,7 @@ fault_require() {
 # ---- Redis (AOF on, appendfsync always) ----
 
 fault_start_redis() {
-    FAULT_REDIS_PORT=${FAULT_REDIS_PORT:-$(fault_free_port)}
+    FAULT_REDIS_PORT=${FAULT_REDIS_PORT:-$(e2e_free_port)}
     mkdir -p "$E2E_TMP/redis"
     redis-server --port "$FAULT_REDIS_PORT" --bind 127.0.0.1 --dir "$E2E_TMP/redis" \
         --appendonly yes --appendfsync always --save "" --daemonize no \
@@ -117,7 +101,7 @@ fault_start_pg() {
     # A port can be taken between the probe and the bind: try three.
     local try
     for try in 1 2 3; do
-        FAULT_PG_PORT=$(fault_free_port)
+        FAULT_PG_PORT=$(e2e_free_port)
         SECKILL_PG="host=127.0.0.1 port=$FAULT_PG_PORT user=postgres dbname=postgres"
         fault_pg_start_once && return 0
         e2e_log "PostgreSQL did not start on $FAULT_PG_PORT (try $try): $(tail -n 2 "$FAULT_PG_DIR/log")"
@@ -152,7 +136,7 @@ fault_psql() { psql "$SECKILL_PG" -v ON_ERROR_STOP=1 -qtAc "$1"; }
 # dead member's partitions once its session expires.
 fault_start_consumer() {
     local name=$1 port
-    port=$(fault_free_port)
+    port=$(e2e_free_port)
     SECKILL_HTTP_PORT=$port SECKILL_KAFKA_BROKERS=$E2E_BROKERS SECKILL_PG=$SECKILL_PG \
         SECKILL_GROUP_ID=$FAULT_GROUP SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000 \
         SECKILL_KAFKA_HEARTBEAT_INTERVAL_MS=500 SECKILL_BATCH_MS=5 SECKILL_RETRY_MAX_MS=1000 \
@@ -170,7 +154,7 @@ fault_start_consumer() {
 fault_start_order() {
     local name=$1 port_var="FAULT_PORT_$1"
     shift
-    local port=${!port_var:-$(fault_free_port)}
+    local port=${!port_var:-$(e2e_free_port)}
     env SECKILL_HTTP_PORT="$port" SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$E2E_BROKERS" \
         SECKILL_REDIS_URL="$SECKILL_REDIS_URL" SECKILL_PG="$SECKILL_PG" SECKILL_JWT_SECRET="$E2E_SECRET" \
         SECKILL_KAFKA_MESSAGE_TIMEOUT_MS=$FAULT_MSG_TIMEOUT_MS SECKILL_REDIS_TIMEOUT_MS=$FAULT_REDIS_TIMEOUT_MS \
