@@ -70,17 +70,7 @@ static int place(int fd, uint64_t event, uint64_t user, char *resp, size_t resps
     return to_http(fd, "POST", path, tok, NULL, NULL, 0, resp, respsz);
 }
 
-static long long rint_cmd(const char *fmt, const char *key)
-{
-    redisReply *r = redisCommand(rc, fmt, key);
-    long long v = -999;
-    if (r && r->type == REDIS_REPLY_INTEGER)
-        v = r->integer;
-    else if (r && r->type == REDIS_REPLY_STRING)
-        v = strtoll(r->str, NULL, 10);
-    freeReplyObject(r);
-    return v;
-}
+static long long rint_cmd(const char *fmt, const char *key) { return to_cmd_int(rc, fmt, key); }
 
 static long long event_key_int(uint64_t event, order_key_kind kind, const char *fmt)
 {

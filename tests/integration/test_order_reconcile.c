@@ -371,16 +371,7 @@ static int priv_gate_loaded(void *ev)
 
 static long long priv_int(const char *fmt, uint64_t ev, order_key_kind kind)
 {
-    char k[ORDER_KEY_MAX];
-    order_key(ev, kind, k, sizeof(k));
-    redisReply *r = redisCommand(priv, fmt, k);
-    long long v = -999;
-    if (r && r->type == REDIS_REPLY_INTEGER)
-        v = r->integer;
-    else if (r && r->type == REDIS_REPLY_STRING)
-        v = strtoll(r->str, NULL, 10);
-    freeReplyObject(r);
-    return v;
+    return to_key_int(priv, ev, (int)kind, fmt);
 }
 
 static void test_flushall_reloaded(void **state)

@@ -557,7 +557,12 @@ long long to_key_int(redisContext *c, uint64_t event, int kind, const char *fmt)
 {
     char k[ORDER_KEY_MAX];
     order_key(event, (order_key_kind)kind, k, sizeof(k));
-    redisReply *r = redisCommand(c, fmt, k);
+    return to_cmd_int(c, fmt, k);
+}
+
+long long to_cmd_int(redisContext *c, const char *fmt, const char *key)
+{
+    redisReply *r = redisCommand(c, fmt, key);
     long long v = -999;
     if (r && r->type == REDIS_REPLY_INTEGER)
         v = r->integer;

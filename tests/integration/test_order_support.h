@@ -66,6 +66,8 @@ void to_redis_snapshot(redisContext *c, const char *pattern, char *out, size_t o
 /** @brief Runs `fmt` (e.g. "HLEN %s") on the event's key of `kind` (an order_key_kind) and
  *  returns its integer answer (a numeric string is read as one), or -999 on anything else. */
 long long to_key_int(redisContext *c, uint64_t event, int kind, const char *fmt);
+/* The same for any key: `fmt` with one %s (GET %s, HLEN %s ...). */
+long long to_cmd_int(redisContext *c, const char *fmt, const char *key);
 
 /* ---- PostgreSQL ---- */
 /** @brief Creates a fresh database (owner seckill) on the shared PostgreSQL, applies
