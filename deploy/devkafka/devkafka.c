@@ -24,10 +24,12 @@
  * Design: the mock cluster runs on librdkafka's own threads; its API calls are safe
  * from our main thread, which only polls the control socket and the stop flag. */
 #include <errno.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +37,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_CLIENTS 16
@@ -100,6 +103,36 @@ static int parse_error(const char *s, rd_kafka_resp_err_t *out)
     return 0;
 }
 
+/* Apache Kafka's brokers set TCP_NODELAY on every connection; the mock cluster's sockets
+ * keep Nagle. Then a response written while an earlier one is unacknowledged waits for
+ * the client's delayed ACK, 40 ms on Linux: measured here, a producer with linger.ms 0
+ * saw round trips of 40-44 ms at the 90th percentile and fell to 4,000 orders/s. Set
+ * on a listening socket, TCP_NODELAY is inherited by every connection it accepts, so the
+ * process's TCP listeners get it (the mock's, and our control port's, which does not
+ * mind). Called after the cluster is made and after `broker up`, in case a broker
+ * listens anew. Returns how many listeners were set. */
+static int nodelay_listeners(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int n = 0, one = 1;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        int fd = atoi(de->d_name), listening = 0, proto = 0;
+        socklen_t len = sizeof(listening), plen = sizeof(proto);
+        struct stat st;
+        if (fd <= 2 || fd == dirfd(d) || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+            getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening ||
+            getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &plen) != 0 || proto != IPPROTO_TCP)
+            continue;
+        if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
 /* Runs one control command; writes the answer line (without newline) into ans. */
 static void control_run(rd_kafka_mock_cluster_t *mc, char *line, char *ans, size_t anssz)
 {
@@ -120,6 +153,8 @@ static void control_run(rd_kafka_mock_cluster_t *mc, char *line, char *ans, size
                (strcmp(argv[1], "down") == 0 || strcmp(argv[1], "up") == 0)) {
         err = strcmp(argv[1], "down") == 0 ? rd_kafka_mock_broker_set_down(mc, (int32_t)id)
                                            : rd_kafka_mock_broker_set_up(mc, (int32_t)id);
+        if (!err && strcmp(argv[1], "up") == 0)
+            nodelay_listeners();
     } else if (strcmp(argv[0], "rtt") == 0 && argc == 3 &&
                parse_long(argv[1], -1, 1000, &id) == 0 &&
                parse_long(argv[2], 0, 600000, &ms) == 0) {
@@ -314,6 +349,12 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (nodelay_listeners() < 1) {
+        fprintf(stderr, "seckill-devkafka: cannot set TCP_NODELAY on the brokers' sockets\n");
+        rd_kafka_mock_cluster_destroy(mc);
+        rd_kafka_destroy(rk);
+        return 1;
+    }
     int cport = 0, lfd = control_listen((int)control_port, &cport);
     if (lfd < 0) {
         fprintf(stderr, "seckill-devkafka: control port %ld: %s\n", control_port, strerror(errno));
