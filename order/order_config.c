@@ -47,6 +47,11 @@ const sk_cfg_entry order_config_table[] = {
      "a request's headers and body must arrive within this from its first byte, or the "
      "connection is closed (0: no deadline)",
      F(http_read_timeout_ms)},
+    {"http.event_method", SK_CFG_STRING, 0, 0, "epoll",
+     "the event loops' I/O method: epoll, or poll (cheaper with up to a few hundred "
+     "connections per worker, e.g. behind a load balancer's keep-alive pool: no "
+     "syscall per change of interest, one scan of every connection per loop turn)",
+     F(http_event_method)},
     {"http.idle_timeout_s", SK_CFG_INT, 1, 3600, "60",
      "a connection silent this long (no byte read or written) is closed", F(http_idle_timeout_s)},
     {"soldout.ttl_ms", SK_CFG_INT, 1, 1000, "500",
@@ -93,6 +98,11 @@ int order_config_check(order_config *cfg, char *err, size_t errsz)
     else {
         snprintf(err, errsz, "ratelimit.mode: \"%s\" is not off, local or redis",
                  cfg->ratelimit_mode);
+        return -1;
+    }
+    if (strcmp(cfg->http_event_method, "epoll") && strcmp(cfg->http_event_method, "poll")) {
+        snprintf(err, errsz, "http.event_method: \"%s\" is not epoll or poll",
+                 cfg->http_event_method);
         return -1;
     }
     if (strcmp(cfg->log_level, "debug") && strcmp(cfg->log_level, "info") &&

@@ -25,6 +25,7 @@ typedef struct order_config {
     long long ratelimit_rate, ratelimit_burst, ratelimit_users;
     long long max_inflight, max_kafka_inflight, max_connections;
     long long http_max_header_bytes, http_max_body_bytes, http_read_timeout_ms, http_idle_timeout_s;
+    char *http_event_method; /* epoll | poll, checked by order_config_check */
     long long soldout_ttl_ms;
     long long redis_timeout_ms;
     long long pg_pool;

@@ -246,8 +246,9 @@ static int run(const char *config)
         goto stop;
     }
     sk_log(SK_LOG_INFO, "listening",
-           "addr=%s port=%d workers=%d redis=%s topic=%s ratelimit=%s version=%s", app.cfg.http_bind,
-           app.port, app.nworkers, redacted, app.cfg.topic, app.cfg.ratelimit_mode, SECKILL_VERSION);
+           "addr=%s port=%d workers=%d event_method=%s redis=%s topic=%s ratelimit=%s version=%s",
+           app.cfg.http_bind, app.port, app.nworkers, app.cfg.http_event_method, redacted,
+           app.cfg.topic, app.cfg.ratelimit_mode, SECKILL_VERSION);
 
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -28,4 +28,8 @@ if(TARGET seckill_order_core)
                      LABELS integration TIMEOUT 240)
     add_dependencies(test_order_${t} seckill-order seckill-devkafka)
   endforeach()
+  # The same HTTP tests with the loops on poll instead of epoll (http.event_method).
+  add_test(NAME test_order_http_poll COMMAND test_order_http)
+  set_tests_properties(test_order_http_poll PROPERTIES LABELS integration TIMEOUT 240
+    ENVIRONMENT "SECKILL_SOURCE_DIR=${CMAKE_SOURCE_DIR};SECKILL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;SECKILL_TEST_EVENT_METHOD=poll")
 endif()

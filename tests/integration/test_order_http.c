@@ -526,6 +526,22 @@ static void test_sigterm_exits_0(void **state)
     assert_int_equal(to_http1(srv.port, "GET", "/healthz", NULL, NULL, resp, sizeof(resp)), -1);
 }
 
+static char method_line[64];
+
+static int log_has_method(void *unused)
+{
+    (void)unused;
+    FILE *f = fopen(srv.proc.log, "r");
+    if (!f)
+        return 0;
+    char line[1024];
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, "event=listening") && strstr(line, method_line);
+    fclose(f);
+    return found;
+}
+
 static int setup(void **state)
 {
     if (!to_stack_available()) {
@@ -536,10 +552,21 @@ static int setup(void **state)
     if (!rc || to_kafka_start(&kafka) != 0 || to_pg_create(pg_conninfo, sizeof(pg_conninfo), pg_db, sizeof(pg_db)) != 0)
         return -1;
     user_base = (uint64_t)getpid() * 10000000ULL + (uint64_t)(to_now_ms() % 1000) * 1000000000000ULL;
-    /* a generous Redis timeout: CI runs this beside other tests on 2 cores under ASan */
-    const char *env[] = {"SECKILL_REDIS_TIMEOUT_MS=5000", NULL};
+    /* a generous Redis timeout: CI runs this beside other tests on 2 cores under ASan.
+     * SECKILL_TEST_EVENT_METHOD runs the whole group on that http.event_method (ctest
+     * registers the poll run as test_order_http_poll). */
+    static char method_env[64];
+    const char *method = getenv("SECKILL_TEST_EVENT_METHOD");
+    snprintf(method_env, sizeof(method_env), "SECKILL_HTTP_EVENT_METHOD=%s", method ? method : "epoll");
+    const char *env[] = {"SECKILL_REDIS_TIMEOUT_MS=5000", method_env, NULL};
     if (to_order_start(&srv, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg_conninfo, env) != 0)
         return -1;
+    /* the service says which method its loops run on: make sure it is the one asked for */
+    snprintf(method_line, sizeof(method_line), "event_method=%s ", method ? method : "epoll");
+    if (to_wait(log_has_method, NULL, 5000) != 1) {
+        fprintf(stderr, "seckill-order never logged %s\n", method_line);
+        return -1;
+    }
     to_token(&srv, 1, 1, 3600, admin_tok, sizeof(admin_tok));
     return 0;
 }

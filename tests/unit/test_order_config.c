@@ -69,6 +69,7 @@ static void test_defaults_file_env(void **state)
     assert_string_equal(cfg.jwt_secret, "s3cret");
     assert_string_equal(cfg.topic, "seckill.orders");
     assert_int_equal(cfg.soldout_ttl_ms, 500);
+    assert_string_equal(cfg.http_event_method, "epoll");
     int seen_timeout = 0, seen_brokers = 0;
     for (sk_cfg_kv *kv = kafka; kv; kv = kv->next) {
         if (strcmp(kv->key, "message.timeout.ms") == 0 && strcmp(kv->value, "1500") == 0)
@@ -114,6 +115,24 @@ static void test_errors_name_file_and_line(void **state)
     assert_int_equal(order_config_check(&cfg, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "ratelimit.mode"));
     sk_config_free(order_config_table, &cfg, kafka);
+
+    const char *methods[][2] = {{"poll", "0"}, {"epoll", "0"}, {"select", "-1"}, {"kqueue", "-1"}};
+    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+        char text[64];
+        snprintf(text, sizeof(text), "http.event_method = %s\n", methods[i][0]);
+        order_config c = {0};
+        kafka = NULL;
+        path = write_file("method.conf", text);
+        assert_int_equal(sk_config_load(order_config_table, &c, path, &kafka, err, sizeof(err)), 0);
+        int rc = order_config_check(&c, err, sizeof(err));
+        if (rc != atoi(methods[i][1]))
+            fail_msg("http.event_method %s: check gave %d (%s)", methods[i][0], rc, err);
+        if (rc == 0)
+            assert_string_equal(c.http_event_method, methods[i][0]);
+        else
+            assert_non_null(strstr(err, "http.event_method"));
+        sk_config_free(order_config_table, &c, kafka);
+    }
 }
 
 /* Runs the binary; returns its exit status and its stdout+stderr in out. */
