@@ -169,14 +169,23 @@ static void on_auth(redisAsyncContext *hac, void *reply, void *priv)
 }
 
 /* The PING queued after AUTH and SELECT on a pass-through connection: its answer means
- * the handshake went through (a failed AUTH disconnects before it, see on_auth). */
+ * the handshake went through (a failed AUTH disconnects before it, see on_auth). An
+ * error answer (LOADING while Redis reads its AOF or RDB at start) closes the
+ * connection, so that the reconnect timer tries the handshake again until Redis
+ * answers PONG: left open, the connection would never become ready. */
 static void on_handshake(redisAsyncContext *hac, void *reply, void *priv)
 {
     redisReply *r = reply;
     rcl_async *a = hac->data;
     (void)priv;
-    if (r && r->type != REDIS_REPLY_ERROR && node_of(a, hac) >= 0)
+    if (!r || node_of(a, hac) < 0)
+        return; /* torn down: on_disconnect has it */
+    if (r->type != REDIS_REPLY_ERROR) {
         set_ready(a, 1);
+        return;
+    }
+    snprintf(a->err, sizeof(a->err), "handshake: %.200s", r->str);
+    redisAsyncDisconnect(hac);
 }
 
 /* The node's connection, opened (AUTH, SELECT queued) when needed; NULL on failure. */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rcluster.h"
 #include "sk_test_cluster.h"
@@ -328,6 +329,60 @@ static void test_pass_through_timeout_and_restart(void **state)
     sk_test_redis_free(r1);
 }
 
+/* A pass-through client that connects while Redis loads its data (PING answers
+ * LOADING) becomes ready once the load is over, without being made again. The load is
+ * slowed by Redis's own debugging knob, key-load-delay (microseconds per key). */
+static void test_pass_through_connect_while_loading(void **state)
+{
+    char err[512];
+    const char *extra[] = {"--appendonly", "no", "--enable-debug-command", "local",
+                           "--key-load-delay", "300", "--loading-process-events-interval-bytes",
+                           "1024", NULL};
+    sk_test_redis *r1 = sk_test_redis_start(extra, err, sizeof(err));
+    assert_non_null(r1);
+    redisContext *c = redisConnect("127.0.0.1", sk_test_redis_port(r1));
+    assert_true(c && !c->err);
+    redisReply *rep = redisCommand(c, "DEBUG POPULATE 10000 lk");
+    assert_true(rep && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    rep = redisCommand(c, "SAVE");
+    assert_true(rep && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    redisFree(c);
+    assert_int_equal(sk_test_redis_respawn(r1, err, sizeof(err)), 0);
+
+    /* wait until it answers, and the answer is LOADING */
+    int loading = 0;
+    for (int64_t deadline = now_ms() + 10000; !loading && now_ms() < deadline;) {
+        c = redisConnect("127.0.0.1", sk_test_redis_port(r1));
+        if (c && !c->err && (rep = redisCommand(c, "PING")) != NULL) {
+            loading = rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "LOADING", 7) == 0;
+            freeReplyObject(rep);
+        }
+        redisFree(c);
+        if (!loading)
+            usleep(20000); /* no readiness signal from redis-server: poll */
+    }
+    assert_true(loading);
+
+    reset();
+    rcl_async *ac = rcl_async_connect(sk_test_redis_url(r1), base, TV, err, sizeof(err));
+    assert_non_null(ac);
+    rcl_async_set_state_cb(ac, on_state, &R);
+    assert_true(run_until(&R.ready, 1, 30000));
+    /* ready means loaded: every key is there */
+    c = redisConnect("127.0.0.1", sk_test_redis_port(r1));
+    assert_true(c && !c->err);
+    rep = redisCommand(c, "DBSIZE");
+    assert_true(rep && rep->type == REDIS_REPLY_INTEGER);
+    assert_int_equal(rep->integer, 10000);
+    freeReplyObject(rep);
+    redisFree(c);
+    roundtrip(ac, "GET", "lk:9999", NULL, "value:9999");
+    rcl_async_free(ac);
+    sk_test_redis_free(r1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_free_calls_every_callback),
         cmocka_unit_test(test_failover_same_context),
         cmocka_unit_test(test_pass_through_timeout_and_restart),
+        cmocka_unit_test(test_pass_through_connect_while_loading),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -91,7 +91,7 @@ static int wait_ready(sk_test_redis *r, char *err, size_t errsz)
     return -1;
 }
 
-static int spawn(sk_test_redis *r, char *err, size_t errsz)
+static int spawn(sk_test_redis *r, int wait, char *err, size_t errsz)
 {
     char port[16], log[300];
     snprintf(port, sizeof(port), "%d", r->port);
@@ -127,7 +127,7 @@ static int spawn(sk_test_redis *r, char *err, size_t errsz)
         _exit(127);
     }
     r->pid = pid;
-    return wait_ready(r, err, errsz);
+    return wait ? wait_ready(r, err, errsz) : 0;
 }
 
 sk_test_redis *sk_test_redis_start(const char *const *extra, char *err, size_t errsz)
@@ -153,7 +153,7 @@ sk_test_redis *sk_test_redis_start(const char *const *extra, char *err, size_t e
     /* A port that was free can be taken before redis binds it: try a few. */
     for (int attempt = 0; attempt < 5; attempt++) {
         r->port = sk_test_free_port();
-        if (spawn(r, err, errsz) == 0) {
+        if (spawn(r, 1, err, errsz) == 0) {
             if (pass)
                 snprintf(r->url, sizeof(r->url), "redis://:%s@127.0.0.1:%d", pass, r->port);
             else
@@ -198,7 +198,14 @@ int sk_test_redis_restart(sk_test_redis *r, char *err, size_t errsz)
 {
     if (r->pid > 0)
         sk_test_redis_stop(r, SIGTERM);
-    return spawn(r, err, errsz);
+    return spawn(r, 1, err, errsz);
+}
+
+int sk_test_redis_respawn(sk_test_redis *r, char *err, size_t errsz)
+{
+    if (r->pid > 0)
+        sk_test_redis_stop(r, SIGTERM);
+    return spawn(r, 0, err, errsz);
 }
 
 void sk_test_redis_free(sk_test_redis *r)

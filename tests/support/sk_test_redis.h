@@ -29,6 +29,10 @@ int sk_test_redis_stop(sk_test_redis *r, int sig);
  *  waits until PING answers. @returns 0, or -1 with errstr set. */
 int sk_test_redis_restart(sk_test_redis *r, char *errstr, size_t errstr_size);
 
+/** @brief Like sk_test_redis_restart, but returns once the process is started, without
+ *  waiting for PING: for tests of what clients see while it loads its data.
+ *  @returns 0, or -1 with errstr set. */
+int sk_test_redis_respawn(sk_test_redis *r, char *errstr, size_t errstr_size);
 /** @brief Stops the server if it runs, removes its directory, frees. NULL is fine. */
 void sk_test_redis_free(sk_test_redis *r);
 
