@@ -103,9 +103,14 @@ wait_for() {
     done
 }
 
+# PONG, not just an answer: while it loads its AOF, Redis answers PING with a LOADING
+# error (redis-cli still exits 0), and every script loaded then is lost.
+redis_ready() { [ "$(redis-cli -p "$1" ping 2>/dev/null)" = PONG ]; }
+
 redis_up() {
     mkdir -p "$RUN/redis" "$RUN/logs"
     if pid_alive "$RUN/redis.pid"; then
+        wait_for "redis" 120 redis_ready "$REDIS_PORT"
         log "redis: already running on $REDIS_PORT"
         return 0
     fi
@@ -114,7 +119,7 @@ redis_up() {
     redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$RUN/redis" \
         --appendonly yes --appendfsync always --save "" \
         --daemonize yes --pidfile "$RUN/redis.pid" --logfile "$RUN/logs/redis.log"
-    wait_for "redis" 20 redis-cli -p "$REDIS_PORT" ping
+    wait_for "redis" 120 redis_ready "$REDIS_PORT"
     log "redis: up on 127.0.0.1:$REDIS_PORT"
 }
 
@@ -155,7 +160,7 @@ cluster_up() {
             --appendonly yes --appendfsync always --save "" \
             --daemonize yes --pidfile "$RUN/cluster/$p.pid" --logfile "$RUN/logs/cluster-$p.log"
     done
-    for p in $(cluster_ports); do wait_for "redis cluster node $p" 20 redis-cli -p "$p" ping; done
+    for p in $(cluster_ports); do wait_for "redis cluster node $p" 120 redis_ready "$p"; done
     # Nodes that kept their nodes.conf from an earlier `up --cluster` find each other
     # again; fresh ones (one known node each) are joined into a new cluster.
     if redis-cli -p "$CLUSTER_PORT" cluster info | grep -q '^cluster_known_nodes:1\b'; then
