@@ -102,6 +102,14 @@ load $EV_SOLD 0
 NTOK=${BENCH_TOKENS:-$(( SECS * 40000 ))}
 SECKILL_JWT_SECRET="$SECRET" "$BIN/seckill-order" token --sub $(( $(date +%s) * 1000000 )) --count "$NTOK" --ttl 3600 >"$WORK/tokens"
 
+# CPU of the service, Redis and the dev Kafka from cpu_mark to cpu_since NAME, into
+# $WORK/NAME.cpu, .rcpu, .kcpu: on two shared cores their sum bounds the rate.
+cpu_mark() { C0=$(cpu_ticks); R0=$(cpu_ticks "${REDIS_PID:-0}"); K0=$(cpu_ticks "$KAFKA_PID"); }
+cpu_since() {
+    echo $(( $(cpu_ticks) - C0 )) >"$WORK/$1.cpu"
+    echo $(( $(cpu_ticks "${REDIS_PID:-0}") - R0 )) >"$WORK/$1.rcpu"
+    echo $(( $(cpu_ticks "$KAFKA_PID") - K0 )) >"$WORK/$1.kcpu"
+}
 run_wrk() { # name event
     # wrk runs in the background so that every process's CPU is sampled once wrk's own
     # set-up is over (its script reads the token file before it starts any thread: about
@@ -115,12 +123,9 @@ run_wrk() { # name event
         if [ -n "$wp" ] && [ "$(ls "/proc/$wp/task" 2>/dev/null | wc -l)" -gt "$WRK_THREADS" ]; then w0=$(cpu_ticks "$wp"); break; fi
         sleep 0.02
     done
-    local c0 r0 k0; c0=$(cpu_ticks); r0=$(cpu_ticks "${REDIS_PID:-0}"); k0=$(cpu_ticks "$KAFKA_PID")
+    cpu_mark
     wait "$sh"
-    echo $(( $(cpu_ticks) - c0 )) >"$WORK/$1.cpu"
-    # the other processes' CPU per request too: on two shared cores their sum bounds the rate
-    echo $(( $(cpu_ticks "${REDIS_PID:-0}") - r0 )) >"$WORK/$1.rcpu"
-    echo $(( $(cpu_ticks "$KAFKA_PID") - k0 )) >"$WORK/$1.kcpu"
+    cpu_since "$1"
     awk -v hz="$TICK" -v w0="$w0" '{ printf "%.0f\n", ($1 + $2) * hz - w0 }' "$WORK/$1.wrktime" >"$WORK/$1.wcpu"
 }
 run_sb() { # name event: the same run driven by seckill-bench (BENCH_LOADGEN=seckill-bench)
@@ -139,11 +144,9 @@ run_sb() { # name event: the same run driven by seckill-bench (BENCH_LOADGEN=sec
         if [ -n "$wp" ] && grep -q tokens_minted "$WORK/$1.sberr" 2>/dev/null; then w0=$(cpu_ticks "$wp"); break; fi
         sleep 0.02
     done
-    local c0 r0 k0; c0=$(cpu_ticks); r0=$(cpu_ticks "${REDIS_PID:-0}"); k0=$(cpu_ticks "$KAFKA_PID")
+    cpu_mark
     wait "$sh" || true
-    echo $(( $(cpu_ticks) - c0 )) >"$WORK/$1.cpu"
-    echo $(( $(cpu_ticks "${REDIS_PID:-0}") - r0 )) >"$WORK/$1.rcpu"
-    echo $(( $(cpu_ticks "$KAFKA_PID") - k0 )) >"$WORK/$1.kcpu"
+    cpu_since "$1"
     tail -n 1 "$WORK/$1.wrktime" | awk -v hz="$TICK" -v w0="$w0" '{ printf "%.0f\n", ($1 + $2) * hz - w0 }' >"$WORK/$1.wcpu"
     jq -r '"\(.answered) requests in \(.burst_s)s", "Requests/sec: \(.rate_rps)",
         "     50%    \(.latency_ms.p50)ms", "     99%    \(.latency_ms.p99)ms",
