@@ -4,8 +4,10 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/core_names.h>
 #include <openssl/hmac.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -80,6 +82,28 @@ static void hs256(const unsigned char *key, size_t keylen, const char *data, siz
     HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)data, len, mac, &maclen);
 }
 
+/* The header sk_jwt_mint writes, {"alg":"HS256","typ":"JWT"}, base64url-encoded: a token
+ * that carries exactly these bytes needs no JSON parse to know its alg is HS256. Any
+ * other header (other key order, spaces, "none", ...) takes the full parse below. */
+static const char canonical_hdr[] = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9";
+
+/* The MAC step of a verify: one-shot HMAC() for sk_jwt_verify, a keyed EVP_MAC_CTX
+ * reset per token for sk_jwt_key_verify. Fills mac; returns 0, or -1 on an OpenSSL
+ * failure (treated as a bad signature: never a pass). */
+typedef int (*mac_fn)(void *arg, const char *data, size_t len, unsigned char mac[32]);
+
+struct oneshot_key {
+    const unsigned char *secret;
+    size_t len;
+};
+
+static int mac_oneshot(void *arg, const char *data, size_t len, unsigned char mac[32])
+{
+    const struct oneshot_key *k = arg;
+    hs256(k->secret, k->len, data, len, mac);
+    return 0;
+}
+
 /* Parses one base64url JSON part into a jansson object (caller decrefs), or NULL. */
 static json_t *part_json(const char *p, size_t len)
 {
@@ -122,8 +146,8 @@ static int parse_sub(json_t *sub, uint64_t *out)
     return 0;
 }
 
-int sk_jwt_verify(const char *token, size_t len, const unsigned char *secret, size_t secret_len,
-                  int64_t now, sk_jwt_claims *claims)
+static int verify(const char *token, size_t len, mac_fn mac_of, void *mac_arg, int64_t now,
+                  sk_jwt_claims *claims)
 {
     if (len == 0 || len > SK_JWT_MAX_LEN)
         return SK_JWT_MALFORMED;
@@ -135,21 +159,23 @@ int sk_jwt_verify(const char *token, size_t len, const unsigned char *secret, si
         return SK_JWT_MALFORMED;
 
     /* The header first: refuse any alg but HS256 before touching the signature. */
-    json_t *hdr = part_json(token, (size_t)(dot1 - token));
-    if (!hdr)
-        return SK_JWT_MALFORMED;
-    json_t *alg = json_object_get(hdr, "alg");
-    int alg_ok = json_is_string(alg) && strcmp(json_string_value(alg), "HS256") == 0;
-    json_decref(hdr);
-    if (!alg_ok)
-        return SK_JWT_BAD_ALG;
+    size_t hdrlen = (size_t)(dot1 - token);
+    if (hdrlen != sizeof(canonical_hdr) - 1 || memcmp(token, canonical_hdr, hdrlen) != 0) {
+        json_t *hdr = part_json(token, hdrlen);
+        if (!hdr)
+            return SK_JWT_MALFORMED;
+        json_t *alg = json_object_get(hdr, "alg");
+        int alg_ok = json_is_string(alg) && strcmp(json_string_value(alg), "HS256") == 0;
+        json_decref(hdr);
+        if (!alg_ok)
+            return SK_JWT_BAD_ALG;
+    }
 
     unsigned char sig[64], mac[32];
     long siglen = sk_b64url_decode(dot2 + 1, len - (size_t)(dot2 + 1 - token), sig, sizeof(sig));
     if (siglen != 32)
         return SK_JWT_BAD_SIG;
-    hs256(secret, secret_len, token, (size_t)(dot2 - token), mac);
-    if (CRYPTO_memcmp(mac, sig, 32) != 0)
+    if (mac_of(mac_arg, token, (size_t)(dot2 - token), mac) != 0 || CRYPTO_memcmp(mac, sig, 32) != 0)
         return SK_JWT_BAD_SIG;
 
     json_t *body = part_json(dot1 + 1, (size_t)(dot2 - dot1 - 1));
@@ -170,6 +196,67 @@ int sk_jwt_verify(const char *token, size_t len, const unsigned char *secret, si
     }
     json_decref(body);
     return rc;
+}
+
+int sk_jwt_verify(const char *token, size_t len, const unsigned char *secret, size_t secret_len,
+                  int64_t now, sk_jwt_claims *claims)
+{
+    struct oneshot_key k = {secret, secret_len};
+    return verify(token, len, mac_oneshot, &k, now, claims);
+}
+
+/* A keyed HMAC-SHA256 context: EVP_MAC_init with a NULL key resets it to the state after
+ * the key (OpenSSL keeps the padded key's inner and outer digests), so a token costs its
+ * own SHA-256 blocks only, not the fetch, the key schedule and the allocations of HMAC(). */
+struct sk_jwt_key {
+    EVP_MAC *mac;
+    EVP_MAC_CTX *ctx;
+};
+
+sk_jwt_key *sk_jwt_key_new(const unsigned char *secret, size_t secret_len)
+{
+    sk_jwt_key *k = calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    char digest[] = "SHA256";
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                           OSSL_PARAM_construct_end()};
+    k->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    k->ctx = k->mac ? EVP_MAC_CTX_new(k->mac) : NULL;
+    /* HMAC() accepts an empty key; EVP_MAC_init takes a NULL key as "keep the old one",
+     * so an empty secret is passed as a zero-length key at a valid address. */
+    static const unsigned char empty[1];
+    if (!k->ctx || !EVP_MAC_init(k->ctx, secret_len ? secret : empty, secret_len, params)) {
+        sk_jwt_key_free(k);
+        return NULL;
+    }
+    return k;
+}
+
+void sk_jwt_key_free(sk_jwt_key *k)
+{
+    if (!k)
+        return;
+    EVP_MAC_CTX_free(k->ctx);
+    EVP_MAC_free(k->mac);
+    free(k);
+}
+
+static int mac_keyed(void *arg, const char *data, size_t len, unsigned char mac[32])
+{
+    sk_jwt_key *k = arg;
+    size_t outl = 0;
+    if (!EVP_MAC_init(k->ctx, NULL, 0, NULL) ||
+        !EVP_MAC_update(k->ctx, (const unsigned char *)data, len) ||
+        !EVP_MAC_final(k->ctx, mac, &outl, 32) || outl != 32)
+        return -1;
+    return 0;
+}
+
+int sk_jwt_key_verify(sk_jwt_key *key, const char *token, size_t len, int64_t now,
+                      sk_jwt_claims *claims)
+{
+    return verify(token, len, mac_keyed, key, now, claims);
 }
 
 int sk_jwt_mint(const unsigned char *secret, size_t secret_len, uint64_t sub, int is_admin,

@@ -15,9 +15,37 @@ static const unsigned char secret[] = "test-secret-0123456789";
 #define SECRET_LEN (sizeof(secret) - 1)
 #define NOW 1795000000LL
 
+/* One key for the whole run, as a seckill-order worker keeps one: every check below also
+ * proves the key resets between tokens (a failed verify leaves nothing behind). */
+static sk_jwt_key *run_key;
+
+/* Verifies with both entry points, which must agree on the status and on the claims. */
 static int verify(const char *tok, sk_jwt_claims *c)
 {
-    return sk_jwt_verify(tok, strlen(tok), secret, SECRET_LEN, NOW, c);
+    sk_jwt_claims kc;
+    int rc = sk_jwt_verify(tok, strlen(tok), secret, SECRET_LEN, NOW, c);
+    int krc = sk_jwt_key_verify(run_key, tok, strlen(tok), NOW, &kc);
+    assert_int_equal(krc, rc);
+    if (rc == SK_JWT_OK) {
+        assert_true(kc.sub == c->sub);
+        assert_int_equal(kc.is_admin, c->is_admin);
+        assert_true(kc.exp == c->exp);
+    }
+    return rc;
+}
+
+static int key_setup(void **state)
+{
+    (void)state;
+    run_key = sk_jwt_key_new(secret, SECRET_LEN);
+    return run_key ? 0 : -1;
+}
+
+static int key_teardown(void **state)
+{
+    (void)state;
+    sk_jwt_key_free(run_key);
+    return 0;
 }
 
 /* Builds header.body.signature by hand, signed with `key` (NULL: an empty signature). */
@@ -133,6 +161,42 @@ static void test_bad_sub(void **state)
     assert_true(c.sub == 9223372036854775807ULL);
 }
 
+/* The header fast path (the exact bytes sk_jwt_mint writes skip the JSON parse) must not
+ * let through what the parse would refuse: the same claims under a header that differs
+ * by one space, or that names another alg, behave as before. */
+static void test_header_forms(void **state)
+{
+    (void)state;
+    char tok[512];
+    sk_jwt_claims c;
+    forge("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", "{\"sub\":\"5\",\"exp\":1795000060}", secret, tok);
+    char minted[512];
+    sk_jwt_mint(secret, SECRET_LEN, 5, 0, 1795000060, minted, sizeof(minted));
+    assert_memory_equal(tok, minted, (size_t)(strchr(tok, '.') - tok)); /* the fast form */
+    assert_int_equal(verify(tok, &c), SK_JWT_OK);
+    forge("{\"alg\": \"HS256\",\"typ\":\"JWT\"}", "{\"sub\":\"5\",\"exp\":1795000060}", secret, tok);
+    assert_int_equal(verify(tok, &c), SK_JWT_OK);
+    assert_true(c.sub == 5);
+    forge("{\"alg\":\"none\",\"typ\":\"JWT\"}", "{\"sub\":\"5\",\"exp\":1795000060}", NULL, tok);
+    assert_int_equal(verify(tok, &c), SK_JWT_BAD_ALG);
+}
+
+/* A key made from an empty secret signs as HMAC() with an empty key does. */
+static void test_key_empty_secret(void **state)
+{
+    (void)state;
+    char tok[512];
+    sk_jwt_claims c;
+    sk_jwt_key *k = sk_jwt_key_new((const unsigned char *)"", 0);
+    assert_non_null(k);
+    assert_true(sk_jwt_mint((const unsigned char *)"", 0, 9, 0, NOW + 60, tok, sizeof(tok)) > 0);
+    assert_int_equal(sk_jwt_key_verify(k, tok, strlen(tok), NOW, &c), SK_JWT_OK);
+    assert_true(c.sub == 9);
+    assert_int_equal(sk_jwt_key_verify(run_key, tok, strlen(tok), NOW, &c), SK_JWT_BAD_SIG);
+    sk_jwt_key_free(k);
+    sk_jwt_key_free(NULL); /* a no-op, like free() */
+}
+
 static void test_b64url(void **state)
 {
     (void)state;
@@ -156,7 +220,8 @@ int main(void)
         cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_expired),
         cmocka_unit_test(test_bad_signature),  cmocka_unit_test(test_wrong_algorithm),
         cmocka_unit_test(test_malformed),      cmocka_unit_test(test_bad_sub),
+        cmocka_unit_test(test_header_forms),   cmocka_unit_test(test_key_empty_secret),
         cmocka_unit_test(test_b64url),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, key_setup, key_teardown);
 }
