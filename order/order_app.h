@@ -24,6 +24,7 @@
 #include "order_pg.h"
 #include "order_redis.h"
 #include "order_soldout.h"
+#include "sk_jwt.h"
 #include "sk_redis_url.h"
 
 #include <event2/util.h>
@@ -53,6 +54,7 @@ typedef struct order_worker {
     struct evhttp_bound_socket *bound; /* NULL once it stopped accepting */
     order_redis *redis;
     struct order_guard *guard; /* slow clients and the connection cap (order_guard.h) */
+    sk_jwt_key *jwt;           /* the JWT secret made ready once; used on this loop only */
     pthread_t thread;
     int started;
     pthread_mutex_t inbox_mu;
@@ -65,6 +67,10 @@ typedef struct order_worker {
      * active on this loop when the first one is queued. */
     struct order_req *confirm_head;
     struct event *confirm_ev;
+    /* Reserved orders whose message is still to be produced: handed to librdkafka
+     * together at the end of the loop turn that reserved them (order_http.c). */
+    struct order_req *produce_head, **produce_tail;
+    struct event *produce_ev;
     order_task stop_accepting_task, exit_task;
 } order_worker;
 
@@ -112,6 +118,10 @@ void order_workers_free(order_app *app);
 /* order_http.c: the request handler (runs on a worker) and the Kafka delivery report
  * (runs on worker 0, or at shutdown on the main thread). */
 void order_http_handle(struct evhttp_request *req, void *worker);
+/* produce_ev's callback: produces the queued messages (arg: the worker). Also called
+ * once at shutdown, after the loop ended, for what was left queued. */
+void order_http_produce_flush(evutil_socket_t fd, short what, void *worker);
+
 /* confirm_ev's callback: sends the queued confirms (arg: the worker). Also called once
  * when the worker is freed, after its loop ended, so that none is left behind. */
 void order_http_confirm_flush(evutil_socket_t fd, short what, void *worker);

@@ -165,7 +165,8 @@ void order_kafka_serve(order_kafka *k)
     /* Empty the pipe first: a report queued after this read writes it again (librdkafka
      * signals each time its queue goes from empty to not), so none is left unsignalled. */
     char buf[64];
-    while (read(k->report_fd[0], buf, sizeof(buf)) > 0)
+    /* A short read emptied the pipe: no second read just to see EAGAIN. */
+    while (read(k->report_fd[0], buf, sizeof(buf)) == (ssize_t)sizeof(buf))
         ;
     rd_kafka_poll(k->rk, 0); /* serves every report queued, on this thread */
 }

@@ -65,9 +65,14 @@ size_t order_key(uint64_t event_id, order_key_kind kind, char *out, size_t outsz
     return n > 0 ? (size_t)n : 0;
 }
 
+uint64_t order_index_bucket(uint64_t order_id)
+{
+    return order_id >> 32;
+}
+
 size_t order_key_index(uint64_t order_id, char *out, size_t outsz)
 {
-    int n = snprintf(out, outsz, "seckill:order:%" PRIu64, order_id);
+    int n = snprintf(out, outsz, "seckill:oidx:%" PRIu64, order_index_bucket(order_id));
     return n > 0 ? (size_t)n : 0;
 }
 

@@ -38,7 +38,13 @@ typedef enum {
 /** @brief Writes "seckill:{e<ID>}:<kind>" into out (>= ORDER_KEY_MAX). @returns the length. */
 size_t order_key(uint64_t event_id, order_key_kind kind, char *out, size_t outsz);
 
-/** @brief "seckill:order:<order_id>": which event an order belongs to (for GET order). */
+/** @brief The index bucket of an order: its id's second under libidgen's layout (bits
+ *  62..32, idgen.h), so the orders of one second share one hash. Any id maps somewhere:
+ *  a GET for an id never issued finds no field. */
+uint64_t order_index_bucket(uint64_t order_id);
+
+/** @brief "seckill:oidx:<bucket>": the hash whose field <order_id> holds the event an
+ *  order belongs to (for GET order). */
 size_t order_key_index(uint64_t order_id, char *out, size_t outsz);
 
 /** @brief "seckill:rl:{u<user_id>}": the user's bucket of ratelimit.lua. */

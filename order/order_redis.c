@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ARGS 12
+#define MAX_ARGS (ORDER_REDIS_SCRIPT_MAX_ARGS + 3) /* a batched index HSET */
 
 static const char *script_names[ORDER_SCRIPT_COUNT] = {
     "reserve", "cancel", "confirm", "ratelimit", "event_load", "order_status",

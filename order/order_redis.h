@@ -87,7 +87,7 @@ int order_redis_connected(const order_redis *r);
 int order_redis_script(order_redis *r, order_script_id id, int nkeys, int n, const char **args,
                        const size_t *lens, order_redis_cb *cb, void *arg);
 
-/** @brief Any command. cb may be NULL (fire and forget; errors are still counted).
+/** @brief Any command of up to ORDER_REDIS_SCRIPT_MAX_ARGS + 3 words. cb may be NULL (fire and forget; errors are still counted).
  *  @returns 0 (cb will be called exactly once) or -1 (cb not called). */
 int order_redis_command(order_redis *r, int argc, const char **argv, const size_t *lens,
                         order_redis_cb *cb, void *arg);

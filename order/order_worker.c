@@ -168,8 +168,11 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
     }
     w->inbox_ev = event_new(w->base, -1, 0, on_inbox, w);
     w->confirm_ev = event_new(w->base, -1, 0, order_http_confirm_flush, w);
+    w->produce_ev = event_new(w->base, -1, 0, order_http_produce_flush, w);
+    w->produce_tail = &w->produce_head;
     w->http = evhttp_new(w->base);
-    if (!w->inbox_ev || !w->confirm_ev || !w->http) {
+    w->jwt = sk_jwt_key_new((const unsigned char *)app->cfg.jwt_secret, strlen(app->cfg.jwt_secret));
+    if (!w->inbox_ev || !w->confirm_ev || !w->produce_ev || !w->http || !w->jwt) {
         snprintf(err, errsz, "out of memory");
         return -1;
     }
@@ -271,10 +274,13 @@ void order_workers_free(order_app *app)
     }
     for (int i = 0; i < app->nworkers; i++) {
         order_worker *w = &app->workers[i];
-        /* Confirms queued in the loop's last turn go out (or fail) with the rest; then
-         * Redis: its pending callbacks (NULL replies) may still answer requests. */
-        if (w->redis)
+        /* Messages and confirms queued in the loop's last turn go out (or fail: without a
+         * producer the stock is given back) with the rest; then Redis: its pending
+         * callbacks (NULL replies) may still answer requests. */
+        if (w->redis) {
+            order_http_produce_flush(-1, 0, w);
             order_http_confirm_flush(-1, 0, w);
+        }
         order_redis_free(w->redis);
         if (w->http)
             evhttp_free(w->http);
@@ -284,10 +290,13 @@ void order_workers_free(order_app *app)
             event_free(w->kafka_ev);
         if (w->confirm_ev)
             event_free(w->confirm_ev);
+        if (w->produce_ev)
+            event_free(w->produce_ev);
         if (w->base)
             event_base_free(w->base);
         /* After the base: connections' bufferevents may be finalized as late as that. */
         order_guard_free(w->guard);
+        sk_jwt_key_free(w->jwt);
         pthread_mutex_destroy(&w->inbox_mu);
     }
     free(app->workers);

@@ -117,8 +117,12 @@ static void test_keys(void **state)
     assert_string_equal(k, "seckill:{e12}:pending");
     order_key(9223372036854775807ULL, ORDER_KEY_ACCEPTED, k, sizeof(k));
     assert_string_equal(k, "seckill:{e9223372036854775807}:accepted");
-    order_key_index(5, k, sizeof(k));
-    assert_string_equal(k, "seckill:order:5");
+    order_key_index(5, k, sizeof(k)); /* second 0 of libidgen's epoch */
+    assert_string_equal(k, "seckill:oidx:0");
+    order_key_index((100ULL << 32) | 7, k, sizeof(k)); /* second 100, sequence 7 */
+    assert_string_equal(k, "seckill:oidx:100");
+    assert_true(order_index_bucket((100ULL << 32) | 7) == order_index_bucket((100ULL << 32) | 99));
+    assert_true(order_index_bucket(100ULL << 32) != order_index_bucket(101ULL << 32));
     order_key_ratelimit(6, k, sizeof(k));
     assert_string_equal(k, "seckill:rl:{u6}");
 }
