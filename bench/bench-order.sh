@@ -187,7 +187,7 @@ for e in $EV_ACCEPT $EV_SOLD $(( base + 2 )); do
     redis-cli -h "$RHOST" -p "$RPORT" DEL "seckill:{e$e}:stock" "seckill:{e$e}:meta" "seckill:{e$e}:buyers" \
         "seckill:{e$e}:pending" "seckill:{e$e}:accepted" >/dev/null
 done
-# The accepted orders' index keys (seckill:order:<id>) expire on their own (order.index_ttl_s).
+# The accepted orders' index entries (seckill:oidx:<second>) expire on their own (order.index_ttl_s).
 
 A_RPS=$(rps "$WORK/accept.wrk"); S_RPS=$(rps "$WORK/sold_out.wrk")
 A50=$(lat_ms "$WORK/accept.wrk" 50%); A99=$(lat_ms "$WORK/accept.wrk" 99%)

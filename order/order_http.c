@@ -202,16 +202,16 @@ static void cancel_then_503(order_req *r)
         on_cancelled(NULL, r);
 }
 
-/* The index: which event an order belongs to, for GET /api/v1/orders/{id}. A hash per
- * second of the order ids' own time (order_key_index), field order id, value event id,
- * expiring index_ttl_s after its last write. The orders acknowledged in one loop turn go
- * in one HSET per second they were issued in (nearly always one) from the confirm flush;
- * a SET per order cost Redis, which bounds the accept path, a command, its parse and its
- * AOF record each: 12% of the path's throughput (order/README.md). */
+/* The index: which event an order belongs to and whether Kafka acknowledged it, for GET
+ * /api/v1/orders/{id}. A hash per second of the order ids' own time (order_key_index),
+ * field order id, value an order_index_entry, expiring index_ttl_s after its last write.
+ * The orders acknowledged in one loop turn go in one HSET per second they were issued in
+ * (nearly always one) from the confirm flush. Redis bounds the accept path, and a SET per
+ * order cost it a command, its parse and its AOF record each (order/README.md). */
 #define INDEX_BATCH_MAX 64
 
 static void index_write(order_worker *w, uint64_t bucket_of, size_t n, const char (*oids)[24],
-                        const char (*eids)[24])
+                        const char (*vals)[ORDER_INDEX_VALUE_MAX])
 {
     char key[ORDER_KEY_MAX], ttl[24];
     const char *argv[2 + 2 * INDEX_BATCH_MAX] = {"HSET", key};
@@ -219,10 +219,10 @@ static void index_write(order_worker *w, uint64_t bucket_of, size_t n, const cha
     for (size_t i = 0; i < n; i++) {
         argv[2 + 2 * i] = oids[i];
         lens[2 + 2 * i] = strlen(oids[i]);
-        argv[3 + 2 * i] = eids[i];
-        lens[3 + 2 * i] = strlen(eids[i]);
+        argv[3 + 2 * i] = vals[i];
+        lens[3 + 2 * i] = strlen(vals[i]);
     }
-    /* Fire and forget, as the SET was: a lost index only makes GET answer 404 until the
+    /* Fire and forget, as the SET was: a lost entry only makes GET answer 404 until the
      * consumer has written the order (errors are counted in the Redis error metric). */
     order_redis_command(w->redis, 2 + 2 * (int)n, argv, lens, NULL, NULL);
     const char *ex[3] = {"EXPIRE", key, ttl};
@@ -230,21 +230,28 @@ static void index_write(order_worker *w, uint64_t bucket_of, size_t n, const cha
     order_redis_command(w->redis, 3, ex, exlens, NULL, NULL);
 }
 
-/* One order's index entry on its own (a 503 whose order may still land). */
-static void set_order_index(order_req *r)
+static void index_entry(const order_req *r, int acked, char oid[24], char val[ORDER_INDEX_VALUE_MAX])
 {
-    char oid[1][24], eid[1][24];
-    snprintf(oid[0], sizeof(oid[0]), "%" PRIu64, r->order_id);
-    snprintf(eid[0], sizeof(eid[0]), "%" PRIu64, r->event_id);
-    index_write(r->w, r->order_id, 1, (const char (*)[24])oid, (const char (*)[24])eid);
+    order_index_entry e = {r->event_id, r->user, acked};
+    snprintf(oid, 24, "%" PRIu64, r->order_id);
+    order_index_encode(&e, val, ORDER_INDEX_VALUE_MAX);
 }
 
-/* The index entries of every order on the confirm queue, one HSET per bucket. Sent before
- * their confirm.lua calls, on the same connection, in the loop turn that queued their
- * 202s: they are in Redis when the client reads a 202. */
+/* One order's entry on its own: a 503 whose order may still land. */
+static void set_order_index_maybe(order_req *r)
+{
+    char oid[1][24], val[1][ORDER_INDEX_VALUE_MAX];
+    index_entry(r, 0, oid[0], val[0]);
+    index_write(r->w, r->order_id, 1, (const char (*)[24])oid,
+                (const char (*)[ORDER_INDEX_VALUE_MAX])val);
+}
+
+/* The entries of every order on the confirm queue (all acknowledged), one HSET per
+ * bucket. Sent before their confirm.lua calls, on the same connection, in the loop turn
+ * that queued their 202s: they are in Redis when the client reads a 202. */
 static void index_flush(order_worker *w)
 {
-    char oids[INDEX_BATCH_MAX][24], eids[INDEX_BATCH_MAX][24];
+    char oids[INDEX_BATCH_MAX][24], vals[INDEX_BATCH_MAX][ORDER_INDEX_VALUE_MAX];
     for (order_req *r = w->confirm_head; r; r = r->confirm_next)
         r->indexed = 0;
     for (order_req *first = w->confirm_head; first; first = first->confirm_next) {
@@ -255,11 +262,11 @@ static void index_flush(order_worker *w)
             if (r->indexed || order_index_bucket(r->order_id) != order_index_bucket(first->order_id))
                 continue;
             r->indexed = 1;
-            snprintf(oids[n], sizeof(oids[n]), "%" PRIu64, r->order_id);
-            snprintf(eids[n], sizeof(eids[n]), "%" PRIu64, r->event_id);
+            index_entry(r, 1, oids[n], vals[n]);
             n++;
         }
-        index_write(w, first->order_id, n, (const char (*)[24])oids, (const char (*)[24])eids);
+        index_write(w, first->order_id, n, (const char (*)[24])oids,
+                    (const char (*)[ORDER_INDEX_VALUE_MAX])vals);
     }
 }
 
@@ -277,8 +284,8 @@ static void confirm_done(order_req *r, int ok)
     free(r);
 }
 
-/* The most orders one confirm.lua call takes (its keys are the other two arguments). */
-#define CONFIRM_BATCH_MAX (ORDER_REDIS_SCRIPT_MAX_ARGS - 2)
+/* The most orders one confirm.lua call takes (its key is the other argument). */
+#define CONFIRM_BATCH_MAX (ORDER_REDIS_SCRIPT_MAX_ARGS - 1)
 
 /* The orders of one confirm.lua call, answered together. */
 typedef struct confirm_batch {
@@ -307,11 +314,12 @@ static void confirm_send(order_worker *w)
         return;
     }
     b->n = 0;
-    char pending[ORDER_KEY_MAX], accepted[ORDER_KEY_MAX], oids[CONFIRM_BATCH_MAX][24];
-    const char *args[2 + CONFIRM_BATCH_MAX] = {pending, accepted};
-    size_t lens[2 + CONFIRM_BATCH_MAX] = {
-        order_key(first->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
-        order_key(first->event_id, ORDER_KEY_ACCEPTED, accepted, sizeof(accepted))};
+    /* The pending hash alone: the index entry (acknowledged) is what GET reads while
+     * the order is on its way, so nothing moves to the accepted hash any more. */
+    char pending[ORDER_KEY_MAX], oids[CONFIRM_BATCH_MAX][24];
+    const char *args[1 + CONFIRM_BATCH_MAX] = {pending};
+    size_t lens[1 + CONFIRM_BATCH_MAX] = {
+        order_key(first->event_id, ORDER_KEY_PENDING, pending, sizeof(pending))};
     for (order_req **pp = &w->confirm_head; *pp && b->n < CONFIRM_BATCH_MAX;) {
         order_req *r = *pp;
         if (r->event_id != first->event_id) {
@@ -319,11 +327,11 @@ static void confirm_send(order_worker *w)
             continue;
         }
         *pp = r->confirm_next;
-        args[2 + b->n] = oids[b->n];
-        lens[2 + b->n] = (size_t)snprintf(oids[b->n], sizeof(oids[b->n]), "%" PRIu64, r->order_id);
+        args[1 + b->n] = oids[b->n];
+        lens[1 + b->n] = (size_t)snprintf(oids[b->n], sizeof(oids[b->n]), "%" PRIu64, r->order_id);
         b->reqs[b->n++] = r;
     }
-    if (order_redis_script(w->redis, ORDER_SCRIPT_CONFIRM, 2, 2 + (int)b->n, args, lens,
+    if (order_redis_script(w->redis, ORDER_SCRIPT_CONFIRM, 1, 1 + (int)b->n, args, lens,
                            on_confirmed, b) != 0)
         on_confirmed(NULL, b);
 }
@@ -384,7 +392,7 @@ static void after_delivery(order_task *t)
     sk_log(SK_LOG_WARN, "delivery_failed",
            "order_id=%" PRIu64 " event_id=%" PRIu64 " err=\"%s\" persisted=maybe action=pending",
            r->order_id, r->event_id, rd_kafka_err2str(r->dr_err));
-    set_order_index(r);
+    set_order_index_maybe(r);
     req_error(r, ORDER_ERR_UNAVAILABLE,
               "the order may or may not have been queued: poll GET /api/v1/orders/{order_id}",
               r->order_id);
@@ -650,7 +658,24 @@ static void on_order_index(redisReply *reply, void *arg)
         req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
-    r->event_id = strtoull(reply->str, NULL, 10);
+    order_index_entry e;
+    if (order_index_decode(reply->str, reply->len, &e) != 0) {
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        return;
+    }
+    r->event_id = e.event_id;
+    if (e.acked) { /* Kafka has it: queued until the consumer wrote it */
+        if (e.user_id != r->user && !r->is_admin) {
+            req_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
+            return;
+        }
+        char body[256];
+        size_t n = order_reply_order(body, sizeof(body), r->order_id, r->event_id, e.user_id, "queued");
+        req_json(r, 200, body, n);
+        return;
+    }
+    /* It may or may not have landed: queued while its reservation is pending (the
+     * reconciler settles it), not found once it was given back. */
     char pending[ORDER_KEY_MAX], accepted[ORDER_KEY_MAX], oid[24];
     const char *args[3] = {pending, accepted, oid};
     size_t lens[3] = {order_key(r->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),

@@ -76,6 +76,43 @@ size_t order_key_index(uint64_t order_id, char *out, size_t outsz)
     return n > 0 ? (size_t)n : 0;
 }
 
+size_t order_index_encode(const order_index_entry *e, char *out, size_t outsz)
+{
+    int n = snprintf(out, outsz, "%" PRIu64 ":%" PRIu64 ":%c", e->event_id, e->user_id,
+                     e->acked ? 'a' : 'p');
+    return n > 0 && (size_t)n < outsz ? (size_t)n : 0;
+}
+
+/* A decimal uint64 of 1..20 digits ending at `end` or at ':'; advances *p past it. */
+static int index_u64(const char **p, const char *end, uint64_t *out)
+{
+    uint64_t x = 0;
+    const char *s = *p;
+    while (s < end && *s >= '0' && *s <= '9') {
+        uint64_t d = (uint64_t)(*s - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return -1;
+        x = x * 10 + d;
+        s++;
+    }
+    if (s == *p)
+        return -1;
+    *p = s;
+    *out = x;
+    return 0;
+}
+
+int order_index_decode(const char *s, size_t len, order_index_entry *e)
+{
+    const char *p = s, *end = s + len;
+    if (index_u64(&p, end, &e->event_id) != 0 || p == end || *p++ != ':' ||
+        index_u64(&p, end, &e->user_id) != 0 || p == end || *p++ != ':' || end - p != 1 ||
+        (*p != 'a' && *p != 'p'))
+        return -1;
+    e->acked = *p == 'a';
+    return 0;
+}
+
 size_t order_key_ratelimit(uint64_t user_id, char *out, size_t outsz)
 {
     int n = snprintf(out, outsz, "seckill:rl:{u%" PRIu64 "}", user_id);

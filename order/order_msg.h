@@ -47,6 +47,23 @@ uint64_t order_index_bucket(uint64_t order_id);
  *  order belongs to (for GET order). */
 size_t order_key_index(uint64_t order_id, char *out, size_t outsz);
 
+/* An order's index entry (the field <order_id> of its "seckill:oidx:<bucket>" hash):
+ * "<event_id>:<user_id>:a" once Kafka acknowledged the order (it will reach PostgreSQL;
+ * GET answers queued until the consumer wrote it), "<event_id>:<user_id>:p" when it may or
+ * may not have landed (a 503 carrying the id; GET asks the event's pending hash). */
+typedef struct order_index_entry {
+    uint64_t event_id, user_id;
+    int acked;
+} order_index_entry;
+
+#define ORDER_INDEX_VALUE_MAX 48
+
+/** @returns the length written into out (>= ORDER_INDEX_VALUE_MAX), NUL-terminated. */
+size_t order_index_encode(const order_index_entry *e, char *out, size_t outsz);
+
+/** @brief Parses an entry (len bytes, strict). @returns 0 or -1. */
+int order_index_decode(const char *s, size_t len, order_index_entry *e);
+
 /** @brief "seckill:rl:{u<user_id>}": the user's bucket of ratelimit.lua. */
 size_t order_key_ratelimit(uint64_t user_id, char *out, size_t outsz);
 

@@ -288,6 +288,15 @@ static void test_confirm_and_status(void **state)
     assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "304"), 1);
     assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "305"), 0);
     assert_int_equal(evalsha_int("confirm", 2, 5, many), 0);
+    /* the same batch with KEYS pending only (what seckill-order sends): one HDEL, the
+     * count of the pending ones, nothing moved, a repeat confirms nothing */
+    assert_int_equal(reserve(&e, "13", "306", now), 0);
+    assert_int_equal(reserve(&e, "14", "307", now), 0);
+    const char *batch[] = {e.k[ORDER_KEY_PENDING], "306", "308", "307"};
+    assert_int_equal(evalsha_int("confirm", 1, 4, batch), 2);
+    assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_PENDING], NULL), 0);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "306"), 0);
+    assert_int_equal(evalsha_int("confirm", 1, 4, batch), 0);
     drop(&e);
 }
 

@@ -560,6 +560,37 @@ long long to_key_int(redisContext *c, uint64_t event, int kind, const char *fmt)
     return to_cmd_int(c, fmt, k);
 }
 
+long long to_acked_orders(redisContext *c, uint64_t event)
+{
+    long long n = 0;
+    char cursor[32] = "0";
+    do {
+        redisReply *r = redisCommand(c, "SCAN %s MATCH seckill:oidx:* COUNT 1000", cursor);
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+            freeReplyObject(r);
+            return -999;
+        }
+        snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+        for (size_t i = 0; i < r->element[1]->elements; i++) {
+            redisReply *v = redisCommand(c, "HVALS %s", r->element[1]->element[i]->str);
+            if (!v || v->type != REDIS_REPLY_ARRAY) {
+                freeReplyObject(v);
+                freeReplyObject(r);
+                return -999;
+            }
+            for (size_t j = 0; j < v->elements; j++) {
+                order_index_entry e;
+                if (order_index_decode(v->element[j]->str, v->element[j]->len, &e) == 0 &&
+                    e.event_id == event && e.acked)
+                    n++;
+            }
+            freeReplyObject(v);
+        }
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+    return n;
+}
+
 long long to_cmd_int(redisContext *c, const char *fmt, const char *key)
 {
     redisReply *r = redisCommand(c, fmt, key);

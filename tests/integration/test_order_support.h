@@ -68,6 +68,9 @@ void to_redis_snapshot(redisContext *c, const char *pattern, char *out, size_t o
 long long to_key_int(redisContext *c, uint64_t event, int kind, const char *fmt);
 /* The same for any key: `fmt` with one %s (GET %s, HLEN %s ...). */
 long long to_cmd_int(redisContext *c, const char *fmt, const char *key);
+/** @brief How many order index entries (seckill:oidx:*, every bucket) say that Kafka
+ *  acknowledged an order of `event`: one per 202. -999 on a Redis error. */
+long long to_acked_orders(redisContext *c, uint64_t event);
 
 /* ---- PostgreSQL ---- */
 /** @brief Creates a fresh database (owner seckill) on the shared PostgreSQL, applies

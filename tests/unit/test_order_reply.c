@@ -127,6 +127,29 @@ static void test_keys(void **state)
     assert_string_equal(k, "seckill:rl:{u6}");
 }
 
+/* The order index entry: round trip at the bounds, and every malformed form refused. */
+static void test_index_entry(void **state)
+{
+    (void)state;
+    char v[ORDER_INDEX_VALUE_MAX];
+    order_index_entry e = {UINT64_MAX, 42, 1}, d;
+    size_t n = order_index_encode(&e, v, sizeof(v));
+    assert_string_equal(v, "18446744073709551615:42:a");
+    assert_int_equal(n, strlen(v));
+    assert_int_equal(order_index_decode(v, n, &d), 0);
+    assert_true(d.event_id == UINT64_MAX && d.user_id == 42 && d.acked == 1);
+    e = (order_index_entry){7, 9, 0};
+    n = order_index_encode(&e, v, sizeof(v));
+    assert_string_equal(v, "7:9:p");
+    assert_int_equal(order_index_decode(v, n, &d), 0);
+    assert_true(d.event_id == 7 && d.user_id == 9 && d.acked == 0);
+    assert_int_equal(order_index_encode(&e, v, 5), 0); /* no room for the NUL */
+    const char *bad[] = {"", "7", "7:9", "7:9:", "7:9:x", "7:9:aa", ":9:a", "7::a", "7:9a",
+                         "18446744073709551616:9:a", "7:-9:a", "7 :9:a"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(order_index_decode(bad[i], strlen(bad[i]), &d), -1);
+}
+
 static void test_metrics_text(void **state)
 {
     static order_metrics m;
@@ -155,7 +178,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_bodies), cmocka_unit_test(test_reserve_codes),
         cmocka_unit_test(test_success_bodies), cmocka_unit_test(test_message),
-        cmocka_unit_test(test_keys), cmocka_unit_test(test_metrics_text),
+        cmocka_unit_test(test_keys), cmocka_unit_test(test_index_entry),
+        cmocka_unit_test(test_metrics_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
