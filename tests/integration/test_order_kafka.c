@@ -6,6 +6,7 @@
  *    exactly as before (cancel.lua)
  *  - the broker stops answering while the message is in flight until it times out:
  *    503 carrying the order id, the reservation stays pending, GET order says queued
+ *    (404 once the reservation is given back)
  *  - NOSCRIPT (script cache flushed): orders still go through (EVAL fallback)
  *  - Redis down: 503 at once and /readyz 503; Redis back: orders go through again
  *  - ratelimit.mode=redis: one bucket per user across two instances
@@ -127,6 +128,21 @@ static void test_in_flight_timeout_stays_pending(void **state)
     assert_non_null(strstr(resp, "\"status\":\"queued\""));
     to_token(&srv, 13, 0, 600, tok, sizeof(tok));
     assert_int_equal(to_http1(srv.port, "GET", path, tok, NULL, resp, sizeof(resp)), 403);
+    /* The reconciler settles it as never landed (cancel.lua, as it would): the index
+     * entry says "maybe", so GET asks the pending hash and finds nothing any more. */
+    char ks[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kp[ORDER_KEY_MAX], oids[24];
+    order_key(ev, ORDER_KEY_STOCK, ks, sizeof(ks));
+    order_key(ev, ORDER_KEY_BUYERS, kb, sizeof(kb));
+    order_key(ev, ORDER_KEY_PENDING, kp, sizeof(kp));
+    snprintf(oids, sizeof(oids), "%" PRIu64, oid);
+    const char *cancel[] = {"EVAL", seckill_lua_find("cancel"), "3", ks, kb, kp, oids, "12"};
+    redisReply *cr = redisCommandArgv(rc, 8, cancel, NULL);
+    assert_non_null(cr);
+    assert_int_equal(cr->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(cr->integer, 1);
+    freeReplyObject(cr);
+    to_token(&srv, 12, 0, 600, tok, sizeof(tok));
+    assert_int_equal(to_http1(srv.port, "GET", path, tok, NULL, resp, sizeof(resp)), 404);
 }
 
 static void test_noscript_fallback(void **state)
