@@ -171,9 +171,13 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
     w->produce_ev = event_new(w->base, -1, 0, order_http_produce_flush, w);
     w->produce_tail = &w->produce_head;
     w->http = evhttp_new(w->base);
-    w->jwt = sk_jwt_key_new((const unsigned char *)app->cfg.jwt_secret, strlen(app->cfg.jwt_secret));
-    if (!w->inbox_ev || !w->confirm_ev || !w->produce_ev || !w->http || !w->jwt) {
+    if (!w->inbox_ev || !w->confirm_ev || !w->produce_ev || !w->http) {
         snprintf(err, errsz, "out of memory");
+        return -1;
+    }
+    w->jwt = sk_jwt_key_new((const unsigned char *)app->cfg.jwt_secret, strlen(app->cfg.jwt_secret));
+    if (!w->jwt) {
+        snprintf(err, errsz, "jwt: no HMAC-SHA256 key (OpenSSL has no HMAC, or out of memory)");
         return -1;
     }
     /* Bodies over 4 KiB get our JSON 413; the evhttp bound (413 without a JSON body,
