@@ -16,13 +16,9 @@ size_t order_msg_encode(const order_msg *m, char *out, size_t outsz)
     return (n > 0 && (size_t)n < outsz) ? (size_t)n : 0;
 }
 
-static int get_id(json_t *root, const char *key, uint64_t *out)
+/* A decimal uint64: 1 to 20 digits, no sign; -1 if not decimal or over 64 bits. */
+static int dec_u64(const char *s, size_t len, uint64_t *out)
 {
-    json_t *v = json_object_get(root, key);
-    if (!json_is_string(v))
-        return -1;
-    const char *s = json_string_value(v);
-    size_t len = json_string_length(v);
     if (len == 0 || len > 20)
         return -1;
     uint64_t x = 0;
@@ -36,6 +32,14 @@ static int get_id(json_t *root, const char *key, uint64_t *out)
     }
     *out = x;
     return 0;
+}
+
+static int get_id(json_t *root, const char *key, uint64_t *out)
+{
+    json_t *v = json_object_get(root, key);
+    if (!json_is_string(v))
+        return -1;
+    return dec_u64(json_string_value(v), json_string_length(v), out);
 }
 
 int order_msg_decode(const char *buf, size_t len, order_msg *out)
@@ -83,33 +87,15 @@ size_t order_index_encode(const order_index_entry *e, char *out, size_t outsz)
     return n > 0 && (size_t)n < outsz ? (size_t)n : 0;
 }
 
-/* A decimal uint64 of 1..20 digits ending at `end` or at ':'; advances *p past it. */
-static int index_u64(const char **p, const char *end, uint64_t *out)
-{
-    uint64_t x = 0;
-    const char *s = *p;
-    while (s < end && *s >= '0' && *s <= '9') {
-        uint64_t d = (uint64_t)(*s - '0');
-        if (x > (UINT64_MAX - d) / 10)
-            return -1;
-        x = x * 10 + d;
-        s++;
-    }
-    if (s == *p)
-        return -1;
-    *p = s;
-    *out = x;
-    return 0;
-}
-
 int order_index_decode(const char *s, size_t len, order_index_entry *e)
 {
-    const char *p = s, *end = s + len;
-    if (index_u64(&p, end, &e->event_id) != 0 || p == end || *p++ != ':' ||
-        index_u64(&p, end, &e->user_id) != 0 || p == end || *p++ != ':' || end - p != 1 ||
-        (*p != 'a' && *p != 'p'))
+    const char *c1 = memchr(s, ':', len);
+    const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - s)) : NULL;
+    if (!c2 || s + len - c2 != 2 || (c2[1] != 'a' && c2[1] != 'p') ||
+        dec_u64(s, (size_t)(c1 - s), &e->event_id) != 0 ||
+        dec_u64(c1 + 1, (size_t)(c2 - c1 - 1), &e->user_id) != 0)
         return -1;
-    e->acked = *p == 'a';
+    e->acked = c2[1] == 'a';
     return 0;
 }
 
