@@ -194,18 +194,23 @@ int sk_test_redis_stop(sk_test_redis *r, int sig)
     return 0;
 }
 
-int sk_test_redis_restart(sk_test_redis *r, char *err, size_t errsz)
+/* Stops the server if it runs and starts it again on its port and data; `wait`: until
+ * PING answers. */
+static int restart(sk_test_redis *r, int wait, char *err, size_t errsz)
 {
     if (r->pid > 0)
         sk_test_redis_stop(r, SIGTERM);
-    return spawn(r, 1, err, errsz);
+    return spawn(r, wait, err, errsz);
+}
+
+int sk_test_redis_restart(sk_test_redis *r, char *err, size_t errsz)
+{
+    return restart(r, 1, err, errsz);
 }
 
 int sk_test_redis_respawn(sk_test_redis *r, char *err, size_t errsz)
 {
-    if (r->pid > 0)
-        sk_test_redis_stop(r, SIGTERM);
-    return spawn(r, 0, err, errsz);
+    return restart(r, 0, err, errsz);
 }
 
 void sk_test_redis_free(sk_test_redis *r)
