@@ -41,7 +41,7 @@ FRONTS=1
 
 PACKAGES=(build-essential cmake pkg-config clang libclang-rt-14-dev curl ca-certificates
     libhiredis-dev librdkafka-dev libpq-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
-    redis-server redis-tools postgresql gnuplot-nox wrk)
+    redis-server redis-tools postgresql gnuplot-nox wrk chromium python3-venv)
 
 log() { printf '[local.sh] %s\n' "$*" >&2; }
 die() { printf '[local.sh] error: %s\n' "$*" >&2; exit 1; }
@@ -65,17 +65,40 @@ pg_bin() {
 
 cmd_deps() {
     local missing=() p
+    # Node.js for the web tests: Debian's, unless the machine already has one (a
+    # NodeSource nodejs bundles npm and conflicts with Debian's npm package).
+    command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
     for p in "${PACKAGES[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
     if [ ${#missing[@]} -eq 0 ]; then
         log "deps: all ${#PACKAGES[@]} packages present"
-        return 0
+    else
+        log "deps: installing ${missing[*]}"
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        # Debian starts a system redis-server/postgresql on install; ours use other ports.
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     fi
-    log "deps: installing ${missing[*]}"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    # Debian starts a system redis-server/postgresql on install; ours use other ports.
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    web_deps
+}
+
+# The web tests' tools, pinned: npm packages from tests/web/package-lock.json and
+# schemathesis (tests/web/requirements.txt) in a venv. Each is redone only when its pin
+# file changed since the last install.
+web_deps() {
+    local web=$ROOT/tests/web
+    if ! cmp -s "$web/package-lock.json" "$web/node_modules/.seckill-lock" 2>/dev/null; then
+        log "deps: npm ci in tests/web"
+        (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+        cp "$web/package-lock.json" "$web/node_modules/.seckill-lock"
+    fi
+    if ! cmp -s "$web/requirements.txt" "$web/.venv/.seckill-req" 2>/dev/null; then
+        log "deps: schemathesis venv in tests/web/.venv"
+        rm -rf "$web/.venv"
+        python3 -m venv "$web/.venv"
+        "$web/.venv/bin/pip" install -q --disable-pip-version-check -r "$web/requirements.txt" >/dev/null
+        cp "$web/requirements.txt" "$web/.venv/.seckill-req"
+    fi
 }
 
 # build DIR [cmake args...]

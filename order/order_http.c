@@ -12,6 +12,7 @@
  * reply_send(), which counts it in the metrics; request_done() ends its in-flight time. */
 #include "order_app.h"
 #include "order_body.h"
+#include "order_console.h"
 #include "order_msg.h"
 #include "order_reply.h"
 #include "order_route.h"
@@ -958,6 +959,22 @@ void order_http_handle(struct evhttp_request *req, void *arg)
         }
         reply_raw(w, req, rt.id, start_us, 200, "text/plain; version=0.0.4", text, len);
         free(text);
+        return;
+    }
+    case ORDER_ROUTE_CONSOLE: {
+        const char *ctype;
+        size_t len;
+        const char *file = order_console_find(uri, plen, &ctype, &len);
+        if (!file) {
+            reply_error(w, req, rt.id, start_us, ORDER_ERR_NOT_FOUND, "no such file", 0);
+            return;
+        }
+        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+        evhttp_add_header(h, "Content-Security-Policy", ORDER_CONSOLE_CSP);
+        evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+        evhttp_add_header(h, "Referrer-Policy", "no-referrer");
+        evhttp_add_header(h, "Cache-Control", "no-cache");
+        reply_raw(w, req, rt.id, start_us, 200, ctype, file, len);
         return;
     }
     default:

@@ -57,6 +57,8 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
         return set_route(out, ORDER_ROUTE_HEALTHZ, method, ORDER_METHOD_GET, "GET, HEAD");
     if (is(path, len, "/readyz"))
         return set_route(out, ORDER_ROUTE_READYZ, method, ORDER_METHOD_GET, "GET, HEAD");
+    if (is(path, len, "/console") || prefix(path, len, "/console/", &off))
+        return set_route(out, ORDER_ROUTE_CONSOLE, method, ORDER_METHOD_GET, "GET, HEAD");
     if (is(path, len, "/metrics"))
         return set_route(out, ORDER_ROUTE_METRICS, method, ORDER_METHOD_GET, "GET, HEAD");
     if (is(path, len, "/api/v1/events"))
@@ -102,8 +104,11 @@ none:
 const char *order_route_name(order_route_id id)
 {
     static const char *names[ORDER_ROUTE_COUNT] = {
-        "unknown", "event_create", "event_get", "order_create",
-        "order_get", "healthz", "readyz", "metrics",
+        [ORDER_ROUTE_NONE] = "unknown",          [ORDER_ROUTE_EVENT_CREATE] = "event_create",
+        [ORDER_ROUTE_EVENT_GET] = "event_get",   [ORDER_ROUTE_ORDER_CREATE] = "order_create",
+        [ORDER_ROUTE_ORDER_GET] = "order_get",   [ORDER_ROUTE_HEALTHZ] = "healthz",
+        [ORDER_ROUTE_READYZ] = "readyz",         [ORDER_ROUTE_METRICS] = "metrics",
+        [ORDER_ROUTE_CONSOLE] = "console",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

@@ -1,0 +1,366 @@
+/* The sale console of seckill-order (GET /console).
+ *
+ * One page for the people who run a sale: sign in with an admin token, create an event,
+ * watch it live, and try the buyer's flow by hand. It calls only the public API and
+ * /metrics of its own origin (the tokens go nowhere else), plus the consumer's /metrics
+ * at the URL given, without credentials. Answers are read with JSON.parse and shown with
+ * textContent: no HTML is ever built from data. The tokens live in this page's memory
+ * only (no storage), so a reload signs out. */
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+const REFRESH_MS = 500;
+const POINTS = 120; /* one minute of history at 500 ms */
+
+let adminToken = null;
+
+/* ---- small helpers ---------------------------------------------------------------- */
+
+function setText(id, text) { $(id).textContent = text; }
+
+/* The claims of a JWT, for display only: the server verifies every call. */
+function claimsOf(token) {
+  const parts = token.split('.');
+  if (parts.length !== 3) return null;
+  try {
+    const b64 = parts[1].replace(/-/g, '+').replace(/_/g, '/');
+    return JSON.parse(atob(b64 + '='.repeat((4 - (b64.length % 4)) % 4)));
+  } catch (e) {
+    return null;
+  }
+}
+
+/* A call to our own origin. Returns {status, body (parsed JSON or null), headers}. */
+async function api(method, path, token, body) {
+  const headers = {};
+  if (token) headers.Authorization = 'Bearer ' + token;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(path, {
+    method, headers, credentials: 'same-origin', cache: 'no-store',
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
+  return { status: res.status, body: json, headers: res.headers };
+}
+
+function errorText(r) {
+  if (r.body && typeof r.body.error === 'string')
+    return r.status + ' ' + r.body.error + (r.body.message ? ': ' + r.body.message : '');
+  return 'HTTP ' + r.status;
+}
+
+/* Prometheus text -> [{name, labels, value}]. */
+function parseMetrics(text) {
+  const out = [];
+  for (const line of text.split('\n')) {
+    if (!line || line[0] === '#') continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})?\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const labels = {};
+    if (m[3]) {
+      for (const kv of m[3].matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[kv[1]] = kv[2];
+    }
+    out.push({ name: m[1], labels, value: Number(m[4]) });
+  }
+  return out;
+}
+
+function sum(samples, name, want) {
+  let s = 0;
+  for (const x of samples) {
+    if (x.name !== name) continue;
+    let ok = true;
+    for (const k in want) if (x.labels[k] !== want[k]) { ok = false; break; }
+    if (ok) s += x.value;
+  }
+  return s;
+}
+
+/* Cumulative buckets of one route's latency histogram: [[le, count]...] sorted. */
+function buckets(samples, route) {
+  const b = [];
+  for (const x of samples) {
+    if (x.name === 'seckill_order_request_seconds_bucket' && x.labels.route === route)
+      b.push([x.labels.le === '+Inf' ? Infinity : Number(x.labels.le), x.value]);
+  }
+  return b.sort((p, q) => p[0] - q[0]);
+}
+
+/* A quantile of the requests between two snapshots of cumulative buckets, in ms. */
+function quantileMs(prev, cur, q) {
+  if (!prev || prev.length !== cur.length || !cur.length) return null;
+  const total = cur[cur.length - 1][1] - prev[prev.length - 1][1];
+  if (total <= 0) return null;
+  const rank = q * total;
+  for (let i = 0; i < cur.length; i++) {
+    if (cur[i][1] - prev[i][1] >= rank) {
+      const le = cur[i][0];
+      return le === Infinity ? (i > 0 ? cur[i - 1][0] * 1000 : null) : le * 1000;
+    }
+  }
+  return null;
+}
+
+function fmt(n, digits) {
+  if (n === null || n === undefined || Number.isNaN(n)) return '-';
+  return Number(n).toLocaleString('en-US', { maximumFractionDigits: digits || 0 });
+}
+
+/* A small time series on a canvas: one or two lines, scaled to their maximum. */
+function draw(id, series, colors) {
+  const c = $(id), g = c.getContext('2d');
+  g.clearRect(0, 0, c.width, c.height);
+  let max = 1;
+  for (const s of series) for (const v of s) if (v !== null && v > max) max = v;
+  series.forEach((s, k) => {
+    g.strokeStyle = colors[k];
+    g.lineWidth = 1.5;
+    g.beginPath();
+    let started = false;
+    s.forEach((v, i) => {
+      if (v === null) return;
+      const x = ((POINTS - s.length + i) / (POINTS - 1)) * (c.width - 2) + 1; /* newest at the right */
+      const y = c.height - 2 - (v / max) * (c.height - 6);
+      if (started) g.lineTo(x, y); else { g.moveTo(x, y); started = true; }
+    });
+    g.stroke();
+  });
+}
+
+function push(arr, v) { arr.push(v); if (arr.length > POINTS) arr.shift(); }
+
+/* ---- sign in ---------------------------------------------------------------------- */
+
+async function signIn(ev) {
+  ev.preventDefault();
+  const token = $('token').value.trim();
+  setText('signin-error', '');
+  const claims = claimsOf(token);
+  if (!claims) { setText('signin-error', 'not a JWT'); return; }
+  /* The server checks the signature: any call that needs a token tells. An unknown
+   * event answers 404 to a good token and 401 to a bad one. */
+  const r = await api('GET', '/api/v1/events/1', token);
+  if (r.status === 401) { setText('signin-error', errorText(r)); return; }
+  if (claims.role !== 'admin') { setText('signin-error', 'this token has no admin role'); return; }
+  adminToken = token;
+  $('token').value = '';
+  setText('who', 'signed in as user ' + String(claims.sub) + ' (admin)');
+}
+
+function signOut() {
+  adminToken = null;
+  setText('who', 'not signed in');
+}
+
+/* ---- create an event -------------------------------------------------------------- */
+
+async function createEvent(ev) {
+  ev.preventDefault();
+  setText('create-error', '');
+  setText('create-result', '');
+  if (!adminToken) { setText('create-error', 'sign in with an admin token first'); return; }
+  const now = Date.now() + clockOffsetMs;
+  const starts = now + Number($('ev-starts').value) * 1000;
+  const body = {
+    name: $('ev-name').value,
+    stock: Number($('ev-stock').value),
+    starts_at: new Date(starts).toISOString(),
+    ends_at: new Date(starts + Number($('ev-lasts').value) * 1000).toISOString(),
+  };
+  const r = await api('POST', '/api/v1/events', adminToken, body);
+  if (r.status !== 201 || !r.body || typeof r.body.event_id !== 'string') {
+    setText('create-error', errorText(r));
+    return;
+  }
+  setText('create-result', 'created event ' + r.body.event_id);
+  $('watch-id').value = r.body.event_id;
+  $('buyer-event').value = r.body.event_id;
+}
+
+/* ---- the live view ---------------------------------------------------------------- */
+
+let watch = null;
+
+function startWatch(ev) {
+  ev.preventDefault();
+  setText('live-error', '');
+  const id = $('watch-id').value.trim();
+  if (!/^[1-9][0-9]{0,18}$/.test(id)) { setText('live-error', 'an event id is a decimal number'); return; }
+  if (!adminToken) { setText('live-error', 'sign in first'); return; }
+  if (watch) clearInterval(watch.timer);
+  watch = {
+    id, prev: null, busy: false,
+    s: { stock: [], r202: [], r409: [], rerr: [], p50: [], p99: [], kafka: [], rows: [], lag: [] },
+  };
+  tick();
+  watch.timer = setInterval(tick, REFRESH_MS);
+}
+
+async function consumerSnapshot() {
+  const url = $('consumer-url').value.trim();
+  if (!url) return null;
+  try {
+    const res = await fetch(url, { credentials: 'omit', cache: 'no-store' });
+    if (!res.ok) return null;
+    const m = parseMetrics(await res.text());
+    return {
+      rows: sum(m, 'seckill_consumer_orders_created_total', {}) + sum(m, 'seckill_consumer_orders_rejected_total', {}),
+      lag: sum(m, 'seckill_consumer_lag', {}),
+    };
+  } catch (e) {
+    return null;
+  }
+}
+
+async function tick() {
+  const w = watch;
+  if (!w || w.busy) return;
+  w.busy = true;
+  try {
+    const t = performance.now();
+    const [evr, mres, cons] = await Promise.all([
+      api('GET', '/api/v1/events/' + w.id, adminToken),
+      fetch('/metrics', { credentials: 'same-origin', cache: 'no-store' }),
+      consumerSnapshot(),
+    ]);
+    if (w !== watch) return;
+    if (evr.status !== 200 || !evr.body) { setText('live-error', errorText(evr)); return; }
+    setText('live-error', '');
+    const m = parseMetrics(await mres.text());
+    const cur = {
+      t,
+      c202: sum(m, 'seckill_order_requests_total', { route: 'order_create', status: '202' }),
+      c409: sum(m, 'seckill_order_requests_total', { route: 'order_create', status: '409' }),
+      cerr: sum(m, 'seckill_order_requests_total', { route: 'order_create', status: '429' }) +
+            sum(m, 'seckill_order_requests_total', { route: 'order_create', status: '503' }),
+      hist: buckets(m, 'order_create'),
+      kafka: sum(m, 'seckill_order_kafka_inflight', {}),
+      rows: cons ? cons.rows : null,
+      lag: cons ? cons.lag : null,
+    };
+    const p = w.prev, dt = p ? (cur.t - p.t) / 1000 : 0;
+    const rate = (a, b) => (p && dt > 0 && a !== null && b !== null ? Math.max(0, (a - b) / dt) : null);
+    const r202 = rate(cur.c202, p && p.c202), r409 = rate(cur.c409, p && p.c409);
+    const rerr = rate(cur.cerr, p && p.cerr), rrows = rate(cur.rows, p && p.rows);
+    const p50 = quantileMs(p && p.hist, cur.hist, 0.5), p99 = quantileMs(p && p.hist, cur.hist, 0.99);
+    w.prev = cur;
+
+    setText('stock-left', fmt(evr.body.stock_left));
+    setText('accepted-total', fmt(cur.c202));
+    setText('rate-202', fmt(r202) + ' /s');
+    setText('rate-409', fmt(r409));
+    setText('rate-err', fmt(rerr));
+    setText('latency', fmt(p50, 2) + ' / ' + fmt(p99, 2));
+    setText('kafka-wait', fmt(cur.kafka));
+    setText('rows-total', cons ? fmt(cur.rows) : 'consumer unreachable');
+    setText('rate-rows', fmt(rrows) + ' /s');
+    setText('lag', cons ? fmt(cur.lag) : '-');
+    const s = w.s;
+    push(s.stock, evr.body.stock_left); push(s.r202, r202); push(s.r409, r409); push(s.rerr, rerr);
+    push(s.p50, p50); push(s.p99, p99); push(s.kafka, cur.kafka); push(s.rows, rrows); push(s.lag, cur.lag);
+    draw('c-stock', [s.stock], ['#1d2330']);
+    draw('c-202', [s.r202], ['#1b6e2a']);
+    draw('c-409', [s.r409], ['#b36b00']);
+    draw('c-err', [s.rerr], ['#b00020']);
+    draw('c-lat', [s.p50, s.p99], ['#2857a4', '#b00020']);
+    draw('c-kafka', [s.kafka], ['#6a3fa0']);
+    draw('c-rows', [s.rows], ['#1b6e2a']);
+    draw('c-lag', [s.lag], ['#b36b00']);
+  } catch (e) {
+    setText('live-error', 'refresh failed: ' + e.message);
+  } finally {
+    w.busy = false;
+  }
+}
+
+/* ---- the buyer's view ------------------------------------------------------------- */
+
+/* Server time minus our clock, from the event answer's `now` (milliseconds), or from the
+ * Date header (seconds) when the answer has none. */
+let clockOffsetMs = 0;
+let startsAt = null;
+let countdownTimer = null;
+let pollTimer = null;
+
+function serverNowFrom(r) {
+  if (r.body && typeof r.body.now === 'string') {
+    const t = Date.parse(r.body.now);
+    if (!Number.isNaN(t)) return t;
+  }
+  const d = r.headers.get('Date');
+  return d ? Date.parse(d) : null;
+}
+
+async function loadBuyerEvent() {
+  setText('buyer-error', '');
+  const token = $('buyer-token').value.trim(), id = $('buyer-event').value.trim();
+  if (!/^[1-9][0-9]{0,18}$/.test(id)) { setText('buyer-error', 'an event id is a decimal number'); return false; }
+  const before = Date.now();
+  const r = await api('GET', '/api/v1/events/' + id, token);
+  if (r.status !== 200 || !r.body) { setText('buyer-error', errorText(r)); return false; }
+  const server = serverNowFrom(r);
+  if (server !== null) {
+    clockOffsetMs = server - (before + Date.now()) / 2;
+    setText('clock-skew', '(server clock ' + (clockOffsetMs >= 0 ? '+' : '') + fmt(clockOffsetMs) + ' ms)');
+  }
+  startsAt = Date.parse(r.body.starts_at);
+  if (countdownTimer) clearInterval(countdownTimer);
+  const show = () => {
+    const left = startsAt - (Date.now() + clockOffsetMs);
+    setText('countdown', left <= 0 ? 'started' : fmt(left / 1000, 1) + ' s');
+  };
+  show();
+  countdownTimer = setInterval(show, 100);
+  return true;
+}
+
+async function buy(ev) {
+  ev.preventDefault();
+  if (!(await loadBuyerEvent())) return;
+  const token = $('buyer-token').value.trim(), id = $('buyer-event').value.trim();
+  const r = await api('POST', '/api/v1/events/' + id + '/orders', token, {});
+  if (r.status !== 202 || !r.body) {
+    setText('buyer-error', errorText(r));
+    if (r.body && typeof r.body.order_id === 'string') follow(r.body.order_id, token);
+    return;
+  }
+  follow(r.body.order_id, token);
+}
+
+/* Polls the order until it leaves `queued` (or 60 s pass). */
+function follow(orderId, token) {
+  setText('order-id', orderId);
+  setText('order-status', 'queued');
+  if (pollTimer) clearInterval(pollTimer);
+  const until = Date.now() + 60000;
+  const poll = async () => {
+    const r = await api('GET', '/api/v1/orders/' + orderId, token);
+    if (r.status === 200 && r.body && typeof r.body.status === 'string') {
+      setText('order-status', r.body.status);
+      if (r.body.status !== 'queued') clearInterval(pollTimer);
+    } else if (r.status !== 404) {
+      setText('buyer-error', errorText(r));
+    }
+    if (Date.now() > until) clearInterval(pollTimer);
+  };
+  poll();
+  pollTimer = setInterval(poll, REFRESH_MS);
+}
+
+/* ---- wiring ----------------------------------------------------------------------- */
+
+(function init() {
+  const q = new URLSearchParams(location.search);
+  /* The consumer's metrics: ?consumer=URL, or the local stack's layout (the consumer's
+   * port is the front's + 1). */
+  const port = Number(location.port || (location.protocol === 'https:' ? 443 : 80));
+  $('consumer-url').value = q.get('consumer') || (location.protocol + '//' + location.hostname + ':' + (port + 1) + '/metrics');
+  $('signin-form').addEventListener('submit', signIn);
+  $('signout').addEventListener('click', signOut);
+  $('create-form').addEventListener('submit', createEvent);
+  $('watch-form').addEventListener('submit', startWatch);
+  $('buyer-form').addEventListener('submit', buy);
+  $('buyer-load').addEventListener('click', loadBuyerEvent);
+})();

@@ -1,0 +1,150 @@
+// The sale console in a real browser (Debian's chromium, driven by playwright-core):
+// a bad or missing token shows an error and changes nothing; sign in; create an event
+// through the form; watch it live while seckill-bench sells it; the page's stock left and
+// 202 count match the API and /metrics at the end; buy as a user and see queued, then
+// created. A screenshot of the live view is saved in SECKILL_WEB_OUT.
+//
+// Environment: SECKILL_HTTP, SECKILL_CONSUMER_HTTP, SECKILL_BIN_DIR, SECKILL_JWT_SECRET,
+// SECKILL_PG; CHROMIUM (default /usr/bin/chromium); SECKILL_WEB_OUT (default .).
+import { chromium } from 'playwright-core';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const base = process.env.SECKILL_HTTP;
+const bin = process.env.SECKILL_BIN_DIR;
+const consumer = process.env.SECKILL_CONSUMER_HTTP;
+const pg = process.env.SECKILL_PG;
+const out = process.env.SECKILL_WEB_OUT || '.';
+if (!base || !bin || !consumer || !pg) {
+  console.error('needs SECKILL_HTTP, SECKILL_CONSUMER_HTTP, SECKILL_BIN_DIR, SECKILL_PG');
+  process.exit(2);
+}
+mkdirSync(out, { recursive: true });
+
+let passed = 0, failed = 0;
+const check = (what, ok, detail) => {
+  if (ok) { passed++; console.log(`ok   ${what}`); }
+  else { failed++; console.log(`FAIL ${what}${detail ? ': ' + detail : ''}`); }
+};
+const token = (sub, admin) =>
+  execFileSync(`${bin}/seckill-order`, ['token', '--sub', String(sub), ...(admin ? ['--admin'] : [])], { encoding: 'utf8' }).trim();
+const sql = (q) => execFileSync('psql', [pg, '-tAc', q], { encoding: 'utf8' }).trim();
+const events = () => Number(sql('select count(*) from seckill_event'));
+const metric202 = async () => {
+  const text = await (await fetch(base + '/metrics')).text();
+  const m = /^seckill_order_requests_total\{route="order_create",status="202"\} (\d+)$/m.exec(text);
+  return m ? Number(m[1]) : 0;
+};
+const stamp = Date.now() % 1000000000;
+const admin = token(stamp * 100 + 1, true);
+const user = token(stamp * 100 + 2, false);
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+});
+const page = await browser.newPage({ viewport: { width: 1200, height: 1100 } });
+const errors = [];
+page.on('pageerror', (e) => errors.push(String(e)));
+// Every request the page makes: the tokens must go to its own origin only.
+const sent = [];
+page.on('request', (r) => sent.push({ url: r.url(), auth: r.headers().authorization }));
+const text = (sel) => page.locator(sel).textContent();
+const waitText = async (sel, pred, ms = 15000) => {
+  const until = Date.now() + ms;
+  let last;
+  while (Date.now() < until) {
+    last = await text(sel);
+    if (pred(last)) return last;
+    await page.waitForTimeout(100);
+  }
+  return last;
+};
+
+try {
+  await page.goto(`${base}/console?consumer=${encodeURIComponent(consumer + '/metrics')}`);
+  check('the console loads', (await page.title()) === 'seckill console');
+  const csp = (await page.request.get(`${base}/console`)).headers()['content-security-policy'] || '';
+  check('the page is served with a script-src self policy', csp.includes("script-src 'self'"), csp);
+
+  // Bad and missing tokens: an error on the page, nothing changed.
+  const before = events();
+  await page.click('#create-form button[type=submit]');
+  check('create without signing in: an error', (await waitText('#create-error', (t) => t.length > 0)).includes('sign in'));
+  await page.fill('#token', 'not-a-token');
+  await page.click('#signin-form button[type=submit]');
+  check('a malformed token: an error', (await waitText('#signin-error', (t) => t.length > 0)).length > 0);
+  await page.fill('#token', admin.slice(0, -4) + 'AAAA');
+  await page.click('#signin-form button[type=submit]');
+  check('a wrongly signed token: 401 on the page', (await waitText('#signin-error', (t) => t.includes('401'))).includes('unauthorized'));
+  await page.fill('#token', user);
+  await page.click('#signin-form button[type=submit]');
+  check('a token without the admin role: refused', (await waitText('#signin-error', (t) => t.includes('admin'))).includes('admin'));
+  check('nothing was created by any of them', events() === before, `${before} -> ${events()}`);
+  check('still signed out', (await text('#who')) === 'not signed in');
+
+  // Sign in and create an event through the form.
+  await page.fill('#token', admin);
+  await page.click('#signin-form button[type=submit]');
+  check('signed in as admin', (await waitText('#who', (t) => t.includes('admin'))).includes('admin'));
+  await page.fill('#ev-name', `console ${stamp}`);
+  await page.fill('#ev-stock', '300');
+  await page.fill('#ev-starts', '0');
+  await page.click('#create-form button[type=submit]');
+  const created = await waitText('#create-result', (t) => /created event \d+/.test(t));
+  const eventId = (/(\d+)$/.exec(created || '') || [])[1];
+  check('the form created the event', !!eventId && Number(sql(`select stock_total from seckill_event where id = ${eventId}`)) === 300, created);
+
+  // The live view, then a burst from seckill-bench against that event.
+  await page.click('#watch-form button[type=submit]');
+  check('the live view shows the stock', (await waitText('#stock-left', (t) => t === '300')) === '300');
+  execFileSync(`${bin}/seckill-bench`, ['--event', eventId, '--users', '2000', '--requests', '3000',
+    '--connections', '16', '--out', join(out, 'bench'), '--pg', ''], { stdio: 'ignore', env: process.env });
+  const api = await (await fetch(`${base}/api/v1/events/${eventId}`, { headers: { Authorization: 'Bearer ' + admin } })).json();
+  const m202 = await metric202();
+  const pageStock = await waitText('#stock-left', (t) => t === String(api.stock_left));
+  check('stock left on the page matches the API', pageStock === String(api.stock_left), `${pageStock} vs ${api.stock_left}`);
+  const page202 = await waitText('#accepted-total', (t) => t.replace(/,/g, '') === String(m202));
+  check('202 count on the page matches /metrics', page202.replace(/,/g, '') === String(m202), `${page202} vs ${m202}`);
+  check('the sale sold out', api.stock_left === 0, String(api.stock_left));
+  const rows = await waitText('#rows-total', (t) => Number(t.replace(/,/g, '')) > 0);
+  check('the consumer\'s rows are shown', Number((rows || '').replace(/,/g, '')) >= 300, rows);
+  await page.waitForTimeout(1100); // two refreshes more, so the charts show the tail
+  await page.locator('#live').screenshot({ path: join(out, 'console-live.png') });
+  console.log(`screenshot: ${join(out, 'console-live.png')}`);
+
+  // The buyer's view: queued, then created.
+  const r2 = await fetch(`${base}/api/v1/events`, {
+    method: 'POST', headers: { Authorization: 'Bearer ' + admin, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: `buyer ${stamp}`, stock: 5, starts_at: new Date(Date.now() - 1000).toISOString(), ends_at: new Date(Date.now() + 3600e3).toISOString() }),
+  });
+  const ev2 = (await r2.json()).event_id;
+  await page.evaluate(() => {
+    window.__statuses = [];
+    const el = document.getElementById('order-status');
+    new MutationObserver(() => window.__statuses.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+  });
+  await page.fill('#buyer-token', user);
+  await page.fill('#buyer-event', ev2);
+  await page.click('#buy');
+  const final = await waitText('#order-status', (t) => t === 'created', 30000);
+  const statuses = await page.evaluate(() => window.__statuses);
+  check('the buyer sees queued, then created', statuses[0] === 'queued' && final === 'created', JSON.stringify(statuses));
+  check('the countdown says started', (await text('#countdown')) === 'started');
+  const orderId = await text('#order-id');
+  check('the order is in PostgreSQL', sql(`select status from seckill_order where order_id = ${orderId}`) === 'created');
+
+  const origin = new URL(base).origin;
+  check('tokens were sent to the page\'s own origin only', sent.every((s) => !s.auth || new URL(s.url).origin === origin),
+    JSON.stringify(sent.filter((s) => s.auth && new URL(s.url).origin !== origin).map((s) => s.url)));
+  check('no script error on the page', errors.length === 0, errors.join('; '));
+} catch (e) {
+  check('the browser run', false, e.stack);
+  await page.screenshot({ path: join(out, 'console-failure.png') }).catch(() => {});
+} finally {
+  await browser.close();
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
