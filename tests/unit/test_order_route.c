@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include "order_console.h"
 #include "order_route.h"
 
 static int match(order_method m, const char *path, order_route *rt)
@@ -24,6 +25,10 @@ static void test_routes(void **state)
         uint64_t arg;
     } cases[] = {
         {ORDER_METHOD_POST, "/api/v1/events", 0, ORDER_ROUTE_EVENT_CREATE, 0},
+        {ORDER_METHOD_GET, "/console", 0, ORDER_ROUTE_CONSOLE, 0},
+        {ORDER_METHOD_GET, "/console/app.js", 0, ORDER_ROUTE_CONSOLE, 0},
+        {ORDER_METHOD_POST, "/console", 405, ORDER_ROUTE_CONSOLE, 0},
+        {ORDER_METHOD_GET, "/consolex", 404, ORDER_ROUTE_NONE, 0},
         {ORDER_METHOD_GET, "/api/v1/events", 405, ORDER_ROUTE_EVENT_CREATE, 0},
         {ORDER_METHOD_GET, "/api/v1/events/42", 0, ORDER_ROUTE_EVENT_GET, 42},
         {ORDER_METHOD_HEAD, "/api/v1/events/42", 0, ORDER_ROUTE_EVENT_GET, 42},
@@ -81,6 +86,29 @@ static void test_path_len_is_respected(void **state)
     assert_int_equal(rt.arg, 77);
 }
 
+/* The console's files: the page, its script and style with their types, nothing else. */
+static void test_console_files(void **state)
+{
+    (void)state;
+    const char *ctype;
+    size_t len;
+    const char *f = order_console_find("/console", 8, &ctype, &len);
+    assert_non_null(f);
+    assert_string_equal(ctype, "text/html; charset=utf-8");
+    assert_non_null(strstr(f, "<script src=\"/console/app.js\">"));
+    assert_int_equal(len, strlen(f));
+    assert_ptr_equal(order_console_find("/console/", 9, &ctype, &len), f);
+    assert_non_null(order_console_find("/console/app.js", 15, &ctype, &len));
+    assert_string_equal(ctype, "text/javascript; charset=utf-8");
+    assert_non_null(order_console_find("/console/style.css", 18, &ctype, &len));
+    assert_string_equal(ctype, "text/css; charset=utf-8");
+    assert_null(order_console_find("/console/nope.js", 16, &ctype, &len));
+    assert_null(order_console_find("/console/../order_http.c", 24, &ctype, &len));
+    assert_null(order_console_find("/consolex", 9, &ctype, &len));
+    /* The length bounds the path: "/console/app.jsX" cut to 15 bytes is the script. */
+    assert_non_null(order_console_find("/console/app.jsX", 15, &ctype, &len));
+}
+
 static void test_parse_id(void **state)
 {
     uint64_t v = 0;
@@ -103,6 +131,7 @@ int main(void)
         cmocka_unit_test(test_routes),
         cmocka_unit_test(test_path_len_is_respected),
         cmocka_unit_test(test_parse_id),
+        cmocka_unit_test(test_console_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
