@@ -55,6 +55,12 @@ typedef struct rlock_client_opts {
     int watchdog_timeout_ms; /* lease of watchdog locks, renewed every third; 0: 30000 */
     int wait_poll_ms;        /* pub/sub wait falls back to a retry this often; 0: 1000 */
     int fair_waiter_timeout_ms; /* a fair-lock waiter silent this long is dropped; 0: 5000 */
+    int redisson; /* 1: Redisson mode: reentrant, read and write locks, semaphores and
+                   * latches of this client use Redisson's keys, hash fields, channels and
+                   * messages, so they exclude (and wake) Redisson's RLock, RReadWriteLock,
+                   * RSemaphore and RCountDownLatch of the same name; the client id is a
+                   * UUID like Redisson's. Fair locks are refused (rlock_new: NULL); simple
+                   * locks and Redlock keep librlock's own keys. See lock/README.md. */
 } rlock_client_opts;
 
 /** @brief Connects to `redis_url` (redis://[user:pass@]host:port/db or unix:///path?db=N).
@@ -67,7 +73,8 @@ rlock_client_t *rlock_client_new(const char *redis_url, const rlock_client_opts 
  *  closes connections, frees. Free every handle first. NULL is fine. */
 void rlock_client_free(rlock_client_t *c);
 
-/** @returns this process's client id (32 hex chars), the owner prefix in Redis. */
+/** @returns this process's client id (32 hex chars; a UUID in Redisson mode), the owner
+ *  prefix in Redis. */
 const char *rlock_client_id(const rlock_client_t *c);
 
 /* ------------------------------------------------------------------ locks */

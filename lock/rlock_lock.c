@@ -19,16 +19,44 @@ static char *key_dup(const char *name, const char *suffix)
     return k;
 }
 
+/* Redisson mode: Redisson's names for an RLock (reentrant) or RReadWriteLock (read,
+ * write) called `name` (see lock/README.md). The fencing counter is ours, in the slot
+ * of the lock. queue_key and tmo_key (fair lock) stay unused. */
+static rlock_t *rs_init(rlock_t *l, const char *name)
+{
+    int rw = l->kind == RLOCK_READ || l->kind == RLOCK_WRITE;
+    l->rs = 1;
+    l->name = strdup(name);
+    l->key = strdup(name);
+    l->fence_key = rlock_rs_name_dup(NULL, name, "rlock_fence");
+    l->queue_key = strdup("");
+    l->tmo_key = strdup("");
+    l->rexp_key = strchr(name, '{') ? strdup(name) : rlock_rs_name_dup(NULL, name, "");
+    if (l->rexp_key && !strchr(name, '{'))
+        l->rexp_key[strlen(l->rexp_key) - 1] = '\0'; /* "{name}:" -> "{name}" */
+    l->channel = rlock_rs_name_dup(rw ? "redisson_rwlock" : "redisson_lock__channel", name, NULL);
+    return l;
+}
+
 rlock_t *rlock_new(rlock_client_t *c, const char *name, rlock_kind_t kind)
 {
     if (c == NULL || name == NULL || kind < RLOCK_SIMPLE || kind > RLOCK_WRITE ||
         rlock_key_build(NULL, 0, name, "") < 0)
+        return NULL;
+    /* Redisson's fair lock keeps a queue and timeouts we do not reproduce: refuse it
+     * rather than make a lock that Redisson's would not see. */
+    if (c->opts.redisson && (kind == RLOCK_FAIR || strlen(name) > RLOCK_KEY_SIZE_RS / 2))
         return NULL;
     rlock_t *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return NULL;
     l->c = c;
     l->kind = kind;
+    atomic_init(&l->lost, 0);
+    if (c->opts.redisson && kind != RLOCK_SIMPLE) {
+        rs_init(l, name);
+        goto check;
+    }
     /* A read-write lock lives apart (":rw") from a plain lock of the same name, so the
      * two never meet on one key with different types. */
     int rw = kind == RLOCK_READ || kind == RLOCK_WRITE;
@@ -39,7 +67,7 @@ rlock_t *rlock_new(rlock_client_t *c, const char *name, rlock_kind_t kind)
     l->tmo_key = key_dup(name, ":timeouts");
     l->rexp_key = key_dup(name, ":rw:readers");
     l->channel = key_dup(name, rw ? ":rw:ch" : ":ch");
-    atomic_init(&l->lost, 0);
+check:
     if (!l->name || !l->key || !l->fence_key || !l->queue_key || !l->tmo_key || !l->rexp_key ||
         !l->channel) {
         rlock_free(l);
@@ -77,9 +105,29 @@ void rlock_set_lost_cb(rlock_t *l, rlock_lost_cb *cb, void *arg)
     l->cb_arg = arg;
 }
 
+/* The hash field of the calling thread's hold: "clientid:tid", and in Redisson mode
+ * "uuid:tid:write" for the write side (RedissonWriteLock.getLockName). */
+static void hold_field(const rlock_t *l, char out[RLOCK_OWNER_SIZE])
+{
+    rlock_client_owner(l->c, out);
+    if (l->rs && l->kind == RLOCK_WRITE) {
+        size_t n = strlen(out);
+        snprintf(out + n, RLOCK_OWNER_SIZE - n, ":write");
+    }
+}
+
+/* Redisson mode, read side: "{name}:<uuid>:<tid>:rwlock_timeout", the prefix of this
+ * owner's per-hold timeout keys (RedissonReadLock.getReadWriteTimeoutNamePrefix). */
+static void rs_read_timeout_prefix(const rlock_t *l, const char *owner, char *out, size_t outsz)
+{
+    snprintf(out, outsz, "%s:%s:rwlock_timeout", l->rexp_key, owner);
+}
+
 struct acquire {
     rlock_t *l;
     const char *who; /* token (simple) or owner */
+    char owner_write[RLOCK_OWNER_SIZE + 8]; /* Redisson read side: owner + ":write" */
+    char *rtmo;                         /* Redisson read side: timeout prefix */
     char ttl[24];
     char waiter_ttl[24];
     int64_t t0; /* start of the winning attempt: the lease counts from before it */
@@ -110,6 +158,16 @@ static int acquire_attempt(void *p, int64_t *hint)
     rlock_t *l = a->l;
     const char *argv[8];
     int id, nk, argc;
+    if (l->rs && l->kind == RLOCK_WRITE) {
+        id = RLOCK_S_RS_WRITE_LOCK;
+        argv[0] = l->key, argv[1] = l->fence_key, argv[2] = a->ttl, argv[3] = a->who;
+        nk = 2, argc = 4;
+    } else if (l->rs && l->kind == RLOCK_READ) {
+        id = RLOCK_S_RS_READ_LOCK;
+        argv[0] = l->key, argv[1] = a->rtmo, argv[2] = l->fence_key, argv[3] = a->ttl;
+        argv[4] = a->who, argv[5] = a->owner_write;
+        nk = 3, argc = 6;
+    } else
     switch (l->kind) {
     case RLOCK_SIMPLE:
     case RLOCK_REENTRANT:
@@ -157,7 +215,7 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
         return RLOCK_ERR_ARG;
     }
     char owner[RLOCK_OWNER_SIZE];
-    rlock_client_owner(l->c, owner);
+    hold_field(l, owner);
     char token[RLOCK_TOKEN_SIZE];
     if (l->kind == RLOCK_SIMPLE) {
         if (l->holds > 0) {
@@ -178,7 +236,13 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
         snprintf(token, sizeof(token), "%s", owner);
     }
     struct acquire a = {.l = l, .who = token};
-    snprintf(a.ttl, sizeof(a.ttl), "%" PRId64, lease_ms > 0 ? lease_ms : (int64_t)l->c->opts.watchdog_timeout_ms);
+    char rtmo[RLOCK_KEY_SIZE_RS];
+    if (l->rs && l->kind == RLOCK_READ) {
+        snprintf(a.owner_write, sizeof(a.owner_write), "%s:write", owner);
+        rs_read_timeout_prefix(l, owner, rtmo, sizeof(rtmo));
+        a.rtmo = rtmo;
+    }
+    snprintf(a.ttl, sizeof(a.ttl), "%" PRId64, rlock_lease_or_watchdog(l->c, lease_ms));
     snprintf(a.waiter_ttl, sizeof(a.waiter_ttl), "%d", l->c->opts.fair_waiter_timeout_ms);
     int64_t poll_ms = l->c->opts.wait_poll_ms;
     /* A fair waiter keeps its place only by asking again within its waiter timeout. */
@@ -240,7 +304,7 @@ int rlock_unlock(rlock_t *l)
         }
     } else {
         /* Reentrant kinds belong to the thread: another handle of this thread may hold it. */
-        rlock_client_owner(l->c, owner);
+        hold_field(l, owner);
         who = owner;
     }
     /* Last hold through this handle: stop renewing before the release is sent, so no
@@ -249,8 +313,20 @@ int rlock_unlock(rlock_t *l)
         rlock_watchdog_deregister(l->c, l);
         l->watched = 0;
     }
-    const char *argv[4];
+    const char *argv[6];
     int id, nk, argc;
+    char lease[24], rtmo[RLOCK_KEY_SIZE_RS];
+    snprintf(lease, sizeof(lease), "%" PRId64, rlock_lease_or_watchdog(l->c, l->lease_ms));
+    if (l->rs && l->kind == RLOCK_READ) {
+        rs_read_timeout_prefix(l, who, rtmo, sizeof(rtmo));
+        id = RLOCK_S_RS_READ_UNLOCK, argv[0] = l->key, argv[1] = l->channel, argv[2] = rtmo;
+        argv[3] = l->rexp_key, argv[4] = who, argv[5] = l->c->pub_cmd;
+        nk = 4, argc = 6;
+    } else if (l->rs) {
+        id = l->kind == RLOCK_WRITE ? RLOCK_S_RS_WRITE_UNLOCK : RLOCK_S_RS_UNLOCK;
+        argv[0] = l->key, argv[1] = l->channel, argv[2] = who, argv[3] = lease, argv[4] = l->c->pub_cmd;
+        nk = 2, argc = 5;
+    } else
     switch (l->kind) {
     case RLOCK_SIMPLE:
         id = RLOCK_S_SIMPLE_UNLOCK, argv[0] = l->key, argv[1] = who, argv[2] = l->channel;
@@ -314,7 +390,7 @@ int rlock_is_held_remote(rlock_t *l)
             return rv;
         rv = r->type == REDIS_REPLY_STRING && strcmp(r->str, l->token) == 0;
     } else {
-        rlock_client_owner(l->c, owner);
+        hold_field(l, owner);
         const char *argv[3] = {"HEXISTS", l->key, owner};
         rv = rlock_client_command(l->c, 3, argv, &r, l->errstr, sizeof(l->errstr));
         if (rv != 0)
@@ -329,12 +405,13 @@ int rlock_force_unlock(rlock_t *l)
 {
     const char *argv[4] = {"DEL", l->key, l->rexp_key, NULL};
     redisReply *r;
-    int rv = rlock_client_command(l->c, 3, argv, &r, l->errstr, sizeof(l->errstr));
+    /* Redisson mode: the lock is the one key (the read holds' timeout keys expire) */
+    int rv = rlock_client_command(l->c, l->rs ? 2 : 3, argv, &r, l->errstr, sizeof(l->errstr));
     if (rv != 0)
         return rv;
     int deleted = r->type == REDIS_REPLY_INTEGER && r->integer > 0;
     freeReplyObject(r);
-    const char *pv[3] = {"PUBLISH", l->channel, "0"};
+    const char *pv[3] = {l->rs ? l->c->pub_cmd : "PUBLISH", l->channel, "0"};
     if (rlock_client_command(l->c, 3, pv, &r, l->errstr, sizeof(l->errstr)) == 0)
         freeReplyObject(r);
     return deleted;
