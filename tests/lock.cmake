@@ -42,9 +42,15 @@ find_program(SECKILL_JAVA java)
 find_program(SECKILL_MVN mvn)
 if(TARGET rlock AND TARGET rcluster AND SECKILL_JAVA AND SECKILL_MVN)
   set(rlock_redisson_dir ${CMAKE_BINARY_DIR}/redisson)
+  # Another Redisson than the pom's (4.7.0), e.g. -DRLOCK_REDISSON_VERSION=3.50.0
+  set(RLOCK_REDISSON_VERSION "" CACHE STRING "Redisson version for the interop tests (empty: tests/redisson/pom.xml's)")
+  set(rlock_redisson_args -Drlock.build.dir=${rlock_redisson_dir})
+  if(RLOCK_REDISSON_VERSION)
+    list(APPEND rlock_redisson_args -Dredisson.version=${RLOCK_REDISSON_VERSION})
+  endif()
   add_test(NAME rlock_redisson_build
-    COMMAND sh -c "\"$0\" -q -B -o package -f \"$1\" -Drlock.build.dir=\"$2\" || \"$0\" -q -B package -f \"$1\" -Drlock.build.dir=\"$2\""
-            ${SECKILL_MVN} ${CMAKE_CURRENT_SOURCE_DIR}/redisson/pom.xml ${rlock_redisson_dir})
+    COMMAND sh -c "mvn=$0; shift; \"$mvn\" -q -B -o package \"$@\" || \"$mvn\" -q -B package \"$@\""
+            ${SECKILL_MVN} -f ${CMAKE_CURRENT_SOURCE_DIR}/redisson/pom.xml ${rlock_redisson_args})
   set_tests_properties(rlock_redisson_build PROPERTIES LABELS redisson TIMEOUT 600
     FIXTURES_SETUP rlock_redisson_jar)
   foreach(v single cluster)
