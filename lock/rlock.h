@@ -57,10 +57,10 @@ typedef struct rlock_client_opts {
     int fair_waiter_timeout_ms; /* a fair-lock waiter silent this long is dropped; 0: 5000 */
     int redisson; /* 1: Redisson mode: reentrant, read and write locks, semaphores and
                    * latches of this client use Redisson's keys, hash fields, channels and
-                   * messages, so they exclude (and wake) Redisson's RLock, RReadWriteLock,
-                   * RSemaphore and RCountDownLatch of the same name; the client id is a
-                   * UUID like Redisson's. Fair locks are refused (rlock_new: NULL); simple
-                   * locks and Redlock keep librlock's own keys. See lock/README.md. */
+                   * messages, so they exclude (and wake) Redisson's RLock, RFairLock,
+                   * RReadWriteLock, RSemaphore and RCountDownLatch of the same name; the
+                   * client id is a UUID like Redisson's. Simple locks and Redlock keep
+                   * librlock's own keys. See lock/README.md. */
 } rlock_client_opts;
 
 /** @brief Connects to `redis_url` (redis://[user:pass@]host:port/db or unix:///path?db=N).

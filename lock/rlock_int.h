@@ -58,6 +58,9 @@ enum rlock_script_id {
     RLOCK_S_RS_SEM_RELEASE,
     RLOCK_S_RS_LATCH_SET,
     RLOCK_S_RS_LATCH_COUNT_DOWN,
+    RLOCK_S_RS_FAIR_LOCK,
+    RLOCK_S_RS_FAIR_CANCEL,
+    RLOCK_S_RS_FAIR_UNLOCK,
     RLOCK_S__COUNT
 };
 
@@ -106,6 +109,7 @@ int64_t rlock_jitter_ms(int64_t base_ms, unsigned int *seed);
 /* 16 random bytes from the OS as 32 hex chars. @returns 0 or -1. */
 int rlock_random_hex32(char out[33]);
 int64_t rlock_now_ms(void); /* CLOCK_MONOTONIC */
+int64_t rlock_wall_ms(void); /* CLOCK_REALTIME: Redisson's fair lock keeps client wall times */
 void rlock_sleep_ms(int64_t ms);
 
 /* ---- client (rlock_client.c) ---- */
@@ -180,8 +184,10 @@ struct rlock {
     rlock_client_t *c;
     rlock_kind_t kind;
     char *name;
-    int rs; /* Redisson mode (reentrant, read, write): Redisson's keys and scripts */
+    int rs; /* Redisson mode (reentrant, fair, read, write): Redisson's keys and scripts */
     char *key, *fence_key, *queue_key, *tmo_key, *rexp_key, *channel;
+    char *rs_chan; /* Redisson fair lock: redisson_lock__channel:{name}; a waiter listens
+                    * on rs_chan:<owner> (channel, remade when the owner changes) */
     /* Redisson mode: key = the name, fence_key = {name}:rlock_fence, channel =
      * redisson_lock__channel:{name} or redisson_rwlock:{name}, rexp_key = '{name}' (the
      * prefix of the read holds' '{name}:<owner>:rwlock_timeout:<n>' keys). */

@@ -36,6 +36,9 @@ static const char *const texts[RLOCK_S__COUNT] = {
     [RLOCK_S_RS_SEM_RELEASE] = rlock_lua_rs_sem_release,
     [RLOCK_S_RS_LATCH_SET] = rlock_lua_rs_latch_set,
     [RLOCK_S_RS_LATCH_COUNT_DOWN] = rlock_lua_rs_latch_count_down,
+    [RLOCK_S_RS_FAIR_LOCK] = rlock_lua_rs_fair_lock,
+    [RLOCK_S_RS_FAIR_CANCEL] = rlock_lua_rs_fair_cancel,
+    [RLOCK_S_RS_FAIR_UNLOCK] = rlock_lua_rs_fair_unlock,
 };
 
 static char shas[RLOCK_S__COUNT][41];

@@ -49,7 +49,7 @@ if(TARGET rlock AND TARGET rcluster AND SECKILL_JAVA AND SECKILL_MVN)
     list(APPEND rlock_redisson_args -Dredisson.version=${RLOCK_REDISSON_VERSION})
   endif()
   add_test(NAME rlock_redisson_build
-    COMMAND sh -c "mvn=$0; shift; \"$mvn\" -q -B -o package \"$@\" || \"$mvn\" -q -B package \"$@\""
+    COMMAND sh -c "mvn=$0; \"$mvn\" -q -B -o package \"$@\" || \"$mvn\" -q -B package \"$@\""
             ${SECKILL_MVN} -f ${CMAKE_CURRENT_SOURCE_DIR}/redisson/pom.xml ${rlock_redisson_args})
   set_tests_properties(rlock_redisson_build PROPERTIES LABELS redisson TIMEOUT 600
     FIXTURES_SETUP rlock_redisson_jar)

@@ -505,6 +505,66 @@ static void test_wake_both_ways(void **state)
     rlock_client_free(c);
 }
 
+/* ------------------------------------------------------------------ fair lock */
+
+static void wait_llen(const char *key, long long n)
+{
+    const char *llen[2] = {"LLEN", key};
+    int64_t end = rt_now_ms() + 60000;
+    while (cmd_int(2, llen) != n) {
+        if (rt_now_ms() > end)
+            fail_msg("%s never had %lld waiters", key, n);
+        rt_sleep_ms(5);
+    }
+}
+
+/* RFairLock and the C fair lock share one queue: Java holds, a C waiter queues first and
+ * a Java waiter second; the Java release wakes the C head (its own channel), whose
+ * release then wakes the Java waiter. */
+static void test_fair(void **state)
+{
+    (void)state;
+    char name[128], queue[192], line[128];
+    rt_name(name, sizeof(name), "rs-fair");
+    snprintf(queue, sizeof(queue), "redisson_lock_queue:{%s}", name);
+    rlock_client_t *c = rs_client(0, 60000);
+    drv(&A, "lock f %s 0", name);
+    struct waiter w = {.l = rlock_new(c, name, RLOCK_FAIR), .rv = -99};
+    assert_non_null(w.l);
+    assert_int_equal(pthread_create(&w.th, NULL, waiter_main, &w), 0);
+    wait_llen(queue, 1);
+    drv_send(&B, "trylock f %s 20000 0", name);
+    wait_llen(queue, 2);
+    const char *lindex[3] = {"LINDEX", queue, "0"};
+    redisReply *r = cmd(3, lindex);
+    assert_int_equal(strncmp(r->str, rlock_client_id(c), 36), 0); /* C first in the queue */
+    freeReplyObject(r);
+    const char *zcard[2] = {"ZCARD", NULL};
+    char tmo[192];
+    snprintf(tmo, sizeof(tmo), "redisson_lock_timeout:{%s}", name);
+    zcard[1] = tmo;
+    assert_int_equal(cmd_int(2, zcard), 2);
+    int64_t sent = wall_ms();
+    drv(&A, "unlock f %s", name);
+    pthread_join(w.th, NULL);
+    assert_int_equal(w.rv, 0);
+    assert_int_equal(w.unlock_rv, 0);
+    long long got = 0, at = 0;
+    drv_reply(&B, line, sizeof(line));
+    assert_int_equal(sscanf(line, "ok %lld %lld", &got, &at), 2);
+    assert_int_equal(got, 1);
+    printf("# fair: C head woken %" PRId64 " ms after Java's unlock request; Java next %lld ms after C got it\n",
+           w.at - sent, at - w.at);
+    assert_true(w.at - sent < WAKE_MS);
+    assert_true(at >= w.at - 2); /* in queue order (wall clocks of one machine) */
+    assert_true(at - w.at < WAKE_MS);
+    drv(&B, "unlock f %s", name);
+    const char *ex[3] = {"EXISTS", queue, tmo};
+    assert_int_equal(cmd_int(3, ex), 0);
+    rlock_free(w.l);
+    rlock_client_free(c);
+}
+
 /* ------------------------------------------------------------------ semaphore */
 
 static void *sem_worker(void *p)
@@ -821,6 +881,7 @@ int main(void)
         cmocka_unit_test(test_layout_and_reentrancy),
         cmocka_unit_test(test_mutex),
         cmocka_unit_test(test_wake_both_ways),
+        cmocka_unit_test(test_fair),
         cmocka_unit_test(test_semaphore),
         cmocka_unit_test(test_latch),
         cmocka_unit_test(test_read_write),

@@ -68,6 +68,8 @@ public final class RedissonDriver {
             return r.getReadWriteLock(name).readLock();
         case "w":
             return r.getReadWriteLock(name).writeLock();
+        case "f":
+            return r.getFairLock(name);
         default:
             return r.getLock(name);
         }
