@@ -194,8 +194,10 @@ public final class RedissonDriver {
         }
         PrintStream out = new PrintStream(System.out, true, "UTF-8");
         RedissonClient r = connect(args[0], Long.parseLong(args[1]));
-        /* the connection-manager id: the prefix of this driver's hash fields */
-        out.println("ready " + ((Redisson) r).getServiceManager().getId());
+        /* the connection-manager id (the prefix of this driver's hash fields), then the
+         * Redisson version actually loaded */
+        out.println("ready " + ((Redisson) r).getServiceManager().getId() + " "
+                    + Redisson.class.getPackage().getImplementationVersion());
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, "UTF-8"));
         String line;
         while ((line = in.readLine()) != null) {
