@@ -42,6 +42,7 @@ static sk_test_cluster *cl;
 #define ROUNDS 150   /* per participant in the counter runs */
 #define WAKE_MS 100  /* a release on one side wakes the other side's waiter within this */
 #define WAKE_ROUNDS 5
+#define RLOCK_OWNER_SIZE_T 128
 /* Every single wake-up must come long before any fallback (C polls every 60 s here,
  * Redisson sleeps for the holder's 30 s TTL): a JVM on two busy cores sometimes
  * answers late (GC, JIT), so the 100 ms bound is on the median of the rounds. */
@@ -382,6 +383,14 @@ static void test_layout_and_reentrancy(void **state)
     assert_int_equal(cmd_int(3, hget), 2);
     /* held by Java: C is refused, and C cannot unlock it */
     assert_int_equal(rlock_try_lock(l, 0, 0, NULL), RLOCK_ERR_TIMEOUT);
+    /* ...while librlock's own mode (other keys) does not even see it: what this test
+     * set would catch without Redisson mode */
+    rlock_client_t *own = rt_client(url, 0, 60000, 0);
+    rlock_t *ol = rlock_new(own, name, RLOCK_REENTRANT);
+    assert_int_equal(rlock_try_lock(ol, 0, 5000, NULL), 0);
+    assert_int_equal(rlock_unlock(ol), 0);
+    rlock_free(ol);
+    rlock_client_free(own);
     assert_int_equal(rlock_unlock(l), RLOCK_ERR_NOT_HELD);
     assert_int_equal(cmd_int(3, hget), 2);
     drv(&A, "unlock l %s", name);
@@ -867,6 +876,25 @@ static void test_watchdog_not_after_unlock(void **state)
     assert_true(took >= JAVA_LEASE - 50 && took < JAVA_LEASE + WD);
     assert_int_equal(rlock_unlock(l), 0);
     rlock_free(l);
+
+    /* read and write holds are renewed the Redisson way too: a C read hold keeps its
+     * rwlock_timeout key and the hash alive past 3 leases, a C write hold likewise */
+    rlock_t *rd = rlock_new(c, name, RLOCK_READ), *wr = rlock_new(c, name, RLOCK_WRITE);
+    assert_int_equal(rlock_try_lock(rd, 0, 0, NULL), 0);
+    assert_int_equal(drv(&A, "trylock w %s %d 0", name, 3 * WD), 0);
+    char owner[RLOCK_OWNER_SIZE_T], key[512];
+    snprintf(owner, sizeof(owner), "%s:%ld", rlock_client_id(c), (long)gettid());
+    snprintf(key, sizeof(key), "{%s}:%s:rwlock_timeout:1", name, owner);
+    const char *pttl[2] = {"PTTL", key};
+    assert_true(cmd_int(2, pttl) > 0);
+    assert_int_equal(rlock_unlock(rd), 0);
+    assert_int_equal(rlock_try_lock(wr, 0, 0, NULL), 0);
+    assert_int_equal(drv(&A, "trylock r %s %d 0", name, 3 * WD), 0);
+    assert_int_equal(rlock_unlock(wr), 0);
+    const char *ex[3] = {"EXISTS", name, key};
+    assert_int_equal(cmd_int(3, ex), 0);
+    rlock_free(rd);
+    rlock_free(wr);
     rlock_client_free(c);
 }
 
