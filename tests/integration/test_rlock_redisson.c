@@ -188,7 +188,9 @@ static void drv_ready(driver *d)
     char *sp = strchr(line + 6, ' ');
     if (sp)
         *sp++ = '\0';
-    snprintf(d->id, sizeof(d->id), "%s", line + 6);
+    if (strlen(line + 6) >= sizeof(d->id))
+        fail_msg("driver id too long: %s", line + 6);
+    memcpy(d->id, line + 6, strlen(line + 6) + 1);
     printf("# driver %d: Redisson %s, id %s\n", (int)d->pid, sp ? sp : "?", d->id);
 }
 
