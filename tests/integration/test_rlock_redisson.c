@@ -869,6 +869,21 @@ static void test_watchdog_not_after_unlock(void **state)
     assert_int_equal(drv(&A, "trylock l %s %d 0", name, 3 * WD), 0);
     assert_true(rlock_is_held(l));
     assert_int_equal(rlock_unlock(l), 0);
+    /* Redisson's #7272: a renewal outliving the unlock keeps re-arming the same owner's
+     * field. Same thread, same field, now a 1000 ms lease hold: it must end on time,
+     * where a leftover renewal (every WD/3 = 200 ms) would keep it alive for ever. */
+    int64_t t1 = wall_ms();
+    assert_int_equal(rlock_try_lock(l, 0, JAVA_LEASE, NULL), 0);
+    char line[128];
+    long long got = 0, at = 0;
+    drv_send(&A, "trylock l %s %d 0", name, 5 * JAVA_LEASE);
+    drv_reply(&A, line, sizeof(line));
+    assert_int_equal(sscanf(line, "ok %lld %lld", &got, &at), 2);
+    printf("# our %d ms lease hold after a watchdog hold ended after %lld ms\n", JAVA_LEASE, at - t1);
+    assert_int_equal(got, 1);
+    assert_true(at - t1 >= JAVA_LEASE - 50 && at - t1 < JAVA_LEASE + 2 * WD);
+    drv(&A, "unlock l %s", name);
+    rlock_unlock(l); /* our lease ran out: NOT_HELD, which is fine here */
     int64_t t0 = wall_ms();
     drv(&A, "lock l %s %d", name, JAVA_LEASE);
     /* the Java lease ends on time: our C waiter gets the lock then */
