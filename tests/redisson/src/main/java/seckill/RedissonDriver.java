@@ -172,6 +172,13 @@ public final class RedissonDriver {
             }
             return "ok " + over + " " + max;
         }
+        case "sem_try": { /* sem_try <name> <wait ms>: one permit */
+            boolean got = r.getSemaphore(a[1]).tryAcquire(Long.parseLong(a[2]), TimeUnit.MILLISECONDS);
+            return "ok " + (got ? 1 : 0) + " " + System.currentTimeMillis();
+        }
+        case "sem_release": /* sem_release <name> <n> */
+            r.getSemaphore(a[1]).release(Integer.parseInt(a[2]));
+            return "ok " + System.currentTimeMillis();
         case "latch_set": /* latch_set <name> <count> */
             return "ok " + (r.getCountDownLatch(a[1]).trySetCount(Long.parseLong(a[2])) ? 1 : 0);
         case "latch_down":
