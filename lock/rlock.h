@@ -55,6 +55,12 @@ typedef struct rlock_client_opts {
     int watchdog_timeout_ms; /* lease of watchdog locks, renewed every third; 0: 30000 */
     int wait_poll_ms;        /* pub/sub wait falls back to a retry this often; 0: 1000 */
     int fair_waiter_timeout_ms; /* a fair-lock waiter silent this long is dropped; 0: 5000 */
+    int redisson; /* 1: Redisson mode: reentrant, read and write locks, semaphores and
+                   * latches of this client use Redisson's keys, hash fields, channels and
+                   * messages, so they exclude (and wake) Redisson's RLock, RFairLock,
+                   * RReadWriteLock, RSemaphore and RCountDownLatch of the same name; the
+                   * client id is a UUID like Redisson's. Simple locks and Redlock keep
+                   * librlock's own keys. See lock/README.md. */
 } rlock_client_opts;
 
 /** @brief Connects to `redis_url` (redis://[user:pass@]host:port/db or unix:///path?db=N).
@@ -67,7 +73,8 @@ rlock_client_t *rlock_client_new(const char *redis_url, const rlock_client_opts 
  *  closes connections, frees. Free every handle first. NULL is fine. */
 void rlock_client_free(rlock_client_t *c);
 
-/** @returns this process's client id (32 hex chars), the owner prefix in Redis. */
+/** @returns this process's client id (32 hex chars; a UUID in Redisson mode), the owner
+ *  prefix in Redis. */
 const char *rlock_client_id(const rlock_client_t *c);
 
 /* ------------------------------------------------------------------ locks */
@@ -86,6 +93,8 @@ typedef struct rlock rlock_t;
  *  Keys: a name without '{' becomes `rlock:{name}` (+ `:fence`, `:queue`, ...); a name
  *  that carries its own hash tag is used as is (`seckill:{e42}:lock`, `seckill:{e42}:lock:fence`),
  *  so the lock lives in that slot. READ and WRITE handles of one name are one RW lock.
+ *  A Redisson-mode client (rlock_client_opts.redisson) uses Redisson's keys instead for
+ *  REENTRANT, FAIR, READ and WRITE: the name itself is the lock (lock/README.md).
  *  @returns the handle (free with rlock_free) or NULL (out of memory or bad name). */
 rlock_t *rlock_new(rlock_client_t *c, const char *name, rlock_kind_t kind);
 
@@ -151,7 +160,8 @@ int rlock_multi_unlock(rlock_t *const *locks, size_t n);
 
 typedef struct rlock_sem rlock_sem_t;
 
-/** @brief A handle on the semaphore `name` (key `rlock:{name}:sem`). Free with rlock_sem_free. */
+/** @brief A handle on the semaphore `name` (key `rlock:{name}:sem`; Redisson mode: `name`,
+ *  RSemaphore's). Free with rlock_sem_free. */
 rlock_sem_t *rlock_sem_new(rlock_client_t *c, const char *name);
 void rlock_sem_free(rlock_sem_t *s);
 /** @brief Sets the permits when the semaphore does not exist yet.
@@ -173,7 +183,8 @@ const char *rlock_sem_errstr(const rlock_sem_t *s);
 
 typedef struct rlock_latch rlock_latch_t;
 
-/** @brief A handle on the latch `name` (key `rlock:{name}:latch`). */
+/** @brief A handle on the latch `name` (key `rlock:{name}:latch`; Redisson mode: `name`,
+ *  RCountDownLatch's). */
 rlock_latch_t *rlock_latch_new(rlock_client_t *c, const char *name);
 void rlock_latch_free(rlock_latch_t *l);
 /** @brief Sets the count when the latch is not counting. @returns 1 set, 0 not, or an error. */

@@ -58,7 +58,7 @@ rlock_client_t *rlock_client_new(const char *redis_url, const rlock_client_opts 
     c->opts = o;
     c->tv.tv_sec = o.connect_timeout_ms / 1000;
     c->tv.tv_usec = (o.connect_timeout_ms % 1000) * 1000;
-    if (rlock_random_hex32(c->id) != 0) {
+    if ((o.redisson ? rlock_uuid4(c->id) : rlock_random_hex32(c->id)) != 0) {
         snprintf(errstr, errstr_size, "no OS randomness for the client id");
         free(c->url);
         free(c);
@@ -77,6 +77,20 @@ rlock_client_t *rlock_client_new(const char *redis_url, const rlock_client_opts 
     if (c->cmd == NULL) {
         rlock_client_free(c);
         return NULL;
+    }
+    c->pub_cmd = "publish";
+    if (o.redisson && rcl_is_cluster(c->cmd)) {
+        /* Redisson's ShardedSubscriptionMode.AUTO (its default): on a cluster whose
+         * servers know PUBSUB SHARDNUMSUB, it publishes with SPUBLISH and listens with
+         * SSUBSCRIBE, which plain PUBLISH/SUBSCRIBE never meet. Do as it does. */
+        const char *argv[2] = {"PUBSUB", "SHARDNUMSUB"};
+        redisReply *r;
+        char err[RLOCK_ERRSTR_SIZE];
+        if (rlock_client_command(c, 2, argv, &r, err, sizeof(err)) == 0) {
+            freeReplyObject(r);
+            c->pub_cmd = "spublish";
+            c->sharded = 1;
+        }
     }
     return c;
 }
@@ -103,10 +117,11 @@ rcl_ctx *rlock_client_connect(rlock_client_t *c, char *err, size_t errsz)
     return rlock_rcl_connect(c->url, c->tv, err, errsz);
 }
 
-redisContext *rlock_client_sub_connect(rlock_client_t *c, char *err, size_t errsz)
+redisContext *rlock_client_sub_connect(rlock_client_t *c, const char *channel, char *err, size_t errsz)
 {
     pthread_mutex_lock(&c->mu);
-    redisContext *s = c->cmd ? rcl_connect_node(c->cmd, NULL, 0, err, errsz) : NULL;
+    redisContext *s = c->cmd ? rcl_connect_node(c->cmd, channel, channel ? strlen(channel) : 0, err, errsz)
+                             : NULL;
     pthread_mutex_unlock(&c->mu);
     if (s == NULL && c->cmd == NULL)
         snprintf(err, errsz, "not connected");

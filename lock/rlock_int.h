@@ -24,8 +24,9 @@
 #include <sys/time.h>
 
 #define RLOCK_ERRSTR_SIZE 256
-#define RLOCK_OWNER_SIZE 64  /* client id (32 hex) ':' thread id */
-#define RLOCK_TOKEN_SIZE 104 /* 32 hex random ':' owner */
+#define RLOCK_OWNER_SIZE 72  /* client id (32 hex or UUID) ':' thread id [":write"] */
+#define RLOCK_KEY_SIZE_RS 1024 /* Redisson read-hold timeout prefix: the lock's name + owner */
+#define RLOCK_TOKEN_SIZE 112 /* 32 hex random ':' owner */
 
 /* ---- scripts (rlock_script.c) ---- */
 enum rlock_script_id {
@@ -46,6 +47,20 @@ enum rlock_script_id {
     RLOCK_S_SEM_RELEASE,
     RLOCK_S_LATCH_SET,
     RLOCK_S_LATCH_COUNT_DOWN,
+    /* Redisson mode (lua/rlock_rs_*.lua): Redisson's data layout and messages */
+    RLOCK_S_RS_UNLOCK,
+    RLOCK_S_RS_WRITE_LOCK,
+    RLOCK_S_RS_WRITE_UNLOCK,
+    RLOCK_S_RS_READ_LOCK,
+    RLOCK_S_RS_READ_UNLOCK,
+    RLOCK_S_RS_READ_RENEW,
+    RLOCK_S_RS_SEM_SET,
+    RLOCK_S_RS_SEM_RELEASE,
+    RLOCK_S_RS_LATCH_SET,
+    RLOCK_S_RS_LATCH_COUNT_DOWN,
+    RLOCK_S_RS_FAIR_LOCK,
+    RLOCK_S_RS_FAIR_CANCEL,
+    RLOCK_S_RS_FAIR_UNLOCK,
     RLOCK_S__COUNT
 };
 
@@ -77,6 +92,16 @@ rcl_ctx *rlock_rcl_connect(const char *url, struct timeval tv, char *err, size_t
  * `name suffix` when name carries its own '{...}' hash tag. Returns bytes written
  * (snprintf), or -1 on a bad name. */
 int rlock_key_build(char *out, size_t outsz, const char *name, const char *suffix);
+/* Redisson's names (RedissonObject.prefixName / suffixName): `prefix:{name}` and
+ * `{name}:suffix`, or `prefix:name` / `name:suffix` when name has its own '{'.
+ * Return bytes written (snprintf), or -1 on an empty name. */
+int rlock_rs_prefix_name(char *out, size_t outsz, const char *prefix, const char *name);
+int rlock_rs_suffix_name(char *out, size_t outsz, const char *name, const char *suffix);
+/* The same, malloc'd: prefix != NULL: prefixName(prefix, name), else suffixName(name, suffix).
+ * NULL when out of memory or the name is empty. */
+char *rlock_rs_name_dup(const char *prefix, const char *name, const char *suffix);
+/* A random (version 4) UUID as 36 chars + NUL, the form of Redisson's client id. */
+int rlock_uuid4(char out[37]);
 /* Redlock validity: ttl - elapsed - drift, drift = ttl/100 + 2. */
 int64_t rlock_redlock_validity(int64_t ttl_ms, int64_t elapsed_ms);
 /* Uniform jitter: base * [0.5, 1.5), never below 1, from the seed (thread-local ok). */
@@ -84,6 +109,7 @@ int64_t rlock_jitter_ms(int64_t base_ms, unsigned int *seed);
 /* 16 random bytes from the OS as 32 hex chars. @returns 0 or -1. */
 int rlock_random_hex32(char out[33]);
 int64_t rlock_now_ms(void); /* CLOCK_MONOTONIC */
+int64_t rlock_wall_ms(void); /* CLOCK_REALTIME: Redisson's fair lock keeps client wall times */
 void rlock_sleep_ms(int64_t ms);
 
 /* ---- client (rlock_client.c) ---- */
@@ -91,7 +117,10 @@ struct rlock_client {
     char *url; /* redis://, unix:// or redis-cluster:// (rcluster) */
     struct timeval tv;
     rlock_client_opts opts;
-    char id[33];
+    char id[37];         /* 32 hex, or a UUID in Redisson mode */
+    const char *pub_cmd; /* Redisson mode: "publish", or "spublish" on a cluster that has
+                          * sharded pub/sub (Redisson's ShardedSubscriptionMode.AUTO) */
+    int sharded;         /* waiters SSUBSCRIBE on the channel's slot master */
     pthread_mutex_t mu; /* guards cmd */
     rcl_ctx *cmd;       /* reconnects by itself after an error */
 
@@ -116,10 +145,16 @@ int rlock_client_command(rlock_client_t *c, int argc, const char **argv, redisRe
 /* Opens a new context with the client's URL and timeouts (NULL + err on failure). */
 rcl_ctx *rlock_client_connect(rlock_client_t *c, char *err, size_t errsz);
 /* A new plain connection for SUBSCRIBE: the one Redis, or any master of the cluster
- * (PUBLISH reaches every node). NULL + err on failure. */
-redisContext *rlock_client_sub_connect(rlock_client_t *c, char *err, size_t errsz);
+ * (PUBLISH reaches every node) when channel is NULL, else the master of the channel's
+ * slot (SSUBSCRIBE). NULL + err on failure. */
+redisContext *rlock_client_sub_connect(rlock_client_t *c, const char *channel, char *err, size_t errsz);
 /* "clientid:tid" of the calling thread. */
 void rlock_client_owner(const rlock_client_t *c, char out[RLOCK_OWNER_SIZE]);
+/* The lease a watchdog hold gets, or a lease hold's own (lease_ms > 0). */
+static inline int64_t rlock_lease_or_watchdog(const rlock_client_t *c, int64_t lease_ms)
+{
+    return lease_ms > 0 ? lease_ms : (int64_t)c->opts.watchdog_timeout_ms;
+}
 
 /* ---- waiting on pub/sub (rlock_wait.c) ---- */
 typedef struct rlock_waiter {
@@ -149,7 +184,13 @@ struct rlock {
     rlock_client_t *c;
     rlock_kind_t kind;
     char *name;
+    int rs; /* Redisson mode (reentrant, fair, read, write): Redisson's keys and scripts */
     char *key, *fence_key, *queue_key, *tmo_key, *rexp_key, *channel;
+    char *rs_chan; /* Redisson fair lock: redisson_lock__channel:{name}; a waiter listens
+                    * on rs_chan:<owner> (channel, remade when the owner changes) */
+    /* Redisson mode: key = the name, fence_key = {name}:rlock_fence, channel =
+     * redisson_lock__channel:{name} or redisson_rwlock:{name}, rexp_key = '{name}' (the
+     * prefix of the read holds' '{name}:<owner>:rwlock_timeout:<n>' keys). */
     char token[RLOCK_TOKEN_SIZE]; /* simple: this hold's token; others: the owner */
     int holds;                    /* holds taken through this handle */
     int watched;                  /* registered with the watchdog */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -24,6 +25,49 @@ int rlock_key_build(char *out, size_t outsz, const char *name, const char *suffi
     if (strchr(name, '}') != NULL)
         return -1;
     return snprintf(out, outsz, "rlock:{%s}%s", name, suffix);
+}
+
+int rlock_rs_prefix_name(char *out, size_t outsz, const char *prefix, const char *name)
+{
+    if (name == NULL || name[0] == '\0')
+        return -1;
+    /* RedissonObject.prefixName: a name with its own hash tag keeps it */
+    return strchr(name, '{') ? snprintf(out, outsz, "%s:%s", prefix, name)
+                             : snprintf(out, outsz, "%s:{%s}", prefix, name);
+}
+
+int rlock_rs_suffix_name(char *out, size_t outsz, const char *name, const char *suffix)
+{
+    if (name == NULL || name[0] == '\0')
+        return -1;
+    /* RedissonObject.suffixName */
+    return strchr(name, '{') ? snprintf(out, outsz, "%s:%s", name, suffix)
+                             : snprintf(out, outsz, "{%s}:%s", name, suffix);
+}
+
+char *rlock_rs_name_dup(const char *prefix, const char *name, const char *suffix)
+{
+    int n = prefix ? rlock_rs_prefix_name(NULL, 0, prefix, name) : rlock_rs_suffix_name(NULL, 0, name, suffix);
+    if (n < 0)
+        return NULL;
+    char *k = malloc((size_t)n + 1);
+    if (k && prefix)
+        rlock_rs_prefix_name(k, (size_t)n + 1, prefix, name);
+    else if (k)
+        rlock_rs_suffix_name(k, (size_t)n + 1, name, suffix);
+    return k;
+}
+
+int rlock_uuid4(char out[37])
+{
+    char h[33];
+    if (rlock_random_hex32(h) != 0)
+        return -1;
+    /* version 4, variant 10xx: the form of Java's UUID.randomUUID().toString() */
+    h[12] = '4';
+    h[16] = "89ab"[(h[16] <= '9' ? h[16] - '0' : h[16] - 'a' + 10) & 3];
+    snprintf(out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12, h + 16, h + 20);
+    return 0;
 }
 
 int64_t rlock_redlock_validity(int64_t ttl_ms, int64_t elapsed_ms)
@@ -67,6 +111,13 @@ int64_t rlock_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t rlock_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 

@@ -19,16 +19,47 @@ static char *key_dup(const char *name, const char *suffix)
     return k;
 }
 
+/* Redisson's fair lock: a waiter queued without a wait of its own stays queued this
+ * long past the one before it (Redisson's default fairLockWaitTimeout, 5 minutes). */
+#define RS_FAIR_WAIT_MS 300000
+
+/* Redisson mode: Redisson's names for an RLock (reentrant), RFairLock or RReadWriteLock
+ * (read, write) called `name` (see lock/README.md). The fencing counter is ours, in the
+ * slot of the lock. */
+static rlock_t *rs_init(rlock_t *l, const char *name)
+{
+    int rw = l->kind == RLOCK_READ || l->kind == RLOCK_WRITE;
+    l->rs = 1;
+    l->name = strdup(name);
+    l->key = strdup(name);
+    l->fence_key = rlock_rs_name_dup(NULL, name, "rlock_fence");
+    l->queue_key = rlock_rs_name_dup("redisson_lock_queue", name, NULL);
+    l->tmo_key = rlock_rs_name_dup("redisson_lock_timeout", name, NULL);
+    l->rs_chan = rlock_rs_name_dup("redisson_lock__channel", name, NULL);
+    l->rexp_key = strchr(name, '{') ? strdup(name) : rlock_rs_name_dup(NULL, name, "");
+    if (l->rexp_key && !strchr(name, '{'))
+        l->rexp_key[strlen(l->rexp_key) - 1] = '\0'; /* "{name}:" -> "{name}" */
+    l->channel = rlock_rs_name_dup(rw ? "redisson_rwlock" : "redisson_lock__channel", name, NULL);
+    return l;
+}
+
 rlock_t *rlock_new(rlock_client_t *c, const char *name, rlock_kind_t kind)
 {
     if (c == NULL || name == NULL || kind < RLOCK_SIMPLE || kind > RLOCK_WRITE ||
         rlock_key_build(NULL, 0, name, "") < 0)
+        return NULL;
+    if (c->opts.redisson && strlen(name) > RLOCK_KEY_SIZE_RS / 2)
         return NULL;
     rlock_t *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return NULL;
     l->c = c;
     l->kind = kind;
+    atomic_init(&l->lost, 0);
+    if (c->opts.redisson && kind != RLOCK_SIMPLE) {
+        rs_init(l, name);
+        goto check;
+    }
     /* A read-write lock lives apart (":rw") from a plain lock of the same name, so the
      * two never meet on one key with different types. */
     int rw = kind == RLOCK_READ || kind == RLOCK_WRITE;
@@ -39,9 +70,9 @@ rlock_t *rlock_new(rlock_client_t *c, const char *name, rlock_kind_t kind)
     l->tmo_key = key_dup(name, ":timeouts");
     l->rexp_key = key_dup(name, ":rw:readers");
     l->channel = key_dup(name, rw ? ":rw:ch" : ":ch");
-    atomic_init(&l->lost, 0);
+check:
     if (!l->name || !l->key || !l->fence_key || !l->queue_key || !l->tmo_key || !l->rexp_key ||
-        !l->channel) {
+        !l->channel || (l->rs && !l->rs_chan)) {
         rlock_free(l);
         return NULL;
     }
@@ -65,6 +96,7 @@ void rlock_free(rlock_t *l)
     free(l->tmo_key);
     free(l->rexp_key);
     free(l->channel);
+    free(l->rs_chan);
     free(l);
 }
 
@@ -77,9 +109,30 @@ void rlock_set_lost_cb(rlock_t *l, rlock_lost_cb *cb, void *arg)
     l->cb_arg = arg;
 }
 
+/* The hash field of the calling thread's hold: "clientid:tid", and in Redisson mode
+ * "uuid:tid:write" for the write side (RedissonWriteLock.getLockName). */
+static void hold_field(const rlock_t *l, char out[RLOCK_OWNER_SIZE])
+{
+    rlock_client_owner(l->c, out);
+    if (l->rs && l->kind == RLOCK_WRITE) {
+        size_t n = strlen(out);
+        snprintf(out + n, RLOCK_OWNER_SIZE - n, ":write");
+    }
+}
+
+/* Redisson mode, read side: "{name}:<uuid>:<tid>:rwlock_timeout", the prefix of this
+ * owner's per-hold timeout keys (RedissonReadLock.getReadWriteTimeoutNamePrefix). */
+static void rs_read_timeout_prefix(const rlock_t *l, const char *owner, char *out, size_t outsz)
+{
+    snprintf(out, outsz, "%s:%s:rwlock_timeout", l->rexp_key, owner);
+}
+
 struct acquire {
     rlock_t *l;
     const char *who; /* token (simple) or owner */
+    char owner_write[RLOCK_OWNER_SIZE + 8]; /* Redisson read side: owner + ":write" */
+    char rs_wait[24];                       /* Redisson fair lock: this waiter's wait */
+    char *rtmo;                         /* Redisson read side: timeout prefix */
     char ttl[24];
     char waiter_ttl[24];
     int64_t t0; /* start of the winning attempt: the lease counts from before it */
@@ -109,7 +162,24 @@ static int acquire_attempt(void *p, int64_t *hint)
     struct acquire *a = p;
     rlock_t *l = a->l;
     const char *argv[8];
+    char now[24];
     int id, nk, argc;
+    if (l->rs && l->kind == RLOCK_WRITE) {
+        id = RLOCK_S_RS_WRITE_LOCK;
+        argv[0] = l->key, argv[1] = l->fence_key, argv[2] = a->ttl, argv[3] = a->who;
+        nk = 2, argc = 4;
+    } else if (l->rs && l->kind == RLOCK_FAIR) {
+        snprintf(now, sizeof(now), "%" PRId64, rlock_wall_ms());
+        id = RLOCK_S_RS_FAIR_LOCK;
+        argv[0] = l->key, argv[1] = l->queue_key, argv[2] = l->tmo_key, argv[3] = l->fence_key;
+        argv[4] = a->ttl, argv[5] = a->who, argv[6] = a->rs_wait, argv[7] = now;
+        nk = 4, argc = 8;
+    } else if (l->rs && l->kind == RLOCK_READ) {
+        id = RLOCK_S_RS_READ_LOCK;
+        argv[0] = l->key, argv[1] = a->rtmo, argv[2] = l->fence_key, argv[3] = a->ttl;
+        argv[4] = a->who, argv[5] = a->owner_write;
+        nk = 3, argc = 6;
+    } else
     switch (l->kind) {
     case RLOCK_SIMPLE:
     case RLOCK_REENTRANT:
@@ -157,7 +227,7 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
         return RLOCK_ERR_ARG;
     }
     char owner[RLOCK_OWNER_SIZE];
-    rlock_client_owner(l->c, owner);
+    hold_field(l, owner);
     char token[RLOCK_TOKEN_SIZE];
     if (l->kind == RLOCK_SIMPLE) {
         if (l->holds > 0) {
@@ -178,20 +248,46 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
         snprintf(token, sizeof(token), "%s", owner);
     }
     struct acquire a = {.l = l, .who = token};
-    snprintf(a.ttl, sizeof(a.ttl), "%" PRId64, lease_ms > 0 ? lease_ms : (int64_t)l->c->opts.watchdog_timeout_ms);
+    char rtmo[RLOCK_KEY_SIZE_RS];
+    if (l->rs && l->kind == RLOCK_READ) {
+        snprintf(a.owner_write, sizeof(a.owner_write), "%s:write", owner);
+        rs_read_timeout_prefix(l, owner, rtmo, sizeof(rtmo));
+        a.rtmo = rtmo;
+    }
+    snprintf(a.ttl, sizeof(a.ttl), "%" PRId64, rlock_lease_or_watchdog(l->c, lease_ms));
+    if (l->rs && l->kind == RLOCK_FAIR) {
+        /* RedissonFairLock: the waiter's wait (or the 5-minute default) fixes how long
+         * it stays queued; it is woken on its own channel, rs_chan:<owner> */
+        snprintf(a.rs_wait, sizeof(a.rs_wait), "%" PRId64, wait_ms > 0 ? wait_ms : (int64_t)RS_FAIR_WAIT_MS);
+        size_t n = strlen(l->rs_chan) + 1 + strlen(owner) + 1;
+        char *ch = malloc(n);
+        if (ch == NULL) {
+            snprintf(l->errstr, sizeof(l->errstr), "out of memory");
+            return RLOCK_ERR_NOMEM;
+        }
+        snprintf(ch, n, "%s:%s", l->rs_chan, owner);
+        if (strcmp(ch, l->channel) == 0) {
+            free(ch);
+        } else {
+            free(l->channel);
+            l->channel = ch;
+            rlock_waiter_close(&l->w); /* it listened for another owner */
+        }
+    }
     snprintf(a.waiter_ttl, sizeof(a.waiter_ttl), "%d", l->c->opts.fair_waiter_timeout_ms);
     int64_t poll_ms = l->c->opts.wait_poll_ms;
     /* A fair waiter keeps its place only by asking again within its waiter timeout. */
-    if (l->kind == RLOCK_FAIR && poll_ms > l->c->opts.fair_waiter_timeout_ms / 3)
+    if (l->kind == RLOCK_FAIR && !l->rs && poll_ms > l->c->opts.fair_waiter_timeout_ms / 3)
         poll_ms = l->c->opts.fair_waiter_timeout_ms / 3;
     a.refresh_ms = poll_ms;
     int rv = rlock_wait_until(l->c, NULL, l->c->tv, &l->w, l->channel, wait_ms, poll_ms, acquire_attempt, &a);
     if (rv != 0) {
         if (l->kind == RLOCK_FAIR && rv == RLOCK_ERR_TIMEOUT) {
-            const char *argv[4] = {l->queue_key, l->tmo_key, owner, l->channel};
+            const char *argv[4] = {l->queue_key, l->tmo_key, owner, l->rs ? a.rs_wait : l->channel};
             redisReply *r;
             char err[RLOCK_ERRSTR_SIZE];
-            if (rlock_client_eval(l->c, RLOCK_S_FAIR_CANCEL, 2, 4, argv, &r, err, sizeof(err)) == 0)
+            if (rlock_client_eval(l->c, l->rs ? RLOCK_S_RS_FAIR_CANCEL : RLOCK_S_FAIR_CANCEL, 2, 4, argv, &r, err,
+                                  sizeof(err)) == 0)
                 freeReplyObject(r);
         }
         if (rv == RLOCK_ERR_TIMEOUT)
@@ -240,7 +336,7 @@ int rlock_unlock(rlock_t *l)
         }
     } else {
         /* Reentrant kinds belong to the thread: another handle of this thread may hold it. */
-        rlock_client_owner(l->c, owner);
+        hold_field(l, owner);
         who = owner;
     }
     /* Last hold through this handle: stop renewing before the release is sent, so no
@@ -249,8 +345,25 @@ int rlock_unlock(rlock_t *l)
         rlock_watchdog_deregister(l->c, l);
         l->watched = 0;
     }
-    const char *argv[4];
+    const char *argv[8];
     int id, nk, argc;
+    char lease[24], now[24], rtmo[RLOCK_KEY_SIZE_RS];
+    snprintf(lease, sizeof(lease), "%" PRId64, rlock_lease_or_watchdog(l->c, l->lease_ms));
+    if (l->rs && l->kind == RLOCK_FAIR) {
+        snprintf(now, sizeof(now), "%" PRId64, rlock_wall_ms());
+        id = RLOCK_S_RS_FAIR_UNLOCK, argv[0] = l->key, argv[1] = l->queue_key, argv[2] = l->tmo_key;
+        argv[3] = l->rs_chan, argv[4] = who, argv[5] = lease, argv[6] = now, argv[7] = l->c->pub_cmd;
+        nk = 4, argc = 8;
+    } else if (l->rs && l->kind == RLOCK_READ) {
+        rs_read_timeout_prefix(l, who, rtmo, sizeof(rtmo));
+        id = RLOCK_S_RS_READ_UNLOCK, argv[0] = l->key, argv[1] = l->channel, argv[2] = rtmo;
+        argv[3] = l->rexp_key, argv[4] = who, argv[5] = l->c->pub_cmd;
+        nk = 4, argc = 6;
+    } else if (l->rs) {
+        id = l->kind == RLOCK_WRITE ? RLOCK_S_RS_WRITE_UNLOCK : RLOCK_S_RS_UNLOCK;
+        argv[0] = l->key, argv[1] = l->channel, argv[2] = who, argv[3] = lease, argv[4] = l->c->pub_cmd;
+        nk = 2, argc = 5;
+    } else
     switch (l->kind) {
     case RLOCK_SIMPLE:
         id = RLOCK_S_SIMPLE_UNLOCK, argv[0] = l->key, argv[1] = who, argv[2] = l->channel;
@@ -314,7 +427,7 @@ int rlock_is_held_remote(rlock_t *l)
             return rv;
         rv = r->type == REDIS_REPLY_STRING && strcmp(r->str, l->token) == 0;
     } else {
-        rlock_client_owner(l->c, owner);
+        hold_field(l, owner);
         const char *argv[3] = {"HEXISTS", l->key, owner};
         rv = rlock_client_command(l->c, 3, argv, &r, l->errstr, sizeof(l->errstr));
         if (rv != 0)
@@ -329,12 +442,13 @@ int rlock_force_unlock(rlock_t *l)
 {
     const char *argv[4] = {"DEL", l->key, l->rexp_key, NULL};
     redisReply *r;
-    int rv = rlock_client_command(l->c, 3, argv, &r, l->errstr, sizeof(l->errstr));
+    /* Redisson mode: the lock is the one key (the read holds' timeout keys expire) */
+    int rv = rlock_client_command(l->c, l->rs ? 2 : 3, argv, &r, l->errstr, sizeof(l->errstr));
     if (rv != 0)
         return rv;
     int deleted = r->type == REDIS_REPLY_INTEGER && r->integer > 0;
     freeReplyObject(r);
-    const char *pv[3] = {"PUBLISH", l->channel, "0"};
+    const char *pv[3] = {l->rs ? l->c->pub_cmd : "PUBLISH", l->channel, "0"};
     if (rlock_client_command(l->c, 3, pv, &r, l->errstr, sizeof(l->errstr)) == 0)
         freeReplyObject(r);
     return deleted;

@@ -26,6 +26,19 @@ static const char *const texts[RLOCK_S__COUNT] = {
     [RLOCK_S_SEM_RELEASE] = rlock_lua_sem_release,
     [RLOCK_S_LATCH_SET] = rlock_lua_latch_set,
     [RLOCK_S_LATCH_COUNT_DOWN] = rlock_lua_latch_count_down,
+    [RLOCK_S_RS_UNLOCK] = rlock_lua_rs_unlock,
+    [RLOCK_S_RS_WRITE_LOCK] = rlock_lua_rs_write_lock,
+    [RLOCK_S_RS_WRITE_UNLOCK] = rlock_lua_rs_write_unlock,
+    [RLOCK_S_RS_READ_LOCK] = rlock_lua_rs_read_lock,
+    [RLOCK_S_RS_READ_UNLOCK] = rlock_lua_rs_read_unlock,
+    [RLOCK_S_RS_READ_RENEW] = rlock_lua_rs_read_renew,
+    [RLOCK_S_RS_SEM_SET] = rlock_lua_rs_sem_set,
+    [RLOCK_S_RS_SEM_RELEASE] = rlock_lua_rs_sem_release,
+    [RLOCK_S_RS_LATCH_SET] = rlock_lua_rs_latch_set,
+    [RLOCK_S_RS_LATCH_COUNT_DOWN] = rlock_lua_rs_latch_count_down,
+    [RLOCK_S_RS_FAIR_LOCK] = rlock_lua_rs_fair_lock,
+    [RLOCK_S_RS_FAIR_CANCEL] = rlock_lua_rs_fair_cancel,
+    [RLOCK_S_RS_FAIR_UNLOCK] = rlock_lua_rs_fair_unlock,
 };
 
 static char shas[RLOCK_S__COUNT][41];

@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Redisson mode (rs): key = the name, channel redisson_sc:{name} (RSemaphore) or
+ * redisson_countdownlatch__channel__{name} (RCountDownLatch); scripts lua/rlock_rs_*. */
 struct rlock_sem {
     rlock_client_t *c;
+    int rs;
     char *name, *key, *channel;
     rlock_waiter w;
     char errstr[RLOCK_ERRSTR_SIZE];
@@ -16,6 +19,7 @@ struct rlock_sem {
 
 struct rlock_latch {
     rlock_client_t *c;
+    int rs;
     char *name, *key, *channel;
     rlock_waiter w;
     char errstr[RLOCK_ERRSTR_SIZE];
@@ -52,9 +56,10 @@ rlock_sem_t *rlock_sem_new(rlock_client_t *c, const char *name)
     if (s == NULL)
         return NULL;
     s->c = c;
+    s->rs = c->opts.redisson;
     s->name = strdup(name);
-    s->key = key_dup(name, ":sem");
-    s->channel = key_dup(name, ":sem:ch");
+    s->key = s->rs ? strdup(name) : key_dup(name, ":sem");
+    s->channel = s->rs ? rlock_rs_name_dup("redisson_sc", name, NULL) : key_dup(name, ":sem:ch");
     if (!s->name || !s->key || !s->channel) {
         rlock_sem_free(s);
         return NULL;
@@ -83,9 +88,20 @@ int rlock_sem_try_set_permits(rlock_sem_t *s, int64_t permits)
     }
     char n[24];
     snprintf(n, sizeof(n), "%" PRId64, permits);
-    const char *argv[4] = {"SET", s->key, n, "NX"};
     redisReply *r;
-    int rv = rlock_client_command(s->c, 4, argv, &r, s->errstr, sizeof(s->errstr));
+    int rv;
+    if (s->rs) {
+        /* RSemaphore.trySetPermits also publishes the permits (wakes its waiters) */
+        const char *argv[4] = {s->key, s->channel, n, s->c->pub_cmd};
+        rv = rlock_client_eval(s->c, RLOCK_S_RS_SEM_SET, 2, 4, argv, &r, s->errstr, sizeof(s->errstr));
+        if (rv != 0)
+            return rv;
+        rv = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+        freeReplyObject(r);
+        return rv;
+    }
+    const char *argv[4] = {"SET", s->key, n, "NX"};
+    rv = rlock_client_command(s->c, 4, argv, &r, s->errstr, sizeof(s->errstr));
     if (rv != 0)
         return rv;
     rv = r->type == REDIS_REPLY_STATUS;
@@ -135,9 +151,15 @@ int rlock_sem_release(rlock_sem_t *s, int64_t n)
     }
     char ns[24];
     snprintf(ns, sizeof(ns), "%" PRId64, n);
-    const char *argv[3] = {s->key, ns, s->channel};
     redisReply *r;
-    int rv = rlock_client_eval(s->c, RLOCK_S_SEM_RELEASE, 1, 3, argv, &r, s->errstr, sizeof(s->errstr));
+    int rv;
+    if (s->rs) {
+        const char *argv[4] = {s->key, s->channel, ns, s->c->pub_cmd};
+        rv = rlock_client_eval(s->c, RLOCK_S_RS_SEM_RELEASE, 2, 4, argv, &r, s->errstr, sizeof(s->errstr));
+    } else {
+        const char *argv[3] = {s->key, ns, s->channel};
+        rv = rlock_client_eval(s->c, RLOCK_S_SEM_RELEASE, 1, 3, argv, &r, s->errstr, sizeof(s->errstr));
+    }
     if (rv == 0)
         freeReplyObject(r);
     return rv;
@@ -175,9 +197,17 @@ rlock_latch_t *rlock_latch_new(rlock_client_t *c, const char *name)
     if (l == NULL)
         return NULL;
     l->c = c;
+    l->rs = c->opts.redisson;
     l->name = strdup(name);
-    l->key = key_dup(name, ":latch");
-    l->channel = key_dup(name, ":latch:ch");
+    l->key = l->rs ? strdup(name) : key_dup(name, ":latch");
+    if (l->rs) {
+        /* RedissonCountDownLatch.getChannelName: braces even around a tagged name */
+        size_t n = strlen(name) + sizeof("redisson_countdownlatch__channel__{}");
+        if ((l->channel = malloc(n)) != NULL)
+            snprintf(l->channel, n, "redisson_countdownlatch__channel__{%s}", name);
+    } else {
+        l->channel = key_dup(name, ":latch:ch");
+    }
     if (!l->name || !l->key || !l->channel) {
         rlock_latch_free(l);
         return NULL;
@@ -206,9 +236,15 @@ int rlock_latch_try_set_count(rlock_latch_t *l, int64_t count)
     }
     char n[24];
     snprintf(n, sizeof(n), "%" PRId64, count);
-    const char *argv[2] = {l->key, n};
     redisReply *r;
-    int rv = rlock_client_eval(l->c, RLOCK_S_LATCH_SET, 1, 2, argv, &r, l->errstr, sizeof(l->errstr));
+    int rv;
+    if (l->rs) {
+        const char *argv[4] = {l->key, l->channel, n, l->c->pub_cmd};
+        rv = rlock_client_eval(l->c, RLOCK_S_RS_LATCH_SET, 2, 4, argv, &r, l->errstr, sizeof(l->errstr));
+    } else {
+        const char *argv[2] = {l->key, n};
+        rv = rlock_client_eval(l->c, RLOCK_S_LATCH_SET, 1, 2, argv, &r, l->errstr, sizeof(l->errstr));
+    }
     if (rv != 0)
         return rv;
     rv = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
@@ -218,9 +254,15 @@ int rlock_latch_try_set_count(rlock_latch_t *l, int64_t count)
 
 int rlock_latch_count_down(rlock_latch_t *l)
 {
-    const char *argv[2] = {l->key, l->channel};
     redisReply *r;
-    int rv = rlock_client_eval(l->c, RLOCK_S_LATCH_COUNT_DOWN, 1, 2, argv, &r, l->errstr, sizeof(l->errstr));
+    int rv;
+    if (l->rs) {
+        const char *argv[3] = {l->key, l->channel, l->c->pub_cmd};
+        rv = rlock_client_eval(l->c, RLOCK_S_RS_LATCH_COUNT_DOWN, 2, 3, argv, &r, l->errstr, sizeof(l->errstr));
+    } else {
+        const char *argv[2] = {l->key, l->channel};
+        rv = rlock_client_eval(l->c, RLOCK_S_LATCH_COUNT_DOWN, 1, 2, argv, &r, l->errstr, sizeof(l->errstr));
+    }
     if (rv == 0)
         freeReplyObject(r);
     return rv;

@@ -41,17 +41,21 @@ static int subscribe(rlock_client_t *c, const sk_redis_url *url, struct timeval 
                      const char *channel)
 {
     char err[RLOCK_ERRSTR_SIZE];
+    /* Redisson mode on a cluster with sharded pub/sub: its releases SPUBLISH, heard
+     * only by SSUBSCRIBE on the master of the channel's slot. */
+    int sharded = c && c->sharded;
     if (w->sub == NULL) {
-        w->sub = c ? rlock_client_sub_connect(c, err, sizeof(err))
+        w->sub = c ? rlock_client_sub_connect(c, sharded ? channel : NULL, err, sizeof(err))
                    : sk_redis_url_connect(url, tv, err, sizeof(err));
         if (w->sub == NULL)
             return -1;
     }
     if (w->seed == 0)
         w->seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)w ^ (unsigned)rlock_now_ms();
-    const char *v[2] = {"SUBSCRIBE", channel};
-    size_t vl[2] = {9, strlen(channel)};
-    if (redisAppendCommandArgv(w->sub, 2, v, vl) != REDIS_OK || read_until(w->sub, "subscribe") != 0) {
+    const char *v[2] = {sharded ? "SSUBSCRIBE" : "SUBSCRIBE", channel};
+    size_t vl[2] = {strlen(v[0]), strlen(channel)};
+    if (redisAppendCommandArgv(w->sub, 2, v, vl) != REDIS_OK ||
+        read_until(w->sub, sharded ? "ssubscribe" : "subscribe") != 0) {
         rlock_waiter_close(w);
         return -1;
     }

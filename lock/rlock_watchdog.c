@@ -13,6 +13,17 @@
 
 static void renew_args(rlock_t *l, const char *ttl, int *id, int *nk, int *argc, const char **argv)
 {
+    /* Redisson mode: as Redisson's LockTask (hexists -> pexpire) and ReadLockTask */
+    if (l->rs && l->kind == RLOCK_READ) {
+        *id = RLOCK_S_RS_READ_RENEW, *nk = 2, *argc = 4;
+        argv[0] = l->key, argv[1] = l->rexp_key, argv[2] = l->token, argv[3] = ttl;
+        return;
+    }
+    if (l->rs) {
+        *id = RLOCK_S_REENTRANT_RENEW, *nk = 1, *argc = 3;
+        argv[0] = l->key, argv[1] = l->token, argv[2] = ttl;
+        return;
+    }
     switch (l->kind) {
     case RLOCK_SIMPLE:
         *id = RLOCK_S_SIMPLE_RENEW, *nk = 1, *argc = 3;

@@ -32,3 +32,41 @@ if(TARGET rlock AND TARGET rcluster)
     LIBS seckill::rlock seckill::rcluster seckill_test_cluster LABELS "integration;cluster" TIMEOUT 240)
   target_compile_definitions(test_rlock_mutex_cluster PRIVATE RLOCK_MUTEX_CLUSTER)
 endif()
+
+# Interop with real Redisson (issue 20, label redisson): tests/redisson's driver built by
+# Maven into the build tree (offline first, from ~/.m2, else from Maven Central), then
+# the C test drives two JVMs of it against librlock in Redisson mode, on the test Redis
+# and on a throwaway Redis Cluster. Needs java (17+) and mvn on PATH; without them the
+# tests are not defined.
+find_program(SECKILL_JAVA java)
+find_program(SECKILL_MVN mvn)
+if(TARGET rlock AND TARGET rcluster AND SECKILL_JAVA AND SECKILL_MVN)
+  set(rlock_redisson_dir ${CMAKE_BINARY_DIR}/redisson)
+  # Another Redisson than the pom's (4.7.0), e.g. -DRLOCK_REDISSON_VERSION=3.50.0
+  set(RLOCK_REDISSON_VERSION "" CACHE STRING "Redisson version for the interop tests (empty: tests/redisson/pom.xml's)")
+  set(rlock_redisson_args -Drlock.build.dir=${rlock_redisson_dir})
+  if(RLOCK_REDISSON_VERSION)
+    list(APPEND rlock_redisson_args -Dredisson.version=${RLOCK_REDISSON_VERSION})
+  endif()
+  add_test(NAME rlock_redisson_build
+    COMMAND sh -c "mvn=$0; \"$mvn\" -q -B -o package \"$@\" || \"$mvn\" -q -B package \"$@\""
+            ${SECKILL_MVN} -f ${CMAKE_CURRENT_SOURCE_DIR}/redisson/pom.xml ${rlock_redisson_args})
+  set_tests_properties(rlock_redisson_build PROPERTIES LABELS redisson TIMEOUT 600
+    FIXTURES_SETUP rlock_redisson_jar)
+  foreach(v single cluster)
+    set(n test_rlock_redisson)
+    if(v STREQUAL "cluster")
+      set(n test_rlock_redisson_cluster)
+    endif()
+    seckill_add_test(NAME ${n}
+      SOURCES integration/test_rlock_redisson.c integration/rlock_test_util.c
+      LIBS seckill::rlock seckill::rcluster seckill_test_cluster LABELS "integration;redisson" TIMEOUT 300)
+    target_include_directories(${n} PRIVATE ${CMAKE_SOURCE_DIR}/rcluster)
+    set_property(TEST ${n} APPEND PROPERTY ENVIRONMENT "RLOCK_REDISSON_JAR=${rlock_redisson_dir}/rlock-redisson-driver.jar")
+    set_tests_properties(${n} PROPERTIES FIXTURES_REQUIRED rlock_redisson_jar)
+    if(v STREQUAL "cluster")
+      target_compile_definitions(${n} PRIVATE RLOCK_REDISSON_CLUSTER)
+      set_property(TEST ${n} APPEND PROPERTY LABELS cluster)
+    endif()
+  endforeach()
+endif()

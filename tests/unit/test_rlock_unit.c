@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "rlock_int.h"
@@ -119,13 +120,40 @@ static void test_client_bad_url(void **state)
     rlock_redlock_free(NULL);
 }
 
+/* Redisson's names (RedissonObject.prefixName / suffixName) and its id's form. */
+static void test_redisson_names(void **state)
+{
+    (void)state;
+    char k[128];
+    rlock_rs_prefix_name(k, sizeof(k), "redisson_lock__channel", "order:42");
+    assert_string_equal(k, "redisson_lock__channel:{order:42}");
+    rlock_rs_prefix_name(k, sizeof(k), "redisson_sc", "a{b}c");
+    assert_string_equal(k, "redisson_sc:a{b}c");
+    rlock_rs_suffix_name(k, sizeof(k), "rw", "u:1:rwlock_timeout");
+    assert_string_equal(k, "{rw}:u:1:rwlock_timeout");
+    rlock_rs_suffix_name(k, sizeof(k), "x{t}", "rlock_fence");
+    assert_string_equal(k, "x{t}:rlock_fence");
+    assert_int_equal(rlock_rs_prefix_name(k, sizeof(k), "p", ""), -1);
+    char *d = rlock_rs_name_dup(NULL, "n", "f");
+    assert_string_equal(d, "{n}:f");
+    free(d);
+    char u1[37], u2[37];
+    assert_int_equal(rlock_uuid4(u1), 0);
+    assert_int_equal(rlock_uuid4(u2), 0);
+    assert_int_equal(strlen(u1), 36);
+    assert_true(u1[8] == '-' && u1[13] == '-' && u1[18] == '-' && u1[23] == '-');
+    assert_int_equal(u1[14], '4');
+    assert_non_null(strchr("89ab", u1[19]));
+    assert_string_not_equal(u1, u2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha1_vectors),   cmocka_unit_test(test_script_table),
         cmocka_unit_test(test_key_build),      cmocka_unit_test(test_redlock_validity),
         cmocka_unit_test(test_jitter),         cmocka_unit_test(test_random_and_errors),
-        cmocka_unit_test(test_client_bad_url),
+        cmocka_unit_test(test_client_bad_url), cmocka_unit_test(test_redisson_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
