@@ -36,10 +36,14 @@ endif()
 # Interop with real Redisson (issue 20, label redisson): tests/redisson's driver built by
 # Maven into the build tree (offline first, from ~/.m2, else from Maven Central), then
 # the C test drives two JVMs of it against librlock in Redisson mode, on the test Redis
-# and on a throwaway Redis Cluster. Needs java (17+) and mvn on PATH; without them the
-# tests are not defined.
+# and on a throwaway Redis Cluster. Needs java (17+) and mvn on PATH (deploy/local.sh deps
+# installs them); without them the tests are not defined, except in CI, where a missing
+# tool is an error rather than a silently smaller suite.
 find_program(SECKILL_JAVA java)
 find_program(SECKILL_MVN mvn)
+if(DEFINED ENV{CI} AND TARGET rlock AND NOT (SECKILL_JAVA AND SECKILL_MVN))
+  message(FATAL_ERROR "CI: java and mvn are needed for the redisson tests (deploy/local.sh deps)")
+endif()
 if(TARGET rlock AND TARGET rcluster AND SECKILL_JAVA AND SECKILL_MVN)
   set(rlock_redisson_dir ${CMAKE_BINARY_DIR}/redisson)
   # Another Redisson than the pom's (4.7.0), e.g. -DRLOCK_REDISSON_VERSION=3.50.0
