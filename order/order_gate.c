@@ -11,6 +11,7 @@ typedef struct gate_queue {
 
 struct order_gate {
     order_redis *redis;
+    order_metrics *metrics;
     order_gate_done_fn *done[ORDER_GATE_OPS];
     void *arg;
     struct event *flush_ev; /* active on the loop while anything is queued */
@@ -79,6 +80,8 @@ static void send_one(order_gate *g, order_gate_op op, int64_t now_ms)
     q->tail = &q->head;
     while (*q->tail)
         q->tail = &(*q->tail)->next;
+    if (g->metrics)
+        order_metrics_gate(g->metrics, op, c->n);
     order_gate_args a;
     if (order_gate_args_build(&a, op, now_ms, (const order_gate_item *const *)c->items, c->n) != 0 ||
         order_redis_script(g->redis,
@@ -106,13 +109,14 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     flush(arg);
 }
 
-order_gate *order_gate_new(struct event_base *base, order_redis *redis,
+order_gate *order_gate_new(struct event_base *base, order_redis *redis, order_metrics *metrics,
                            order_gate_done_fn *const done[ORDER_GATE_OPS], void *arg)
 {
     order_gate *g = calloc(1, sizeof(*g));
     if (!g)
         return NULL;
     g->redis = redis;
+    g->metrics = metrics;
     g->arg = arg;
     for (int op = 0; op < ORDER_GATE_OPS; op++) {
         g->done[op] = done[op];

@@ -17,6 +17,7 @@
 #ifndef ORDER_GATE_H
 #define ORDER_GATE_H
 
+#include "order_metrics.h"
 #include "order_msg.h"
 #include "order_redis.h"
 
@@ -79,9 +80,10 @@ typedef struct order_gate order_gate;
  * call, with its code or ORDER_GATE_FAILED. The item may be freed by the callback. */
 typedef void order_gate_done_fn(order_gate_item *it, long long code, void *arg);
 
-/** @brief A gate on `base` (the worker's loop) sending through `redis` (both must
- *  outlive it), answering each op through done[op] with `arg`. @returns NULL on OOM. */
-order_gate *order_gate_new(struct event_base *base, order_redis *redis,
+/** @brief A gate on `base` (the worker's loop) sending through `redis` and counting its
+ *  calls in `metrics` (all must outlive it; metrics may be NULL), answering each op
+ *  through done[op] with `arg`. @returns NULL on OOM. */
+order_gate *order_gate_new(struct event_base *base, order_redis *redis, order_metrics *metrics,
                            order_gate_done_fn *const done[ORDER_GATE_OPS], void *arg);
 
 /** @brief Queues `it` for the end of this loop turn (event_id, user_id, order_id set;

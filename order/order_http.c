@@ -863,7 +863,7 @@ static int chain_new(order_worker *w)
         return -1;
     w->chain = c;
     order_gate_done_fn *const done[ORDER_GATE_OPS] = {done_reserve, done_cancel, done_confirm};
-    c->gate = order_gate_new(w->base, w->redis, done, NULL);
+    c->gate = order_gate_new(w->base, w->redis, &w->app->metrics, done, NULL);
     c->index = order_index_new(w->base, w->redis, w->app->cfg.index_ttl_s);
     c->produce_ev = event_new(w->base, -1, 0, produce_flush, w);
     c->produce_tail = &c->produce_head;

@@ -238,8 +238,8 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-int to_http(int fd, const char *method, const char *path, const char *token, const char *raw_auth,
-            const char *body, size_t blen, char *resp, size_t respsz)
+int to_http_send(int fd, const char *method, const char *path, const char *token,
+                 const char *raw_auth, const char *body, size_t blen)
 {
     char head[4096];
     int n = snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n", method, path);
@@ -253,6 +253,11 @@ int to_http(int fd, const char *method, const char *path, const char *token, con
     n += snprintf(head + n, sizeof(head) - (size_t)n, "\r\n");
     if (write_all(fd, head, (size_t)n) != 0 || (body && blen && write_all(fd, body, blen) != 0))
         return -1;
+    return 0;
+}
+
+int to_http_recv(int fd, const char *method, char *resp, size_t respsz)
+{
     /* Read the head, then Content-Length bytes. */
     char buf[16384];
     size_t got = 0;
@@ -301,6 +306,14 @@ int to_http(int fd, const char *method, const char *path, const char *token, con
     if (respsz)
         resp[keep] = '\0';
     return status;
+}
+
+int to_http(int fd, const char *method, const char *path, const char *token, const char *raw_auth,
+            const char *body, size_t blen, char *resp, size_t respsz)
+{
+    if (to_http_send(fd, method, path, token, raw_auth, body, blen) != 0)
+        return -1;
+    return to_http_recv(fd, method, resp, respsz);
 }
 
 int to_http1(int port, const char *method, const char *path, const char *token, const char *body,

@@ -52,6 +52,11 @@ int to_http_connect(int port);
  *  @returns the status, or -1 on an I/O error. */
 int to_http(int fd, const char *method, const char *path, const char *token, const char *raw_auth,
             const char *body, size_t blen, char *resp, size_t respsz);
+/** @brief to_http in two halves, for requests in flight together on several
+ *  connections: send returns 0 or -1; recv (method: the one sent) returns as to_http. */
+int to_http_send(int fd, const char *method, const char *path, const char *token,
+                 const char *raw_auth, const char *body, size_t blen);
+int to_http_recv(int fd, const char *method, char *resp, size_t respsz);
 /** @brief Same on a fresh connection to port, closed afterwards. */
 int to_http1(int port, const char *method, const char *path, const char *token, const char *body,
              char *resp, size_t respsz);
