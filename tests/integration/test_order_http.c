@@ -496,42 +496,6 @@ typedef struct {
 
 /* ---- the gate per loop turn ------------------------------------------------------ */
 
-#define BURST_MAX 16
-
-/* One request per connection, all sent before any answer is read, so that a worker
- * reads several in one loop turn and its gate sends them in one call per event.
- * statuses[i] and bodies[i] are request i's answer. */
-static void burst(const to_order *o, int n, const uint64_t *events, const uint64_t *users,
-                  int *statuses, char (*bodies)[512])
-{
-    int fds[BURST_MAX];
-    char toks[BURST_MAX][1024], paths[BURST_MAX][128];
-    assert_true(n <= BURST_MAX);
-    for (int i = 0; i < n; i++) {
-        to_token(o, users[i], 0, 600, toks[i], sizeof(toks[i]));
-        snprintf(paths[i], sizeof(paths[i]), "/api/v1/events/%" PRIu64 "/orders", events[i]);
-        fds[i] = to_http_connect(o->port);
-        assert_true(fds[i] >= 0);
-    }
-    for (int i = 0; i < n; i++)
-        assert_int_equal(to_http_send(fds[i], "POST", paths[i], toks[i], NULL, NULL, 0), 0);
-    for (int i = 0; i < n; i++) {
-        statuses[i] = to_http_recv(fds[i], "POST", bodies[i], sizeof(bodies[i]));
-        close(fds[i]);
-    }
-}
-
-static long long metric_of(const to_order *o, const char *name)
-{
-    static char text[65536];
-    if (to_http1(o->port, "GET", "/metrics", NULL, NULL, text, sizeof(text)) != 200)
-        return -1;
-    char pat[160];
-    snprintf(pat, sizeof(pat), "\n%s ", name);
-    const char *p = strstr(text, pat);
-    return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
-}
-
 #define GATE_CALLS "seckill_order_gate_calls_total{script=\"reserve\"}"
 #define GATE_ORDERS "seckill_order_gate_orders_total{script=\"reserve\"}"
 
@@ -556,10 +520,10 @@ static void test_gate_turn_mixed(void **state)
             users[i] = u + (uint64_t)i;
         }
         users[2] = users[0]; /* one user twice in the burst */
-        long long calls0 = metric_of(&srv, GATE_CALLS), orders0 = metric_of(&srv, GATE_ORDERS);
+        long long calls0 = to_order_metric(&srv, GATE_CALLS), orders0 = to_order_metric(&srv, GATE_ORDERS);
         int st[N];
         char bodies[N][512];
-        burst(&srv, N, events, users, st, bodies);
+        assert_int_equal(to_order_burst(&srv, N, events, users, st, bodies), 0);
         int accepted = 0;
         uint64_t winners[2] = {0, 0};
         for (int i = 0; i < 8; i++) {
@@ -587,8 +551,8 @@ static void test_gate_turn_mixed(void **state)
         assert_int_equal(to_acked_orders(rc, live), 2);
         assert_int_equal(event_key_int(future, ORDER_KEY_STOCK, "GET %s"), 5);
         assert_int_equal(event_key_int(future, ORDER_KEY_BUYERS, "SCARD %s"), 0);
-        long long calls = metric_of(&srv, GATE_CALLS) - calls0;
-        long long orders = metric_of(&srv, GATE_ORDERS) - orders0;
+        long long calls = to_order_metric(&srv, GATE_CALLS) - calls0;
+        long long orders = to_order_metric(&srv, GATE_ORDERS) - orders0;
         assert_true(calls >= 2 && orders >= N - 1); /* two events: two calls at least */
         batched = orders > calls;
     }
@@ -669,7 +633,7 @@ static void test_gate_batch_fails(void **state)
     int st[N];
     char bodies[N][512];
     assert_int_equal(kill(sk_test_redis_pid(f.redis), SIGSTOP), 0);
-    burst(&f.o, N, events, users, st, bodies);
+    assert_int_equal(to_order_burst(&f.o, N, events, users, st, bodies), 0);
     assert_int_equal(kill(sk_test_redis_pid(f.redis), SIGCONT), 0);
     for (int i = 0; i < N; i++) {
         if (st[i] != 503)
@@ -693,8 +657,8 @@ static void test_gate_batch_fails(void **state)
     to_redis_snapshot(f.c, pat, before, sizeof(before));
     for (int i = 0; i < N; i++)
         events[i] = bad;
-    long long calls0 = metric_of(&f.o, GATE_CALLS);
-    burst(&f.o, N, events, users, st, bodies);
+    long long calls0 = to_order_metric(&f.o, GATE_CALLS);
+    assert_int_equal(to_order_burst(&f.o, N, events, users, st, bodies), 0);
     for (int i = 0; i < N; i++) {
         if (st[i] != 503)
             fail_msg("request %d: %d %s", i, st[i], bodies[i]);
@@ -702,7 +666,7 @@ static void test_gate_batch_fails(void **state)
     }
     to_redis_snapshot(f.c, pat, after, sizeof(after));
     assert_string_equal(before, after);
-    assert_true(metric_of(&f.o, GATE_CALLS) > calls0); /* the calls were made, and failed */
+    assert_true(to_order_metric(&f.o, GATE_CALLS) > calls0); /* the calls were made, and failed */
     private_front_stop(&f);
 }
 
@@ -727,7 +691,7 @@ static void test_gate_noscript_batch(void **state)
         }
         int st[N];
         char bodies[N][512];
-        burst(&f.o, N, events, users, st, bodies);
+        assert_int_equal(to_order_burst(&f.o, N, events, users, st, bodies), 0);
         for (int i = 0; i < N; i++) {
             if (st[i] == 202) {
                 accepted++;

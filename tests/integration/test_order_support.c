@@ -615,3 +615,42 @@ long long to_cmd_int(redisContext *c, const char *fmt, const char *key)
     freeReplyObject(r);
     return v;
 }
+
+int to_order_burst(const to_order *o, int n, const uint64_t *events, const uint64_t *users,
+                   int *statuses, char (*bodies)[512])
+{
+    int fds[TO_BURST_MAX];
+    char toks[TO_BURST_MAX][1024], paths[TO_BURST_MAX][128];
+    if (n > TO_BURST_MAX)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        to_token(o, users[i], 0, 600, toks[i], sizeof(toks[i]));
+        snprintf(paths[i], sizeof(paths[i]), "/api/v1/events/%" PRIu64 "/orders", events[i]);
+        fds[i] = to_http_connect(o->port);
+        if (fds[i] < 0) {
+            while (i-- > 0)
+                close(fds[i]);
+            return -1;
+        }
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++)
+        if (to_http_send(fds[i], "POST", paths[i], toks[i], NULL, NULL, 0) != 0)
+            rc = -1;
+    for (int i = 0; i < n; i++) {
+        statuses[i] = rc == 0 ? to_http_recv(fds[i], "POST", bodies[i], 512) : -1;
+        close(fds[i]);
+    }
+    return rc;
+}
+
+long long to_order_metric(const to_order *o, const char *name)
+{
+    static char text[65536];
+    if (to_http1(o->port, "GET", "/metrics", NULL, NULL, text, sizeof(text)) != 200)
+        return -1;
+    char pat[160];
+    snprintf(pat, sizeof(pat), "\n%s ", name);
+    const char *p = strstr(text, pat);
+    return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
