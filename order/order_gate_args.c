@@ -21,7 +21,7 @@ static void add_key(order_gate_args *a, uint64_t event_id, order_key_kind kind)
 static void add_u64(order_gate_args *a, uint64_t v)
 {
     char *w = a->words[a->n];
-    add(a, w, (size_t)snprintf(w, sizeof(a->words[0]), "%" PRIu64, v));
+    add(a, w, order_dec_u64(w, v));
 }
 
 int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
@@ -41,7 +41,7 @@ int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
         add_key(a, event_id, ORDER_KEY_META);
         add_key(a, event_id, ORDER_KEY_PENDING);
         char *w = a->words[a->n];
-        add(a, w, (size_t)snprintf(w, sizeof(a->words[0]), "%" PRId64, now_ms));
+        add(a, w, (size_t)snprintf(w, sizeof(a->words[0]), "%" PRId64, now_ms)); /* once per call */
         for (size_t i = 0; i < n; i++) {
             add_u64(a, items[i]->user_id);
             add_u64(a, items[i]->order_id);

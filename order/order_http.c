@@ -292,7 +292,7 @@ static void produce_now(order_req *r)
     order_msg m = {r->order_id, r->event_id, r->user, r->now_ms};
     char value[ORDER_MSG_MAX], key[24];
     size_t vlen = order_msg_encode(&m, value, sizeof(value));
-    size_t klen = (size_t)snprintf(key, sizeof(key), "%" PRIu64, r->event_id);
+    size_t klen = order_dec_u64(key, r->event_id);
     atomic_fetch_add_explicit(&app->metrics.kafka_inflight, 1, memory_order_relaxed);
     r->stage_us = order_time_mono_us();
     /* No producer: the loop outlived it at shutdown (the queue is flushed once more
