@@ -98,7 +98,7 @@ evalsha_rps() {
     local now
     now=$(date +%s%3N)
     redis-benchmark "${RARGS[@]}" --dbnum "$db" -c "$REDIS_C" -n "$2" -P 16 -r 1000000000 --csv \
-        EVALSHA "$SHA" 4 "$K:stock" "$K:buyers" "$K:meta" "$K:pending" __rand_int__ __rand_int__ "$now" |
+        EVALSHA "$SHA" 4 "$K:stock" "$K:buyers" "$K:meta" "$K:pending" "$now" __rand_int__ __rand_int__ |
         awk -F'","' 'NR > 1 { gsub(/"/, "", $2); print $2; exit }'
 }
 

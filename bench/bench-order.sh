@@ -175,7 +175,7 @@ SHA=$(redis-cli -h "$RHOST" -p "$RPORT" SCRIPT LOAD "$(cat "$ROOT/lua/reserve.lu
 EV_RB=$(( base + 2 )); load $EV_RB 2000000000
 redis-benchmark -h "$RHOST" -p "$RPORT" -c "$CONNS" -n $(( SECS * 100000 )) -P 16 -r 1000000000 --csv \
     EVALSHA "$SHA" 4 "seckill:{e$EV_RB}:stock" "seckill:{e$EV_RB}:buyers" "seckill:{e$EV_RB}:meta" \
-    "seckill:{e$EV_RB}:pending" __rand_int__ __rand_int__ "$now_ms" >"$WORK/redis.csv" 2>&1
+    "seckill:{e$EV_RB}:pending" "$now_ms" __rand_int__ __rand_int__ >"$WORK/redis.csv" 2>&1
 # --csv: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
 REDIS_RPS=$(awk -F'","' 'NR==2 { printf "%.0f", $2 }' "$WORK/redis.csv")
 else # BENCH_ACCEPT_ONLY: a quick A/B of the accept path alone

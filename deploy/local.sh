@@ -41,7 +41,7 @@ FRONTS=1
 
 PACKAGES=(build-essential cmake pkg-config clang libclang-rt-14-dev curl ca-certificates
     libhiredis-dev librdkafka-dev libpq-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
-    redis-server redis-tools postgresql gnuplot-nox wrk chromium python3-venv)
+    redis-server redis-tools postgresql gnuplot-nox wrk chromium python3-venv nginx-core)
 
 log() { printf '[local.sh] %s\n' "$*" >&2; }
 die() { printf '[local.sh] error: %s\n' "$*" >&2; exit 1; }

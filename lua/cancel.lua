@@ -1,18 +1,35 @@
--- cancel.lua: gives a reservation back (its message surely never reached Kafka).
+-- cancel.lua: gives reservations back (their messages surely never reached Kafka).
 -- KEYS[1] seckill:{e<ID>}:stock  KEYS[2] ...:buyers  KEYS[3] ...:pending
--- ARGV[1] order_id  ARGV[2] user_id
--- Returns 1 cancelled, 0 nothing to cancel (already cancelled or confirmed), -1 the
--- pending entry belongs to another user (nothing changed).
+-- ARGV[1] order_id  ARGV[2] user_id  [ARGV[3] order_id  ARGV[4] user_id ...]: one or more
+-- pairs of one event (the front batches the cancels of one loop turn, the reconciler sends one).
+-- Per pair: 1 cancelled, 0 nothing to cancel (already cancelled or confirmed), -1 the
+-- pending entry belongs to another user (nothing changed). One pair answers its code as
+-- an integer (DESIGN.md's form); several answer an array of codes, in order. An ARGV that
+-- is not pairs is an error reply, and nothing is touched.
 -- Only the pending entry proves the stock was taken for this order, so without it
 -- nothing is touched: a second call, or a call after confirm, changes nothing.
-local v = redis.call('HGET', KEYS[3], ARGV[1])
-if not v then
-    return 0
+if #ARGV < 2 or #ARGV % 2 == 1 then
+    return redis.error_reply('ERR cancel.lua: ARGV is (order_id, user_id) pairs')
 end
-if string.sub(v, 1, #ARGV[2] + 1) ~= ARGV[2] .. ':' then
-    return -1
+local codes, given = {}, 0
+for i = 1, #ARGV / 2 do
+    local order, user = ARGV[2 * i - 1], ARGV[2 * i]
+    local v = redis.call('HGET', KEYS[3], order)
+    if not v then
+        codes[i] = 0
+    elseif string.sub(v, 1, #user + 1) ~= user .. ':' then
+        codes[i] = -1
+    else
+        redis.call('HDEL', KEYS[3], order)
+        redis.call('SREM', KEYS[2], user)
+        given = given + 1
+        codes[i] = 1
+    end
 end
-redis.call('HDEL', KEYS[3], ARGV[1])
-redis.call('INCR', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[2])
-return 1
+if given > 0 then
+    redis.call('INCRBY', KEYS[1], given)
+end
+if #codes == 1 then
+    return codes[1]
+end
+return codes

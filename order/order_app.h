@@ -45,8 +45,23 @@ typedef struct order_task {
 } order_task;
 
 typedef struct order_app order_app;
+typedef struct order_worker order_worker;
 
-typedef struct order_worker {
+/* What a worker runs, given from outside (order_main takes it from order_http.h), so
+ * the worker knows nothing of the handlers. */
+typedef struct order_worker_hooks {
+    /* evhttp's request callback (arg: the worker). */
+    void (*handle)(struct evhttp_request *req, void *worker);
+    /* Makes w->chain once the worker's loop and Redis connection exist. @returns 0 or -1. */
+    int (*chain_new)(order_worker *w);
+    /* After the loop ended, before the Redis connection is freed: sends (or fails) what
+     * the chain has queued. */
+    void (*chain_flush)(order_worker *w);
+    /* After the Redis connection is freed: frees w->chain. */
+    void (*chain_free)(order_worker *w);
+} order_worker_hooks;
+
+struct order_worker {
     int index;
     order_app *app;
     struct event_base *base;
@@ -62,17 +77,11 @@ typedef struct order_worker {
     int inbox_signalled;
     struct event *inbox_ev;
     struct event *kafka_ev; /* worker 0 only: the producer's report fd */
-    /* Accepted orders whose confirm.lua is still to be sent: one call per event for all
-     * the orders acknowledged in one loop turn (order_http.c), sent by confirm_ev, made
-     * active on this loop when the first one is queued. */
-    struct order_req *confirm_head;
-    struct event *confirm_ev;
-    /* Reserved orders whose message is still to be produced: handed to librdkafka
-     * together at the end of the loop turn that reserved them (order_http.c). */
-    struct order_req *produce_head, **produce_tail;
-    struct event *produce_ev;
+    /* The order chain's per-worker state (the gate, the index writer, the produce
+     * queue): made and freed through app->hooks, opaque here. */
+    struct order_chain *chain;
     order_task stop_accepting_task, exit_task;
-} order_worker;
+};
 
 struct order_app {
     order_config cfg;
@@ -86,6 +95,7 @@ struct order_app {
     order_bucket_table *buckets;
     order_soldout *soldout;
     order_metrics metrics;
+    order_worker_hooks hooks;
     int port; /* the port actually bound */
     atomic_int draining;
     int nworkers;
@@ -114,18 +124,5 @@ void order_workers_detach_kafka(order_app *app);
 
 /** @brief Ends every worker's loop, joins the threads and frees the workers. */
 void order_workers_free(order_app *app);
-
-/* order_http.c: the request handler (runs on a worker) and the Kafka delivery report
- * (runs on worker 0, or at shutdown on the main thread). */
-void order_http_handle(struct evhttp_request *req, void *worker);
-/* produce_ev's callback: produces the queued messages (arg: the worker). Also called
- * once at shutdown, after the loop ended, for what was left queued. */
-void order_http_produce_flush(evutil_socket_t fd, short what, void *worker);
-
-/* confirm_ev's callback: sends the queued confirms (arg: the worker). Also called once
- * when the worker is freed, after its loop ended, so that none is left behind. */
-void order_http_confirm_flush(evutil_socket_t fd, short what, void *worker);
-void order_http_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg_status_t status,
-                            int32_t partition, int64_t offset);
 
 #endif

@@ -1,18 +1,24 @@
-/* order_http: the HTTP API's handlers, run on a worker's loop (see order_app.h).
+/* order_http: the HTTP API's handlers, run on a worker's loop (see order_app.h), and the
+ * order chain behind POST /api/v1/events/{id}/orders.
  *
  * Placing an order is a chain of continuations on one worker:
- *   token -> sold-out flag -> rate limit -> order id (libidgen) -> EVALSHA reserve.lua
- *   -> produce to Kafka ... delivery report (served on worker 0; other workers' handed
- *      back through their inbox)
- *   -> acknowledged: SET index, confirm.lua queued, 202 (not waiting for confirm's answer);
- *      the turn's queued confirms go out as one confirm.lua call per event
- *   -> NOT_PERSISTED: cancel.lua -> 503
+ *   token -> sold-out flag -> rate limit -> order id (libidgen) -> the gate (order_gate.h:
+ *      reserve.lua, one call per event for the orders of one loop turn)
+ *   -> produce to Kafka (the turn's messages together) ... delivery report (served on
+ *      worker 0; other workers' handed back through their inbox)
+ *   -> acknowledged: index entry (order_index.h) and confirm.lua queued for the end of
+ *      the turn, 202 (not waiting for confirm's answer)
+ *   -> NOT_PERSISTED: cancel.lua (batched like reserve) -> 503
  *   -> POSSIBLY_PERSISTED: the reservation stays pending -> 503 with the order id.
- * No 202 is sent before Kafka acknowledged the order. Every answer goes through
- * reply_send(), which counts it in the metrics; request_done() ends its in-flight time. */
-#include "order_app.h"
+ * The Redis arguments of the gate's scripts and the index writes live in their modules;
+ * this file routes, authenticates, and answers. No 202 is sent before Kafka
+ * acknowledged the order. Every answer goes through reply_send(), which counts it in
+ * the metrics; request_done() ends its in-flight time. */
+#include "order_http.h"
 #include "order_body.h"
 #include "order_console.h"
+#include "order_gate.h"
+#include "order_index.h"
 #include "order_msg.h"
 #include "order_reply.h"
 #include "order_route.h"
@@ -46,13 +52,23 @@ typedef struct order_req {
     rd_kafka_msg_status_t dr_status;
     int load_rc; /* order_loader_load's result, for event creation */
     int64_t stage_us; /* when the current accept-path stage started (metrics) */
-    struct order_req *confirm_next; /* on the worker's confirm queue */
-    int indexed;                    /* its index entry is sent (index_flush) */
-    struct order_req *produce_next; /* on the worker's produce queue */
+    order_gate_item gi; /* in the gate: reserve, then confirm or cancel */
+    struct order_req *produce_next; /* on the chain's produce queue */
     order_pg_job job;
 } order_req;
 
 #define REQ_OF(t) ((order_req *)((char *)(t) - offsetof(order_req, task)))
+#define REQ_OF_GATE(it) ((order_req *)((char *)(it) - offsetof(order_req, gi)))
+
+/* A worker's order chain (order_app.h's w->chain). */
+struct order_chain {
+    order_gate *gate;
+    order_index *index;
+    /* Reserved orders whose message is still to be produced: handed to librdkafka
+     * together at the end of the loop turn that reserved them. */
+    order_req *produce_head, **produce_tail;
+    struct event *produce_ev;
+};
 
 static const char *reason(int status)
 {
@@ -170,113 +186,33 @@ static const char *request_body(struct evhttp_request *req, size_t *len)
 
 /* ---- placing an order ---------------------------------------------------------- */
 
-static void event_keys(uint64_t event_id, char keys[ORDER_KEY_COUNT][ORDER_KEY_MAX],
-                       size_t lens[ORDER_KEY_COUNT])
+/* cancel.lua answered (or failed): the order surely is not in Kafka, so 503 either way. */
+static void done_cancel(order_gate_item *it, long long code, void *arg)
 {
-    for (int i = 0; i < ORDER_KEY_COUNT; i++)
-        lens[i] = order_key(event_id, (order_key_kind)i, keys[i], ORDER_KEY_MAX);
-}
-
-static void on_cancelled(redisReply *reply, void *arg)
-{
-    order_req *r = arg;
-    if (!reply || reply->type != REDIS_REPLY_INTEGER)
+    (void)arg;
+    order_req *r = REQ_OF_GATE(it);
+    if (code == ORDER_GATE_FAILED)
         sk_log(SK_LOG_WARN, "cancel_failed",
                "order_id=%" PRIu64 " event_id=%" PRIu64 " note=\"left pending for the reconciler\"",
                r->order_id, r->event_id);
     req_error(r, ORDER_ERR_UNAVAILABLE, "the order could not be queued; nothing was taken", 0);
 }
 
-/* The order surely is not in Kafka: give the stock back, then 503. */
+/* The order surely is not in Kafka: give the stock back (with this turn's other
+ * cancels of its event), then 503. */
 static void cancel_then_503(order_req *r)
 {
-    char keys[ORDER_KEY_COUNT][ORDER_KEY_MAX];
-    size_t klens[ORDER_KEY_COUNT];
-    event_keys(r->event_id, keys, klens);
-    char oid[24], uid[24];
-    const char *args[5] = {keys[ORDER_KEY_STOCK], keys[ORDER_KEY_BUYERS], keys[ORDER_KEY_PENDING],
-                           oid, uid};
-    size_t lens[5] = {klens[ORDER_KEY_STOCK], klens[ORDER_KEY_BUYERS], klens[ORDER_KEY_PENDING],
-                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id),
-                      (size_t)snprintf(uid, sizeof(uid), "%" PRIu64, r->user)};
-    if (order_redis_script(r->w->redis, ORDER_SCRIPT_CANCEL, 3, 5, args, lens, on_cancelled, r) != 0)
-        on_cancelled(NULL, r);
-}
-
-/* The index: which event an order belongs to and whether Kafka acknowledged it, for GET
- * /api/v1/orders/{id}. A hash per second of the order ids' own time (order_key_index),
- * field order id, value an order_index_entry, expiring index_ttl_s after its last write.
- * The orders acknowledged in one loop turn go in one HSET per second they were issued in
- * (nearly always one) from the confirm flush. Redis bounds the accept path, and a SET per
- * order cost it a command, its parse and its AOF record each (order/README.md). */
-#define INDEX_BATCH_MAX 64
-
-static void index_write(order_worker *w, uint64_t bucket_of, size_t n, const char (*oids)[24],
-                        const char (*vals)[ORDER_INDEX_VALUE_MAX])
-{
-    char key[ORDER_KEY_MAX], ttl[24];
-    const char *argv[2 + 2 * INDEX_BATCH_MAX] = {"HSET", key};
-    size_t lens[2 + 2 * INDEX_BATCH_MAX] = {4, order_key_index(bucket_of, key, sizeof(key))};
-    for (size_t i = 0; i < n; i++) {
-        argv[2 + 2 * i] = oids[i];
-        lens[2 + 2 * i] = strlen(oids[i]);
-        argv[3 + 2 * i] = vals[i];
-        lens[3 + 2 * i] = strlen(vals[i]);
-    }
-    /* Fire and forget, as the SET was: a lost entry only makes GET answer 404 until the
-     * consumer has written the order (errors are counted in the Redis error metric). */
-    order_redis_command(w->redis, 2 + 2 * (int)n, argv, lens, NULL, NULL);
-    const char *ex[3] = {"EXPIRE", key, ttl};
-    size_t exlens[3] = {6, lens[1], (size_t)snprintf(ttl, sizeof(ttl), "%lld", w->app->cfg.index_ttl_s)};
-    order_redis_command(w->redis, 3, ex, exlens, NULL, NULL);
-}
-
-static void index_entry(const order_req *r, int acked, char oid[24], char val[ORDER_INDEX_VALUE_MAX])
-{
-    order_index_entry e = {r->event_id, r->user, acked};
-    snprintf(oid, 24, "%" PRIu64, r->order_id);
-    order_index_encode(&e, val, ORDER_INDEX_VALUE_MAX);
-}
-
-/* One order's entry on its own: a 503 whose order may still land. */
-static void set_order_index_maybe(order_req *r)
-{
-    char oid[1][24], val[1][ORDER_INDEX_VALUE_MAX];
-    index_entry(r, 0, oid[0], val[0]);
-    index_write(r->w, r->order_id, 1, (const char (*)[24])oid,
-                (const char (*)[ORDER_INDEX_VALUE_MAX])val);
-}
-
-/* The entries of every order on the confirm queue (all acknowledged), one HSET per
- * bucket. Sent before their confirm.lua calls, on the same connection, in the loop turn
- * that queued their 202s: they are in Redis when the client reads a 202. */
-static void index_flush(order_worker *w)
-{
-    char oids[INDEX_BATCH_MAX][24], vals[INDEX_BATCH_MAX][ORDER_INDEX_VALUE_MAX];
-    for (order_req *r = w->confirm_head; r; r = r->confirm_next)
-        r->indexed = 0;
-    for (order_req *first = w->confirm_head; first; first = first->confirm_next) {
-        if (first->indexed)
-            continue;
-        size_t n = 0;
-        for (order_req *r = first; r && n < INDEX_BATCH_MAX; r = r->confirm_next) {
-            if (r->indexed || order_index_bucket(r->order_id) != order_index_bucket(first->order_id))
-                continue;
-            r->indexed = 1;
-            index_entry(r, 1, oids[n], vals[n]);
-            n++;
-        }
-        index_write(w, first->order_id, n, (const char (*)[24])oids,
-                    (const char (*)[ORDER_INDEX_VALUE_MAX])vals);
-    }
+    order_gate_submit(r->w->chain->gate, ORDER_GATE_CANCEL, &r->gi);
 }
 
 /* One order's confirm.lua answered (ok) or failed, after the 202 went out: only
  * book-keeping is left. */
-static void confirm_done(order_req *r, int ok)
+static void done_confirm(order_gate_item *it, long long code, void *arg)
 {
+    (void)arg;
+    order_req *r = REQ_OF_GATE(it);
     order_metrics_stage(&r->w->app->metrics, ORDER_STAGE_CONFIRM, order_time_mono_us() - r->stage_us);
-    if (!ok)
+    if (code == ORDER_GATE_FAILED)
         /* Kafka has the order: it will reach PostgreSQL. Only the pending entry stays
          * behind, which the reconciler finds already written. */
         sk_log(SK_LOG_WARN, "confirm_failed", "order_id=%" PRIu64 " event_id=%" PRIu64,
@@ -285,84 +221,19 @@ static void confirm_done(order_req *r, int ok)
     free(r);
 }
 
-/* The most orders one confirm.lua call takes (its key is the other argument). */
-#define CONFIRM_BATCH_MAX (ORDER_REDIS_SCRIPT_MAX_ARGS - 1)
-
-/* The orders of one confirm.lua call, answered together. */
-typedef struct confirm_batch {
-    size_t n;
-    order_req *reqs[CONFIRM_BATCH_MAX];
-} confirm_batch;
-
-static void on_confirmed(redisReply *reply, void *arg)
-{
-    confirm_batch *b = arg;
-    int ok = reply && reply->type == REDIS_REPLY_INTEGER;
-    for (size_t i = 0; i < b->n; i++)
-        confirm_done(b->reqs[i], ok);
-    free(b);
-}
-
-/* Takes the first queued order and up to CONFIRM_BATCH_MAX - 1 more of its event off
- * the queue and sends them in one confirm.lua call. */
-static void confirm_send(order_worker *w)
-{
-    order_req *first = w->confirm_head;
-    confirm_batch *b = malloc(sizeof(*b));
-    if (!b) {
-        w->confirm_head = first->confirm_next;
-        confirm_done(first, 0);
-        return;
-    }
-    b->n = 0;
-    /* The pending hash alone: the index entry (acknowledged) is what GET reads while
-     * the order is on its way, so nothing moves to the accepted hash any more. */
-    char pending[ORDER_KEY_MAX], oids[CONFIRM_BATCH_MAX][24];
-    const char *args[1 + CONFIRM_BATCH_MAX] = {pending};
-    size_t lens[1 + CONFIRM_BATCH_MAX] = {
-        order_key(first->event_id, ORDER_KEY_PENDING, pending, sizeof(pending))};
-    for (order_req **pp = &w->confirm_head; *pp && b->n < CONFIRM_BATCH_MAX;) {
-        order_req *r = *pp;
-        if (r->event_id != first->event_id) {
-            pp = &r->confirm_next;
-            continue;
-        }
-        *pp = r->confirm_next;
-        args[1 + b->n] = oids[b->n];
-        lens[1 + b->n] = (size_t)snprintf(oids[b->n], sizeof(oids[b->n]), "%" PRIu64, r->order_id);
-        b->reqs[b->n++] = r;
-    }
-    if (order_redis_script(w->redis, ORDER_SCRIPT_CONFIRM, 1, 1 + (int)b->n, args, lens,
-                           on_confirmed, b) != 0)
-        on_confirmed(NULL, b);
-}
-
-void order_http_confirm_flush(evutil_socket_t fd, short what, void *worker)
-{
-    (void)fd;
-    (void)what;
-    order_worker *w = worker;
-    index_flush(w);
-    while (w->confirm_head)
-        confirm_send(w);
-}
-
 /* Kafka acknowledged the order. The 202 rests on that acknowledgement alone, so it goes
  * out right after its index entry and confirm.lua are queued, without waiting for their
- * answer: under appendfsync always that answer costs one more fsync of latency. The
- * queue is sent later in this same loop turn (confirm_ev), one call per event for every
- * order acknowledged in the turn, so both commands are on the Redis connection before
- * the loop reads anything the client can send after the 202; a confirm that never lands
- * only leaves a pending entry for the reconciler, which must check Kafka and PostgreSQL
- * before it gives stock back anyway. The request counts as in flight until confirm.lua
- * answers, so SIGTERM waits for it. */
+ * answer: under appendfsync always that answer costs one more fsync of latency. Both
+ * are sent later in this same loop turn (the index's and the gate's end-of-turn events),
+ * so they are on the Redis connection before the loop reads anything the client can
+ * send after the 202; a confirm that never lands only leaves a pending entry for the
+ * reconciler, which must check Kafka and PostgreSQL before it gives stock back anyway.
+ * The request counts as in flight until confirm.lua answers, so SIGTERM waits for it. */
 static void accept_order(order_req *r)
 {
     order_worker *w = r->w;
-    if (!w->confirm_head)
-        event_active(w->confirm_ev, EV_TIMEOUT, 0); /* this thread's loop: no wake-up */
-    r->confirm_next = w->confirm_head;
-    w->confirm_head = r;
+    order_index_add(w->chain->index, r->order_id, r->event_id, r->user, 1);
+    order_gate_submit(w->chain->gate, ORDER_GATE_CONFIRM, &r->gi);
     char body[128];
     size_t n = order_reply_order_queued(body, sizeof(body), r->order_id);
     reply_send(w, r->req, r->route, r->start_us, 202, "application/json", body, n);
@@ -393,7 +264,8 @@ static void after_delivery(order_task *t)
     sk_log(SK_LOG_WARN, "delivery_failed",
            "order_id=%" PRIu64 " event_id=%" PRIu64 " err=\"%s\" persisted=maybe action=pending",
            r->order_id, r->event_id, rd_kafka_err2str(r->dr_err));
-    set_order_index_maybe(r);
+    /* GET then finds it and asks the pending hash (order_msg.h, the index entry). */
+    order_index_add(r->w->chain->index, r->order_id, r->event_id, r->user, 0);
     req_error(r, ORDER_ERR_UNAVAILABLE,
               "the order may or may not have been queued: poll GET /api/v1/orders/{order_id}",
               r->order_id);
@@ -421,7 +293,7 @@ static void produce_now(order_req *r)
     order_msg m = {r->order_id, r->event_id, r->user, r->now_ms};
     char value[ORDER_MSG_MAX], key[24];
     size_t vlen = order_msg_encode(&m, value, sizeof(value));
-    size_t klen = (size_t)snprintf(key, sizeof(key), "%" PRIu64, r->event_id);
+    size_t klen = order_dec_u64(key, r->event_id);
     atomic_fetch_add_explicit(&app->metrics.kafka_inflight, 1, memory_order_relaxed);
     r->stage_us = order_time_mono_us();
     /* No producer: the loop outlived it at shutdown (the queue is flushed once more
@@ -443,22 +315,22 @@ static void produce_now(order_req *r)
  * about 11 syscalls each). Handed over together, one turn's orders go in one request. */
 static void produce(order_req *r)
 {
-    order_worker *w = r->w;
-    if (!w->produce_head)
-        event_active(w->produce_ev, EV_TIMEOUT, 0); /* this thread's loop: no wake-up */
+    struct order_chain *c = r->w->chain;
+    if (!c->produce_head)
+        event_active(c->produce_ev, EV_TIMEOUT, 0); /* this thread's loop: no wake-up */
     r->produce_next = NULL;
-    *w->produce_tail = r;
-    w->produce_tail = &r->produce_next;
+    *c->produce_tail = r;
+    c->produce_tail = &r->produce_next;
 }
 
-void order_http_produce_flush(evutil_socket_t fd, short what, void *worker)
+static void produce_flush(evutil_socket_t fd, short what, void *worker)
 {
     (void)fd;
     (void)what;
-    order_worker *w = worker;
-    order_req *r = w->produce_head;
-    w->produce_head = NULL;
-    w->produce_tail = &w->produce_head;
+    struct order_chain *c = ((order_worker *)worker)->chain;
+    order_req *r = c->produce_head;
+    c->produce_head = NULL;
+    c->produce_tail = &c->produce_head;
     while (r) {
         order_req *next = r->produce_next;
         produce_now(r);
@@ -489,32 +361,36 @@ static void after_pg_not_loaded(order_task *t)
               0);
 }
 
-static void on_reserved(redisReply *reply, void *arg)
+/* reserve.lua's code for this order (its call carried the event's other orders of the
+ * same loop turn), or ORDER_GATE_FAILED. */
+static void done_reserve(order_gate_item *it, long long code, void *arg)
 {
-    order_req *r = arg;
+    (void)arg;
+    order_req *r = REQ_OF_GATE(it);
     order_app *app = r->w->app;
     order_metrics_stage(&app->metrics, ORDER_STAGE_RESERVE, order_time_mono_us() - r->stage_us);
-    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+    if (code == ORDER_GATE_FAILED) {
         /* No answer: reserve.lua may or may not have run. If it did, the pending entry
          * is the reconciler's to give back; the client is told to retry. */
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
-    order_metrics_reserve(&app->metrics, reply->integer);
-    if (reply->integer == 0) {
+    order_metrics_reserve(&app->metrics, code);
+    if (code == 0) {
+        r->now_ms = it->now_ms; /* the pending entry's time, carried by the message */
         produce(r);
         return;
     }
-    if (reply->integer == 1)
+    if (code == 1)
         order_soldout_set(app->soldout, r->event_id, order_time_now_ms());
-    if (reply->integer == 5 && app->pg) {
+    if (code == 5 && app->pg) {
         r->job.kind = ORDER_PG_GET_EVENT;
         r->job.id = r->event_id;
         if (submit_pg(r, after_pg_not_loaded, on_pg_done) != 0)
             req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
-    int e = order_err_from_reserve(reply->integer);
+    int e = order_err_from_reserve(code);
     req_error(r, e < 0 ? ORDER_ERR_INTERNAL : (order_err)e, NULL, 0);
 }
 
@@ -527,20 +403,11 @@ static void reserve(order_req *r)
         req_error(r, ORDER_ERR_UNAVAILABLE, "no order id available", 0);
         return;
     }
-    char keys[ORDER_KEY_COUNT][ORDER_KEY_MAX];
-    size_t klens[ORDER_KEY_COUNT];
-    event_keys(r->event_id, keys, klens);
-    char uid[24], oid[24], now[24];
-    const char *args[7] = {keys[ORDER_KEY_STOCK], keys[ORDER_KEY_BUYERS], keys[ORDER_KEY_META],
-                           keys[ORDER_KEY_PENDING], uid, oid, now};
-    size_t lens[7] = {klens[ORDER_KEY_STOCK], klens[ORDER_KEY_BUYERS], klens[ORDER_KEY_META],
-                      klens[ORDER_KEY_PENDING],
-                      (size_t)snprintf(uid, sizeof(uid), "%" PRIu64, r->user),
-                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id),
-                      (size_t)snprintf(now, sizeof(now), "%" PRId64, r->now_ms)};
+    r->gi.event_id = r->event_id;
+    r->gi.user_id = r->user;
+    r->gi.order_id = r->order_id;
     r->stage_us = order_time_mono_us();
-    if (order_redis_script(r->w->redis, ORDER_SCRIPT_RESERVE, 4, 7, args, lens, on_reserved, r) != 0)
-        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+    order_gate_submit(r->w->chain->gate, ORDER_GATE_RESERVE, &r->gi);
 }
 
 static void on_ratelimit(redisReply *reply, void *arg)
@@ -1003,3 +870,46 @@ void order_http_handle(struct evhttp_request *req, void *arg)
         reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND, "no such path", 0);
     }
 }
+
+/* ---- the worker's order chain (order_app.h's hooks) ------------------------------ */
+
+static int chain_new(order_worker *w)
+{
+    struct order_chain *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -1;
+    w->chain = c;
+    order_gate_done_fn *const done[ORDER_GATE_OPS] = {done_reserve, done_cancel, done_confirm};
+    c->gate = order_gate_new(w->base, w->redis, &w->app->metrics, done, NULL);
+    c->index = order_index_new(w->base, w->redis, w->app->cfg.index_ttl_s);
+    c->produce_ev = event_new(w->base, -1, 0, produce_flush, w);
+    c->produce_tail = &c->produce_head;
+    return c->gate && c->index && c->produce_ev ? 0 : -1;
+}
+
+/* Messages queued in the loop's last turn go out (or fail: without a producer the stock
+ * is given back), then the index entries and the gate's calls; from then on the gate
+ * fails what is submitted, so the Redis connection's pending callbacks (NULL replies
+ * once it is freed) still answer every request. */
+static void chain_flush(order_worker *w)
+{
+    struct order_chain *c = w->chain;
+    if (c->produce_ev)
+        produce_flush(-1, 0, w);
+    if (c->index)
+        order_index_flush(c->index);
+    order_gate_close(c->gate);
+}
+
+static void chain_free(order_worker *w)
+{
+    struct order_chain *c = w->chain;
+    order_gate_free(c->gate);
+    order_index_free(c->index);
+    if (c->produce_ev)
+        event_free(c->produce_ev);
+    free(c);
+    w->chain = NULL;
+}
+
+const order_worker_hooks order_http_hooks = {order_http_handle, chain_new, chain_flush, chain_free};

@@ -10,6 +10,7 @@
  * SIGTERM/SIGINT: stop accepting, finish the requests in flight, flush the producer,
  * exit 0 (bounded by shutdown.timeout_ms). */
 #include "order_app.h"
+#include "order_http.h"
 #include "order_reconcile.h"
 #include "order_time.h"
 #include "sk_jwt.h"
@@ -241,6 +242,7 @@ static int run(const char *config)
         goto out;
     }
     app.nworkers = app.cfg.workers ? (int)app.cfg.workers : online_cores();
+    app.hooks = order_http_hooks;
     if (order_workers_start(&app, err, sizeof(err)) != 0) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=workers err=\"%s\"", err);
         goto stop;

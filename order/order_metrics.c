@@ -56,6 +56,14 @@ void order_metrics_reserve(order_metrics *m, long long code)
     atomic_fetch_add_explicit(&m->reserve[i], 1, memory_order_relaxed);
 }
 
+void order_metrics_gate(order_metrics *m, int op, size_t n)
+{
+    if (op < 0 || op >= ORDER_METRICS_GATE_OPS)
+        return;
+    atomic_fetch_add_explicit(&m->gate_calls[op], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->gate_orders[op], n, memory_order_relaxed);
+}
+
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
 char *order_metrics_render(order_metrics *m, size_t *len)
@@ -122,6 +130,17 @@ char *order_metrics_render(order_metrics *m, size_t *len)
     for (int i = 0; i < ORDER_METRICS_RESERVE_CODES; i++)
         fprintf(f, "seckill_order_reserve_total{result=\"%s\"} %" PRIu64 "\n", codes[i],
                 LOAD(m->reserve[i]));
+    static const char *gate_ops[ORDER_METRICS_GATE_OPS] = {"reserve", "cancel", "confirm"};
+    fprintf(f, "# HELP seckill_order_gate_calls_total Gate script calls (one per event per loop "
+               "turn).\n# TYPE seckill_order_gate_calls_total counter\n");
+    for (int i = 0; i < ORDER_METRICS_GATE_OPS; i++)
+        fprintf(f, "seckill_order_gate_calls_total{script=\"%s\"} %" PRIu64 "\n", gate_ops[i],
+                LOAD(m->gate_calls[i]));
+    fprintf(f, "# HELP seckill_order_gate_orders_total Orders carried by the gate's script calls.\n"
+               "# TYPE seckill_order_gate_orders_total counter\n");
+    for (int i = 0; i < ORDER_METRICS_GATE_OPS; i++)
+        fprintf(f, "seckill_order_gate_orders_total{script=\"%s\"} %" PRIu64 "\n", gate_ops[i],
+                LOAD(m->gate_orders[i]));
     fprintf(f,
             "# HELP seckill_order_redis_errors_total Redis commands that failed (error reply, "
             "disconnect, timeout).\n# TYPE seckill_order_redis_errors_total counter\n"

@@ -15,6 +15,7 @@
 #define ORDER_METRICS_STATUSES 14
 #define ORDER_METRICS_BUCKETS 13
 #define ORDER_METRICS_RESERVE_CODES 7 /* reserve.lua 0..5, and "other" */
+#define ORDER_METRICS_GATE_OPS 3      /* order_gate_op */
 
 /* Stages of the accept path, timed separately so that a slow answer can be placed. */
 typedef enum {
@@ -31,6 +32,9 @@ typedef struct order_metrics {
     _Atomic uint64_t latency[ORDER_ROUTE_COUNT][ORDER_METRICS_BUCKETS]; /* per bucket, not cumulative */
     _Atomic uint64_t latency_sum_us[ORDER_ROUTE_COUNT];
     _Atomic uint64_t reserve[ORDER_METRICS_RESERVE_CODES];
+    /* The gate's script calls (order_gate_op: reserve, cancel, confirm) and the orders
+     * they carried: orders / calls is the mean batch of a loop turn. */
+    _Atomic uint64_t gate_calls[ORDER_METRICS_GATE_OPS], gate_orders[ORDER_METRICS_GATE_OPS];
     _Atomic uint64_t redis_errors;
     _Atomic uint64_t kafka_delivery_failures;
     _Atomic uint64_t kafka_produce_failures;
@@ -51,6 +55,9 @@ void order_metrics_stage(order_metrics *m, order_stage stage, int64_t us);
 
 /** @brief Counts one reserve.lua result code. */
 void order_metrics_reserve(order_metrics *m, long long code);
+
+/** @brief Counts one gate script call (op: an order_gate_op) that carried n orders. */
+void order_metrics_gate(order_metrics *m, int op, size_t n);
 
 /** @brief Writes the Prometheus text exposition. @returns a malloc'd string (caller frees)
  *  and its length in *len, or NULL. */

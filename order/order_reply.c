@@ -1,11 +1,13 @@
 /* order_reply: response encoding. See order_reply.h. */
 #include "order_reply.h"
+#include "order_msg.h"
 #include "order_time.h"
 
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const struct {
     int status;
@@ -84,8 +86,18 @@ size_t order_reply_error(char *out, size_t outsz, order_err e, const char *messa
 
 size_t order_reply_order_queued(char *out, size_t outsz, uint64_t order_id)
 {
-    return clamp(snprintf(out, outsz, "{\"order_id\":\"%" PRIu64 "\",\"status\":\"queued\"}", order_id),
-                 outsz);
+    /* Every 202 says this: no snprintf on the accept path (order_msg.h, order_dec_u64). */
+    static const char head[] = "{\"order_id\":\"", tail[] = "\",\"status\":\"queued\"}";
+    char id[ORDER_DEC_MAX];
+    size_t idlen = order_dec_u64(id, order_id);
+    size_t n = sizeof(head) - 1 + idlen + sizeof(tail) - 1;
+    if (n >= outsz) /* too small: snprintf's truncation, as every other reply */
+        return clamp(snprintf(out, outsz, "{\"order_id\":\"%" PRIu64 "\",\"status\":\"queued\"}", order_id),
+                     outsz);
+    memcpy(out, head, sizeof(head) - 1);
+    memcpy(out + sizeof(head) - 1, id, idlen);
+    memcpy(out + sizeof(head) - 1 + idlen, tail, sizeof(tail));
+    return n;
 }
 
 size_t order_reply_order(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,

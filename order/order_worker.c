@@ -167,11 +167,8 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
         return -1;
     }
     w->inbox_ev = event_new(w->base, -1, 0, on_inbox, w);
-    w->confirm_ev = event_new(w->base, -1, 0, order_http_confirm_flush, w);
-    w->produce_ev = event_new(w->base, -1, 0, order_http_produce_flush, w);
-    w->produce_tail = &w->produce_head;
     w->http = evhttp_new(w->base);
-    if (!w->inbox_ev || !w->confirm_ev || !w->produce_ev || !w->http) {
+    if (!w->inbox_ev || !w->http) {
         snprintf(err, errsz, "out of memory");
         return -1;
     }
@@ -195,7 +192,7 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
     evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
                                             EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
-    evhttp_set_gencb(w->http, order_http_handle, w);
+    evhttp_set_gencb(w->http, app->hooks.handle, w);
     int port = 0;
     int fd = listen_socket(app->cfg.http_bind, app->port ? app->port : (int)app->cfg.http_port,
                            index == 0, &port, err, errsz);
@@ -210,12 +207,12 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
     }
     w->redis = order_redis_new(w->base, app->cfg.redis_url, &app->scripts,
                                (int)app->cfg.redis_timeout_ms);
-    if (!w->redis) {
+    if (!w->redis || app->hooks.chain_new(w) != 0) {
         snprintf(err, errsz, "out of memory");
         return -1;
     }
     /* Worker 0 serves every delivery report: its own requests' go on inline, the others'
-     * through their worker's inbox (order_http_on_delivery). One producer for all keeps
+     * through their worker's inbox (the producer's delivery callback). One producer for all keeps
      * the batches (linger.ms) as full as they can be. */
     if (index == 0 && app->kafka) {
         w->kafka_ev = event_new(w->base, order_kafka_report_fd(app->kafka), EV_READ | EV_PERSIST,
@@ -281,21 +278,17 @@ void order_workers_free(order_app *app)
         /* Messages and confirms queued in the loop's last turn go out (or fail: without a
          * producer the stock is given back) with the rest; then Redis: its pending
          * callbacks (NULL replies) may still answer requests. */
-        if (w->redis) {
-            order_http_produce_flush(-1, 0, w);
-            order_http_confirm_flush(-1, 0, w);
-        }
+        if (w->chain)
+            app->hooks.chain_flush(w);
         order_redis_free(w->redis);
+        if (w->chain)
+            app->hooks.chain_free(w);
         if (w->http)
             evhttp_free(w->http);
         if (w->inbox_ev)
             event_free(w->inbox_ev);
         if (w->kafka_ev)
             event_free(w->kafka_ev);
-        if (w->confirm_ev)
-            event_free(w->confirm_ev);
-        if (w->produce_ev)
-            event_free(w->produce_ev);
         if (w->base)
             event_base_free(w->base);
         /* After the base: connections' bufferevents may be finalized as late as that. */

@@ -8,6 +8,8 @@ if(TARGET seckill_order_core)
     seckill_add_test(NAME test_order_${t} SOURCES unit/test_order_${t}.c
                      LIBS seckill_order_core LABELS unit TIMEOUT 60)
   endforeach()
+  seckill_add_test(NAME test_order_gate SOURCES unit/test_order_gate.c
+                   LIBS seckill_order_core seckill::lua LABELS unit TIMEOUT 60)
   foreach(t config token)
     seckill_add_test(NAME test_order_${t} SOURCES unit/test_order_${t}.c
                      LIBS seckill_order_core PkgConfig::LIBCRYPTO LABELS unit TIMEOUT 60)

@@ -15,3 +15,13 @@ if(TARGET rcluster)
       LIBS seckill::rcluster seckill_test_cluster PkgConfig::LIBEVENT LABELS "integration;cluster" TIMEOUT 120)
   endif()
 endif()
+
+# seckill-order's gate on a throwaway cluster: events on different masters in one loop
+# turn (here, not in order.cmake: this file comes later and defines seckill_test_cluster).
+if(TARGET rcluster AND TARGET seckill_order_test_support)
+  seckill_add_test(NAME test_order_gate_cluster SOURCES integration/test_order_gate_cluster.c
+                   LIBS seckill_order_test_support seckill_order_core seckill::lua seckill::rcluster
+                        seckill_test_cluster
+                   LABELS "integration;cluster" TIMEOUT 240)
+  add_dependencies(test_order_gate_cluster seckill-order seckill-devkafka)
+endif()

@@ -2,6 +2,7 @@
  * cluster slot (issue 8), so no EVALSHA of the front is ever refused as CROSSSLOT:
  * order_msg's key builders against rcluster's slot function and its key finder, which
  * is what the routing uses before it sends. Pure: no network. */
+#include "order_gate.h"
 #include "order_msg.h"
 #include "rcluster.h"
 
@@ -43,24 +44,33 @@ static void test_event_keys_one_slot(void **state)
     }
 }
 
-/* reserve.lua's call as order_http.c builds it (4 keys, then user, order, now): the
- * routing finds four keys, all in one slot. */
+/* Every gate call as order_gate builds it (reserve, cancel, confirm, a batch of several
+ * orders): the routing finds exactly the script's keys, all in one slot. */
 static void test_reserve_call_not_crossslot(void **state)
 {
     (void)state;
-    char keys[4][ORDER_KEY_MAX];
-    const order_key_kind kinds[4] = {ORDER_KEY_STOCK, ORDER_KEY_BUYERS, ORDER_KEY_META,
-                                     ORDER_KEY_PENDING};
-    for (int i = 0; i < 4; i++)
-        order_key(392089604561305601ULL, kinds[i], keys[i], sizeof(keys[i]));
-    const char *argv[] = {"EVALSHA", "0123456789012345678901234567890123456789", "4",
-                          keys[0], keys[1], keys[2], keys[3], "7", "8", "9"};
-    int first = -1, n = -1, step = -1;
-    assert_int_equal(rcl_command_keys(10, argv, NULL, &first, &n, &step), 0);
-    assert_int_equal(first, 3);
-    assert_int_equal(n, 4);
-    for (int i = 0; i < n; i++)
-        assert_int_equal(slot_of(argv[first + i * step]), slot_of(keys[0]));
+    order_gate_item items[3] = {{NULL, 392089604561305601ULL, 7, 8, 0},
+                                {NULL, 392089604561305601ULL, 9, 10, 0},
+                                {NULL, 392089604561305601ULL, 11, 12, 0}};
+    const order_gate_item *its[3] = {&items[0], &items[1], &items[2]};
+    const int nkeys[ORDER_GATE_OPS] = {4, 3, 1};
+    for (int op = 0; op < ORDER_GATE_OPS; op++) {
+        order_gate_args a;
+        assert_int_equal(order_gate_args_build(&a, (order_gate_op)op, 9, its, 3), 0);
+        const char *argv[3 + 16] = {"EVALSHA", "0123456789012345678901234567890123456789", "4"};
+        char nk[8];
+        snprintf(nk, sizeof(nk), "%d", a.nkeys);
+        argv[2] = nk;
+        assert_true(a.n <= 16);
+        for (int i = 0; i < a.n; i++)
+            argv[3 + i] = a.argv[i];
+        int first = -1, n = -1, step = -1;
+        assert_int_equal(rcl_command_keys(3 + a.n, argv, NULL, &first, &n, &step), 0);
+        assert_int_equal(first, 3);
+        assert_int_equal(n, nkeys[op]);
+        for (int i = 0; i < n; i++)
+            assert_int_equal(slot_of(argv[first + i * step]), slot_of(a.argv[0]));
+    }
 }
 
 int main(void)

@@ -70,7 +70,7 @@ place() {
 RESERVE=$(cat "$SECKILL_SOURCE_DIR/lua/reserve.lua")
 CANCEL=$(cat "$SECKILL_SOURCE_DIR/lua/cancel.lua")
 for f in 1 2; do
-    rc=$(rcli EVAL "$RESERVE" 4 "$K:stock" "$K:buyers" "$K:meta" "$K:pending" "9$USER0$f" "7$USER0$f" "$(now_ms)")
+    rc=$(rcli EVAL "$RESERVE" 4 "$K:stock" "$K:buyers" "$K:meta" "$K:pending" "$(now_ms)" "9$USER0$f" "7$USER0$f")
     [ "$rc" = 0 ] || e2e_fail "reserve.lua for the reservation to give back answered $rc"
 done
 [ "$(rcli GET "$K:stock")" = 0 ] || e2e_fail "the gate is not empty"

@@ -100,6 +100,41 @@ static void test_accepted_then_not_persisted(void **state)
     assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 8);
 }
 
+
+/* Several orders reserved in one loop turn whose messages all fail for sure (a permanent
+ * produce error): their stock comes back through cancel.lua, batched per event per turn
+ * like the reservations, and every request gets 503 without an order id; Redis ends as
+ * it was. */
+static void test_burst_not_persisted_cancelled(void **state)
+{
+    (void)state;
+    uint64_t ev = load_event(10);
+    char pattern[64], before[8192], after[8192];
+    snprintf(pattern, sizeof(pattern), "seckill:{e%" PRIu64 "}:*", ev);
+    to_redis_snapshot(rc, pattern, before, sizeof(before));
+    enum { N = 8 };
+    uint64_t events[N], users[N];
+    for (int i = 0; i < N; i++) {
+        events[i] = ev;
+        users[i] = 500 + (uint64_t)i;
+    }
+    long long orders0 = to_order_metric(&srv, "seckill_order_gate_orders_total{script=\"cancel\"}");
+    assert_int_equal(to_kafka_control(&kafka, "errors produce 20 INVALID_RECORD"), 0);
+    int st[N];
+    char bodies[N][512];
+    int rc_burst = to_order_burst(&srv, N, events, users, st, bodies);
+    assert_int_equal(to_kafka_control(&kafka, "clear produce"), 0);
+    assert_int_equal(rc_burst, 0);
+    for (int i = 0; i < N; i++) {
+        if (st[i] != 503 || !strstr(bodies[i], "\"error\":\"unavailable\""))
+            fail_msg("request %d: want 503 unavailable, got %d %s", i, st[i], bodies[i]);
+        assert_null(strstr(bodies[i], "order_id"));
+    }
+    to_redis_snapshot(rc, pattern, after, sizeof(after));
+    assert_string_equal(before, after); /* stock, buyers and pending restored */
+    assert_int_equal(to_order_metric(&srv, "seckill_order_gate_orders_total{script=\"cancel\"}") - orders0, N);
+}
+
 static void test_in_flight_timeout_stays_pending(void **state)
 {
     uint64_t ev = load_event(10);
@@ -382,6 +417,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accepted_then_not_persisted),
+        cmocka_unit_test(test_burst_not_persisted_cancelled),
         cmocka_unit_test(test_in_flight_timeout_stays_pending),
         cmocka_unit_test(test_noscript_fallback),
         cmocka_unit_test(test_redis_down_and_back),

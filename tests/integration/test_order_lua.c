@@ -1,6 +1,7 @@
 /* Integration tests of seckill-order's Lua scripts on a real Redis, through SCRIPT LOAD
  * + EVALSHA as the service runs them (the embedded text: what is tested is what ships).
- * Every reserve.lua outcome, "a rejected request changes nothing", cancel.lua idempotent,
+ * Every reserve.lua outcome, "a rejected request changes nothing", one call deciding many
+ * orders in arrival order (mixed outcomes), cancel.lua idempotent and batched,
  * confirm.lua, order_status.lua, event_load.lua, ratelimit.lua, and the NOSCRIPT
  * fallback on a throwaway redis-server whose script cache is flushed.
  * Fresh event ids per run, keys deleted at the end; nothing else is touched. */
@@ -45,7 +46,8 @@ static redisReply *evalsha(redisContext *c, const char *name, int nkeys, int n, 
     char sha[41], nk[8];
     sha1_hex(seckill_lua_find(name), sha);
     snprintf(nk, sizeof(nk), "%d", nkeys);
-    const char *argv[16] = {"EVALSHA", sha, nk};
+    const char *argv[64] = {"EVALSHA", sha, nk};
+    assert_true(3 + n <= 64);
     for (int i = 0; i < n; i++)
         argv[3 + i] = args[i];
     return redisCommandArgv(c, 3 + n, argv, NULL);
@@ -86,13 +88,39 @@ static void load_event(const ev_keys *e, long long stock, int64_t starts, int64_
     assert_int_equal(evalsha_int("event_load", 2, 6, args), want);
 }
 
+/* reserve.lua for n (users[i], orders[i]) pairs in one call, as the front sends the
+ * orders of one loop turn: KEYS stock, buyers, meta, pending; ARGV now_ms, then the
+ * pairs. Each pair's code into codes[i]; the reply must be an array of n integers. */
+static void reserve_batch(const ev_keys *e, int64_t now, int n, const char *const *users,
+                          const char *const *orders, long long *codes)
+{
+    char nows[24];
+    snprintf(nows, sizeof(nows), "%" PRId64, now);
+    const char *args[60] = {e->k[ORDER_KEY_STOCK], e->k[ORDER_KEY_BUYERS], e->k[ORDER_KEY_META],
+                            e->k[ORDER_KEY_PENDING], nows};
+    assert_true(5 + 2 * n <= 60);
+    for (int i = 0; i < n; i++) {
+        args[5 + 2 * i] = users[i];
+        args[6 + 2 * i] = orders[i];
+    }
+    redisReply *r = evalsha(rc, "reserve", 4, 5 + 2 * n, args);
+    assert_non_null(r);
+    if (r->type != REDIS_REPLY_ARRAY)
+        fail_msg("reserve: reply type %d %s", r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
+    assert_int_equal(r->elements, n);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(r->element[i]->type, REDIS_REPLY_INTEGER);
+        codes[i] = r->element[i]->integer;
+    }
+    freeReplyObject(r);
+}
+
+/* One pair: its code. */
 static long long reserve(const ev_keys *e, const char *user, const char *order, int64_t now)
 {
-    char n[24];
-    snprintf(n, sizeof(n), "%" PRId64, now);
-    const char *args[] = {e->k[ORDER_KEY_STOCK], e->k[ORDER_KEY_BUYERS], e->k[ORDER_KEY_META],
-                          e->k[ORDER_KEY_PENDING], user, order, n};
-    return evalsha_int("reserve", 4, 7, args);
+    long long code;
+    reserve_batch(e, now, 1, &user, &order, &code);
+    return code;
 }
 
 static long long cancel(const ev_keys *e, const char *order, const char *user)
@@ -300,6 +328,111 @@ static void test_confirm_and_status(void **state)
     drop(&e);
 }
 
+
+/* One call with mixed outcomes, decided in arrival order: a user twice (the second is a
+ * duplicate), the stock running out inside the call (sold out from there on, also for
+ * a user who already holds an order), and the state equal to what one call per pair
+ * would leave: stock 0, only the accepted pairs in buyers and pending. */
+static void test_reserve_batch_mixed(void **state)
+{
+    (void)state;
+    int64_t now = 1795341600000LL;
+    ev_keys e, future;
+    keys_of(fresh_event(), &e);
+    keys_of(fresh_event(), &future);
+    load_event(&e, 3, now - 1000, now + 3600000, 1);
+    load_event(&future, 5, now + 60000, now + 120000, 1);
+    assert_int_equal(reserve(&e, "40", "400", now), 0); /* a buyer from an earlier call */
+    const char *users[] = {"41", "41", "40", "42", "43", "41", "44"};
+    const char *orders[] = {"401", "402", "403", "404", "405", "406", "407"};
+    long long codes[7];
+    reserve_batch(&e, now, 7, users, orders, codes);
+    long long want[7] = {0, 2, 2, 0, 1, 1, 1};
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(codes[i], want[i]);
+    assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 0);
+    assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_BUYERS], NULL), 3); /* 40 41 42 */
+    assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "43"), 0);
+    assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_PENDING], NULL), 3);
+    redisReply *r = redisCommand(rc, "HGET %s 401", e.k[ORDER_KEY_PENDING]);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_string_equal(r->str, "41:1795341600000");
+    freeReplyObject(r);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_PENDING], "402"), 0);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_PENDING], "404"), 1);
+
+    /* an event not started, and one not loaded: every pair refused, nothing changed */
+    char before[8192], after[8192];
+    to_redis_snapshot(rc, future.pattern, before, sizeof(before));
+    reserve_batch(&future, now, 3, users, orders, codes);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(codes[i], 3);
+    to_redis_snapshot(rc, future.pattern, after, sizeof(after));
+    assert_string_equal(before, after);
+    ev_keys none;
+    keys_of(fresh_event(), &none);
+    reserve_batch(&none, now, 2, users + 3, orders + 3, codes);
+    assert_int_equal(codes[0], 5);
+    assert_int_equal(codes[1], 5);
+    to_redis_snapshot(rc, none.pattern, after, sizeof(after));
+    assert_string_equal(after, "");
+
+    /* ARGV that is not now_ms plus pairs: an error, nothing changed */
+    load_event(&none, 5, now - 1000, now + 3600000, 1);
+    to_redis_snapshot(rc, none.pattern, before, sizeof(before));
+    const char *odd[] = {none.k[ORDER_KEY_STOCK], none.k[ORDER_KEY_BUYERS], none.k[ORDER_KEY_META],
+                         none.k[ORDER_KEY_PENDING], "1795341600000", "50"};
+    r = evalsha(rc, "reserve", 4, 6, odd);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    r = evalsha(rc, "reserve", 4, 5, odd); /* now_ms alone */
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    to_redis_snapshot(rc, none.pattern, after, sizeof(after));
+    assert_string_equal(before, after);
+    drop(&e);
+    drop(&future);
+    drop(&none);
+}
+
+/* cancel.lua with several pairs (the front's batched cancels): one code per pair in an
+ * array, each as a call of its own would answer; the stock comes back once per order. */
+static void test_cancel_batch(void **state)
+{
+    (void)state;
+    int64_t now = 1795341600000LL;
+    ev_keys e;
+    keys_of(fresh_event(), &e);
+    load_event(&e, 5, now - 1000, now + 3600000, 1);
+    const char *users[] = {"51", "52", "53"};
+    const char *orders[] = {"501", "502", "503"};
+    long long codes[3];
+    reserve_batch(&e, now, 3, users, orders, codes);
+    assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 2);
+    /* 501 by its owner; 502 by someone else; 501 again; 509 never reserved; 503 */
+    const char *args[] = {e.k[ORDER_KEY_STOCK], e.k[ORDER_KEY_BUYERS], e.k[ORDER_KEY_PENDING],
+                          "501", "51", "502", "9", "501", "51", "509", "59", "503", "53"};
+    redisReply *r = evalsha(rc, "cancel", 3, 13, args);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 5);
+    long long want[5] = {1, -1, 0, 0, 1};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(r->element[i]->integer, want[i]);
+    freeReplyObject(r);
+    assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 4);
+    assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_BUYERS], NULL), 1); /* 52 */
+    assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_PENDING], NULL), 1);  /* 502 */
+    /* an odd ARGV: an error, nothing changed */
+    char before[8192], after[8192];
+    to_redis_snapshot(rc, e.pattern, before, sizeof(before));
+    r = evalsha(rc, "cancel", 3, 4, args);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    to_redis_snapshot(rc, e.pattern, after, sizeof(after));
+    assert_string_equal(before, after);
+    drop(&e);
+}
+
 static void test_ratelimit(void **state)
 {
     char key[ORDER_KEY_MAX];
@@ -329,7 +462,7 @@ static void test_noscript_fallback(void **state)
     assert_non_null(c);
     freeReplyObject(redisCommand(c, "SCRIPT FLUSH"));
     const char *args[] = {"seckill:{e1}:stock", "seckill:{e1}:buyers", "seckill:{e1}:meta",
-                          "seckill:{e1}:pending", "1", "2", "3"};
+                          "seckill:{e1}:pending", "3", "1", "2"};
     redisReply *r = evalsha(c, "reserve", 4, 7, args);
     assert_int_equal(r->type, REDIS_REPLY_ERROR);
     assert_memory_equal(r->str, "NOSCRIPT", 8);
@@ -339,12 +472,13 @@ static void test_noscript_fallback(void **state)
     for (int i = 0; i < 7; i++)
         argv[3 + i] = args[i];
     r = redisCommandArgv(c, 10, argv, NULL);
-    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
-    assert_int_equal(r->integer, 5);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 1);
+    assert_int_equal(r->element[0]->integer, 5);
     freeReplyObject(r);
     r = evalsha(c, "reserve", 4, 7, args);
-    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
-    assert_int_equal(r->integer, 5);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->element[0]->integer, 5);
     freeReplyObject(r);
     redisFree(c);
     sk_test_redis_free(tr);
@@ -437,6 +571,8 @@ int main(void)
         cmocka_unit_test(test_script_load),
         cmocka_unit_test(test_reserve_outcomes),
         cmocka_unit_test(test_cancel_idempotent),
+        cmocka_unit_test(test_reserve_batch_mixed),
+        cmocka_unit_test(test_cancel_batch),
         cmocka_unit_test(test_confirm_and_status),
         cmocka_unit_test(test_ratelimit),
         cmocka_unit_test(test_noscript_fallback),

@@ -238,8 +238,8 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-int to_http(int fd, const char *method, const char *path, const char *token, const char *raw_auth,
-            const char *body, size_t blen, char *resp, size_t respsz)
+int to_http_send(int fd, const char *method, const char *path, const char *token,
+                 const char *raw_auth, const char *body, size_t blen)
 {
     char head[4096];
     int n = snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n", method, path);
@@ -253,6 +253,11 @@ int to_http(int fd, const char *method, const char *path, const char *token, con
     n += snprintf(head + n, sizeof(head) - (size_t)n, "\r\n");
     if (write_all(fd, head, (size_t)n) != 0 || (body && blen && write_all(fd, body, blen) != 0))
         return -1;
+    return 0;
+}
+
+int to_http_recv(int fd, const char *method, char *resp, size_t respsz)
+{
     /* Read the head, then Content-Length bytes. */
     char buf[16384];
     size_t got = 0;
@@ -301,6 +306,14 @@ int to_http(int fd, const char *method, const char *path, const char *token, con
     if (respsz)
         resp[keep] = '\0';
     return status;
+}
+
+int to_http(int fd, const char *method, const char *path, const char *token, const char *raw_auth,
+            const char *body, size_t blen, char *resp, size_t respsz)
+{
+    if (to_http_send(fd, method, path, token, raw_auth, body, blen) != 0)
+        return -1;
+    return to_http_recv(fd, method, resp, respsz);
 }
 
 int to_http1(int port, const char *method, const char *path, const char *token, const char *body,
@@ -601,4 +614,43 @@ long long to_cmd_int(redisContext *c, const char *fmt, const char *key)
         v = strtoll(r->str, NULL, 10);
     freeReplyObject(r);
     return v;
+}
+
+int to_order_burst(const to_order *o, int n, const uint64_t *events, const uint64_t *users,
+                   int *statuses, char (*bodies)[512])
+{
+    int fds[TO_BURST_MAX];
+    char toks[TO_BURST_MAX][1024], paths[TO_BURST_MAX][128];
+    if (n > TO_BURST_MAX)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        to_token(o, users[i], 0, 600, toks[i], sizeof(toks[i]));
+        snprintf(paths[i], sizeof(paths[i]), "/api/v1/events/%" PRIu64 "/orders", events[i]);
+        fds[i] = to_http_connect(o->port);
+        if (fds[i] < 0) {
+            while (i-- > 0)
+                close(fds[i]);
+            return -1;
+        }
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++)
+        if (to_http_send(fds[i], "POST", paths[i], toks[i], NULL, NULL, 0) != 0)
+            rc = -1;
+    for (int i = 0; i < n; i++) {
+        statuses[i] = rc == 0 ? to_http_recv(fds[i], "POST", bodies[i], 512) : -1;
+        close(fds[i]);
+    }
+    return rc;
+}
+
+long long to_order_metric(const to_order *o, const char *name)
+{
+    static char text[65536];
+    if (to_http1(o->port, "GET", "/metrics", NULL, NULL, text, sizeof(text)) != 200)
+        return -1;
+    char pat[160];
+    snprintf(pat, sizeof(pat), "\n%s ", name);
+    const char *p = strstr(text, pat);
+    return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
 }

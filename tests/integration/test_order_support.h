@@ -52,9 +52,22 @@ int to_http_connect(int port);
  *  @returns the status, or -1 on an I/O error. */
 int to_http(int fd, const char *method, const char *path, const char *token, const char *raw_auth,
             const char *body, size_t blen, char *resp, size_t respsz);
+/** @brief to_http in two halves, for requests in flight together on several
+ *  connections: send returns 0 or -1; recv (method: the one sent) returns as to_http. */
+int to_http_send(int fd, const char *method, const char *path, const char *token,
+                 const char *raw_auth, const char *body, size_t blen);
+int to_http_recv(int fd, const char *method, char *resp, size_t respsz);
 /** @brief Same on a fresh connection to port, closed afterwards. */
 int to_http1(int port, const char *method, const char *path, const char *token, const char *body,
              char *resp, size_t respsz);
+#define TO_BURST_MAX 16
+/** @brief n orders (events[i], users[i]) on n connections to o, all sent before any
+ *  answer is read, so that the service reads several in one loop turn. Answer i into
+ *  statuses[i] and bodies[i]. @returns 0, or -1 if a connection or send failed. */
+int to_order_burst(const to_order *o, int n, const uint64_t *events, const uint64_t *users,
+                   int *statuses, char (*bodies)[512]);
+/** @brief The value of the sample `name` (with its labels) in o's /metrics, or -1. */
+long long to_order_metric(const to_order *o, const char *name);
 /** @brief The decimal value of "key":"<digits>" in a JSON text, or 0. */
 uint64_t to_json_id(const char *json, const char *key);
 

@@ -95,6 +95,16 @@ static void test_message(void **state)
     assert_int_equal(order_msg_decode(buf, n, &d), 0);
     assert_memory_equal(&m, &d, sizeof(m));
     assert_int_equal(order_msg_encode(&m, buf, 20), 0); /* too small: nothing half-written */
+    assert_int_equal(order_msg_encode(&m, buf, n), 0);  /* one short (the NUL) */
+    assert_int_equal(order_msg_encode(&m, buf, n + 1), n);
+    order_msg neg = {1, 2, 3, -5};
+    order_msg_encode(&neg, buf, sizeof(buf));
+    assert_string_equal(buf, "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"ts_ms\":-5}");
+    char d0[ORDER_DEC_MAX];
+    assert_int_equal(order_dec_u64(d0, 0), 1);
+    assert_string_equal(d0, "0");
+    assert_int_equal(order_dec_u64(d0, UINT64_MAX), 20);
+    assert_string_equal(d0, "18446744073709551615");
     const char *bad[] = {"{\"v\":2,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
                          "{\"v\":1,\"order_id\":1,\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
                          "{\"v\":1,\"order_id\":\"1x\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",

@@ -1,0 +1,164 @@
+/* order_gate: the gate's script calls, batched per event per loop turn. See order_gate.h. */
+#include "order_gate.h"
+#include "order_time.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+
+typedef struct gate_queue {
+    order_gate_item *head, **tail;
+} gate_queue;
+
+struct order_gate {
+    order_redis *redis;
+    order_metrics *metrics;
+    order_gate_done_fn *done[ORDER_GATE_OPS];
+    void *arg;
+    struct event *flush_ev; /* active on the loop while anything is queued */
+    gate_queue q[ORDER_GATE_OPS];
+    int closed;
+};
+
+/* The items of one script call, answered together. */
+typedef struct gate_call {
+    order_gate *g;
+    order_gate_op op;
+    size_t n;
+    order_gate_item *items[ORDER_GATE_BATCH_MAX];
+} gate_call;
+
+static void answer(gate_call *c, const redisReply *reply)
+{
+    long long codes[ORDER_GATE_BATCH_MAX];
+    order_gate_codes(c->op, reply, c->n, codes);
+    for (size_t i = 0; i < c->n; i++)
+        c->g->done[c->op](c->items[i], codes[i], c->g->arg);
+    free(c);
+}
+
+static void on_reply(redisReply *reply, void *arg)
+{
+    answer(arg, reply);
+}
+
+static void fail_item(order_gate *g, order_gate_op op, order_gate_item *it)
+{
+    g->done[op](it, ORDER_GATE_FAILED, g->arg);
+}
+
+/* Takes the first queued item of `op` and up to ORDER_GATE_BATCH_MAX - 1 more of its
+ * event (in arrival order) off the queue, and sends them in one call. */
+static void send_one(order_gate *g, order_gate_op op, int64_t now_ms)
+{
+    gate_queue *q = &g->q[op];
+    gate_call *c = malloc(sizeof(*c));
+    if (!c) {
+        order_gate_item *it = q->head;
+        q->head = it->next;
+        if (!q->head)
+            q->tail = &q->head;
+        fail_item(g, op, it);
+        return;
+    }
+    c->g = g;
+    c->op = op;
+    c->n = 0;
+    uint64_t event_id = q->head->event_id;
+    order_gate_item **pp = &q->head;
+    while (*pp && c->n < ORDER_GATE_BATCH_MAX) {
+        order_gate_item *it = *pp;
+        if (it->event_id != event_id) {
+            pp = &it->next;
+            continue;
+        }
+        *pp = it->next;
+        if (op == ORDER_GATE_RESERVE)
+            it->now_ms = now_ms;
+        c->items[c->n++] = it;
+    }
+    /* the tail moved if the last item was taken */
+    q->tail = &q->head;
+    while (*q->tail)
+        q->tail = &(*q->tail)->next;
+    if (g->metrics)
+        order_metrics_gate(g->metrics, op, c->n);
+    order_gate_args a;
+    if (order_gate_args_build(&a, op, now_ms, (const order_gate_item *const *)c->items, c->n) != 0 ||
+        order_redis_script(g->redis,
+                           op == ORDER_GATE_RESERVE  ? ORDER_SCRIPT_RESERVE
+                           : op == ORDER_GATE_CANCEL ? ORDER_SCRIPT_CANCEL
+                                                     : ORDER_SCRIPT_CONFIRM,
+                           a.nkeys, a.n, a.argv, a.lens, on_reply, c) != 0)
+        answer(c, NULL);
+}
+
+static void flush(order_gate *g)
+{
+    /* One clock read for the turn: every reservation of one call carries the same
+     * now_ms (the window check and the pending entry's time). */
+    int64_t now_ms = order_time_now_ms();
+    for (int op = 0; op < ORDER_GATE_OPS; op++)
+        while (g->q[op].head)
+            send_one(g, (order_gate_op)op, now_ms);
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    flush(arg);
+}
+
+order_gate *order_gate_new(struct event_base *base, order_redis *redis, order_metrics *metrics,
+                           order_gate_done_fn *const done[ORDER_GATE_OPS], void *arg)
+{
+    order_gate *g = calloc(1, sizeof(*g));
+    if (!g)
+        return NULL;
+    g->redis = redis;
+    g->metrics = metrics;
+    g->arg = arg;
+    for (int op = 0; op < ORDER_GATE_OPS; op++) {
+        g->done[op] = done[op];
+        g->q[op].tail = &g->q[op].head;
+    }
+    g->flush_ev = event_new(base, -1, 0, on_flush, g);
+    if (!g->flush_ev) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void order_gate_submit(order_gate *g, order_gate_op op, order_gate_item *it)
+{
+    if (g->closed) {
+        fail_item(g, op, it);
+        return;
+    }
+    int idle = 1;
+    for (int i = 0; i < ORDER_GATE_OPS; i++)
+        if (g->q[i].head)
+            idle = 0;
+    if (idle)
+        event_active(g->flush_ev, EV_TIMEOUT, 0); /* this thread's loop: no wake-up */
+    it->next = NULL;
+    *g->q[op].tail = it;
+    g->q[op].tail = &it->next;
+}
+
+void order_gate_close(order_gate *g)
+{
+    if (!g)
+        return;
+    flush(g);
+    g->closed = 1;
+}
+
+void order_gate_free(order_gate *g)
+{
+    if (!g)
+        return;
+    event_free(g->flush_ev);
+    free(g);
+}

@@ -1,0 +1,102 @@
+/* order_gate: the flash-sale gate's scripts (reserve.lua, cancel.lua, confirm.lua) for one
+ * worker, batched per event per loop turn.
+ *
+ * Design: a request that needs the gate is queued (order_gate_submit) and answered later
+ * through the done callback of its operation. Everything queued in one loop turn is sent
+ * at the end of that turn (an event made active on the worker's own loop when the first
+ * item is queued), as one script call per event and operation carrying up to
+ * ORDER_GATE_BATCH_MAX items in arrival order: no request waits for a later turn, and the
+ * calls of one turn leave in one write. On a Redis Cluster one event's keys share a slot,
+ * so every call goes to one node, and the events of one turn go to their own masters.
+ *
+ * The argument builders and the reply decoding are pure (order_gate_args.c, in
+ * order_core): they follow the KEYS/ARGV contract written at the top of each script in
+ * lua/, and the unit tests hold them to it.
+ *
+ * Threads: an order_gate belongs to one worker; every call runs on that worker's loop. */
+#ifndef ORDER_GATE_H
+#define ORDER_GATE_H
+
+#include "order_metrics.h"
+#include "order_msg.h"
+#include "order_redis.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    ORDER_GATE_RESERVE = 0, /* reserve.lua: codes 0..5 (order_err_from_reserve) */
+    ORDER_GATE_CANCEL,      /* cancel.lua: 1 cancelled, 0 nothing to cancel, -1 not the owner */
+    ORDER_GATE_CONFIRM,     /* confirm.lua: 0 for every item once the call answered */
+    ORDER_GATE_OPS
+} order_gate_op;
+
+/* An item's code when its call got no usable answer (no reply: disconnected or timed
+ * out; an error reply; a reply of the wrong shape). The script may or may not have run. */
+#define ORDER_GATE_FAILED (-100)
+
+/* The most items in one call: reserve.lua's 4 keys, now_ms and two words per item
+ * within ORDER_REDIS_SCRIPT_MAX_ARGS. */
+#define ORDER_GATE_BATCH_MAX ((ORDER_REDIS_SCRIPT_MAX_ARGS - 5) / 2)
+
+/* One order in the gate; embedded in the caller's request, which outlives the call. */
+typedef struct order_gate_item {
+    struct order_gate_item *next; /* the gate's queue */
+    uint64_t event_id, user_id, order_id;
+    int64_t now_ms; /* reserve: set by the gate to the now_ms its call carried */
+} order_gate_item;
+
+/* ---- pure: arguments and codes (order_gate_args.c) ---- */
+
+/* One script call's keys then arguments, as order_redis_script takes them. The strings
+ * point into the struct itself. */
+typedef struct order_gate_args {
+    int nkeys, n;
+    const char *argv[ORDER_REDIS_SCRIPT_MAX_ARGS];
+    size_t lens[ORDER_REDIS_SCRIPT_MAX_ARGS];
+    char keys[4][ORDER_KEY_MAX];
+    char words[ORDER_REDIS_SCRIPT_MAX_ARGS][24];
+} order_gate_args;
+
+/** @brief The arguments of one `op` call for items[0..n-1], all of event items[0]'s
+ *  (reserve: KEYS stock, buyers, meta, pending; ARGV now_ms, then user_id, order_id per
+ *  item. cancel: KEYS stock, buyers, pending; ARGV order_id, user_id per item. confirm:
+ *  KEYS pending; ARGV order_id per item). now_ms is used by reserve only.
+ *  @returns 0, or -1 if n is 0 or above ORDER_GATE_BATCH_MAX, or the items' events differ. */
+int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
+                          const order_gate_item *const *items, size_t n);
+
+/** @brief The per-item codes of one `op` call for n items from its reply (NULL: none
+ *  came). reserve answers an array of n integers; cancel an integer for one item and an
+ *  array for several; confirm an integer (how many were pending), which is 0 per item.
+ *  @returns 0 with codes[0..n-1] set, or -1 (every code is then ORDER_GATE_FAILED). */
+int order_gate_codes(order_gate_op op, const redisReply *reply, size_t n, long long *codes);
+
+/* ---- the batching, on a worker's loop (order_gate.c) ---- */
+
+typedef struct order_gate order_gate;
+
+/* Called once per submitted item, in the order the items were submitted within their
+ * call, with its code or ORDER_GATE_FAILED. The item may be freed by the callback. */
+typedef void order_gate_done_fn(order_gate_item *it, long long code, void *arg);
+
+/** @brief A gate on `base` (the worker's loop) sending through `redis` and counting its
+ *  calls in `metrics` (all must outlive it; metrics may be NULL), answering each op
+ *  through done[op] with `arg`. @returns NULL on OOM. */
+order_gate *order_gate_new(struct event_base *base, order_redis *redis, order_metrics *metrics,
+                           order_gate_done_fn *const done[ORDER_GATE_OPS], void *arg);
+
+/** @brief Queues `it` for the end of this loop turn (event_id, user_id, order_id set;
+ *  the gate owns it->next until done runs). After order_gate_close, done runs at once
+ *  with ORDER_GATE_FAILED. */
+void order_gate_submit(order_gate *g, order_gate_op op, order_gate_item *it);
+
+/** @brief Sends everything queued now (the end-of-turn event does this; call it once
+ *  more after the loop ended), then refuses new items: call before freeing the Redis
+ *  connection, whose pending calls then fail and may submit (e.g. a cancel). */
+void order_gate_close(order_gate *g);
+
+/** @brief Frees the gate (nothing may be queued: close first). NULL is fine. */
+void order_gate_free(order_gate *g);
+
+#endif

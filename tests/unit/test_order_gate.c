@@ -1,0 +1,212 @@
+/* Unit tests of order_gate's pure part: the arguments of each gate script, held to the
+ * KEYS/ARGV contract written at the top of the script in lua/ (read from the embedded
+ * text, so a script whose contract changes fails here), the batch bounds, and the
+ * decoding of each script's reply into one code per order. No network. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "order_gate.h"
+#include "seckill_lua.h"
+
+/* The word after `label` (e.g. "KEYS[2]" or "ARGV[1]") in the script's header comment. */
+static void contract_word(const char *script, const char *label, char *out, size_t outsz)
+{
+    const char *p = strstr(script, label);
+    if (!p)
+        fail_msg("no %s in the script's contract", label);
+    p += strlen(label);
+    while (*p == ' ')
+        p++;
+    size_t n = strcspn(p, " ,\n]");
+    assert_true(n > 0 && n < outsz);
+    memcpy(out, p, n);
+    out[n] = 0;
+}
+
+/* "seckill:{e1}:stock" and "...:stock" both end in "stock". */
+static const char *suffix(const char *key)
+{
+    const char *c = strrchr(key, ':');
+    return c ? c + 1 : key;
+}
+
+static void check_keys(const char *script_name, const order_gate_args *a, int nkeys)
+{
+    const char *script = seckill_lua_find(script_name);
+    assert_non_null(script);
+    assert_int_equal(a->nkeys, nkeys);
+    for (int i = 0; i < nkeys; i++) {
+        char label[24], word[64];
+        snprintf(label, sizeof(label), "KEYS[%d]", i + 1);
+        contract_word(script, label, word, sizeof(word));
+        assert_string_equal(suffix(word), suffix(a->argv[i]));
+        assert_memory_equal(a->argv[i], "seckill:{e77}:", 14); /* the event's hash tag */
+        assert_int_equal(a->lens[i], strlen(a->argv[i]));
+    }
+}
+
+static void check_word(const order_gate_args *a, int i, const char *want)
+{
+    assert_true(i < a->n);
+    assert_int_equal(a->lens[i], strlen(want));
+    assert_memory_equal(a->argv[i], want, a->lens[i]);
+}
+
+static order_gate_item items[ORDER_GATE_BATCH_MAX + 1];
+static const order_gate_item *its[ORDER_GATE_BATCH_MAX + 1];
+
+static void fill(size_t n, uint64_t event)
+{
+    for (size_t i = 0; i < n; i++) {
+        items[i] = (order_gate_item){NULL, event, 1000 + i, 5000000000000000000ULL + i, 0};
+        its[i] = &items[i];
+    }
+}
+
+static void test_reserve_args(void **state)
+{
+    (void)state;
+    const char *script = seckill_lua_find("reserve");
+    char word[64];
+    contract_word(script, "ARGV[1]", word, sizeof(word));
+    assert_string_equal(word, "now_ms");
+    contract_word(script, "ARGV[2k]", word, sizeof(word));
+    assert_string_equal(word, "user_id");
+    contract_word(script, "ARGV[2k+1]", word, sizeof(word));
+    assert_string_equal(word, "order_id");
+    fill(3, 77);
+    order_gate_args a;
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_RESERVE, 1795341600123LL, its, 3), 0);
+    check_keys("reserve", &a, 4);
+    assert_int_equal(a.n, 4 + 1 + 2 * 3);
+    check_word(&a, 4, "1795341600123");
+    check_word(&a, 5, "1000");
+    check_word(&a, 6, "5000000000000000000");
+    check_word(&a, 9, "1002");
+    check_word(&a, 10, "5000000000000000002");
+}
+
+static void test_cancel_args(void **state)
+{
+    (void)state;
+    const char *script = seckill_lua_find("cancel");
+    char word[64];
+    contract_word(script, "ARGV[1]", word, sizeof(word));
+    assert_string_equal(word, "order_id");
+    contract_word(script, "ARGV[2]", word, sizeof(word));
+    assert_string_equal(word, "user_id");
+    fill(2, 77);
+    order_gate_args a;
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_CANCEL, 0, its, 2), 0);
+    check_keys("cancel", &a, 3);
+    assert_int_equal(a.n, 3 + 2 * 2);
+    check_word(&a, 3, "5000000000000000000");
+    check_word(&a, 4, "1000");
+    check_word(&a, 5, "5000000000000000001");
+    check_word(&a, 6, "1001");
+}
+
+static void test_confirm_args(void **state)
+{
+    (void)state;
+    const char *script = seckill_lua_find("confirm");
+    char word[64];
+    contract_word(script, "ARGV[1]", word, sizeof(word));
+    assert_string_equal(word, "order_id");
+    fill(3, 77);
+    order_gate_args a;
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_CONFIRM, 0, its, 3), 0);
+    check_keys("confirm", &a, 1); /* DESIGN.md's form: the pending hash alone */
+    assert_int_equal(a.n, 1 + 3);
+    check_word(&a, 1, "5000000000000000000");
+    check_word(&a, 3, "5000000000000000002");
+}
+
+static void test_bounds(void **state)
+{
+    (void)state;
+    order_gate_args a;
+    fill(ORDER_GATE_BATCH_MAX + 1, 77);
+    for (int op = 0; op < ORDER_GATE_OPS; op++) {
+        assert_int_equal(order_gate_args_build(&a, (order_gate_op)op, 1, its, 0), -1);
+        assert_int_equal(order_gate_args_build(&a, (order_gate_op)op, 1, its, ORDER_GATE_BATCH_MAX), 0);
+        assert_true(a.n <= ORDER_REDIS_SCRIPT_MAX_ARGS);
+        assert_int_equal(order_gate_args_build(&a, (order_gate_op)op, 1, its, ORDER_GATE_BATCH_MAX + 1), -1);
+    }
+    /* a batch is one event's: an item of another event is refused (not silently sent
+     * to the first one's keys) */
+    items[2].event_id = 78;
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_RESERVE, 1, its, 3), -1);
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_RESERVE, 1, its, 2), 0);
+}
+
+/* A reply built by hand, as hiredis would hand it over. */
+static redisReply ints[8], *elems[8];
+
+static redisReply array_of(const long long *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        ints[i] = (redisReply){.type = REDIS_REPLY_INTEGER, .integer = v[i]};
+        elems[i] = &ints[i];
+    }
+    return (redisReply){.type = REDIS_REPLY_ARRAY, .elements = n, .element = elems};
+}
+
+static void test_codes(void **state)
+{
+    (void)state;
+    long long codes[8];
+    const long long mixed[4] = {0, 2, 1, 3};
+    redisReply arr = array_of(mixed, 4);
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes), 0);
+    assert_memory_equal(codes, mixed, sizeof(mixed));
+    /* the wrong count, no reply, an error, an integer where an array is due: every
+     * order fails (503), none gets another order's code */
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 3, codes), -1);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(codes[i], ORDER_GATE_FAILED);
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, NULL, 4, codes), -1);
+    assert_int_equal(codes[3], ORDER_GATE_FAILED);
+    redisReply err = {.type = REDIS_REPLY_ERROR, .str = "NOSCRIPT", .len = 8};
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &err, 4, codes), -1);
+    redisReply one = {.type = REDIS_REPLY_INTEGER, .integer = 0};
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &one, 1, codes), -1);
+    ints[1].type = REDIS_REPLY_NIL;
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes), -1);
+    assert_int_equal(codes[0], ORDER_GATE_FAILED);
+
+    /* cancel: an integer for one order (DESIGN.md's form), an array for several */
+    redisReply minus = {.type = REDIS_REPLY_INTEGER, .integer = -1};
+    assert_int_equal(order_gate_codes(ORDER_GATE_CANCEL, &minus, 1, codes), 0);
+    assert_int_equal(codes[0], -1);
+    const long long c3[3] = {1, -1, 0};
+    arr = array_of(c3, 3);
+    assert_int_equal(order_gate_codes(ORDER_GATE_CANCEL, &arr, 3, codes), 0);
+    assert_memory_equal(codes, c3, sizeof(c3));
+    assert_int_equal(order_gate_codes(ORDER_GATE_CANCEL, &minus, 2, codes), -1);
+
+    /* confirm: how many were pending; each order is done either way */
+    redisReply count = {.type = REDIS_REPLY_INTEGER, .integer = 1};
+    assert_int_equal(order_gate_codes(ORDER_GATE_CONFIRM, &count, 3, codes), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(codes[i], 0);
+    assert_int_equal(order_gate_codes(ORDER_GATE_CONFIRM, &err, 3, codes), -1);
+    assert_int_equal(codes[2], ORDER_GATE_FAILED);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reserve_args), cmocka_unit_test(test_cancel_args),
+        cmocka_unit_test(test_confirm_args), cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_codes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
