@@ -898,6 +898,25 @@ static void handle_event_get(order_worker *w, struct evhttp_request *req, const 
 
 /* ---- the entry point ------------------------------------------------------------- */
 
+/* /metrics when metrics.token is set: the exact bearer, compared in constant time. */
+static int metrics_allowed(const order_app *app, struct evhttp_request *req)
+{
+    const char *want = app->cfg.metrics_token;
+    if (!*want)
+        return 1;
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return 0;
+    h += 7;
+    size_t n = strlen(want);
+    if (strlen(h) != n)
+        return 0;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(h[i] ^ want[i]);
+    return diff == 0;
+}
+
 static order_method method_of(struct evhttp_request *req)
 {
     switch (evhttp_request_get_command(req)) {
@@ -950,6 +969,11 @@ void order_http_handle(struct evhttp_request *req, void *arg)
         return;
     }
     case ORDER_ROUTE_METRICS: {
+        if (!metrics_allowed(app, req)) {
+            reply_error(w, req, rt.id, start_us, ORDER_ERR_UNAUTHORIZED,
+                        "metrics.token is set: send Authorization: Bearer <metrics.token>", 0);
+            return;
+        }
         size_t len = 0;
         char *text = order_metrics_render(&app->metrics, &len);
         if (!text) {

@@ -180,6 +180,7 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
         snprintf(err, errsz, "jwt: no HMAC-SHA256 key (OpenSSL has no HMAC, or out of memory)");
         return -1;
     }
+    sk_jwt_key_set_leeway(w->jwt, app->cfg.jwt_leeway_s);
     /* Bodies over 4 KiB get our JSON 413; the evhttp bound (413 without a JSON body,
      * connection closed) only stops absurd uploads before they are buffered. Headers
      * past their bound get 400/413 from evhttp and the connection is closed. */
