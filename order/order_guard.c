@@ -28,6 +28,8 @@ typedef struct conn_guard {
     struct evbuffer_cb_entry *watch; /* on the input buffer */
     struct event *timer;             /* the read deadline */
     struct event *setup;             /* ties this guard to evhttp's connection */
+    struct evbuffer_cb_entry *out_watch; /* on the output buffer, once refused */
+    struct event *closer;            /* closes a refused connection after its answer */
     order_reqscan scan;
     int counted;
 } conn_guard;
@@ -38,6 +40,10 @@ static void conn_free(conn_guard *c)
         c->g->conns--;
     if (c->watch)
         evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
+    if (c->out_watch)
+        evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_watch);
+    if (c->closer)
+        event_free(c->closer);
     event_free(c->timer);
     event_free(c->setup);
     free(c);
@@ -69,6 +75,32 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     cut(arg, "read_timeout");
 }
 
+static void on_closer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    cut(arg, "refused_framing");
+}
+
+/* Output of a refused connection: once an answer has been written out whole, close
+ * (evhttp itself keeps a CONNECT connection open after a Connection: close answer).
+ * From the loop, not from inside the buffer's callback. */
+static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    conn_guard *c = arg;
+    if (info->n_deleted && evbuffer_get_length(buf) == 0)
+        event_active(c->closer, EV_TIMEOUT, 0);
+}
+
+/* The scan refused the connection's framing: close it after the answer. */
+static void refuse(conn_guard *c)
+{
+    c->closer = event_new(c->g->base, -1, 0, on_closer, c);
+    if (c->closer)
+        c->out_watch = evbuffer_add_cb(bufferevent_get_output(c->bev), on_output, c);
+    sk_log(SK_LOG_INFO, "request_refused", "why=framing");
+}
+
 static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     conn_guard *c = arg;
@@ -88,6 +120,8 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, 
         now = order_reqscan_feed(&c->scan, v[i].iov_base, n);
         seen += n;
     }
+    if (order_reqscan_refused(&c->scan) && !c->closer)
+        refuse(c);
     if (!c->g->has_deadline)
         return;
     if (now && !was)

@@ -195,7 +195,10 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
     }
     evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
+                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS |
+                                            /* ours to answer (JSON 405, closed), not
+                                             * evhttp's HTML 501 */
+                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_TRACE);
     evhttp_set_gencb(w->http, order_http_handle, w);
     int port = 0;
     int fd = listen_socket(app->cfg.http_bind, app->port ? app->port : (int)app->cfg.http_port,
