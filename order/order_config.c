@@ -18,7 +18,7 @@ const sk_cfg_entry order_config_table[] = {
      "clock leeway for a token's nbf and iat: later than now plus this is refused (401)",
      F(jwt_leeway_s)},
     {"http.bind", SK_CFG_STRING, 0, 0, "0.0.0.0",
-     "address the HTTP API listens on: a numeric IPv4 or IPv6 address", F(http_bind)},
+     "address the HTTP API listens on: a numeric IPv4 address", F(http_bind)},
     {"metrics.token", SK_CFG_SECRET, 0, 0, "",
      "if set, GET /metrics needs `Authorization: Bearer <this>` (else 401); empty: open",
      F(metrics_token)},
@@ -97,10 +97,10 @@ const sk_cfg_entry order_config_table[] = {
 
 int order_config_bind_check(const char *key, const char *addr, char *err, size_t errsz)
 {
-    unsigned char buf[sizeof(struct in6_addr)];
-    if (inet_pton(AF_INET, addr, buf) == 1 || inet_pton(AF_INET6, addr, buf) == 1)
+    struct in_addr a;
+    if (inet_pton(AF_INET, addr, &a) == 1)
         return 0;
-    snprintf(err, errsz, "%s: \"%s\" is not a numeric IPv4 or IPv6 address", key, addr);
+    snprintf(err, errsz, "%s: \"%s\" is not a numeric IPv4 address", key, addr);
     return -1;
 }
 

@@ -46,7 +46,7 @@ extern const sk_cfg_entry order_config_table[];
 /* HS256 keys shorter than the hash output are refused (RFC 7518 section 3.2). */
 #define ORDER_JWT_SECRET_MIN 32
 
-/** @brief 0 if `addr` is a numeric IPv4 or IPv6 address, else -1 with "key: ..." in err. */
+/** @brief 0 if `addr` is a numeric IPv4 address, else -1 with "key: ..." in err. */
 int order_config_bind_check(const char *key, const char *addr, char *err, size_t errsz);
 
 /** @brief Checks what the table cannot (enumerations, cross-field rules) and fills the

@@ -1,5 +1,6 @@
 /* order_worker: worker threads, their listening sockets and their inboxes. See order_app.h. */
 #include "order_app.h"
+#include "sk_listen.h"
 #include "order_guard.h"
 #include "sk_log.h"
 
@@ -61,6 +62,8 @@ static void on_stop_accepting(order_task *t)
     if (w->bound) {
         evhttp_del_accept_socket(w->http, w->bound); /* closes the socket */
         w->bound = NULL;
+        sk_listen_backoff_free(w->accept_backoff);
+        w->accept_backoff = NULL;
     }
 }
 
@@ -212,6 +215,12 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
         snprintf(err, errsz, "evhttp_accept_socket failed");
         return -1;
     }
+    w->accept_backoff =
+        sk_listen_backoff_install(evhttp_bound_socket_get_listener(w->bound), w->base, 100);
+    if (!w->accept_backoff) {
+        snprintf(err, errsz, "out of memory");
+        return -1;
+    }
     w->redis = order_redis_new(w->base, app->cfg.redis_url, &app->scripts,
                                (int)app->cfg.redis_timeout_ms);
     if (!w->redis) {
@@ -304,6 +313,8 @@ void order_workers_free(order_app *app)
             event_base_free(w->base);
         /* After the base: connections' bufferevents may be finalized as late as that. */
         order_guard_free(w->guard);
+        sk_listen_backoff_free(w->accept_backoff);
+        w->accept_backoff = NULL;
         sk_jwt_key_free(w->jwt);
         pthread_mutex_destroy(&w->inbox_mu);
     }
