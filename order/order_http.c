@@ -916,6 +916,10 @@ static const char *framing_refused(struct evhttp_request *req)
          kv = kv->next.tqe_next)
         if (order_hdrcheck_add(&hc, kv->key, kv->value) != 0)
             return hc.why;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (order_hdrcheck_done(&hc, cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
+                                     cmd == EVHTTP_REQ_PATCH) != 0)
+        return hc.why;
     return NULL;
 }
 

@@ -45,6 +45,9 @@ static int request_line_done(order_reqscan *s)
     if ((kept >= 8 && strncmp(s->line, "CONNECT ", 8) == 0) ||
         (kept >= 6 && strncmp(s->line, "TRACE ", 6) == 0))
         return -1;
+    s->body_allowed = (kept >= 5 && strncmp(s->line, "POST ", 5) == 0) ||
+                      (kept >= 4 && strncmp(s->line, "PUT ", 4) == 0) ||
+                      (kept >= 6 && strncmp(s->line, "PATCH ", 6) == 0);
     return 0;
 }
 
@@ -67,7 +70,7 @@ static int header_line_done(order_reqscan *s)
     if (s->linelen > ORDER_REQSCAN_LINE || s->cl_seen++ > 0)
         return -1;
     int64_t v = parse_length(colon + 1, kept - nlen - 1);
-    if (v < 0)
+    if (v < 0 || (v > 0 && !s->body_allowed))
         return -1;
     s->content_length = v;
     return 0;
@@ -92,6 +95,7 @@ int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n)
             s->state = 1;
             s->linelen = 0;
             s->first_line = 1;
+            s->body_allowed = 0;
             s->cl_seen = 0;
             s->content_length = 0;
         }
@@ -136,8 +140,15 @@ int order_hdrcheck_add(order_hdrcheck *h, const char *name, const char *value)
     else if (strcasecmp(name, "Host") == 0 && h->host++ > 0)
         h->why = "more than one Host header";
     else if (strcasecmp(name, "Content-Length") == 0 &&
-             (h->content_length++ > 0 || parse_length(value, strlen(value)) < 0))
+             (h->content_length++ > 0 || (h->length = parse_length(value, strlen(value))) < 0))
         h->why = h->content_length > 1 ? "more than one Content-Length header"
                                        : "Content-Length is not a decimal number";
+    return h->why ? -1 : 0;
+}
+
+int order_hdrcheck_done(order_hdrcheck *h, int body_allowed)
+{
+    if (!h->why && h->length > 0 && !body_allowed)
+        h->why = "a body on a method without one";
     return h->why ? -1 : 0;
 }

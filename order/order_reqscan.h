@@ -7,7 +7,9 @@
  *
  * Where it could disagree with evhttp it does not guess: a request whose framing the
  * service refuses (Transfer-Encoding, a Content-Length that is not plain digits, two
- * Content-Length headers, CONNECT or TRACE) makes the connection "refused": the scan
+ * Content-Length headers, a Content-Length over 0 on a method other than POST, PUT or
+ * PATCH, whose body evhttp does not read but parses as the next request, a header name
+ * with whitespace, CONNECT or TRACE) makes the connection "refused": the scan
  * stops following boundaries, says "in a request" until the connection closes (so the
  * read deadline stays armed), and the guard closes the connection once the answer is
  * written. order_hdrcheck is the same rule on evhttp's parsed headers: the handler
@@ -25,6 +27,7 @@ typedef struct order_reqscan {
     size_t linelen;         /* bytes of the current header line (CR not counted) */
     char line[ORDER_REQSCAN_LINE];
     int first_line;         /* the current line is the request line */
+    int body_allowed;       /* the method is POST, PUT or PATCH (evhttp reads a body) */
     int cl_seen;            /* Content-Length headers seen in this request */
     int64_t content_length; /* of the request being read (0 when none) */
     int64_t body_left;
@@ -44,6 +47,7 @@ int order_reqscan_refused(const order_reqscan *s);
 /* The same rule on parsed headers, one header at a time. */
 typedef struct order_hdrcheck {
     int content_length, host; /* how many seen */
+    int64_t length;           /* the Content-Length value (0 if none) */
     const char *why;          /* static text, set at the first refusal */
 } order_hdrcheck;
 
@@ -51,5 +55,9 @@ void order_hdrcheck_init(order_hdrcheck *h);
 /** @brief Checks one header (name and value as evhttp parsed them, value trimmed).
  *  @returns 0 while acceptable, -1 once refused (h->why says why; later calls keep it). */
 int order_hdrcheck_add(order_hdrcheck *h, const char *name, const char *value);
+
+/** @brief After the headers: `body_allowed` is 1 for POST, PUT and PATCH. A
+ *  Content-Length over 0 on another method is refused. @returns 0 or -1 (h->why). */
+int order_hdrcheck_done(order_hdrcheck *h, int body_allowed);
 
 #endif
