@@ -5,6 +5,11 @@
  * PostgreSQL, and the DLQ must hold a copy that fits: truncated, with the original size,
  * the source topic/partition/offset and the error in its headers.
  *
+ * Second case (dev Kafka only: it injects the errors): the DLQ itself refuses copies
+ * with MSG_SIZE_TOO_LARGE, as a broker whose max.message.bytes is smaller than ours
+ * would. Refused once: a short copy goes instead; refused again: the message is given
+ * up (logged, counted). Either way the order behind it reaches PostgreSQL.
+ *
  * Kafka: $SECKILL_TEST_KAFKA_BOOTSTRAP when set (a real broker: topics and group named
  * after this process, created by the broker on first use), else a private
  * seckill-devkafka (librdkafka's mock cluster). */
@@ -15,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "sk_test_devkafka.h"
 #include "sk_test_redis.h"
 #include "test_consumer_util.h"
 
@@ -161,8 +167,84 @@ static void test_poison_large(void **state)
         ctu_kafka_stop(&k);
 }
 
+/* The DLQ refuses `refusals` produce requests with MSG_SIZE_TOO_LARGE. */
+static void run_refused(int refusals, int64_t event, int64_t order)
+{
+    if (getenv("SECKILL_TEST_KAFKA_BOOTSTRAP") && *getenv("SECKILL_TEST_KAFKA_BOOTSTRAP")) {
+        fprintf(stderr, "# refusal case needs the dev Kafka (error injection): skipped\n");
+        return;
+    }
+    ctu_kafka k;
+    assert_int_equal(ctu_kafka_start(&k, 1), 0);
+    char *conninfo = ctu_db_create(DB_NAME);
+    assert_non_null(conninfo);
+    assert_int_equal(ctu_consumer_migrate(conninfo), 0);
+    PGconn *pg = ctu_pg(conninfo);
+    assert_int_equal(ctu_pg_add_event(pg, event, 10), 0);
+    char key[32], buf[256];
+    int kn = snprintf(key, sizeof(key), "%" PRId64, event);
+    static char poison[5000]; /* over CONSUMER_MSG_MAX_BYTES: poison, and over the short copy */
+    memset(poison, 'p', sizeof(poison));
+    rd_kafka_t *p = ctu_producer(k.bootstrap);
+    assert_int_equal(ctu_produce(p, "seckill.orders", 0, key, (size_t)kn, poison, sizeof(poison)), 0);
+    size_t n = ctu_order_json(buf, sizeof(buf), order, event, 78, 1700000000000LL);
+    assert_int_equal(ctu_produce(p, "seckill.orders", 0, key, (size_t)kn, buf, n), 0);
+    assert_int_equal(ctu_producer_close(p), 0);
+    /* From now on the next produce requests fail: only the consumer's DLQ produces. */
+    char cmd[64];
+    snprintf(cmd, sizeof(cmd), "errors produce %d MSG_SIZE_TOO_LARGE", refusals);
+    assert_int_equal(sk_test_devkafka_control(k.control, cmd), 0);
+
+    int port = sk_test_free_port();
+    char env_pg[1024], env_bs[300], env_port[64];
+    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
+    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
+    const char *env[] = {env_pg, env_bs, env_port, "SECKILL_GROUP_ID=poison-refused",
+                         "SECKILL_RETRY_MAX_MS=500", "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", NULL};
+    pid_t pid = ctu_consumer_spawn(env);
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM seckill_order WHERE order_id = %" PRId64, order);
+    assert_int_equal(ctu_pg_wait_ll(pg, sql, 1, 60000), 1);
+    ctu_dlq_msg *dlq = NULL;
+    size_t nd = ctu_dlq_read(k.bootstrap, "seckill.orders.dlq", refusals == 1 ? 1 : 0, 5000, &dlq);
+    if (refusals == 1) {
+        assert_int_equal(nd, 1);
+        assert_true(dlq[0].truncated);
+        assert_string_equal(dlq[0].dlq_error, "MSG_SIZE_TOO_LARGE");
+        assert_int_equal(dlq[0].original_size, (int64_t)sizeof(poison));
+        assert_true(dlq[0].vlen == 1024);
+        assert_int_equal(dlq[0].src_offset, 0);
+        assert_true(metric_wait(port, "seckill_consumer_dead_letters_truncated_total", 1, 10000) == 1);
+    } else {
+        assert_int_equal(nd, 0);
+        assert_true(metric_wait(port, "seckill_consumer_dead_letters_dropped_total", 1, 10000) == 1);
+    }
+    ctu_dlq_free(dlq, nd);
+    assert_true(metric_wait(port, "seckill_consumer_writers_retrying", 0, 10000) == 0);
+    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 15000), 0);
+    PQfinish(pg);
+    free(conninfo);
+    ctu_db_drop(DB_NAME);
+    ctu_kafka_stop(&k);
+}
+
+static void test_dlq_refuses_once(void **state)
+{
+    (void)state;
+    run_refused(1, INT64_C(4300000002), INT64_C(4300000000002));
+}
+
+static void test_dlq_refuses_twice(void **state)
+{
+    (void)state;
+    run_refused(2, INT64_C(4300000003), INT64_C(4300000000003));
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_poison_large)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_poison_large),
+                                       cmocka_unit_test(test_dlq_refuses_once),
+                                       cmocka_unit_test(test_dlq_refuses_twice)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
