@@ -65,6 +65,18 @@ static int header_line_done(order_reqscan *s)
             return s->line[0] == ' ' || s->line[0] == '\t' ? 0 : -1; /* "Host : x" */
     if (name_is(s->line, nlen, "transfer-encoding"))
         return -1;
+    if (name_is(s->line, nlen, "expect")) {
+        const char *v = colon + 1, *end = s->line + kept;
+        while (v < end && (*v == ' ' || *v == '\t'))
+            v++;
+        while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        if (s->linelen > ORDER_REQSCAN_LINE || end - v != 12 || strncasecmp(v, "100-continue", 12) != 0) {
+            s->refusal = ORDER_REQSCAN_EXPECT;
+            return -1;
+        }
+        return 0;
+    }
     if (!name_is(s->line, nlen, "content-length"))
         return 0;
     if (s->linelen > ORDER_REQSCAN_LINE || s->cl_seen++ > 0)
@@ -72,6 +84,10 @@ static int header_line_done(order_reqscan *s)
     int64_t v = parse_length(colon + 1, kept - nlen - 1);
     if (v < 0 || (v > 0 && !s->body_allowed))
         return -1;
+    if (s->max_body_bytes > 0 && v > s->max_body_bytes) {
+        s->refusal = ORDER_REQSCAN_BODY_LARGE;
+        return -1;
+    }
     s->content_length = v;
     return 0;
 }
@@ -93,11 +109,18 @@ int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n)
             if (c == '\r' || c == '\n')
                 continue; /* blank lines before a request are allowed */
             s->state = 1;
+            s->requests++;
+            s->header_bytes = 0;
             s->linelen = 0;
             s->first_line = 1;
             s->body_allowed = 0;
             s->cl_seen = 0;
             s->content_length = 0;
+        }
+        if (s->max_header_bytes && ++s->header_bytes > s->max_header_bytes) {
+            s->refusal = ORDER_REQSCAN_HEADERS_LARGE;
+            s->state = 3;
+            break;
         }
         if (c == '\r')
             continue;
@@ -113,8 +136,11 @@ int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n)
             int rc = s->first_line ? request_line_done(s) : header_line_done(s);
             s->first_line = 0;
             s->linelen = 0;
-            if (rc != 0)
+            if (rc != 0) {
                 s->state = 3; /* sticky until the connection closes */
+                if (s->refusal == ORDER_REQSCAN_OK)
+                    s->refusal = ORDER_REQSCAN_FRAMING;
+            }
             continue;
         }
         if (s->linelen < ORDER_REQSCAN_LINE)

@@ -22,8 +22,22 @@
 
 #define ORDER_REQSCAN_LINE 48 /* bytes of a header line kept, enough for Content-Length */
 
+/* Why a connection was refused (order_reqscan.refusal). */
+typedef enum {
+    ORDER_REQSCAN_OK = 0,
+    ORDER_REQSCAN_FRAMING,       /* the handler answers it (order_hdrcheck): 400 */
+    ORDER_REQSCAN_HEADERS_LARGE, /* request line + headers over max_header_bytes: 413 */
+    ORDER_REQSCAN_BODY_LARGE,    /* Content-Length over max_body_bytes: 413 */
+    ORDER_REQSCAN_EXPECT,        /* an Expect other than 100-continue: 400 */
+} order_reqscan_refusal;
+
 typedef struct order_reqscan {
     int state;              /* 0 between requests, 1 headers, 2 body, 3 refused (sticky) */
+    order_reqscan_refusal refusal; /* set with state 3 */
+    unsigned long requests; /* requests started on the connection */
+    size_t header_bytes;    /* of the request being read, CR and LF included */
+    size_t max_header_bytes; /* 0: no bound (set by the owner after init) */
+    int64_t max_body_bytes;  /* 0: no bound */
     size_t linelen;         /* bytes of the current header line (CR not counted) */
     char line[ORDER_REQSCAN_LINE];
     int first_line;         /* the current line is the request line */
@@ -41,7 +55,10 @@ void order_reqscan_init(order_reqscan *s);
  *  0 when the connection is between requests (every request seen so far is complete). */
 int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n);
 
-/** @brief 1 once the connection carried a request with refused framing (see above). */
+/** @brief 1 once the connection carried a request with refused framing (see above).
+ *  The bounds set in max_header_bytes / max_body_bytes and an Expect other than
+ *  100-continue refuse too, with their own refusal code: evhttp would answer them
+ *  itself (HTML), so the guard answers them in JSON when it safely can. */
 int order_reqscan_refused(const order_reqscan *s);
 
 /* The same rule on parsed headers, one header at a time. */

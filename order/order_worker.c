@@ -191,7 +191,9 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
     evhttp_set_max_headers_size(w->http, (ev_ssize_t)app->cfg.http_max_header_bytes);
     evhttp_set_timeout(w->http, (int)app->cfg.http_idle_timeout_s);
     int64_t per_worker = (app->cfg.max_connections + app->nworkers - 1) / app->nworkers;
-    w->guard = order_guard_install(w->http, w->base, app->cfg.http_read_timeout_ms, per_worker);
+    w->guard = order_guard_install(w->http, w->base, app->cfg.http_read_timeout_ms, per_worker,
+                                   (size_t)app->cfg.http_max_header_bytes,
+                                   app->cfg.http_max_body_bytes);
     if (!w->guard) {
         snprintf(err, errsz, "out of memory");
         return -1;

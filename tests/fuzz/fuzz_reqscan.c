@@ -99,6 +99,15 @@ static ref_result reference(const char *b, size_t n)
             }
             if (nlen == 17 && strncasecmp(line, "transfer-encoding", 17) == 0)
                 goto refused;
+            if (nlen == 6 && strncasecmp(line, "expect", 6) == 0) {
+                const char *v = colon + 1, *e = line + kept;
+                while (v < e && (*v == ' ' || *v == '\t'))
+                    v++;
+                while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+                    e--;
+                if (len > ORDER_REQSCAN_LINE || e - v != 12 || strncasecmp(v, "100-continue", 12) != 0)
+                    goto refused;
+            }
             if (nlen == 14 && strncasecmp(line, "content-length", 14) == 0) {
                 if (len > ORDER_REQSCAN_LINE || cl_seen++ ||
                     ref_digits_only(colon + 1, kept - nlen - 1, &cl) != 0 ||

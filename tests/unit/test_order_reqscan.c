@@ -88,6 +88,32 @@ static void test_refused_framing(void **state)
     assert_int_equal(order_reqscan_refused(&s), 0);
 }
 
+/* The bounds and Expect: refused with their own code, so the guard can answer them. */
+static void test_limits(void **state)
+{
+    (void)state;
+    order_reqscan s;
+    order_reqscan_init(&s);
+    s.max_header_bytes = 64;
+    s.max_body_bytes = 100;
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n"), 1);
+    assert_int_equal(order_reqscan_refused(&s), 0);
+    order_reqscan_init(&s);
+    s.max_body_bytes = 100;
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n"), 1);
+    assert_int_equal(s.refusal, ORDER_REQSCAN_BODY_LARGE);
+    order_reqscan_init(&s);
+    s.max_header_bytes = 64;
+    assert_int_equal(feed(&s, "GET / HTTP/1.1\r\nX-A: 01234567890123456789012345678901234567890123456789\r\n"), 1);
+    assert_int_equal(s.refusal, ORDER_REQSCAN_HEADERS_LARGE);
+    assert_int_equal(s.requests, 1);
+    order_reqscan_init(&s);
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\nx"), 0);
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nExpect: nope\r\n"), 1);
+    assert_int_equal(s.refusal, ORDER_REQSCAN_EXPECT);
+    assert_int_equal(s.requests, 2);
+}
+
 static void test_hdrcheck(void **state)
 {
     (void)state;
@@ -126,6 +152,7 @@ int main(void)
         cmocka_unit_test(test_bare_lf_and_long_lines),
         cmocka_unit_test(test_refused_framing),
         cmocka_unit_test(test_hdrcheck),
+        cmocka_unit_test(test_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
