@@ -121,10 +121,20 @@ static void test_nofile(void **state)
     }
     assert_int_equal(st, 200);
     assert_int_equal(to_stop(&srv.proc, SIGTERM, 10000), 0);
+    srv.proc.pid = 0;
+}
+
+/* A failed assertion leaves the test early: never leave the service behind. */
+static int teardown(void **state)
+{
+    (void)state;
+    if (srv.proc.pid && kill(srv.proc.pid, 0) == 0)
+        to_stop(&srv.proc, SIGKILL, 5000);
+    return 0;
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_nofile)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test_teardown(test_nofile, teardown)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
