@@ -112,10 +112,14 @@ static void refuse(conn_guard *c)
  * drained so that evhttp never parses what is left of the request. */
 static void answer_self(conn_guard *c, struct evbuffer *in)
 {
-    order_err e = c->scan.refusal == ORDER_REQSCAN_EXPECT ? ORDER_ERR_BAD_REQUEST : ORDER_ERR_TOO_LARGE;
-    const char *msg = c->scan.refusal == ORDER_REQSCAN_HEADERS_LARGE ? "request line and headers too large"
-                      : c->scan.refusal == ORDER_REQSCAN_BODY_LARGE  ? "body too large"
-                                                                     : "Expect: only 100-continue";
+    order_reqscan_refusal why = c->scan.refusal;
+    order_err e = why == ORDER_REQSCAN_HEADERS_LARGE || why == ORDER_REQSCAN_BODY_LARGE
+                      ? ORDER_ERR_TOO_LARGE
+                      : ORDER_ERR_BAD_REQUEST;
+    const char *msg = why == ORDER_REQSCAN_HEADERS_LARGE ? "request line and headers too large"
+                      : why == ORDER_REQSCAN_BODY_LARGE  ? "body too large"
+                      : why == ORDER_REQSCAN_EXPECT      ? "Expect: only 100-continue"
+                                                         : "Transfer-Encoding is not accepted: send Content-Length";
     char body[256], head[256];
     size_t blen = order_reply_error(body, sizeof(body), e, msg, 0);
     int status = order_err_status(e);

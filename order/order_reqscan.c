@@ -63,8 +63,10 @@ static int header_line_done(order_reqscan *s)
     for (size_t i = 0; i < nlen; i++)
         if (s->line[i] == ' ' || s->line[i] == '\t')
             return s->line[0] == ' ' || s->line[0] == '\t' ? 0 : -1; /* "Host : x" */
-    if (name_is(s->line, nlen, "transfer-encoding"))
+    if (name_is(s->line, nlen, "transfer-encoding")) {
+        s->refusal = ORDER_REQSCAN_CHUNKED;
         return -1;
+    }
     if (name_is(s->line, nlen, "expect")) {
         const char *v = colon + 1, *end = s->line + kept;
         while (v < end && (*v == ' ' || *v == '\t'))

@@ -223,6 +223,8 @@ static void test_framing_refused(void **state)
         {"Content-Length: 2\r\nHost: other\r\n", "{}", "more than one Host"},
         {"Content-Length: 2\r\nX-Pad : x\r\n", "{}", "whitespace in a header name"},
         {"Transfer-Encoding: chunked\r\n", "2\r\n{}\r\n0\r\n\r\n", "Transfer-Encoding"},
+        /* a chunk extension: evhttp alone would answer an HTML 413 */
+        {"Transfer-Encoding: chunked\r\n", "2;ext=1\r\n{}\r\n0\r\n\r\n", "Transfer-Encoding"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int n = snprintf(req, sizeof(req),
