@@ -72,6 +72,10 @@ long sk_b64url_decode(const char *in, size_t len, unsigned char *out, size_t out
             out[o++] = (unsigned char)(acc >> bits & 0xff);
         }
     }
+    /* The 2 or 4 bits left over carry nothing: set, they would give one token several
+     * spellings that all verify. */
+    if (bits && (acc & ((1u << bits) - 1)) != 0)
+        return -1;
     return (long)o;
 }
 
@@ -146,8 +150,14 @@ static int parse_sub(json_t *sub, uint64_t *out)
     return 0;
 }
 
+/* nbf / iat: absent, or an integer no later than now + leeway. */
+static int not_before_ok(json_t *v, int64_t now, int64_t leeway)
+{
+    return !v || (json_is_integer(v) && json_integer_value(v) <= now + leeway);
+}
+
 static int verify(const char *token, size_t len, mac_fn mac_of, void *mac_arg, int64_t now,
-                  sk_jwt_claims *claims)
+                  int64_t leeway, sk_jwt_claims *claims)
 {
     if (len == 0 || len > SK_JWT_MAX_LEN)
         return SK_JWT_MALFORMED;
@@ -190,6 +200,9 @@ static int verify(const char *token, size_t len, mac_fn mac_of, void *mac_arg, i
         rc = SK_JWT_BAD_SUB;
     else if (role && !json_is_string(role))
         rc = SK_JWT_MALFORMED;
+    else if (!not_before_ok(json_object_get(body, "nbf"), now, leeway) ||
+             !not_before_ok(json_object_get(body, "iat"), now, leeway))
+        rc = SK_JWT_NOT_YET;
     else {
         claims->exp = json_integer_value(exp);
         claims->is_admin = role && strcmp(json_string_value(role), "admin") == 0;
@@ -202,7 +215,7 @@ int sk_jwt_verify(const char *token, size_t len, const unsigned char *secret, si
                   int64_t now, sk_jwt_claims *claims)
 {
     struct oneshot_key k = {secret, secret_len};
-    return verify(token, len, mac_oneshot, &k, now, claims);
+    return verify(token, len, mac_oneshot, &k, now, SK_JWT_DEFAULT_LEEWAY_S, claims);
 }
 
 /* A keyed HMAC-SHA256 context: EVP_MAC_init with a NULL key resets it to the state after
@@ -211,6 +224,7 @@ int sk_jwt_verify(const char *token, size_t len, const unsigned char *secret, si
 struct sk_jwt_key {
     EVP_MAC *mac;
     EVP_MAC_CTX *ctx;
+    int64_t leeway; /* seconds allowed for nbf/iat ahead of now */
 };
 
 sk_jwt_key *sk_jwt_key_new(const unsigned char *secret, size_t secret_len)
@@ -221,6 +235,7 @@ sk_jwt_key *sk_jwt_key_new(const unsigned char *secret, size_t secret_len)
     char digest[] = "SHA256";
     OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
                            OSSL_PARAM_construct_end()};
+    k->leeway = SK_JWT_DEFAULT_LEEWAY_S;
     k->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
     k->ctx = k->mac ? EVP_MAC_CTX_new(k->mac) : NULL;
     /* HMAC() accepts an empty key; EVP_MAC_init takes a NULL key as "keep the old one",
@@ -256,7 +271,12 @@ static int mac_keyed(void *arg, const char *data, size_t len, unsigned char mac[
 int sk_jwt_key_verify(sk_jwt_key *key, const char *token, size_t len, int64_t now,
                       sk_jwt_claims *claims)
 {
-    return verify(token, len, mac_keyed, key, now, claims);
+    return verify(token, len, mac_keyed, key, now, key->leeway, claims);
+}
+
+void sk_jwt_key_set_leeway(sk_jwt_key *key, int64_t seconds)
+{
+    key->leeway = seconds < 0 ? 0 : seconds;
 }
 
 int sk_jwt_mint(const unsigned char *secret, size_t secret_len, uint64_t sub, int is_admin,
@@ -295,6 +315,8 @@ const char *sk_jwt_strerror(int status)
         return "token expired or without exp";
     case SK_JWT_BAD_SUB:
         return "token sub is not a user id";
+    case SK_JWT_NOT_YET:
+        return "token not valid yet (nbf or iat in the future)";
     }
     return "unknown token error";
 }

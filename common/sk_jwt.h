@@ -4,7 +4,10 @@
  * generator and token tools (mint). Only HS256 is accepted: a token whose header
  * names any other algorithm, "none" included, is refused before any signature work
  * (the classic alg-confusion attacks). `sub` is the user id (a decimal string, or a
- * JSON integer), `role` is optional ("admin" grants admin calls), `exp` is required.
+ * JSON integer), `role` is optional ("admin" grants admin calls), `exp` is required;
+ * `nbf` and `iat`, when present, must be integers no later than now plus a small clock
+ * leeway (a token from the future is refused). base64url parts must be canonical: the
+ * unused low bits of the last character are zero, so each token has one spelling.
  * sk_jwt_verify and sk_jwt_mint are pure and thread-safe; sk_jwt_key is per thread. */
 #ifndef SK_JWT_H
 #define SK_JWT_H
@@ -19,7 +22,12 @@ typedef enum {
     SK_JWT_BAD_SIG = -3,   /* signature does not match */
     SK_JWT_EXPIRED = -4,   /* exp is in the past (or missing) */
     SK_JWT_BAD_SUB = -5,   /* sub missing, not a decimal user id, 0, or over 63 bits */
+    SK_JWT_NOT_YET = -6,   /* nbf or iat later than now + leeway */
 } sk_jwt_status;
+#define SK_JWT_STATUS_LAST SK_JWT_NOT_YET /* the lowest status value */
+
+/* Clock leeway (seconds) for nbf/iat by default: issuers' clocks drift a little. */
+#define SK_JWT_DEFAULT_LEEWAY_S 60
 
 typedef struct sk_jwt_claims {
     uint64_t sub;    /* the user id */
@@ -47,7 +55,12 @@ typedef struct sk_jwt_key sk_jwt_key;
 sk_jwt_key *sk_jwt_key_new(const unsigned char *secret, size_t secret_len);
 void sk_jwt_key_free(sk_jwt_key *key);
 
-/** @brief sk_jwt_verify with a prepared key: same checks, same results. */
+/** @brief Sets the nbf/iat leeway of this key (seconds, >= 0; default
+ *  SK_JWT_DEFAULT_LEEWAY_S). */
+void sk_jwt_key_set_leeway(sk_jwt_key *key, int64_t seconds);
+
+/** @brief sk_jwt_verify with a prepared key: same checks, same results (with the key's
+ *  leeway; sk_jwt_verify uses SK_JWT_DEFAULT_LEEWAY_S). */
 int sk_jwt_key_verify(sk_jwt_key *key, const char *token, size_t len, int64_t now,
                       sk_jwt_claims *claims);
 
@@ -61,7 +74,8 @@ const char *sk_jwt_strerror(int status);
 
 /* base64url without padding (RFC 4648 section 5), exposed for tests and tools. */
 size_t sk_b64url_encode(const unsigned char *in, size_t len, char *out);
-/** @returns the decoded length, or -1 on a character outside the alphabet or a bad length. */
+/** @returns the decoded length, or -1 on a character outside the alphabet, a bad length,
+ *  or a last character whose unused low bits are not zero (a non-canonical spelling). */
 long sk_b64url_decode(const char *in, size_t len, unsigned char *out, size_t outsz);
 
 #endif

@@ -21,6 +21,10 @@ typedef struct consumer_batch_msg {
     consumer_msg_err err; /* OK, a parse error, or UNKNOWN_EVENT once the DB step ran */
     int dup;              /* 1: same order_id or (event, user) as an earlier message of the batch */
     consumer_order order; /* valid when err == CONSUMER_MSG_OK */
+    /* Dead-letter progress (consumer_loop): 0 to send, 1 acknowledged, 2 given up.
+     * dlq_small: the DLQ refused a copy for good (size, format): send a short one. */
+    unsigned char dlq_state, dlq_small;
+    int dlq_why; /* rd_kafka_resp_err_t of that refusal, 0 if none */
     size_t key_off, key_len, val_off, val_len; /* into the arena */
 } consumer_batch_msg;
 

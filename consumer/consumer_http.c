@@ -6,6 +6,7 @@
 #include <event2/http.h>
 #include <event2/thread.h>
 #include <pthread.h>
+#include <sk_listen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@ struct consumer_http {
     struct evhttp *http;
     pthread_t thread;
     consumer_metrics *m;
+    sk_listen_backoff *backoff; /* accept() out of descriptors: pause */
 };
 
 static void reply_text(struct evhttp_request *req, int code, const char *reason,
@@ -36,7 +38,10 @@ static void on_request(struct evhttp_request *req, void *arg)
     consumer_http *h = arg;
     const char *uri = evhttp_request_get_uri(req);
     size_t plen = strcspn(uri, "?");
-    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
         reply_text(req, 405, "Method Not Allowed", "text/plain", "method not allowed\n", 19);
     } else if (plen == 8 && strncmp(uri, "/healthz", 8) == 0) {
         reply_text(req, 200, "OK", "text/plain", "ok\n", 3);
@@ -69,8 +74,10 @@ static void *http_thread(void *arg)
     return NULL;
 }
 
-consumer_http *consumer_http_start(int port, consumer_metrics *m, char *errstr, size_t errstr_size)
+consumer_http *consumer_http_start(const consumer_cfg *cfg, consumer_metrics *m, char *errstr,
+                                   size_t errstr_size)
 {
+    int port = (int)cfg->http_port;
     /* Needed so that event_base_loopbreak from the main thread wakes the loop. */
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, use_pthreads);
@@ -87,8 +94,25 @@ consumer_http *consumer_http_start(int port, consumer_metrics *m, char *errstr, 
         goto fail;
     }
     evhttp_set_gencb(h->http, on_request, h);
-    if (evhttp_bind_socket(h->http, "0.0.0.0", (ev_uint16_t)port) != 0) {
-        snprintf(errstr, errstr_size, "http: cannot listen on port %d", port);
+    /* The front's limits: bounded headers, no body at all (GET only: a body is refused
+     * with 413 before it is buffered), an idle connection or a partial request closed
+     * after http.timeout_s. Every method reaches on_request, which answers 405. */
+    evhttp_set_max_headers_size(h->http, (ev_ssize_t)cfg->http_max_header_bytes);
+    evhttp_set_max_body_size(h->http, 0);
+    evhttp_set_timeout(h->http, (int)cfg->http_timeout_s);
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS |
+                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_TRACE);
+    struct evhttp_bound_socket *bound =
+        evhttp_bind_socket_with_handle(h->http, cfg->http_bind, (ev_uint16_t)port);
+    if (!bound) {
+        snprintf(errstr, errstr_size, "http: cannot listen on %s:%d", cfg->http_bind, port);
+        goto fail;
+    }
+    h->backoff = sk_listen_backoff_install(evhttp_bound_socket_get_listener(bound), h->base, 100);
+    if (!h->backoff) {
+        snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
     if (pthread_create(&h->thread, NULL, http_thread, h) != 0) {
@@ -99,6 +123,7 @@ consumer_http *consumer_http_start(int port, consumer_metrics *m, char *errstr, 
 fail:
     if (h->http)
         evhttp_free(h->http);
+    sk_listen_backoff_free(h->backoff);
     if (h->base)
         event_base_free(h->base);
     free(h);
@@ -112,6 +137,7 @@ void consumer_http_stop(consumer_http *h)
     event_base_loopbreak(h->base);
     pthread_join(h->thread, NULL);
     evhttp_free(h->http);
+    sk_listen_backoff_free(h->backoff);
     event_base_free(h->base);
     free(h);
 }

@@ -37,6 +37,7 @@ typedef struct lane {
     int deduped, db_done;        /* progress of `writing` (main thread) */
     int failing;                 /* `writing` failed: retry at next_retry_ms */
     int64_t next_retry_ms, backoff_ms;
+    int64_t failing_since_ms; /* first failure of `writing`, while failing */
     int paused;
     /* Shared with the lane thread, under mu. */
     pthread_mutex_t mu;
@@ -58,7 +59,8 @@ struct consumer_loop {
     rd_kafka_queue_t *cq; /* the consumer queue: lanes wake the main thread through it */
     lane lanes[MAX_LANES];
     int nlanes;
-    int dlq_failed; /* delivery reports with an error since the last flush */
+    int dlq_failed; /* delivery reports with an error that may pass, since the last flush */
+    size_t dlq_max_bytes; /* the DLQ producer's message.max.bytes */
     int fatal;
 };
 
@@ -94,13 +96,41 @@ static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *op
            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
+static int dlq_err_permanent(rd_kafka_resp_err_t err);
+static void dlq_give_up(consumer_loop *l, consumer_batch_msg *m, rd_kafka_resp_err_t err);
+
+/* Marks the batch message (msg_opaque) acknowledged, to be sent short, given up, or
+ * counts a failure that may pass (the batch is retried). Served inside rd_kafka_flush. */
 static void on_dlq_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 {
     consumer_loop *l = opaque;
-    if (msg->err) {
-        l->dlq_failed++;
-        sk_log(SK_LOG_WARN, "dlq_delivery_failed", "err=%s", rd_kafka_err2name(msg->err));
+    consumer_batch_msg *m = msg->_private;
+    if (!msg->err) {
+        if (m) {
+            m->dlq_state = 1; /* DLQ_ACKED */
+            atomic_fetch_add(&l->m->dead_lettered[m->err], 1);
+            if (m->dlq_small || msg->len < m->val_len)
+                atomic_fetch_add(&l->m->dlq_truncated, 1);
+            sk_log(SK_LOG_INFO, "dead_letter",
+                   "error=%s partition=%" PRId32 " offset=%" PRId64 " size=%zu sent=%zu",
+                   consumer_msg_strerror(m->err), m->partition, m->offset, m->val_len, msg->len);
+        }
+        return;
     }
+    if (m && dlq_err_permanent(msg->err)) {
+        if (!m->dlq_small) {
+            m->dlq_small = 1;
+            m->dlq_why = msg->err;
+            sk_log(SK_LOG_WARN, "dlq_refused", "err=%s partition=%" PRId32 " offset=%" PRId64
+                   " size=%zu next=short_copy", rd_kafka_err2name(msg->err), m->partition,
+                   m->offset, m->val_len);
+        } else {
+            dlq_give_up(l, m, msg->err);
+        }
+        return;
+    }
+    l->dlq_failed++;
+    sk_log(SK_LOG_WARN, "dlq_delivery_failed", "err=%s", rd_kafka_err2name(msg->err));
 }
 
 static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -217,54 +247,129 @@ static void lane_set_paused(consumer_loop *l, lane *ln, int pause)
     atomic_store(&l->m->paused, any);
 }
 
-/* Produces every poison message of batch b to the DLQ and waits for the reports.
- * @returns 0 when all were acknowledged. */
+/* Dead letters must never stop a partition. A copy that cannot fit (the producer's
+ * message.max.bytes counts key, value and headers) is truncated to fit, and a copy
+ * the DLQ refuses with an error that no retry can change (size, format) is sent
+ * again as a short copy; if even that is refused, the message is given up (logged
+ * with its position, counted: it is still in the source topic). Only errors that
+ * may pass (broker away, timeouts) keep the batch, and thus the lane, retrying. */
+#define DLQ_HEADROOM 4096    /* bytes kept under message.max.bytes for headers and framing */
+#define DLQ_SHORT_VALUE 1024 /* value bytes of the short copy sent after a refusal */
+#define DLQ_SHORT_KEY 256    /* key bytes of the short copy */
+
+enum { DLQ_PENDING = 0, DLQ_ACKED = 1, DLQ_GIVEN_UP = 2 };
+
+/* @returns 1 if a produce or delivery error will not change on retry. */
+static int dlq_err_permanent(rd_kafka_resp_err_t err)
+{
+    switch (err) {
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_MSG:
+    case RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE:
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* A message gives up on the DLQ: logged with its position so it can be found. */
+static void dlq_give_up(consumer_loop *l, consumer_batch_msg *m, rd_kafka_resp_err_t err)
+{
+    m->dlq_state = DLQ_GIVEN_UP;
+    atomic_fetch_add(&l->m->dlq_dropped, 1);
+    sk_log(SK_LOG_ERROR, "dead_letter_dropped",
+           "error=%s dlq_err=%s topic=%s partition=%" PRId32 " offset=%" PRId64 " size=%zu",
+           consumer_msg_strerror(m->err), rd_kafka_err2name(err), l->cfg->topic, m->partition,
+           m->offset, m->val_len);
+}
+
+/* Produces one dead letter: as is if it fits, else truncated (headers say so).
+ * @returns librdkafka's produce error (0: queued). */
+static rd_kafka_resp_err_t dlq_produce_one(consumer_loop *l, consumer_batch *b, consumer_batch_msg *m)
+{
+    const void *key = consumer_batch_key(b, m);
+    size_t klen = key ? m->key_len : 0, vlen = m->val_len;
+    size_t room = l->dlq_max_bytes > DLQ_HEADROOM * 2 ? l->dlq_max_bytes - DLQ_HEADROOM : DLQ_HEADROOM;
+    size_t kmax = m->dlq_small ? DLQ_SHORT_KEY : room / 2;
+    size_t ksend = klen < kmax ? klen : kmax;
+    size_t vmax = m->dlq_small ? DLQ_SHORT_VALUE : room - ksend;
+    size_t vsend = vlen < vmax ? vlen : vmax;
+    int truncated = ksend < klen || vsend < vlen;
+    rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+    char part[16], off[24], size[24], ksize[24];
+    snprintf(part, sizeof(part), "%" PRId32, m->partition);
+    snprintf(off, sizeof(off), "%" PRId64, m->offset);
+    rd_kafka_header_add(h, "error", -1, consumer_msg_strerror(m->err), -1);
+    rd_kafka_header_add(h, "source.topic", -1, l->cfg->topic, -1);
+    rd_kafka_header_add(h, "source.partition", -1, part, -1);
+    rd_kafka_header_add(h, "source.offset", -1, off, -1);
+    if (truncated) {
+        /* Why it was cut: the DLQ's own refusal, or our producer's size limit. */
+        rd_kafka_resp_err_t why =
+            m->dlq_why ? (rd_kafka_resp_err_t)m->dlq_why : RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+        snprintf(size, sizeof(size), "%zu", vlen);
+        snprintf(ksize, sizeof(ksize), "%zu", klen);
+        rd_kafka_header_add(h, "truncated", -1, "true", -1);
+        rd_kafka_header_add(h, "original.size", -1, size, -1);
+        rd_kafka_header_add(h, "original.key.size", -1, ksize, -1);
+        rd_kafka_header_add(h, "dlq.error", -1, rd_kafka_err2name(why), -1);
+    }
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        l->dlq, RD_KAFKA_V_TOPIC(l->cfg->dlq_topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY((void *)key, key ? ksend : 0),
+        RD_KAFKA_V_VALUE((void *)consumer_batch_value(b, m), vsend), RD_KAFKA_V_HEADERS(h),
+        RD_KAFKA_V_OPAQUE(m), RD_KAFKA_V_END);
+    if (err)
+        rd_kafka_headers_destroy(h); /* only freed by librdkafka on success */
+    return err;
+}
+
+/* Produces every poison message of batch b not yet in the DLQ and waits for the
+ * reports (delivery reports mark each message, see on_dlq_delivery). A refused copy
+ * gets one more round as a short copy. @returns 0 when every poison message is
+ * acknowledged or given up, -1 to retry later (an error that may pass). */
 static int batch_dead_letter(consumer_loop *l, consumer_batch *b)
 {
     size_t n = consumer_batch_count(b);
-    size_t sent = 0;
-    l->dlq_failed = 0;
-    for (size_t i = 0; i < n; i++) {
-        consumer_batch_msg *m = consumer_batch_msg_at(b, i);
-        if (m->err == CONSUMER_MSG_OK)
-            continue;
-        rd_kafka_headers_t *h = rd_kafka_headers_new(4);
-        char part[16], off[24];
-        snprintf(part, sizeof(part), "%" PRId32, m->partition);
-        snprintf(off, sizeof(off), "%" PRId64, m->offset);
-        rd_kafka_header_add(h, "error", -1, consumer_msg_strerror(m->err), -1);
-        rd_kafka_header_add(h, "source.topic", -1, l->cfg->topic, -1);
-        rd_kafka_header_add(h, "source.partition", -1, part, -1);
-        rd_kafka_header_add(h, "source.offset", -1, off, -1);
-        const void *key = consumer_batch_key(b, m);
-        rd_kafka_resp_err_t err = rd_kafka_producev(
-            l->dlq, RD_KAFKA_V_TOPIC(l->cfg->dlq_topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_KEY((void *)key, key ? m->key_len : 0),
-            RD_KAFKA_V_VALUE((void *)consumer_batch_value(b, m), m->val_len),
-            RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
-        if (err) {
-            rd_kafka_headers_destroy(h); /* only freed by librdkafka on success */
-            sk_log(SK_LOG_WARN, "dlq_produce_failed", "err=%s", rd_kafka_err2name(err));
-            l->dlq_failed++;
-            break;
+    for (int round = 0; round < 3; round++) {
+        size_t sent = 0;
+        l->dlq_failed = 0;
+        for (size_t i = 0; i < n && !l->dlq_failed; i++) {
+            consumer_batch_msg *m = consumer_batch_msg_at(b, i);
+            if (m->err == CONSUMER_MSG_OK || m->dlq_state != DLQ_PENDING)
+                continue;
+            rd_kafka_resp_err_t err = dlq_produce_one(l, b, m);
+            if (err && dlq_err_permanent(err) && !m->dlq_small) {
+                m->dlq_small = 1;
+                m->dlq_why = err;
+                err = dlq_produce_one(l, b, m);
+            }
+            if (err && dlq_err_permanent(err)) {
+                dlq_give_up(l, m, err);
+            } else if (err) {
+                sk_log(SK_LOG_WARN, "dlq_produce_failed", "err=%s", rd_kafka_err2name(err));
+                l->dlq_failed++;
+            } else {
+                sent++;
+            }
         }
-        sent++;
-    }
-    if (sent == 0 && l->dlq_failed == 0)
-        return 0;
-    rd_kafka_resp_err_t err = rd_kafka_flush(l->dlq, 10000);
-    if (err || l->dlq_failed) {
-        sk_log(SK_LOG_WARN, "dlq_failed", "sent=%zu failed=%d flush=%s", sent, l->dlq_failed,
-               rd_kafka_err2name(err));
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        consumer_batch_msg *m = consumer_batch_msg_at(b, i);
-        if (m->err != CONSUMER_MSG_OK) {
-            atomic_fetch_add(&l->m->dead_lettered[m->err], 1);
-            sk_log(SK_LOG_INFO, "dead_letter", "error=%s partition=%" PRId32 " offset=%" PRId64,
-                   consumer_msg_strerror(m->err), m->partition, m->offset);
+        if (sent == 0 && l->dlq_failed == 0)
+            return 0;
+        rd_kafka_resp_err_t err = rd_kafka_flush(l->dlq, 10000);
+        if (err || l->dlq_failed) {
+            sk_log(SK_LOG_WARN, "dlq_failed", "sent=%zu failed=%d flush=%s", sent, l->dlq_failed,
+                   rd_kafka_err2name(err));
+            if (err) {
+                /* Nothing may stay in flight: its report points into this batch, which
+                 * a revoke or shutdown may clear before the retry. */
+                rd_kafka_purge(l->dlq, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_flush(l->dlq, 1000);
+            }
+            return -1;
         }
+        /* Whatever the DLQ refused for good is PENDING again with dlq_small set. */
     }
     return 0;
 }
@@ -338,6 +443,8 @@ static void lane_succeeded(consumer_loop *l, lane *ln)
 static void lane_failed(consumer_loop *l, lane *ln)
 {
     lane_set_paused(l, ln, 1);
+    if (!ln->failing)
+        ln->failing_since_ms = now_ms();
     ln->failing = 1;
     ln->backoff_ms = ln->backoff_ms ? ln->backoff_ms * 2 : l->cfg->retry_min_ms;
     if (ln->backoff_ms > l->cfg->retry_max_ms)
@@ -617,6 +724,11 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
     conf = conf_build(l, kafka, dlq_defaults, dlq_forced, errstr, errstr_size);
     if (!conf)
         goto fail;
+    char maxb[32];
+    size_t maxb_len = sizeof(maxb);
+    l->dlq_max_bytes = rd_kafka_conf_get(conf, "message.max.bytes", maxb, &maxb_len) == RD_KAFKA_CONF_OK
+                           ? (size_t)strtoull(maxb, NULL, 10)
+                           : 1000000;
     rd_kafka_conf_set_dr_msg_cb(conf, on_dlq_delivery);
     l->dlq = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, errstr_size);
     if (!l->dlq) {
@@ -645,10 +757,37 @@ fail:
     return NULL;
 }
 
+/* The lowest offset of partition p held in batch b (not yet committed), or -1. */
+static int64_t batch_lowest_offset(consumer_batch *b, int32_t p)
+{
+    int64_t lo = -1;
+    size_t n = consumer_batch_count(b);
+    for (size_t i = 0; i < n; i++) {
+        consumer_batch_msg *m = consumer_batch_msg_at(b, i);
+        if (m->partition == p && (lo < 0 || m->offset < lo))
+            lo = m->offset;
+    }
+    return lo;
+}
+
 /* Publishes the lag of each assigned partition: cached high watermark (from fetch
- * responses, no network call) minus our position. */
+ * responses, no network call) minus the first offset not yet committed, i.e. our
+ * position or the lowest offset still held in a batch (a lane stuck on a batch keeps
+ * its lag growing rather than reading 0 once everything is fetched). Also the
+ * writers retrying a batch and for how long. Main thread; `writing` of a busy lane
+ * is only read (partition and offset, which the lane thread does not write). */
 static void lag_update(consumer_loop *l)
 {
+    int64_t now = now_ms(), longest = 0;
+    int retrying = 0;
+    for (int i = 0; i < l->nlanes; i++)
+        if (l->lanes[i].failing && consumer_batch_count(l->lanes[i].writing) > 0) {
+            retrying++;
+            if (now - l->lanes[i].failing_since_ms > longest)
+                longest = now - l->lanes[i].failing_since_ms;
+        }
+    atomic_store(&l->m->writers_retrying, retrying);
+    atomic_store(&l->m->retrying_ms, longest);
     rd_kafka_topic_partition_list_t *parts = NULL;
     if (rd_kafka_assignment(l->rk, &parts) != RD_KAFKA_RESP_ERR_NO_ERROR || !parts)
         return;
@@ -661,8 +800,16 @@ static void lag_update(consumer_loop *l)
         rd_kafka_topic_partition_t *p = &parts->elems[i];
         ids[i] = p->partition;
         lags[i] = -1;
+        int64_t from = p->offset;
+        lane *ln = &l->lanes[(p->partition < 0 ? 0 : p->partition) % l->nlanes];
+        consumer_batch *held[2] = {ln->writing, ln->filling};
+        for (int k = 0; k < 2; k++) {
+            int64_t h = batch_lowest_offset(held[k], p->partition);
+            if (h >= 0 && (from < 0 || h < from))
+                from = h;
+        }
         if (rd_kafka_get_watermark_offsets(l->rk, p->topic, p->partition, &lo, &hi) == 0 && hi >= 0)
-            lags[i] = p->offset >= 0 ? (hi > p->offset ? hi - p->offset : 0) : hi - (lo > 0 ? lo : 0);
+            lags[i] = from >= 0 ? (hi > from ? hi - from : 0) : hi - (lo > 0 ? lo : 0);
     }
     consumer_metrics_set_lag(l->m, ids, lags, n);
     rd_kafka_topic_partition_list_destroy(parts);

@@ -34,6 +34,9 @@ typedef struct consumer_cfg {
     long long shutdown_ms;
     long long writers; /* writer threads (PostgreSQL connections), partition p -> p % writers */
     long long http_port;
+    char *http_bind;                 /* numeric IPv4 address of /healthz and /metrics */
+    long long http_max_header_bytes; /* request line + headers past this: refused, closed */
+    long long http_timeout_s;        /* a connection silent this long is closed */
     int migrate;
     char *log_level;
 } consumer_cfg;

@@ -100,6 +100,20 @@ char *consumer_metrics_render(consumer_metrics *m, size_t *len)
     counter(f, "seckill_consumer_batches_abandoned_total",
             "Batches dropped on partition revoke (the new owner replays them).",
             LOAD(m->abandoned));
+    counter(f, "seckill_consumer_dead_letters_truncated_total",
+            "Dead letters sent as a truncated copy (the original did not fit the DLQ).",
+            LOAD(m->dlq_truncated));
+    counter(f, "seckill_consumer_dead_letters_dropped_total",
+            "Poison messages the DLQ refused for good even truncated (skipped, logged).",
+            LOAD(m->dlq_dropped));
+    fprintf(f, "# HELP seckill_consumer_writers_retrying Writers retrying a failed batch "
+               "(their partitions are paused).\n"
+               "# TYPE seckill_consumer_writers_retrying gauge\nseckill_consumer_writers_retrying %d\n",
+            atomic_load(&m->writers_retrying));
+    fprintf(f, "# HELP seckill_consumer_retrying_seconds How long the longest-retrying writer has "
+               "been stuck on one batch (0: none).\n"
+               "# TYPE seckill_consumer_retrying_seconds gauge\nseckill_consumer_retrying_seconds %.3f\n",
+            (double)atomic_load(&m->retrying_ms) / 1e3);
     fprintf(f, "# HELP seckill_consumer_db_up 1 if the last database attempt succeeded.\n"
                "# TYPE seckill_consumer_db_up gauge\nseckill_consumer_db_up %d\n",
             atomic_load(&m->db_up));
@@ -109,7 +123,7 @@ char *consumer_metrics_render(consumer_metrics *m, size_t *len)
     hist(f, "seckill_consumer_batch_size", "Messages per batch.", &m->batch_size);
     hist(f, "seckill_consumer_transaction_seconds", "PostgreSQL transaction time per batch.",
          &m->tx_seconds);
-    fprintf(f, "# HELP seckill_consumer_lag Messages behind the high watermark, per partition.\n"
+    fprintf(f, "# HELP seckill_consumer_lag Messages not yet committed behind the high watermark, per partition.\n"
                "# TYPE seckill_consumer_lag gauge\n");
     pthread_mutex_lock(&m->lag_mu);
     for (int i = 0; i < m->nlag; i++)

@@ -32,6 +32,10 @@ typedef struct consumer_metrics {
     atomic_uint_fast64_t batches;        /* committed batches */
     atomic_uint_fast64_t batch_failures; /* failed attempts (each is retried) */
     atomic_uint_fast64_t abandoned;      /* batches dropped on revoke (replayed by the new owner) */
+    atomic_uint_fast64_t dlq_truncated;  /* dead letters sent as a truncated copy */
+    atomic_uint_fast64_t dlq_dropped;    /* dead letters no copy of which the DLQ took */
+    atomic_int writers_retrying;         /* writers retrying a failed batch (partitions paused) */
+    atomic_int_fast64_t retrying_ms;     /* how long the longest of them has been at it */
     atomic_int db_up;                    /* 1 after a success, 0 after a failure */
     atomic_int paused;                   /* 1 while consumption is paused (database down) */
     consumer_hist batch_size;

@@ -1,6 +1,8 @@
 /* consumer_msg: decoding and validation of one order message. See consumer_msg.h. */
 #include "consumer_msg.h"
 
+#include "sk_id.h"
+
 #include <jansson.h>
 #include <string.h>
 
@@ -27,16 +29,8 @@ const char *consumer_msg_strerror(consumer_msg_err err)
 
 int consumer_msg_parse_id(const char *s, size_t len, int64_t *out)
 {
-    /* 19 digits hold every int64; PostgreSQL's bigint is signed, so INT64_MAX is the cap. */
-    if (len == 0 || len > 19 || s[0] == '0')
-        return -1;
-    uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (uint64_t)(s[i] - '0'); /* cannot wrap: 19 digits < 2^64 */
-    }
-    if (v > (uint64_t)INT64_MAX)
+    uint64_t v;
+    if (sk_id_parse(s, len, &v) != 0)
         return -1;
     *out = (int64_t)v;
     return 0;

@@ -6,6 +6,7 @@
 #include "consumer_loop.h"
 #include "consumer_metrics.h"
 
+#include <arpa/inet.h>
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
 #include <sk_config.h>
@@ -43,6 +44,15 @@ static const sk_cfg_entry config_table[] = {
      offsetof(consumer_cfg, writers)},
     {"http.port", SK_CFG_INT, 0, 65535, "18081", "port of /healthz and /metrics (0: none)",
      offsetof(consumer_cfg, http_port)},
+    {"http.bind", SK_CFG_STRING, 0, 0, "0.0.0.0",
+     "address of /healthz and /metrics: a numeric IPv4 address (127.0.0.1: this host only)",
+     offsetof(consumer_cfg, http_bind)},
+    {"http.max_header_bytes", SK_CFG_INT, 1024, 65536, "8192",
+     "request line + headers past this: refused and the connection closed",
+     offsetof(consumer_cfg, http_max_header_bytes)},
+    {"http.timeout_s", SK_CFG_INT, 1, 3600, "10",
+     "a connection silent this long (a partial request included) is closed",
+     offsetof(consumer_cfg, http_timeout_s)},
     {"migrate", SK_CFG_BOOL, 0, 0, "true", "apply deploy/sql migrations at start",
      offsetof(consumer_cfg, migrate)},
     {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error",
@@ -129,6 +139,13 @@ int main(int argc, char **argv)
         return 2;
     }
     sk_log_init("seckill-consumer", level);
+    struct in_addr bind_addr;
+    if (inet_pton(AF_INET, cfg.http_bind, &bind_addr) != 1) {
+        fprintf(stderr, "seckill-consumer: http.bind: \"%s\" is not a numeric IPv4 address\n",
+                cfg.http_bind);
+        sk_config_free(config_table, &cfg, kafka);
+        return 2;
+    }
     if (cfg.retry_max_ms < cfg.retry_min_ms)
         cfg.retry_max_ms = cfg.retry_min_ms;
 
@@ -163,13 +180,13 @@ int main(int argc, char **argv)
             goto out;
     }
     if (cfg.http_port > 0) {
-        http = consumer_http_start((int)cfg.http_port, &metrics, err, sizeof(err));
+        http = consumer_http_start(&cfg, &metrics, err, sizeof(err));
         if (!http) {
             sk_log(SK_LOG_ERROR, "start_failed", "err=\"%s\"", err);
             rc = 1;
             goto out;
         }
-        sk_log(SK_LOG_INFO, "listening", "port=%lld", cfg.http_port);
+        sk_log(SK_LOG_INFO, "listening", "addr=%s port=%lld", cfg.http_bind, cfg.http_port);
     }
     loop = consumer_loop_new(&cfg, kafka, &metrics, err, sizeof(err));
     if (!loop) {

@@ -1,6 +1,7 @@
 /* order_config: the configuration table of seckill-order. See order_config.h. */
 #include "order_config.h"
 
+#include <arpa/inet.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,9 +12,16 @@ const sk_cfg_entry order_config_table[] = {
     {"redis.url", SK_CFG_STRING, 0, 0, "redis://127.0.0.1:6379",
      "Redis URL: redis://[user:pass@]host:port/db, unix:///path?db=N, or redis-cluster://[user:pass@]host:port[,host:port...]", F(redis_url)},
     {"pg", SK_CFG_STRING, 0, 0, "", "PostgreSQL conninfo or URI (events, order lookup)", F(pg)},
-    {"jwt.secret", SK_CFG_SECRET, 0, 0, "", "HS256 secret of the bearer tokens (required)",
-     F(jwt_secret)},
-    {"http.bind", SK_CFG_STRING, 0, 0, "0.0.0.0", "address the HTTP API listens on", F(http_bind)},
+    {"jwt.secret", SK_CFG_SECRET, 0, 0, "",
+     "HS256 secret of the bearer tokens (required, at least 32 bytes: RFC 7518 3.2)", F(jwt_secret)},
+    {"jwt.leeway_s", SK_CFG_INT, 0, 3600, "60",
+     "clock leeway for a token's nbf and iat: later than now plus this is refused (401)",
+     F(jwt_leeway_s)},
+    {"http.bind", SK_CFG_STRING, 0, 0, "0.0.0.0",
+     "address the HTTP API listens on: a numeric IPv4 address", F(http_bind)},
+    {"metrics.token", SK_CFG_SECRET, 0, 0, "",
+     "if set, GET /metrics needs `Authorization: Bearer <this>` (else 401); empty: open",
+     F(metrics_token)},
     {"http.port", SK_CFG_INT, 0, 65535, "8080", "HTTP port (0: any free port, logged)",
      F(http_port)},
     {"workers", SK_CFG_INT, 0, 64, "0", "event-loop threads (0: one per online core)",
@@ -87,8 +95,25 @@ const sk_cfg_entry order_config_table[] = {
     {NULL, 0, 0, 0, NULL, NULL, 0},
 };
 
+int order_config_bind_check(const char *key, const char *addr, char *err, size_t errsz)
+{
+    struct in_addr a;
+    if (inet_pton(AF_INET, addr, &a) == 1)
+        return 0;
+    snprintf(err, errsz, "%s: \"%s\" is not a numeric IPv4 address", key, addr);
+    return -1;
+}
+
 int order_config_check(order_config *cfg, char *err, size_t errsz)
 {
+    /* An empty secret is reported by the caller (it names the environment variable). */
+    if (*cfg->jwt_secret && strlen(cfg->jwt_secret) < ORDER_JWT_SECRET_MIN) {
+        snprintf(err, errsz, "jwt.secret: %zu bytes; HS256 needs at least %d (RFC 7518 3.2)",
+                 strlen(cfg->jwt_secret), ORDER_JWT_SECRET_MIN);
+        return -1;
+    }
+    if (order_config_bind_check("http.bind", cfg->http_bind, err, errsz) != 0)
+        return -1;
     if (strcmp(cfg->ratelimit_mode, "off") == 0)
         cfg->rl_mode = ORDER_RL_OFF;
     else if (strcmp(cfg->ratelimit_mode, "local") == 0)

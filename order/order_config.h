@@ -16,7 +16,9 @@ typedef struct order_config {
     char *redis_url;
     char *pg;          /* libpq conninfo or URI: may hold a password */
     char *jwt_secret;
-    char *http_bind;
+    long long jwt_leeway_s; /* nbf/iat may be this far ahead of our clock */
+    char *http_bind;        /* numeric address, checked by order_config_check */
+    char *metrics_token;    /* "" : /metrics open; else the bearer it needs */
     long long http_port;
     long long workers; /* 0: one per online core */
     char *topic;
@@ -40,6 +42,12 @@ typedef struct order_config {
 } order_config;
 
 extern const sk_cfg_entry order_config_table[];
+
+/* HS256 keys shorter than the hash output are refused (RFC 7518 section 3.2). */
+#define ORDER_JWT_SECRET_MIN 32
+
+/** @brief 0 if `addr` is a numeric IPv4 address, else -1 with "key: ..." in err. */
+int order_config_bind_check(const char *key, const char *addr, char *err, size_t errsz);
 
 /** @brief Checks what the table cannot (enumerations, cross-field rules) and fills the
  *  derived fields. @returns 0, or -1 with a message in err. */

@@ -6,6 +6,7 @@
  * the connection's close callback, which evhttp calls once whichever way the connection
  * ends. The bytes read are seen through a callback on the input buffer. */
 #include "order_guard.h"
+#include "order_reply.h"
 #include "order_reqscan.h"
 #include "sk_log.h"
 
@@ -13,6 +14,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 struct order_guard {
@@ -20,6 +22,8 @@ struct order_guard {
     struct timeval read_timeout;
     int has_deadline;
     int64_t max_conns, conns;
+    size_t max_header_bytes;
+    int64_t max_body_bytes;
 };
 
 typedef struct conn_guard {
@@ -28,8 +32,11 @@ typedef struct conn_guard {
     struct evbuffer_cb_entry *watch; /* on the input buffer */
     struct event *timer;             /* the read deadline */
     struct event *setup;             /* ties this guard to evhttp's connection */
+    struct evbuffer_cb_entry *out_watch; /* on the output buffer, once refused */
+    struct event *closer;            /* closes a refused connection after its answer */
     order_reqscan scan;
     int counted;
+    int answered; /* the guard answered itself: the rest of the input is ignored */
 } conn_guard;
 
 static void conn_free(conn_guard *c)
@@ -38,6 +45,10 @@ static void conn_free(conn_guard *c)
         c->g->conns--;
     if (c->watch)
         evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
+    if (c->out_watch)
+        evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_watch);
+    if (c->closer)
+        event_free(c->closer);
     event_free(c->timer);
     event_free(c->setup);
     free(c);
@@ -69,11 +80,71 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     cut(arg, "read_timeout");
 }
 
+static void on_closer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    cut(arg, "refused_framing");
+}
+
+/* Output of a refused connection: once an answer has been written out whole, close
+ * (evhttp itself keeps a CONNECT connection open after a Connection: close answer).
+ * From the loop, not from inside the buffer's callback. */
+static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    conn_guard *c = arg;
+    if (info->n_deleted && evbuffer_get_length(buf) == 0)
+        event_active(c->closer, EV_TIMEOUT, 0);
+}
+
+/* The scan refused the connection's framing: close it after the answer. */
+static void refuse(conn_guard *c)
+{
+    c->closer = event_new(c->g->base, -1, 0, on_closer, c);
+    if (c->closer)
+        c->out_watch = evbuffer_add_cb(bufferevent_get_output(c->bev), on_output, c);
+    sk_log(SK_LOG_INFO, "request_refused", "why=framing");
+}
+
+/* Answers a refused first request in JSON, as evhttp would have in HTML, and closes.
+ * Only for the connection's first request, still incomplete: evhttp has dispatched
+ * nothing on this connection, so nothing else can be written to it. The input is
+ * drained so that evhttp never parses what is left of the request. */
+static void answer_self(conn_guard *c, struct evbuffer *in)
+{
+    order_reqscan_refusal why = c->scan.refusal;
+    order_err e = why == ORDER_REQSCAN_HEADERS_LARGE || why == ORDER_REQSCAN_BODY_LARGE
+                      ? ORDER_ERR_TOO_LARGE
+                      : ORDER_ERR_BAD_REQUEST;
+    const char *msg = why == ORDER_REQSCAN_HEADERS_LARGE ? "request line and headers too large"
+                      : why == ORDER_REQSCAN_BODY_LARGE  ? "body too large"
+                      : why == ORDER_REQSCAN_EXPECT      ? "Expect: only 100-continue"
+                                                         : "Transfer-Encoding is not accepted: send Content-Length";
+    char body[256], head[256];
+    size_t blen = order_reply_error(body, sizeof(body), e, msg, 0);
+    int status = order_err_status(e);
+    int hlen = snprintf(head, sizeof(head),
+                        "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                        "Connection: close\r\n\r\n",
+                        status, status == 413 ? "Payload Too Large" : "Bad Request", blen);
+    c->answered = 1;
+    evbuffer_drain(in, evbuffer_get_length(in));
+    refuse(c);
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    evbuffer_add(out, head, (size_t)hlen);
+    evbuffer_add(out, body, blen);
+    bufferevent_enable(c->bev, EV_WRITE); /* evhttp disables writing while it reads */
+}
+
 static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     conn_guard *c = arg;
     if (!info->n_added)
         return;
+    if (c->answered) {
+        evbuffer_drain(buf, evbuffer_get_length(buf));
+        return;
+    }
     int was = c->scan.state != 0, now = was;
     struct evbuffer_ptr pos;
     size_t len = evbuffer_get_length(buf);
@@ -87,6 +158,14 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, 
         size_t n = v[i].iov_len < info->n_added - seen ? v[i].iov_len : info->n_added - seen;
         now = order_reqscan_feed(&c->scan, v[i].iov_base, n);
         seen += n;
+    }
+    if (order_reqscan_refused(&c->scan) && !c->closer) {
+        if (c->scan.refusal != ORDER_REQSCAN_FRAMING && c->scan.requests == 1 &&
+            evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+            answer_self(c, buf);
+            return;
+        }
+        refuse(c);
     }
     if (!c->g->has_deadline)
         return;
@@ -130,6 +209,8 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
     c->g = g;
     c->bev = bev;
     order_reqscan_init(&c->scan);
+    c->scan.max_header_bytes = g->max_header_bytes;
+    c->scan.max_body_bytes = g->max_body_bytes;
     c->timer = evtimer_new(base, on_deadline, c);
     c->setup = event_new(base, -1, 0, on_setup, c);
     if (!c->timer || !c->setup)
@@ -148,7 +229,8 @@ fail:
 }
 
 order_guard *order_guard_install(struct evhttp *http, struct event_base *base,
-                                 int64_t read_timeout_ms, int64_t max_conns)
+                                 int64_t read_timeout_ms, int64_t max_conns,
+                                 size_t max_header_bytes, int64_t max_body_bytes)
 {
     order_guard *g = calloc(1, sizeof(*g));
     if (!g)
@@ -158,6 +240,8 @@ order_guard *order_guard_install(struct evhttp *http, struct event_base *base,
     g->read_timeout.tv_sec = (time_t)(read_timeout_ms / 1000);
     g->read_timeout.tv_usec = (suseconds_t)((read_timeout_ms % 1000) * 1000);
     g->max_conns = max_conns;
+    g->max_header_bytes = max_header_bytes;
+    g->max_body_bytes = max_body_bytes;
     evhttp_set_bevcb(http, make_bev, g);
     return g;
 }

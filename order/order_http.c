@@ -21,6 +21,7 @@
 #include "order_index.h"
 #include "order_msg.h"
 #include "order_reply.h"
+#include "order_reqscan.h"
 #include "order_route.h"
 #include "order_time.h"
 #include "sk_jwt.h"
@@ -100,6 +101,14 @@ static void reply_send(order_worker *w, struct evhttp_request *req, order_route_
     evhttp_add_header(h, "Content-Type", ctype);
     if (atomic_load_explicit(&app->draining, memory_order_relaxed))
         evhttp_add_header(h, "Connection", "close");
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+        /* HEAD: the GET answer's length, no body (evhttp would send the body and no
+         * length, which desyncs a kept-alive connection). */
+        char clen[24];
+        snprintf(clen, sizeof(clen), "%zu", len);
+        evhttp_add_header(h, "Content-Length", clen);
+        len = 0;
+    }
     evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
     evhttp_send_reply(req, status, reason(status), NULL);
     order_metrics_request(&app->metrics, route, status, order_time_mono_us() - start_us);
@@ -766,6 +775,41 @@ static void handle_event_get(order_worker *w, struct evhttp_request *req, const 
 
 /* ---- the entry point ------------------------------------------------------------- */
 
+/* NULL, or why the request's headers break the framing rule (order_hdrcheck). */
+static const char *framing_refused(struct evhttp_request *req)
+{
+    order_hdrcheck hc;
+    order_hdrcheck_init(&hc);
+    for (struct evkeyval *kv = evhttp_request_get_input_headers(req)->tqh_first; kv;
+         kv = kv->next.tqe_next)
+        if (order_hdrcheck_add(&hc, kv->key, kv->value) != 0)
+            return hc.why;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (order_hdrcheck_done(&hc, cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
+                                     cmd == EVHTTP_REQ_PATCH) != 0)
+        return hc.why;
+    return NULL;
+}
+
+/* /metrics when metrics.token is set: the exact bearer, compared in constant time. */
+static int metrics_allowed(const order_app *app, struct evhttp_request *req)
+{
+    const char *want = app->cfg.metrics_token;
+    if (!*want)
+        return 1;
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return 0;
+    h += 7;
+    size_t n = strlen(want);
+    if (strlen(h) != n)
+        return 0;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(h[i] ^ want[i]);
+    return diff == 0;
+}
+
 static order_method method_of(struct evhttp_request *req)
 {
     switch (evhttp_request_get_command(req)) {
@@ -783,6 +827,20 @@ void order_http_handle(struct evhttp_request *req, void *arg)
     int64_t start_us = order_time_mono_us();
     int64_t inflight =
         atomic_fetch_add_explicit(&app->metrics.requests_inflight, 1, memory_order_relaxed) + 1;
+    /* Framing the service refuses (order_reqscan.h) is answered before anything else,
+     * and the connection closed: what follows on it cannot be trusted to be a request. */
+    const char *framing = framing_refused(req);
+    if (framing) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_BAD_REQUEST, framing, 0);
+        return;
+    }
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (cmd == EVHTTP_REQ_CONNECT || cmd == EVHTTP_REQ_TRACE) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_METHOD, NULL, 0);
+        return;
+    }
     const char *uri = evhttp_request_get_uri(req);
     size_t plen = strcspn(uri, "?#");
     order_route rt;
@@ -818,6 +876,11 @@ void order_http_handle(struct evhttp_request *req, void *arg)
         return;
     }
     case ORDER_ROUTE_METRICS: {
+        if (!metrics_allowed(app, req)) {
+            reply_error(w, req, rt.id, start_us, ORDER_ERR_UNAUTHORIZED,
+                        "metrics.token is set: send Authorization: Bearer <metrics.token>", 0);
+            return;
+        }
         size_t len = 0;
         char *text = order_metrics_render(&app->metrics, &len);
         if (!text) {

@@ -14,6 +14,7 @@
 #include "order_reconcile.h"
 #include "order_time.h"
 #include "sk_jwt.h"
+#include "sk_listen.h"
 #include "sk_log.h"
 
 #include <errno.h>
@@ -243,6 +244,9 @@ static int run(const char *config)
     }
     app.nworkers = app.cfg.workers ? (int)app.cfg.workers : online_cores();
     app.hooks = order_http_hooks;
+    /* Descriptors besides the connections: Redis, Kafka, PostgreSQL, each loop's own. */
+    sk_listen_fit_nofile(&app.cfg.max_connections, 64 + 8LL * app.nworkers + app.cfg.pg_pool,
+                         "limits.connections");
     if (order_workers_start(&app, err, sizeof(err)) != 0) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=workers err=\"%s\"", err);
         goto stop;

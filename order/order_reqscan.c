@@ -3,40 +3,101 @@
 
 #include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 void order_reqscan_init(order_reqscan *s)
 {
     memset(s, 0, sizeof(*s));
 }
 
-/* A header line ended: remembers Content-Length (the last one wins; evhttp refuses
- * requests with a bad one anyway, and the deadline is what matters here). */
-static void line_done(order_reqscan *s)
+int order_reqscan_refused(const order_reqscan *s)
 {
-    static const char name[] = "content-length:";
-    size_t kept = s->linelen < ORDER_REQSCAN_LINE ? s->linelen : ORDER_REQSCAN_LINE;
-    if (kept < sizeof(name) - 1)
-        return;
-    for (size_t i = 0; i < sizeof(name) - 1; i++)
-        if (tolower((unsigned char)s->line[i]) != name[i])
-            return;
+    return s->state == 3;
+}
+
+/* 1 if the n bytes at p are the header name `name` (case-insensitive). */
+static int name_is(const char *p, size_t n, const char *name)
+{
+    return strlen(name) == n && strncasecmp(p, name, n) == 0;
+}
+
+/* A Content-Length value: optional spaces/tabs, 1 to 15 digits, optional spaces/tabs
+ * (evhttp would read "+6" or " -0" too; we refuse them, and so does order_hdrcheck).
+ * @returns the value or -1. */
+static int64_t parse_length(const char *p, size_t n)
+{
+    size_t i = 0, digits = 0;
     int64_t v = 0;
-    for (size_t i = sizeof(name) - 1; i < kept; i++) {
-        char c = s->line[i];
-        if (c == ' ' || c == '\t')
-            continue;
-        if (c < '0' || c > '9')
-            break;
-        if (v < (int64_t)1 << 40)
-            v = v * 10 + (c - '0');
+    while (i < n && (p[i] == ' ' || p[i] == '\t'))
+        i++;
+    for (; i < n && p[i] >= '0' && p[i] <= '9'; i++, digits++)
+        if (digits < 15)
+            v = v * 10 + (p[i] - '0');
+    while (i < n && (p[i] == ' ' || p[i] == '\t'))
+        i++;
+    return digits == 0 || digits > 15 || i != n ? -1 : v;
+}
+
+/* The request line ended: CONNECT and TRACE are refused. @returns 0 or -1. */
+static int request_line_done(order_reqscan *s)
+{
+    size_t kept = s->linelen < ORDER_REQSCAN_LINE ? s->linelen : ORDER_REQSCAN_LINE;
+    if ((kept >= 8 && strncmp(s->line, "CONNECT ", 8) == 0) ||
+        (kept >= 6 && strncmp(s->line, "TRACE ", 6) == 0))
+        return -1;
+    s->body_allowed = (kept >= 5 && strncmp(s->line, "POST ", 5) == 0) ||
+                      (kept >= 4 && strncmp(s->line, "PUT ", 4) == 0) ||
+                      (kept >= 6 && strncmp(s->line, "PATCH ", 6) == 0);
+    return 0;
+}
+
+/* A header line ended: keeps the first (and only) Content-Length, as evhttp does.
+ * @returns 0, or -1 when the framing is refused. */
+static int header_line_done(order_reqscan *s)
+{
+    size_t kept = s->linelen < ORDER_REQSCAN_LINE ? s->linelen : ORDER_REQSCAN_LINE;
+    const char *colon = memchr(s->line, ':', kept);
+    if (!colon)
+        return 0; /* a long line, or no header at all: evhttp judges it */
+    size_t nlen = (size_t)(colon - s->line);
+    for (size_t i = 0; i < nlen; i++)
+        if (s->line[i] == ' ' || s->line[i] == '\t')
+            return s->line[0] == ' ' || s->line[0] == '\t' ? 0 : -1; /* "Host : x" */
+    if (name_is(s->line, nlen, "transfer-encoding")) {
+        s->refusal = ORDER_REQSCAN_CHUNKED;
+        return -1;
+    }
+    if (name_is(s->line, nlen, "expect")) {
+        const char *v = colon + 1, *end = s->line + kept;
+        while (v < end && (*v == ' ' || *v == '\t'))
+            v++;
+        while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        if (s->linelen > ORDER_REQSCAN_LINE || end - v != 12 || strncasecmp(v, "100-continue", 12) != 0) {
+            s->refusal = ORDER_REQSCAN_EXPECT;
+            return -1;
+        }
+        return 0;
+    }
+    if (!name_is(s->line, nlen, "content-length"))
+        return 0;
+    if (s->linelen > ORDER_REQSCAN_LINE || s->cl_seen++ > 0)
+        return -1;
+    int64_t v = parse_length(colon + 1, kept - nlen - 1);
+    if (v < 0 || (v > 0 && !s->body_allowed))
+        return -1;
+    if (s->max_body_bytes > 0 && v > s->max_body_bytes) {
+        s->refusal = ORDER_REQSCAN_BODY_LARGE;
+        return -1;
     }
     s->content_length = v;
+    return 0;
 }
 
 int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n)
 {
     size_t i = 0;
-    while (i < n) {
+    while (i < n && s->state != 3) {
         if (s->state == 2) { /* body: skip it whole */
             size_t take = (size_t)s->body_left < n - i ? (size_t)s->body_left : n - i;
             s->body_left -= (int64_t)take;
@@ -50,8 +111,18 @@ int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n)
             if (c == '\r' || c == '\n')
                 continue; /* blank lines before a request are allowed */
             s->state = 1;
+            s->requests++;
+            s->header_bytes = 0;
             s->linelen = 0;
+            s->first_line = 1;
+            s->body_allowed = 0;
+            s->cl_seen = 0;
             s->content_length = 0;
+        }
+        if (s->max_header_bytes && ++s->header_bytes > s->max_header_bytes) {
+            s->refusal = ORDER_REQSCAN_HEADERS_LARGE;
+            s->state = 3;
+            break;
         }
         if (c == '\r')
             continue;
@@ -64,8 +135,14 @@ int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n)
                     s->state = 0;
                 continue;
             }
-            line_done(s);
+            int rc = s->first_line ? request_line_done(s) : header_line_done(s);
+            s->first_line = 0;
             s->linelen = 0;
+            if (rc != 0) {
+                s->state = 3; /* sticky until the connection closes */
+                if (s->refusal == ORDER_REQSCAN_OK)
+                    s->refusal = ORDER_REQSCAN_FRAMING;
+            }
             continue;
         }
         if (s->linelen < ORDER_REQSCAN_LINE)
@@ -73,4 +150,33 @@ int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n)
         s->linelen++;
     }
     return s->state != 0;
+}
+
+void order_hdrcheck_init(order_hdrcheck *h)
+{
+    memset(h, 0, sizeof(*h));
+}
+
+int order_hdrcheck_add(order_hdrcheck *h, const char *name, const char *value)
+{
+    if (h->why)
+        return -1;
+    if (strpbrk(name, " \t"))
+        h->why = "whitespace in a header name";
+    else if (strcasecmp(name, "Transfer-Encoding") == 0)
+        h->why = "Transfer-Encoding is not accepted: send Content-Length";
+    else if (strcasecmp(name, "Host") == 0 && h->host++ > 0)
+        h->why = "more than one Host header";
+    else if (strcasecmp(name, "Content-Length") == 0 &&
+             (h->content_length++ > 0 || (h->length = parse_length(value, strlen(value))) < 0))
+        h->why = h->content_length > 1 ? "more than one Content-Length header"
+                                       : "Content-Length is not a decimal number";
+    return h->why ? -1 : 0;
+}
+
+int order_hdrcheck_done(order_hdrcheck *h, int body_allowed)
+{
+    if (!h->why && h->length > 0 && !body_allowed)
+        h->why = "a body on a method without one";
+    return h->why ? -1 : 0;
 }

@@ -1,22 +1,13 @@
 /* order_route: path matching for the HTTP API. See order_route.h. */
 #include "order_route.h"
 
+#include "sk_id.h"
+
 #include <string.h>
 
 int order_parse_id(const char *s, size_t len, uint64_t *out)
 {
-    if (len == 0 || len > 19)
-        return -1; /* INT64_MAX has 19 digits */
-    uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (uint64_t)(s[i] - '0'); /* 19 digits cannot wrap a uint64 */
-    }
-    if (v == 0 || v > (uint64_t)INT64_MAX)
-        return -1;
-    *out = v;
-    return 0;
+    return sk_id_parse(s, len, out); /* the consumer's rule too: no leading zero */
 }
 
 static int prefix(const char *path, size_t len, const char *p, size_t *rest)

@@ -40,9 +40,9 @@ typedef struct order_route {
  *  @returns out->status: 0 when the request may go on. */
 int order_route_match(order_method method, const char *path, size_t len, order_route *out);
 
-/** @brief Parses a decimal id: 1 to 19 digits, no sign, no spaces, value in
- *  [1, INT64_MAX] (ids are PostgreSQL bigints). @returns 0, or -1 if not decimal,
- *  zero or over 63 bits. */
+/** @brief Parses a decimal id by common/sk_id's rule: 1 to 19 digits, no sign, no
+ *  spaces, no leading zero, value in [1, INT64_MAX] (ids are PostgreSQL bigints).
+ *  @returns 0, or -1 if not decimal, zero, zero-padded or over 63 bits. */
 int order_parse_id(const char *s, size_t len, uint64_t *out);
 
 /** @brief A stable short name for metrics labels ("order_create", ...). */

@@ -1,5 +1,6 @@
 /* order_worker: worker threads, their listening sockets and their inboxes. See order_app.h. */
 #include "order_app.h"
+#include "sk_listen.h"
 #include "order_guard.h"
 #include "sk_log.h"
 
@@ -61,6 +62,8 @@ static void on_stop_accepting(order_task *t)
     if (w->bound) {
         evhttp_del_accept_socket(w->http, w->bound); /* closes the socket */
         w->bound = NULL;
+        sk_listen_backoff_free(w->accept_backoff);
+        w->accept_backoff = NULL;
     }
 }
 
@@ -177,6 +180,7 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
         snprintf(err, errsz, "jwt: no HMAC-SHA256 key (OpenSSL has no HMAC, or out of memory)");
         return -1;
     }
+    sk_jwt_key_set_leeway(w->jwt, app->cfg.jwt_leeway_s);
     /* Bodies over 4 KiB get our JSON 413; the evhttp bound (413 without a JSON body,
      * connection closed) only stops absurd uploads before they are buffered. Headers
      * past their bound get 400/413 from evhttp and the connection is closed. */
@@ -184,14 +188,19 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
     evhttp_set_max_headers_size(w->http, (ev_ssize_t)app->cfg.http_max_header_bytes);
     evhttp_set_timeout(w->http, (int)app->cfg.http_idle_timeout_s);
     int64_t per_worker = (app->cfg.max_connections + app->nworkers - 1) / app->nworkers;
-    w->guard = order_guard_install(w->http, w->base, app->cfg.http_read_timeout_ms, per_worker);
+    w->guard = order_guard_install(w->http, w->base, app->cfg.http_read_timeout_ms, per_worker,
+                                   (size_t)app->cfg.http_max_header_bytes,
+                                   app->cfg.http_max_body_bytes);
     if (!w->guard) {
         snprintf(err, errsz, "out of memory");
         return -1;
     }
     evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
+                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS |
+                                            /* ours to answer (JSON 405, closed), not
+                                             * evhttp's HTML 501 */
+                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_TRACE);
     evhttp_set_gencb(w->http, app->hooks.handle, w);
     int port = 0;
     int fd = listen_socket(app->cfg.http_bind, app->port ? app->port : (int)app->cfg.http_port,
@@ -203,6 +212,12 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
     if (!w->bound) {
         close(fd);
         snprintf(err, errsz, "evhttp_accept_socket failed");
+        return -1;
+    }
+    w->accept_backoff =
+        sk_listen_backoff_install(evhttp_bound_socket_get_listener(w->bound), w->base, 100);
+    if (!w->accept_backoff) {
+        snprintf(err, errsz, "out of memory");
         return -1;
     }
     w->redis = order_redis_new(w->base, app->cfg.redis_url, &app->scripts,
@@ -293,6 +308,8 @@ void order_workers_free(order_app *app)
             event_base_free(w->base);
         /* After the base: connections' bufferevents may be finalized as late as that. */
         order_guard_free(w->guard);
+        sk_listen_backoff_free(w->accept_backoff);
+        w->accept_backoff = NULL;
         sk_jwt_key_free(w->jwt);
         pthread_mutex_destroy(&w->inbox_mu);
     }

@@ -25,13 +25,11 @@ static void check_parse_id(const char *s, size_t len)
     FUZZ_CHECK(rc == ref);
     if (rc == 0)
         FUZZ_CHECK((uint64_t)got == want);
-    /* Without a leading zero both services must take the same ids. */
-    if (len > 0 && s[0] != '0') {
-        int frc = order_parse_id(s, len, &front);
-        FUZZ_CHECK(frc == rc);
-        if (rc == 0)
-            FUZZ_CHECK(front == (uint64_t)got);
-    }
+    /* Both services take exactly the same ids (one rule: common/sk_id). */
+    int frc = order_parse_id(s, len, &front);
+    FUZZ_CHECK(frc == rc);
+    if (rc == 0)
+        FUZZ_CHECK(front == (uint64_t)got);
 }
 
 /* order_msg_encode into an exact-size buffer, then consumer_msg_parse: the same order. */

@@ -84,6 +84,9 @@ static void test_cli(void **state)
     const char *migrate[] = {"migrate", NULL};
     assert_int_equal(run(env_bad, migrate, out, sizeof(out)), 2);
     assert_non_null(strstr(out, "SECKILL_BATCH_MS"));
+    const char *env_bind[] = {"SECKILL_HTTP_BIND=0.0.0.0:80", NULL};
+    assert_int_equal(run(env_bind, migrate, out, sizeof(out)), 2); /* before any connection */
+    assert_non_null(strstr(out, "http.bind"));
     const char *env_level[] = {"SECKILL_LOG_LEVEL=loud", NULL};
     assert_int_equal(run(env_level, migrate, out, sizeof(out)), 2);
 

@@ -100,6 +100,12 @@ static void test_pgdown(void **state)
         ctu_poll_pause(50);
     }
     assert_true(saw_paused);
+    /* The stuck writer shows (refreshed every second). */
+    while (ctu_now_ms() < deadline && !(metric_of(port, "seckill_consumer_writers_retrying") >= 1 &&
+                                        metric_of(port, "seckill_consumer_retrying_seconds") > 0))
+        ctu_poll_pause(50);
+    assert_true(metric_of(port, "seckill_consumer_writers_retrying") >= 1);
+    assert_true(metric_of(port, "seckill_consumer_retrying_seconds") > 0);
     /* A second member joins: the first is revoked with a batch it cannot write. */
     int port_b = sk_test_free_port();
     char env_port_b[64];

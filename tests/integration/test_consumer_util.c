@@ -522,6 +522,7 @@ size_t ctu_dlq_read(const char *bootstrap, const char *topic, size_t want, int t
             size_t hs;
             d->src_partition = -1;
             d->src_offset = -1;
+            d->original_size = -1;
             if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR) {
                 char tmp[32];
                 if (rd_kafka_header_get_last(h, "error", &hv, &hs) == 0)
@@ -534,6 +535,16 @@ size_t ctu_dlq_read(const char *bootstrap, const char *topic, size_t want, int t
                     snprintf(tmp, sizeof(tmp), "%.*s", (int)hs, (const char *)hv);
                     d->src_offset = strtoll(tmp, NULL, 10);
                 }
+                if (rd_kafka_header_get_last(h, "source.topic", &hv, &hs) == 0)
+                    snprintf(d->src_topic, sizeof(d->src_topic), "%.*s", (int)hs, (const char *)hv);
+                if (rd_kafka_header_get_last(h, "truncated", &hv, &hs) == 0)
+                    d->truncated = hs == 4 && memcmp(hv, "true", 4) == 0;
+                if (rd_kafka_header_get_last(h, "original.size", &hv, &hs) == 0) {
+                    snprintf(tmp, sizeof(tmp), "%.*s", (int)hs, (const char *)hv);
+                    d->original_size = strtoll(tmp, NULL, 10);
+                }
+                if (rd_kafka_header_get_last(h, "dlq.error", &hv, &hs) == 0)
+                    snprintf(d->dlq_error, sizeof(d->dlq_error), "%.*s", (int)hs, (const char *)hv);
             }
             if (n >= want)
                 quiet_until = ctu_now_ms() + 1000;

@@ -90,6 +90,10 @@ typedef struct ctu_dlq_msg {
     char error[32];    /* the "error" header */
     int64_t src_offset;
     int32_t src_partition;
+    char src_topic[128];    /* the "source.topic" header */
+    int truncated;          /* the "truncated" header is "true" */
+    int64_t original_size;  /* the "original.size" header, -1 if none */
+    char dlq_error[48];     /* the "dlq.error" header: why the copy was cut */
 } ctu_dlq_msg;
 /** @brief Reads `topic` from the beginning of every partition until `want` messages
  *  arrived and then 1 s more of silence (to catch extras), or timeout_ms.

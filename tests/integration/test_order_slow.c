@@ -6,7 +6,11 @@
  *  - headers over http.max_header_bytes and a Content-Length over http.max_body_bytes:
  *    a 4xx and/or a closed connection, the service still serves
  *  - past limits.connections the next connection is closed at once; the ones held
- *    still work, and a slot freed is usable again */
+ *    still work, and a slot freed is usable again
+ *  - framing RFC 9112 refuses (issue 14): two or a signed Content-Length, two Host
+ *    headers, "Host : x", Transfer-Encoding get a JSON 400 and a real close; CONNECT
+ *    and TRACE a JSON 405 and a real close; chunks dribbled in cannot outlive the read
+ *    timeout; HEAD gets Content-Length and no body; /metrics needs metrics.token */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,7 +42,8 @@ static int setup(void **state)
     }
     static const char *env[] = {"SECKILL_WORKERS=1", "SECKILL_HTTP_READ_TIMEOUT_MS=2000",
                                 "SECKILL_LIMITS_CONNECTIONS=8", "SECKILL_HTTP_MAX_HEADER_BYTES=4096",
-                                "SECKILL_HTTP_MAX_BODY_BYTES=8192", NULL};
+                                "SECKILL_HTTP_MAX_BODY_BYTES=8192",
+                                "SECKILL_METRICS_TOKEN=metrics-secret-for-the-slow-test", NULL};
     return to_order_start(&srv, getenv("SECKILL_REDIS_URL"), getenv("SECKILL_KAFKA_BROKERS"), NULL, env);
 }
 
@@ -119,20 +124,34 @@ static void test_idle_keepalive_not_cut(void **state)
 
 /* Sends raw bytes and returns the status of the answer, 0 for a connection closed
  * without one. */
-static int raw_status(const char *head, size_t len)
+/* Sends raw bytes on a fresh connection; reads until the server closes or timeout_ms.
+ * @returns 1 if it closed (EOF or reset), 0 if still open; the bytes read go to out. */
+static int raw_exchange(const char *req, size_t len, int timeout_ms, char *out, size_t outsz)
 {
     int fd = to_http_connect(srv.port);
     assert_true(fd >= 0);
-    ssize_t w = send(fd, head, len, MSG_NOSIGNAL);
-    (void)w;
-    char buf[1024];
-    int st = 0;
-    if (closed_within(fd, 5000, buf, sizeof(buf)) == 2)
-        sscanf(buf, "HTTP/1.%*d %d", &st);
+    assert_int_equal(send(fd, req, len, MSG_NOSIGNAL), (ssize_t)len);
+    size_t got = 0;
+    int closed = 0;
+    int64_t deadline = to_now_ms() + timeout_ms;
+    out[0] = 0;
+    while (!closed && to_now_ms() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, (int)(deadline - to_now_ms())) <= 0)
+            break;
+        ssize_t r = recv(fd, out + got, outsz - 1 - got, 0);
+        if (r <= 0)
+            closed = 1;
+        else
+            got += (size_t)r;
+        out[got] = 0;
+    }
     close(fd);
-    return st;
+    return closed;
 }
 
+/* Over the bounds, a connection's first request gets our JSON 413 (not evhttp's HTML)
+ * and a close; an Expect other than 100-continue a JSON 400. */
 static void test_size_limits(void **state)
 {
     (void)state;
@@ -142,15 +161,19 @@ static void test_size_limits(void **state)
     int off = snprintf(big, 128, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ");
     memset(big + off, 'a', n);
     memcpy(big + off + n, "\r\n\r\n", 4);
-    int sth = raw_status(big, (size_t)off + n + 4);
+    static char out[4096];
+    int closed = raw_exchange(big, (size_t)off + n + 4, 5000, out, sizeof(out));
     free(big);
-    if (sth != 0 && sth != 400 && sth != 413 && sth != 431)
-        fail_msg("headers over the bound: %d", sth);
+    if (!closed || strncmp(out, "HTTP/1.1 413 ", 13) != 0 || !strstr(out, "\"error\":\"payload_too_large\""))
+        fail_msg("headers over the bound: %s", out);
     const char *cl = "POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n";
-    int stb = raw_status(cl, strlen(cl));
-    if (stb != 0 && stb != 413)
-        fail_msg("body over the bound: %d", stb);
-    fprintf(stderr, "big headers -> %d, big body -> %d (0: closed)\n", sth, stb);
+    closed = raw_exchange(cl, strlen(cl), 5000, out, sizeof(out));
+    if (!closed || strncmp(out, "HTTP/1.1 413 ", 13) != 0 || !strstr(out, "\"error\":\"payload_too_large\""))
+        fail_msg("body over the bound: %s", out);
+    const char *ex = "POST /api/v1/events HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}";
+    closed = raw_exchange(ex, strlen(ex), 5000, out, sizeof(out));
+    if (!closed || strncmp(out, "HTTP/1.1 400 ", 13) != 0 || !strstr(out, "100-continue"))
+        fail_msg("Expect: %s", out);
     assert_true(healthz_fast());
 }
 
@@ -185,6 +208,101 @@ static void test_connection_cap(void **state)
         close(fds[i]);
 }
 
+static void test_framing_refused(void **state)
+{
+    (void)state;
+    char tok[1024], req[4096], out[4096];
+    to_token(&srv, 4242, 0, 600, tok, sizeof(tok));
+    /* A valid order body, so only the framing can be the reason for a 400. */
+    static const struct {
+        const char *headers, *body, *want;
+    } cases[] = {
+        {"Content-Length: 2\r\nContent-Length: 50\r\n", "{}", "more than one Content-Length"},
+        {"Content-Length: 2\r\nContent-Length: 2\r\n", "{}", "more than one Content-Length"},
+        {"Content-Length: +2\r\n", "{}", "not a decimal number"},
+        {"Content-Length: 2\r\nHost: other\r\n", "{}", "more than one Host"},
+        {"Content-Length: 2\r\nX-Pad : x\r\n", "{}", "whitespace in a header name"},
+        {"Transfer-Encoding: chunked\r\n", "2\r\n{}\r\n0\r\n\r\n", "Transfer-Encoding"},
+        /* a chunk extension: evhttp alone would answer an HTML 413 */
+        {"Transfer-Encoding: chunked\r\n", "2;ext=1\r\n{}\r\n0\r\n\r\n", "Transfer-Encoding"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int n = snprintf(req, sizeof(req),
+                         "POST /api/v1/events/1/orders HTTP/1.1\r\nHost: x\r\n"
+                         "Authorization: Bearer %s\r\n%s\r\n%s",
+                         tok, cases[i].headers, cases[i].body);
+        int closed = raw_exchange(req, (size_t)n, 5000, out, sizeof(out));
+        if (!closed || strncmp(out, "HTTP/1.1 400 ", 13) != 0 || !strstr(out, "\"error\":\"bad_request\"") ||
+            !strstr(out, cases[i].want) || !strstr(out, "Connection: close"))
+            fail_msg("case %zu (closed %d): %s", i, closed, out);
+    }
+    /* A body on GET: evhttp would read it as the next request. */
+    const char *get_body = "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nGET /";
+    assert_int_equal(raw_exchange(get_body, strlen(get_body), 5000, out, sizeof(out)), 1);
+    assert_non_null(strstr(out, "a body on a method without one"));
+    /* "Host : x" alone (the only Host is misspelt). */
+    const char *host_sp = "GET /healthz HTTP/1.1\r\nHost : x\r\n\r\n";
+    assert_int_equal(raw_exchange(host_sp, strlen(host_sp), 5000, out, sizeof(out)), 1);
+    assert_non_null(strstr(out, "whitespace in a header name"));
+    /* CONNECT and TRACE: JSON 405, and a close that is a close (not 60 s later). */
+    const char *methods[] = {"CONNECT x:443 HTTP/1.1\r\nHost: x\r\n\r\n",
+                             "TRACE / HTTP/1.1\r\nHost: x\r\n\r\n"};
+    for (int i = 0; i < 2; i++) {
+        int64_t t0 = to_now_ms();
+        assert_int_equal(raw_exchange(methods[i], strlen(methods[i]), 5000, out, sizeof(out)), 1);
+        assert_true(to_now_ms() - t0 < 3000);
+        assert_true(strncmp(out, "HTTP/1.1 405 ", 13) == 0);
+        assert_non_null(strstr(out, "\"error\":\"method_not_allowed\""));
+    }
+    /* Chunks dribbled in (the data of one is a line feed): cut within the read timeout. */
+    int fd = to_http_connect(srv.port);
+    const char *head = "POST /api/v1/events/1/orders HTTP/1.1\r\nHost: x\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n1\r\n\n\r\n";
+    assert_int_equal(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+    int64_t t0 = to_now_ms(), cut_at = -1;
+    while (to_now_ms() - t0 < READ_TIMEOUT_MS * 3 && cut_at < 0) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 500) > 0 && recv(fd, out, sizeof(out), 0) <= 0)
+            cut_at = to_now_ms();
+        else if (send(fd, "1\r\n\n\r\n", 6, MSG_NOSIGNAL) < 0)
+            cut_at = to_now_ms();
+    }
+    close(fd);
+    assert_true(cut_at > 0 && cut_at - t0 < READ_TIMEOUT_MS + 1500);
+    assert_true(healthz_fast());
+}
+
+/* HEAD: the GET answer's Content-Length and no body; the connection stays usable. */
+static void test_head(void **state)
+{
+    (void)state;
+    char out[2048];
+    const char *two = "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    raw_exchange(two, strlen(two), 1500, out, sizeof(out));
+    char *first_body = strstr(out, "\r\n\r\n");
+    assert_non_null(first_body);
+    assert_non_null(strstr(out, "Content-Length: 15"));
+    /* Right after the HEAD answer's blank line comes the GET answer, not a body. */
+    assert_true(strncmp(first_body + 4, "HTTP/1.1 200 ", 13) == 0);
+    assert_non_null(strstr(first_body + 4, "{\"status\":\"ok\"}"));
+}
+
+/* metrics.token: /metrics needs the bearer; the rest of the API is unaffected. */
+static void test_metrics_token(void **state)
+{
+    (void)state;
+    char resp[65536];
+    assert_int_equal(to_http1(srv.port, "GET", "/metrics", NULL, NULL, resp, sizeof(resp)), 401);
+    assert_null(strstr(resp, "seckill_order_requests_total"));
+    int fd = to_http_connect(srv.port);
+    assert_int_equal(to_http(fd, "GET", "/metrics", NULL, "Bearer metrics-secret-for-the-slow-tesT",
+                             NULL, 0, resp, sizeof(resp)), 401);
+    assert_int_equal(to_http(fd, "GET", "/metrics", NULL, "Bearer metrics-secret-for-the-slow-test",
+                             NULL, 0, resp, sizeof(resp)), 200);
+    assert_non_null(strstr(resp, "seckill_order_requests_total"));
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +310,9 @@ int main(void)
         cmocka_unit_test(test_idle_keepalive_not_cut),
         cmocka_unit_test(test_size_limits),
         cmocka_unit_test(test_connection_cap),
+        cmocka_unit_test(test_framing_refused),
+        cmocka_unit_test(test_head),
+        cmocka_unit_test(test_metrics_token),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,6 +1,8 @@
 /* test_order_support: helpers of the seckill-order integration tests. See the header. */
 #include "order_msg.h"
 #include "test_order_support.h"
+
+#include "sk_test_devkafka.h"
 #include "sk_jwt.h"
 #include "sk_redis_url.h"
 #include "sk_test_redis.h"
@@ -504,33 +506,7 @@ void to_kafka_stop(to_kafka *k)
 
 int to_kafka_control(const to_kafka *k, const char *line)
 {
-    char host[128];
-    snprintf(host, sizeof(host), "%s", k->control);
-    char *colon = strrchr(host, ':');
-    if (!colon)
-        return -1;
-    *colon = '\0';
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
-    inet_pton(AF_INET, host, &sa.sin_addr);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    char msg[256], ans[256] = "";
-    int n = snprintf(msg, sizeof(msg), "%s\n", line);
-    int rc = -1;
-    if (write_all(fd, msg, (size_t)n) == 0) {
-        ssize_t r = recv(fd, ans, sizeof(ans) - 1, 0);
-        if (r > 0) {
-            ans[r] = '\0';
-            rc = strncmp(ans, "ok", 2) == 0 ? 0 : -1;
-            if (rc)
-                fprintf(stderr, "devkafka control \"%s\": %s", line, ans);
-        }
-    }
-    close(fd);
-    return rc;
+    return sk_test_devkafka_control(k->control, line);
 }
 
 int to_kafka_find_order(const char *brokers, const char *topic, uint64_t order_id, int timeout_ms)

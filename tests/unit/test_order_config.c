@@ -58,7 +58,7 @@ static void test_defaults_file_env(void **state)
                                              "http.port = 9090\n"
                                              "ratelimit.mode = redis\n"
                                              "kafka.message.timeout.ms = 1500\n"
-                                             "jwt.secret = s3cret\n");
+                                             "jwt.secret = s3cret-s3cret-s3cret-s3cret-0123\n");
     setenv("SECKILL_HTTP_PORT", "18080", 1);
     setenv("SECKILL_KAFKA_BROKERS", "127.0.0.1:9092", 1);
     assert_int_equal(sk_config_load(order_config_table, &cfg, path, &kafka, err, sizeof(err)), 0);
@@ -66,7 +66,7 @@ static void test_defaults_file_env(void **state)
     assert_string_equal(cfg.redis_url, "redis://10.0.0.1:7000/2");
     assert_int_equal(cfg.http_port, 18080); /* the environment wins over the file */
     assert_int_equal(cfg.rl_mode, ORDER_RL_REDIS);
-    assert_string_equal(cfg.jwt_secret, "s3cret");
+    assert_string_equal(cfg.jwt_secret, "s3cret-s3cret-s3cret-s3cret-0123");
     assert_string_equal(cfg.topic, "seckill.orders");
     assert_int_equal(cfg.soldout_ttl_ms, 500);
     assert_string_equal(cfg.http_event_method, "epoll");
@@ -177,6 +177,25 @@ static void test_binary_command_line(void **state)
     snprintf(args, sizeof(args), "--config %s", path);
     assert_int_equal(run(args, out, sizeof(out)), 2);
     assert_non_null(strstr(out, "jwt.secret"));
+    /* a secret under 32 bytes (HS256, RFC 7518 3.2): refused, for the server and `token` */
+    path = write_file("shortsecret.conf", "http.port = 1\njwt.secret = 0123456789abcdef0123456789abcde\n");
+    snprintf(args, sizeof(args), "--config %s", path);
+    assert_int_equal(run(args, out, sizeof(out)), 2);
+    assert_non_null(strstr(out, "jwt.secret: 31 bytes"));
+    snprintf(args, sizeof(args), "--config %s token --sub 5", path);
+    assert_int_equal(run(args, out, sizeof(out)), 2);
+    /* an http.bind that is no address: exit 2 before any connection (no Redis attempt) */
+    const char *binds[] = {"nope", "127.0.0.1:80", "", "256.0.0.1", "localhost"};
+    for (size_t i = 0; i < sizeof(binds) / sizeof(binds[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text),
+                 "http.port = 1\njwt.secret = 0123456789abcdef0123456789abcdef\n"
+                 "redis.url = redis://127.0.0.1:1\nhttp.bind = %s\n", binds[i]);
+        path = write_file("bind.conf", text);
+        snprintf(args, sizeof(args), "--config %s", path);
+        if (run(args, out, sizeof(out)) != 2 || !strstr(out, "http.bind") || strstr(out, "redis"))
+            fail_msg("http.bind \"%s\": %s", binds[i], out);
+    }
 }
 
 static int setup(void **state)

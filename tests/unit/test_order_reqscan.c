@@ -56,12 +56,103 @@ static void test_bare_lf_and_long_lines(void **state)
     assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Lengthy: 9\r\n\r\n"), 0);
 }
 
+/* Framing the service refuses makes the connection "refused" for good: the scan stays
+ * "in a request" (the read deadline holds) instead of guessing a boundary. */
+static void test_refused_framing(void **state)
+{
+    (void)state;
+    static const char *reqs[] = {
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 50\r\n\r\nab",
+        "POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab",
+        "POST / HTTP/1.1\r\nContent-Length: +2\r\n\r\nab",
+        "POST / HTTP/1.1\r\nContent-Length: 2x\r\n\r\nab",
+        "POST / HTTP/1.1\r\nContent-Length : 2\r\n\r\nab",
+        "GET / HTTP/1.1\r\nHost : x\r\n\r\n",
+        "CONNECT x:443 HTTP/1.1\r\nHost: x\r\n\r\n",
+        "TRACE / HTTP/1.1\r\n\r\n",
+        /* evhttp reads no body for GET: these 5 bytes would be its next request */
+        "GET / HTTP/1.1\r\nContent-Length: 5\r\n\r\nGET /",
+    };
+    for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+        order_reqscan s;
+        order_reqscan_init(&s);
+        if (feed(&s, reqs[i]) != 1 || !order_reqscan_refused(&s))
+            fail_msg("case %zu not refused", i);
+        assert_int_equal(feed(&s, "\r\n\r\nGET / HTTP/1.1\r\n\r\n"), 1); /* sticky */
+    }
+    /* What evhttp reads the same way passes: spaces around the value, one header. */
+    order_reqscan s;
+    order_reqscan_init(&s);
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: \t2 \r\n\r\nab"), 0);
+    assert_int_equal(order_reqscan_refused(&s), 0);
+}
+
+/* The bounds and Expect: refused with their own code, so the guard can answer them. */
+static void test_limits(void **state)
+{
+    (void)state;
+    order_reqscan s;
+    order_reqscan_init(&s);
+    s.max_header_bytes = 64;
+    s.max_body_bytes = 100;
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n"), 1);
+    assert_int_equal(order_reqscan_refused(&s), 0);
+    order_reqscan_init(&s);
+    s.max_body_bytes = 100;
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n"), 1);
+    assert_int_equal(s.refusal, ORDER_REQSCAN_BODY_LARGE);
+    order_reqscan_init(&s);
+    s.max_header_bytes = 64;
+    assert_int_equal(feed(&s, "GET / HTTP/1.1\r\nX-A: 01234567890123456789012345678901234567890123456789\r\n"), 1);
+    assert_int_equal(s.refusal, ORDER_REQSCAN_HEADERS_LARGE);
+    assert_int_equal(s.requests, 1);
+    order_reqscan_init(&s);
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\nx"), 0);
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nExpect: nope\r\n"), 1);
+    assert_int_equal(s.refusal, ORDER_REQSCAN_EXPECT);
+    assert_int_equal(s.requests, 2);
+}
+
+static void test_hdrcheck(void **state)
+{
+    (void)state;
+    static const char *bad[][4] = {
+        {"Content-Length", "2", "Content-Length", "50"},
+        {"Content-Length", "+2", NULL, NULL},
+        {"Content-Length", "", NULL, NULL},
+        {"Host", "a", "host", "b"},
+        {"Host ", "x", NULL, NULL},
+        {"Transfer-Encoding", "chunked", NULL, NULL},
+        {"transfer-encoding", "identity", NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        order_hdrcheck h;
+        order_hdrcheck_init(&h);
+        int rc = order_hdrcheck_add(&h, bad[i][0], bad[i][1]);
+        if (bad[i][2])
+            rc = order_hdrcheck_add(&h, bad[i][2], bad[i][3]);
+        if (rc != -1 || !h.why)
+            fail_msg("case %zu passed", i);
+    }
+    order_hdrcheck h;
+    order_hdrcheck_init(&h);
+    assert_int_equal(order_hdrcheck_add(&h, "Host", "x"), 0);
+    assert_int_equal(order_hdrcheck_add(&h, "Content-Length", "12"), 0);
+    assert_int_equal(order_hdrcheck_add(&h, "X-Other", "a b"), 0);
+    assert_int_equal(order_hdrcheck_done(&h, 1), 0);         /* POST with a body */
+    assert_int_equal(order_hdrcheck_done(&h, 0), -1);        /* GET with a body */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_without_body),
         cmocka_unit_test(test_body_by_content_length),
         cmocka_unit_test(test_bare_lf_and_long_lines),
+        cmocka_unit_test(test_refused_framing),
+        cmocka_unit_test(test_hdrcheck),
+        cmocka_unit_test(test_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,6 +120,9 @@ static void test_parse_id(void **state)
     assert_int_equal(order_parse_id("", 0, &v), -1);
     assert_int_equal(order_parse_id(" 1", 2, &v), -1);
     assert_int_equal(order_parse_id("0", 1, &v), -1);
+    /* leading zeros would alias real ids ("012" and "12"): refused, as the consumer does */
+    assert_int_equal(order_parse_id("012", 3, &v), -1);
+    assert_int_equal(order_parse_id("0000000000000000012", 19, &v), -1);
     assert_int_equal(order_parse_id("99999999999999999999", 20, &v), -1);
     assert_string_equal(order_route_name(ORDER_ROUTE_ORDER_CREATE), "order_create");
     assert_string_equal(order_route_name((order_route_id)99), "unknown");

@@ -16,7 +16,7 @@
 
 #include "sk_jwt.h"
 
-#define SECRET "unit-test-secret"
+#define SECRET "unit-test-secret-0123456789abcdef" /* 32 bytes or more: HS256 */
 
 static int verify(const char *tok, int64_t now, sk_jwt_claims *c)
 {
@@ -53,7 +53,7 @@ static void test_token_subcommand(void **state)
              bin ? bin : "./bin");
     int st = system(cmd);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
-    snprintf(cmd, sizeof(cmd), "SECKILL_JWT_SECRET=x %s/seckill-order token --sub 0 >/dev/null 2>&1",
+    snprintf(cmd, sizeof(cmd), "SECKILL_JWT_SECRET=" SECRET " %s/seckill-order token --sub 0 >/dev/null 2>&1",
              bin ? bin : "./bin");
     st = system(cmd);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);

@@ -197,6 +197,70 @@ static void test_key_empty_secret(void **state)
     sk_jwt_key_free(NULL); /* a no-op, like free() */
 }
 
+/* nbf and iat in the future are refused beyond the leeway (default 60 s); at or within
+ * it they pass; a non-integer is malformed. The key's leeway is configurable. */
+static void test_not_yet(void **state)
+{
+    (void)state;
+    char tok[512], body[160];
+    sk_jwt_claims c;
+    const char *claims[] = {"nbf", "iat"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(body, sizeof(body), "{\"sub\":\"5\",\"exp\":%lld,\"%s\":%lld}", NOW + 3600,
+                 claims[i], NOW + 3000);
+        forge("{\"alg\":\"HS256\"}", body, secret, tok);
+        assert_int_equal(verify(tok, &c), SK_JWT_NOT_YET);
+        snprintf(body, sizeof(body), "{\"sub\":\"5\",\"exp\":%lld,\"%s\":%lld}", NOW + 3600,
+                 claims[i], NOW + SK_JWT_DEFAULT_LEEWAY_S + 1);
+        forge("{\"alg\":\"HS256\"}", body, secret, tok);
+        assert_int_equal(verify(tok, &c), SK_JWT_NOT_YET);
+        snprintf(body, sizeof(body), "{\"sub\":\"5\",\"exp\":%lld,\"%s\":%lld}", NOW + 3600,
+                 claims[i], NOW + SK_JWT_DEFAULT_LEEWAY_S);
+        forge("{\"alg\":\"HS256\"}", body, secret, tok);
+        assert_int_equal(verify(tok, &c), SK_JWT_OK);
+        /* A key with no leeway refuses the same token; one second more passes it again. */
+        sk_jwt_key_set_leeway(run_key, 0);
+        assert_int_equal(sk_jwt_key_verify(run_key, tok, strlen(tok), NOW, &c), SK_JWT_NOT_YET);
+        assert_int_equal(sk_jwt_key_verify(run_key, tok, strlen(tok), NOW + SK_JWT_DEFAULT_LEEWAY_S, &c),
+                         SK_JWT_OK);
+        sk_jwt_key_set_leeway(run_key, SK_JWT_DEFAULT_LEEWAY_S);
+        snprintf(body, sizeof(body), "{\"sub\":\"5\",\"exp\":%lld,\"%s\":%lld}", NOW + 3600,
+                 claims[i], NOW - 100);
+        forge("{\"alg\":\"HS256\"}", body, secret, tok);
+        assert_int_equal(verify(tok, &c), SK_JWT_OK);
+        snprintf(body, sizeof(body), "{\"sub\":\"5\",\"exp\":%lld,\"%s\":\"%lld\"}", NOW + 3600,
+                 claims[i], NOW - 100);
+        forge("{\"alg\":\"HS256\"}", body, secret, tok);
+        assert_int_equal(verify(tok, &c), SK_JWT_NOT_YET);
+    }
+}
+
+/* One spelling per token: flipping the unused low bits of the signature's last
+ * character (43 chars = 32 bytes + 2 spare bits) gives a different string that decodes
+ * to the same bytes; it must be refused. */
+static void test_b64url_canonical(void **state)
+{
+    (void)state;
+    char tok[512];
+    sk_jwt_claims c;
+    assert_true(sk_jwt_mint(secret, SECRET_LEN, 5, 0, NOW + 60, tok, sizeof(tok)) > 0);
+    assert_int_equal(verify(tok, &c), SK_JWT_OK);
+    size_t n = strlen(tok);
+    static const char alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    int v = (int)(strchr(alpha, tok[n - 1]) - alpha);
+    for (int low = 1; low < 4; low++) {
+        tok[n - 1] = alpha[(v & ~3) | low];
+        assert_int_equal(verify(tok, &c), SK_JWT_BAD_SIG);
+    }
+    tok[n - 1] = alpha[v];
+    assert_int_equal(verify(tok, &c), SK_JWT_OK);
+    unsigned char out[8];
+    assert_int_equal(sk_b64url_decode("QQ", 2, out, sizeof(out)), 1);  /* "A" */
+    assert_int_equal(sk_b64url_decode("QR", 2, out, sizeof(out)), -1); /* 4 spare bits set */
+    assert_int_equal(sk_b64url_decode("QUI", 3, out, sizeof(out)), 2); /* "AB" */
+    assert_int_equal(sk_b64url_decode("QUJ", 3, out, sizeof(out)), -1); /* 2 spare bits set */
+}
+
 static void test_b64url(void **state)
 {
     (void)state;
@@ -221,7 +285,8 @@ int main(void)
         cmocka_unit_test(test_bad_signature),  cmocka_unit_test(test_wrong_algorithm),
         cmocka_unit_test(test_malformed),      cmocka_unit_test(test_bad_sub),
         cmocka_unit_test(test_header_forms),   cmocka_unit_test(test_key_empty_secret),
-        cmocka_unit_test(test_b64url),
+        cmocka_unit_test(test_b64url),         cmocka_unit_test(test_not_yet),
+        cmocka_unit_test(test_b64url_canonical),
     };
     return cmocka_run_group_tests(tests, key_setup, key_teardown);
 }

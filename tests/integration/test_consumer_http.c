@@ -1,0 +1,148 @@
+/* Integration: the limits of seckill-consumer's HTTP port (issue 14, item 2). With
+ * http.bind 127.0.0.1 and http.timeout_s 2: a 300 MB POST is refused before its body is
+ * buffered (the process stays small), 100 KB of headers are refused, a partial request
+ * is closed within the timeout, methods other than GET/HEAD get 405, and /healthz still
+ * answers after all of it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "sk_test_redis.h"
+#include "test_consumer_util.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define DB_NAME "sk_test_consumer_http"
+#define TIMEOUT_S 2
+
+static int connect_to(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+/* Reads until EOF/reset or timeout_ms. @returns 1 if the server closed; out holds what came. */
+static int read_until_closed(int fd, int timeout_ms, char *out, size_t outsz)
+{
+    size_t got = 0;
+    int64_t deadline = ctu_now_ms() + timeout_ms;
+    out[0] = 0;
+    while (ctu_now_ms() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, (int)(deadline - ctu_now_ms())) <= 0)
+            return 0;
+        ssize_t r = recv(fd, out + got, outsz - 1 - got, 0);
+        if (r <= 0)
+            return 1;
+        got += (size_t)r;
+        out[got] = 0;
+        if (got == outsz - 1)
+            got = 0; /* keep reading; only the close matters past here */
+    }
+    return 0;
+}
+
+static long rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+static void test_http_limits(void **state)
+{
+    (void)state;
+    ctu_kafka k;
+    assert_int_equal(ctu_kafka_start(&k, 1), 0);
+    char *conninfo = ctu_db_create(DB_NAME);
+    assert_non_null(conninfo);
+    int port = sk_test_free_port();
+    char env_pg[1024], env_bs[300], env_port[64], env_to[64];
+    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
+    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
+    snprintf(env_to, sizeof(env_to), "SECKILL_HTTP_TIMEOUT_S=%d", TIMEOUT_S);
+    const char *env[] = {env_pg, env_bs, env_port, env_to, "SECKILL_HTTP_BIND=127.0.0.1",
+                         "SECKILL_GROUP_ID=http-test", NULL};
+    pid_t pid = ctu_consumer_spawn(env);
+    assert_int_equal(ctu_wait_healthy(port, 60000), 0);
+    long rss0 = rss_kb(pid);
+    char out[4096];
+
+    /* 300 MB announced, 32 MB sent: refused before buffering, connection closed. */
+    int fd = connect_to(port);
+    const char *head = "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 300000000\r\n\r\n";
+    assert_int_equal(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+    static char chunk[1 << 20];
+    memset(chunk, 'a', sizeof(chunk));
+    for (int i = 0; i < 32; i++)
+        if (send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL) < 0)
+            break; /* closed on us: what we want */
+    assert_int_equal(read_until_closed(fd, 5000, out, sizeof(out)), 1);
+    close(fd);
+    long rss1 = rss_kb(pid);
+    fprintf(stderr, "# RSS %ld kB before, %ld kB after the big POST\n", rss0, rss1);
+    assert_true(rss1 > 0 && rss1 - rss0 < 16 * 1024);
+
+    /* 100 KB of headers: refused and closed. */
+    fd = connect_to(port);
+    char *big = malloc(100 * 1024 + 256);
+    int n = snprintf(big, 256, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    memset(big + n, 'b', 100 * 1024);
+    memcpy(big + n + 100 * 1024, "\r\n\r\n", 4);
+    send(fd, big, (size_t)n + 100 * 1024 + 4, MSG_NOSIGNAL);
+    free(big);
+    assert_int_equal(read_until_closed(fd, 5000, out, sizeof(out)), 1);
+    assert_null(strstr(out, "200 OK"));
+    close(fd);
+
+    /* A partial request: closed within the timeout (plus scheduling slack). */
+    fd = connect_to(port);
+    const char *part = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+    assert_int_equal(send(fd, part, strlen(part), MSG_NOSIGNAL), (ssize_t)strlen(part));
+    int64_t t0 = ctu_now_ms();
+    assert_int_equal(read_until_closed(fd, (TIMEOUT_S + 5) * 1000, out, sizeof(out)), 1);
+    assert_true(ctu_now_ms() - t0 < (TIMEOUT_S + 3) * 1000);
+    close(fd);
+
+    /* Not GET: 405, closed. */
+    fd = connect_to(port);
+    const char *del = "DELETE /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(send(fd, del, strlen(del), MSG_NOSIGNAL), (ssize_t)strlen(del));
+    assert_int_equal(read_until_closed(fd, 5000, out, sizeof(out)), 1);
+    assert_true(strncmp(out, "HTTP/1.1 405 ", 13) == 0);
+    close(fd);
+
+    assert_int_equal(ctu_http_get(port, "/healthz", NULL), 200);
+    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 15000), 0);
+    free(conninfo);
+    ctu_db_drop(DB_NAME);
+    ctu_kafka_stop(&k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_http_limits)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
