@@ -18,6 +18,7 @@
 #include "idgen.h"
 #include "order_bucket.h"
 #include "order_config.h"
+#include "order_events.h"
 #include "order_kafka.h"
 #include "order_loader.h"
 #include "order_metrics.h"
@@ -85,6 +86,7 @@ struct order_app {
     order_loader *loader; /* used by the pg pool threads after an event's INSERT */
     order_bucket_table *buckets;
     order_soldout *soldout;
+    order_events *events; /* GET /api/v1/events/{id} from memory (order_events.h) */
     order_metrics metrics;
     int port; /* the port actually bound */
     atomic_int draining;

@@ -48,6 +48,7 @@ typedef struct order_req {
     struct order_req *confirm_next; /* on the worker's confirm queue */
     int indexed;                    /* its index entry is sent (index_flush) */
     struct order_req *produce_next; /* on the worker's produce queue */
+    order_events_waiter ev_wait; /* waiting on the event cache (order_events.h) */
     order_pg_job job;
 } order_req;
 
@@ -59,6 +60,7 @@ static const char *reason(int status)
     case 200: return "OK";
     case 201: return "Created";
     case 202: return "Accepted";
+    case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -840,40 +842,129 @@ static void handle_event_create(order_worker *w, struct evhttp_request *req,
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
 }
 
+/* GET /api/v1/events/{id} from this instance's cache (order_events.h): the fixed
+ * fields loaded once from PostgreSQL, stock_left read from the gate at most every
+ * events.stock_refresh_ms; a request that finds a load or a read under way waits on
+ * the entry and is handed back here when it lands. */
+#define EV_WAITER_REQ(wt) ((order_req *)((char *)(wt) - offsetof(order_req, ev_wait)))
+
+static void event_get_step(order_req *r);
+
+static void event_get_resume(order_task *t)
+{
+    order_req *r = REQ_OF(t);
+    if (r->ev_wait.failed) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    event_get_step(r);
+}
+
+/* Hands every waiter back to its own worker (this one's included: through its inbox,
+ * after the current callback). */
+static void event_wake(order_events_waiter *list)
+{
+    while (list) {
+        order_events_waiter *next = list->next; /* the waiter may run at once elsewhere */
+        order_req *q = EV_WAITER_REQ(list);
+        q->task.fn = event_get_resume;
+        order_worker_post(q->w, &q->task);
+        list = next;
+    }
+}
+
+static void event_reply(order_req *r, const order_event_view *v, int64_t now_ms)
+{
+    order_app *app = r->w->app;
+    struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
+    char cc[48];
+    snprintf(cc, sizeof(cc), "public, max-age=%lld", app->cfg.events_max_age_s);
+    evhttp_add_header(out, "Cache-Control", cc);
+    evhttp_add_header(out, "ETag", v->etag);
+    const char *inm = evhttp_find_header(evhttp_request_get_input_headers(r->req), "If-None-Match");
+    if (inm && order_events_etag_match(inm, v->etag)) {
+        reply_send(r->w, r->req, r->route, r->start_us, 304, "application/json", "", 0);
+        request_done(r->w);
+        free(r);
+        return;
+    }
+    /* The server's time, so a countdown to starts_at can correct the client's clock. */
+    char body[ORDER_EVENTS_BODY_MAX + 48], now[32];
+    memcpy(body, v->body, v->body_len);
+    int n = snprintf(body + v->body_len, sizeof(body) - v->body_len, ",\"now\":\"%s\"}",
+                     order_time_format_rfc3339(now_ms, now, sizeof(now)));
+    req_json(r, 200, body, v->body_len + (size_t)n);
+}
+
 static void on_event_stock(redisReply *reply, void *arg)
 {
     order_req *r = arg;
-    int64_t left = r->job.stock_left; /* PostgreSQL's figure, if Redis has none */
-    if (reply && reply->type == REDIS_REPLY_STRING)
-        left = strtoll(reply->str, NULL, 10);
-    char *body = order_reply_event(r->event_id, r->job.spec.name, r->job.spec.stock, left,
-                                   r->job.spec.starts_at_ms, r->job.spec.ends_at_ms);
-    if (!body) {
-        req_error(r, ORDER_ERR_INTERNAL, NULL, 0);
-        return;
-    }
-    req_json(r, 200, body, strlen(body));
-    free(body);
+    order_app *app = r->w->app;
+    int have = reply && reply->type == REDIS_REPLY_STRING;
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        sk_log(SK_LOG_WARN, "event_stock_failed", "event_id=%" PRIu64 " note=\"last figure kept\"",
+               r->event_id);
+    event_wake(order_events_stock(app->events, r->event_id, have,
+                                  have ? strtoll(reply->str, NULL, 10) : 0, order_time_now_ms()));
+    event_get_step(r);
 }
 
 static void after_pg_event(order_task *t)
 {
     order_req *r = REQ_OF(t);
+    order_app *app = r->w->app;
     if (r->job.status == ORDER_PG_NOT_FOUND) {
+        event_wake(order_events_absent(app->events, r->event_id, order_time_now_ms()));
         req_error(r, ORDER_ERR_NOT_FOUND, "no such event", 0);
         return;
     }
     if (r->job.status != ORDER_PG_OK) {
         sk_log(SK_LOG_WARN, "pg_failed", "op=get_event err=\"%s\"", r->job.err);
+        event_wake(order_events_failed(app->events, r->event_id));
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
-    /* stock_left: the gate's live figure in Redis (PostgreSQL's lags behind the consumer). */
-    char key[ORDER_KEY_MAX];
-    const char *argv[2] = {"GET", key};
-    size_t lens[2] = {3, order_key(r->event_id, ORDER_KEY_STOCK, key, sizeof(key))};
-    if (order_redis_command(r->w->redis, 2, argv, lens, on_event_stock, r) != 0)
-        on_event_stock(NULL, r);
+    event_wake(order_events_loaded(app->events, r->event_id, &r->job.spec, r->job.stock_left,
+                                   order_time_now_ms()));
+    event_get_step(r);
+}
+
+static void event_get_step(order_req *r)
+{
+    order_app *app = r->w->app;
+    int64_t now_ms = order_time_now_ms();
+    order_event_view v;
+    switch (order_events_lookup(app->events, r->event_id, now_ms, &r->ev_wait, &v)) {
+    case ORDER_EVENTS_FRESH:
+        event_reply(r, &v, now_ms);
+        return;
+    case ORDER_EVENTS_WAIT:
+        return;
+    case ORDER_EVENTS_ABSENT:
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such event", 0);
+        return;
+    case ORDER_EVENTS_BUSY:
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", "1");
+        req_error(r, ORDER_ERR_UNAVAILABLE, "too many lookups of events not in memory", 0);
+        return;
+    case ORDER_EVENTS_LOAD:
+        r->job.kind = ORDER_PG_GET_EVENT;
+        r->job.id = r->event_id;
+        if (submit_pg(r, after_pg_event, on_pg_done) != 0) {
+            event_wake(order_events_failed(app->events, r->event_id));
+            req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        }
+        return;
+    case ORDER_EVENTS_REFRESH: {
+        /* stock_left: the gate's live figure (PostgreSQL's lags behind the consumer). */
+        char key[ORDER_KEY_MAX];
+        const char *argv[2] = {"GET", key};
+        size_t lens[2] = {3, order_key(r->event_id, ORDER_KEY_STOCK, key, sizeof(key))};
+        if (order_redis_command(r->w->redis, 2, argv, lens, on_event_stock, r) != 0)
+            on_event_stock(NULL, r);
+        return;
+    }
+    }
 }
 
 static void handle_event_get(order_worker *w, struct evhttp_request *req, const order_route *rt,
@@ -890,10 +981,7 @@ static void handle_event_get(order_worker *w, struct evhttp_request *req, const 
         return;
     }
     r->event_id = rt->arg;
-    r->job.kind = ORDER_PG_GET_EVENT;
-    r->job.id = r->event_id;
-    if (submit_pg(r, after_pg_event, on_pg_done) != 0)
-        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+    event_get_step(r);
 }
 
 /* ---- the entry point ------------------------------------------------------------- */

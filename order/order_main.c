@@ -228,9 +228,12 @@ static int run(const char *config)
         goto out;
     }
     app.soldout = order_soldout_new(app.cfg.soldout_ttl_ms);
+    order_events_limits elim = {(size_t)app.cfg.events_cache_size, app.cfg.events_stock_refresh_ms,
+                                app.cfg.events_negative_ttl_ms, app.cfg.events_miss_per_s};
+    app.events = order_events_new(&elim);
     app.buckets = order_bucket_new((size_t)app.cfg.ratelimit_users, (double)app.cfg.ratelimit_rate,
                                    (double)app.cfg.ratelimit_burst);
-    if (!app.soldout || !app.buckets) {
+    if (!app.soldout || !app.buckets || !app.events) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
         goto out;
     }
@@ -289,6 +292,7 @@ out:
     idgen_free(app.ids_event);
     order_bucket_free(app.buckets);
     order_soldout_free(app.soldout);
+    order_events_free(app.events);
     sk_config_free(order_config_table, &app.cfg, app.kafka_props);
     libevent_global_shutdown();
     return rc;
