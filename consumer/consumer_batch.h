@@ -20,6 +20,8 @@ typedef struct consumer_batch_msg {
     int64_t offset;
     consumer_msg_err err; /* OK, a parse error, or UNKNOWN_EVENT once the DB step ran */
     int dup;              /* 1: same order_id or (event, user) as an earlier message of the batch */
+    char outcome;         /* after consumer_db_write: 'c' created, 'r' rejected, 'd' already
+                           * in PostgreSQL (a replay: status unknown here), 0 not written */
     consumer_order order; /* valid when err == CONSUMER_MSG_OK */
     size_t key_off, key_len, val_off, val_len; /* into the arena */
 } consumer_batch_msg;

@@ -34,6 +34,8 @@ typedef struct consumer_cfg {
     long long shutdown_ms;
     long long writers; /* writer threads (PostgreSQL connections), partition p -> p % writers */
     long long http_port;
+    char *redis_url;       /* "" : outcomes are not recorded in the order index (consumer_oidx.h) */
+    long long index_ttl_s; /* the order index's expiry, as seckill-order's order.index_ttl_s */
     int migrate;
     char *log_level;
 } consumer_cfg;

@@ -100,6 +100,9 @@ char *consumer_metrics_render(consumer_metrics *m, size_t *len)
     counter(f, "seckill_consumer_batches_abandoned_total",
             "Batches dropped on partition revoke (the new owner replays them).",
             LOAD(m->abandoned));
+    counter(f, "seckill_consumer_order_index_failures_total",
+            "Batches whose outcomes could not be written into the order index (Redis).",
+            LOAD(m->oidx_failures));
     fprintf(f, "# HELP seckill_consumer_db_up 1 if the last database attempt succeeded.\n"
                "# TYPE seckill_consumer_db_up gauge\nseckill_consumer_db_up %d\n",
             atomic_load(&m->db_up));

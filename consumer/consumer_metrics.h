@@ -32,6 +32,7 @@ typedef struct consumer_metrics {
     atomic_uint_fast64_t batches;        /* committed batches */
     atomic_uint_fast64_t batch_failures; /* failed attempts (each is retried) */
     atomic_uint_fast64_t abandoned;      /* batches dropped on revoke (replayed by the new owner) */
+    atomic_uint_fast64_t oidx_failures;  /* batches whose outcomes did not reach the order index */
     atomic_int db_up;                    /* 1 after a success, 0 after a failure */
     atomic_int paused;                   /* 1 while consumption is paused (database down) */
     consumer_hist batch_size;

@@ -234,7 +234,7 @@ static void index_write(order_worker *w, uint64_t bucket_of, size_t n, const cha
 
 static void index_entry(const order_req *r, int acked, char oid[24], char val[ORDER_INDEX_VALUE_MAX])
 {
-    order_index_entry e = {r->event_id, r->user, acked};
+    order_index_entry e = {r->event_id, r->user, acked, 0};
     snprintf(oid, 24, "%" PRIu64, r->order_id);
     order_index_encode(&e, val, ORDER_INDEX_VALUE_MAX);
 }
@@ -626,6 +626,30 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
 
 /* ---- reading an order ---------------------------------------------------------- */
 
+/* Reading an order: its index first (issue 17). While the order is younger than
+ * order.index_ttl_s, its index hash holds the front's entry ("<id>": acknowledged, or
+ * may have landed) and, once the consumer committed it, the consumer's outcome
+ * ("<id>:o": created, rejected; consumer_oidx.h), so a buyer polling a young order
+ * costs one HMGET and no PostgreSQL query. PostgreSQL is asked only for what the index
+ * cannot tell: an order older than the index, an outcome the consumer did not learn (a
+ * replay), and a "may have landed" entry no longer pending. */
+static void order_lookup_pg(order_req *r);
+
+static int order_owner_ok(order_req *r, uint64_t owner)
+{
+    if (owner == r->user || r->is_admin)
+        return 1;
+    req_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
+    return 0;
+}
+
+static void order_answer(order_req *r, uint64_t owner, const char *status)
+{
+    char body[256];
+    size_t n = order_reply_order(body, sizeof(body), r->order_id, r->event_id, owner, status);
+    req_json(r, 200, body, n);
+}
+
 static void on_order_status(redisReply *reply, void *arg)
 {
     order_req *r = arg;
@@ -636,48 +660,49 @@ static void on_order_status(redisReply *reply, void *arg)
     }
     if (reply->element[0]->integer == 0 || reply->elements < 2 ||
         reply->element[1]->type != REDIS_REPLY_STRING) {
-        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        /* Settled: given back (404), or it landed and was confirmed, in which case the
+         * consumer has it or will (PostgreSQL says which). */
+        order_lookup_pg(r);
         return;
     }
     uint64_t owner = strtoull(reply->element[1]->str, NULL, 10); /* "user_id:ts_ms" */
-    if (owner != r->user && !r->is_admin) {
-        req_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
-        return;
-    }
-    char body[256];
-    size_t n = order_reply_order(body, sizeof(body), r->order_id, r->event_id, owner, "queued");
-    req_json(r, 200, body, n);
+    if (order_owner_ok(r, owner))
+        order_answer(r, owner, "queued");
+}
+
+static int index_field(const redisReply *f, order_index_entry *e)
+{
+    return f->type == REDIS_REPLY_STRING && order_index_decode(f->str, f->len, e) == 0;
 }
 
 static void on_order_index(redisReply *reply, void *arg)
 {
     order_req *r = arg;
-    if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
-    if (reply->type == REDIS_REPLY_NIL) {
-        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+    order_index_entry e, o;
+    int has_entry = index_field(reply->element[0], &e) && !e.outcome;
+    int has_outcome = index_field(reply->element[1], &o) && o.outcome;
+    if (has_outcome && o.outcome != 'd') { /* the consumer committed it */
+        r->event_id = o.event_id;
+        if (order_owner_ok(r, o.user_id))
+            order_answer(r, o.user_id, o.outcome == 'c' ? "created" : "rejected");
         return;
     }
-    order_index_entry e;
-    if (order_index_decode(reply->str, reply->len, &e) != 0) {
-        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+    if (has_outcome || !has_entry) { /* a replay's status, or older than the index */
+        order_lookup_pg(r);
         return;
     }
     r->event_id = e.event_id;
     if (e.acked) { /* Kafka has it: queued until the consumer wrote it */
-        if (e.user_id != r->user && !r->is_admin) {
-            req_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
-            return;
-        }
-        char body[256];
-        size_t n = order_reply_order(body, sizeof(body), r->order_id, r->event_id, e.user_id, "queued");
-        req_json(r, 200, body, n);
+        if (order_owner_ok(r, e.user_id))
+            order_answer(r, e.user_id, "queued");
         return;
     }
     /* It may or may not have landed: queued while its reservation is pending (the
-     * reconciler settles it), not found once it was given back. */
+     * reconciler settles it), PostgreSQL's answer once it is settled. */
     char pending[ORDER_KEY_MAX], accepted[ORDER_KEY_MAX], oid[24];
     const char *args[3] = {pending, accepted, oid};
     size_t lens[3] = {order_key(r->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
@@ -688,14 +713,15 @@ static void on_order_index(redisReply *reply, void *arg)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
-/* Not in PostgreSQL (yet): ask Redis whether it is on its way. */
 static void order_lookup_redis(order_req *r)
 {
-    char key[ORDER_KEY_MAX], oid[24];
-    const char *argv[3] = {"HGET", key, oid};
-    size_t lens[3] = {4, order_key_index(r->order_id, key, sizeof(key)),
-                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
-    if (order_redis_command(r->w->redis, 3, argv, lens, on_order_index, r) != 0)
+    char key[ORDER_KEY_MAX], oid[24], oout[32];
+    const char *argv[4] = {"HMGET", key, oid, oout};
+    size_t lens[4] = {5, order_key_index(r->order_id, key, sizeof(key)),
+                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id),
+                      (size_t)snprintf(oout, sizeof(oout), "%" PRIu64 "%s", r->order_id,
+                                       ORDER_INDEX_OUTCOME_SUFFIX)};
+    if (order_redis_command(r->w->redis, 4, argv, lens, on_order_index, r) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
@@ -709,17 +735,12 @@ static void after_pg_order(order_task *t)
         return;
     }
     if (j->status == ORDER_PG_NOT_FOUND) {
-        order_lookup_redis(r);
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
-    if (j->user_id != r->user && !r->is_admin) {
-        req_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
-        return;
-    }
-    char body[256];
-    size_t n = order_reply_order(body, sizeof(body), r->order_id, j->event_id, j->user_id,
-                                 j->order_status);
-    req_json(r, 200, body, n);
+    r->event_id = j->event_id;
+    if (order_owner_ok(r, j->user_id))
+        order_answer(r, j->user_id, j->order_status);
 }
 
 static void on_pg_done(order_pg_job *job)
@@ -753,12 +774,17 @@ static void handle_order_get(order_worker *w, struct evhttp_request *req, const 
         return;
     }
     r->order_id = rt->arg;
-    r->job.kind = ORDER_PG_GET_ORDER;
-    r->job.id = r->order_id;
-    if (!w->app->pg) {
-        order_lookup_redis(r); /* no database configured: only orders on their way */
+    order_lookup_redis(r);
+}
+
+static void order_lookup_pg(order_req *r)
+{
+    if (!r->w->app->pg) { /* no database configured: only orders in the index */
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
+    r->job.kind = ORDER_PG_GET_ORDER;
+    r->job.id = r->order_id;
     if (submit_pg(r, after_pg_order, on_pg_done) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
 }
