@@ -87,6 +87,7 @@ struct order_app {
     order_bucket_table *buckets;
     order_soldout *soldout;
     order_events *events; /* GET /api/v1/events/{id} from memory (order_events.h) */
+    order_evlist *evlist; /* GET /api/v1/events from memory (order_evlist.h) */
     order_metrics metrics;
     int port; /* the port actually bound */
     atomic_int draining;

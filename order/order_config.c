@@ -76,6 +76,11 @@ const sk_cfg_entry order_config_table[] = {
      F(events_miss_per_s)},
     {"events.max_age_s", SK_CFG_INT, 0, 3600, "1",
      "Cache-Control max-age of the event pages", F(events_max_age_s)},
+    {"events.list_refresh_ms", SK_CFG_INT, 1, 3600000, "1000",
+     "GET /api/v1/events is read from PostgreSQL at most this often per instance (an event "
+     "created on another front shows up within it)", F(events_list_refresh_ms)},
+    {"events.list_max", SK_CFG_INT, 1, 100000, "1000",
+     "events kept in the list (the first by starts_at)", F(events_list_max)},
     {"shutdown.timeout_ms", SK_CFG_INT, 0, 600000, "5000",
      "on SIGTERM, how long to wait for requests in flight and the Kafka flush",
      F(shutdown_timeout_ms)},

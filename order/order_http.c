@@ -23,6 +23,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <sys/queue.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -887,39 +888,53 @@ static void event_get_resume(order_task *t)
 }
 
 /* Hands every waiter back to its own worker (this one's included: through its inbox,
- * after the current callback). */
-static void event_wake(order_events_waiter *list)
+ * after the current callback), to go on in `fn`. */
+static void event_wake_to(order_events_waiter *list, void (*fn)(order_task *))
 {
     while (list) {
         order_events_waiter *next = list->next; /* the waiter may run at once elsewhere */
         order_req *q = EV_WAITER_REQ(list);
-        q->task.fn = event_get_resume;
+        q->task.fn = fn;
         order_worker_post(q->w, &q->task);
         list = next;
     }
 }
 
-static void event_reply(order_req *r, const order_event_view *v, int64_t now_ms)
+static void event_wake(order_events_waiter *list)
+{
+    event_wake_to(list, event_get_resume);
+}
+
+/* Answers a cached page: Cache-Control, its ETag, 304 when If-None-Match matches,
+ * otherwise `head` (the body without its closing brace) plus the server's time, so a
+ * countdown to starts_at can correct the client's clock. */
+static void cached_reply(order_req *r, const char *head, size_t hlen, const char *etag, int64_t now_ms)
 {
     order_app *app = r->w->app;
     struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
     char cc[48];
     snprintf(cc, sizeof(cc), "public, max-age=%lld", app->cfg.events_max_age_s);
     evhttp_add_header(out, "Cache-Control", cc);
-    evhttp_add_header(out, "ETag", v->etag);
+    evhttp_add_header(out, "ETag", etag);
     const char *inm = evhttp_find_header(evhttp_request_get_input_headers(r->req), "If-None-Match");
-    if (inm && order_events_etag_match(inm, v->etag)) {
+    if (inm && order_events_etag_match(inm, etag)) {
         reply_send(r->w, r->req, r->route, r->start_us, 304, "application/json", "", 0);
         request_done(r->w);
         free(r);
         return;
     }
-    /* The server's time, so a countdown to starts_at can correct the client's clock. */
-    char body[ORDER_EVENTS_BODY_MAX + 48], now[32];
-    memcpy(body, v->body, v->body_len);
-    int n = snprintf(body + v->body_len, sizeof(body) - v->body_len, ",\"now\":\"%s\"}",
-                     order_time_format_rfc3339(now_ms, now, sizeof(now)));
-    req_json(r, 200, body, v->body_len + (size_t)n);
+    char now[32];
+    order_time_format_rfc3339(now_ms, now, sizeof(now));
+    struct evbuffer *buf = evhttp_request_get_output_buffer(r->req);
+    evbuffer_add(buf, head, hlen);
+    evbuffer_add_printf(buf, ",\"now\":\"%s\"}", now);
+    reply_json(r->w, r->req, r->route, r->start_us, 200, "", 0);
+    free(r);
+}
+
+static void event_reply(order_req *r, const order_event_view *v, int64_t now_ms)
+{
+    cached_reply(r, v->body, v->body_len, v->etag, now_ms);
 }
 
 static void on_event_stock(redisReply *reply, void *arg)
@@ -991,6 +1006,140 @@ static void event_get_step(order_req *r)
         return;
     }
     }
+}
+
+/* GET /api/v1/events?offset=O&limit=L: the current and upcoming events from this
+ * instance's snapshot (order_evlist.h), refreshed from PostgreSQL at most every
+ * events.list_refresh_ms; a stale snapshot is answered while its refresh runs. */
+static void event_list_step(order_req *r);
+
+static void event_list_resume(order_task *t)
+{
+    order_req *r = REQ_OF(t);
+    if (r->ev_wait.failed) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    event_list_step(r);
+}
+
+/* A refresh landed (r: the request that ran it, or a bare order_req when it ran behind
+ * an answered request). */
+static void after_pg_list(order_task *t)
+{
+    order_req *r = REQ_OF(t);
+    order_app *app = r->w->app;
+    int64_t now_ms = order_time_now_ms();
+    order_events_waiter *back;
+    if (r->job.status == ORDER_PG_OK) {
+        back = order_evlist_loaded(app->evlist, r->job.rows, r->job.nrows, now_ms);
+    } else {
+        sk_log(SK_LOG_WARN, "pg_failed", "op=list_events err=\"%s\"", r->job.err);
+        back = order_evlist_failed(app->evlist, now_ms);
+    }
+    free(r->job.rows);
+    r->job.rows = NULL;
+    event_wake_to(back, event_list_resume);
+    if (!r->req) { /* a refresh behind the answers */
+        free(r);
+        return;
+    }
+    if (r->job.status != ORDER_PG_OK) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    event_list_step(r);
+}
+
+static int event_list_submit(order_req *r)
+{
+    r->job.kind = ORDER_PG_LIST_EVENTS;
+    r->job.id = (uint64_t)r->w->app->cfg.events_list_max;
+    return submit_pg(r, after_pg_list, on_pg_done);
+}
+
+static void event_list_step(order_req *r)
+{
+    order_app *app = r->w->app;
+    int64_t now_ms = order_time_now_ms();
+    char *body = NULL, etag[24];
+    size_t len = 0;
+    int refresh = 0;
+    /* offset and limit ride in order_id and user (unused by this route). */
+    order_events_status st = order_evlist_page(app->evlist, now_ms, (size_t)r->order_id,
+                                               (size_t)r->event_id, &r->ev_wait, &body, &len,
+                                               etag, &refresh);
+    if (refresh) {
+        order_req *bg = calloc(1, sizeof(*bg));
+        if (!bg || (bg->w = r->w, event_list_submit(bg) != 0)) {
+            free(bg);
+            event_wake_to(order_evlist_failed(app->evlist, now_ms), event_list_resume);
+        }
+    }
+    switch (st) {
+    case ORDER_EVENTS_FRESH:
+        cached_reply(r, body, len, etag, now_ms);
+        free(body);
+        return;
+    case ORDER_EVENTS_WAIT:
+        return;
+    case ORDER_EVENTS_LOAD:
+        if (!app->pg || event_list_submit(r) != 0) {
+            event_wake_to(order_evlist_failed(app->evlist, now_ms), event_list_resume);
+            req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        }
+        return;
+    default:
+        req_error(r, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+    }
+}
+
+/* A query parameter as a decimal in [lo, hi]; `def` when absent. @returns 0 or -1. */
+static int query_num(const struct evkeyvalq *q, const char *name, long long lo, long long hi,
+                     long long def, long long *out)
+{
+    const char *v = evhttp_find_header(q, name);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || n < lo || n > hi)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+static void handle_event_list(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                              int64_t start_us)
+{
+    sk_jwt_claims claims;
+    if (authenticate(w, req, &claims) != 0) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+        return;
+    }
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    const char *uri = evhttp_request_get_uri(req), *qs = strchr(uri, '?');
+    long long offset, limit;
+    int bad = qs && evhttp_parse_query_str(qs + 1, &q) != 0;
+    bad = bad || query_num(&q, "offset", 0, 1000000, 0, &offset) != 0 ||
+          query_num(&q, "limit", 1, ORDER_EVLIST_LIMIT_MAX, 20, &limit) != 0;
+    evhttp_clear_headers(&q);
+    if (bad) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST,
+                    "offset is 0 to 1000000 and limit 1 to 100", 0);
+        return;
+    }
+    order_req *r = req_new(w, req, rt->id, start_us, &claims);
+    if (!r) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return;
+    }
+    r->order_id = (uint64_t)offset;
+    r->event_id = (uint64_t)limit;
+    event_list_step(r);
 }
 
 static void handle_event_get(order_worker *w, struct evhttp_request *req, const order_route *rt,
@@ -1095,6 +1244,9 @@ void order_http_handle(struct evhttp_request *req, void *arg)
         break;
     case ORDER_ROUTE_EVENT_GET:
         handle_event_get(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_LIST:
+        handle_event_list(w, req, &rt, start_us);
         break;
     default:
         reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND, "no such path", 0);

@@ -88,6 +88,46 @@ static void run_get_event(PGconn *c, order_pg_job *job)
     PQclear(res);
 }
 
+static void run_list_events(PGconn *c, order_pg_job *job)
+{
+    char lim[24];
+    snprintf(lim, sizeof(lim), "%" PRIu64, job->id);
+    const char *params[1] = {lim /* $1 the most rows */};
+    PGresult *res = PQexecParams(
+        c,
+        "SELECT id, name, stock_total, stock_left, "
+        "(extract(epoch from starts_at) * 1000)::bigint, "
+        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit "
+        "FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
+        1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fail(job, c, res, "list events");
+        PQclear(res);
+        return;
+    }
+    size_t n = (size_t)PQntuples(res);
+    job->rows = calloc(n ? n : 1, sizeof(*job->rows));
+    if (!job->rows) {
+        job->status = ORDER_PG_ERROR;
+        snprintf(job->err, sizeof(job->err), "list events: out of memory");
+        PQclear(res);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        order_evlist_row *r = &job->rows[i];
+        r->id = strtoull(PQgetvalue(res, (int)i, 0), NULL, 10);
+        snprintf(r->spec.name, sizeof(r->spec.name), "%s", PQgetvalue(res, (int)i, 1));
+        r->spec.stock = strtoll(PQgetvalue(res, (int)i, 2), NULL, 10);
+        r->stock_left = strtoll(PQgetvalue(res, (int)i, 3), NULL, 10);
+        r->spec.starts_at_ms = strtoll(PQgetvalue(res, (int)i, 4), NULL, 10);
+        r->spec.ends_at_ms = strtoll(PQgetvalue(res, (int)i, 5), NULL, 10);
+        r->spec.per_user_limit = atoi(PQgetvalue(res, (int)i, 6));
+    }
+    job->nrows = n;
+    job->status = ORDER_PG_OK;
+    PQclear(res);
+}
+
 static void run_get_order(PGconn *c, order_pg_job *job)
 {
     char id[24];
@@ -122,6 +162,9 @@ void order_pg_run(void *pgconn, order_pg_job *job)
         break;
     case ORDER_PG_GET_ORDER:
         run_get_order(c, job);
+        break;
+    case ORDER_PG_LIST_EVENTS:
+        run_list_events(c, job);
         break;
     default:
         job->status = ORDER_PG_ERROR;

@@ -6,6 +6,8 @@
  *  - after a sale on A, B's page shows the new stock_left within stock_refresh_ms + 100 ms;
  *  - an order's status turns from queued to created within 1 s of its row's commit
  *    (the consumer records the outcome in the order index);
+ *  - GET /api/v1/events lists current and upcoming events, paginated, with the same
+ *    headers, and an event created on A shows up on B within the list refresh;
  *  - event page reads and order polls of young orders cost PostgreSQL 0 transactions, and
  *    a flood of random event ids a bounded number (pg_stat_database.xact_commit of the
  *    private database, read from the admin connection once the statistics are flushed).
@@ -296,6 +298,66 @@ static void test_order_status_and_pg_cost(void **state)
     assert_true(x2 - x1 < 3000);
 }
 
+static int count_of(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+static uint64_t create_on_a(const char *name)
+{
+    char admin[1024], a[32], b[32], body[256], resp[512];
+    to_token(&fa, 1, 1, 3600, admin, sizeof(admin));
+    time_t t = time(NULL) + 600;
+    strftime(a, sizeof(a), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    t += 7200;
+    strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    snprintf(body, sizeof(body), "{\"name\":\"%s\",\"stock\":9,\"starts_at\":\"%s\",\"ends_at\":\"%s\"}", name, a, b);
+    assert_int_equal(to_http1(fa.port, "POST", "/api/v1/events", admin, body, resp, sizeof(resp)), 201);
+    return to_json_id(resp, "event_id");
+}
+
+/* GET /api/v1/events: current and upcoming, paginated, cached; an event created on A
+ * shows up on B within events.list_refresh_ms (300 here) plus a query. */
+static void test_event_list(void **state)
+{
+    (void)state;
+    char tok[1024], needle[64];
+    to_token(&fb, user_base + 9, 0, 600, tok, sizeof(tok));
+    http_answer a, b;
+    assert_int_equal(get(fb.port, "/api/v1/events", tok, NULL, &a), 200);
+    snprintf(needle, sizeof(needle), "\"event_id\":\"%" PRIu64 "\"", ev);
+    assert_non_null(strstr(a.body, needle));
+    assert_non_null(strstr(a.body, "\"now\":\""));
+    assert_string_equal(a.cache_control, "public, max-age=1");
+    assert_int_equal(get(fb.port, "/api/v1/events", tok, a.etag, &b), 304);
+    uint64_t ev2 = create_on_a("upcoming");
+    int64_t t0 = to_now_ms(), seen = 0;
+    snprintf(needle, sizeof(needle), "\"event_id\":\"%" PRIu64 "\"", ev2);
+    while (to_now_ms() - t0 < 5000) {
+        assert_int_equal(get(fb.port, "/api/v1/events", tok, NULL, &b), 200);
+        if (strstr(b.body, needle)) {
+            seen = to_now_ms();
+            break;
+        }
+    }
+    assert_true(seen > 0);
+    print_message("an event created on A listed on B after %lld ms\n", (long long)(seen - t0));
+    assert_true(seen - t0 <= 1500);
+    /* upcoming after current: ev (started) first; pages of one */
+    assert_int_equal(get(fb.port, "/api/v1/events?limit=1", tok, NULL, &b), 200);
+    assert_int_equal(count_of(b.body, "\"event_id\""), 1);
+    assert_non_null(strstr(b.body, "\"next_offset\":1"));
+    assert_int_equal(get(fb.port, "/api/v1/events?offset=1&limit=100", tok, NULL, &b), 200);
+    assert_non_null(strstr(b.body, needle));
+    assert_non_null(strstr(b.body, "\"next_offset\":null"));
+    assert_int_equal(get(fb.port, "/api/v1/events?limit=0", tok, NULL, &b), 400);
+    assert_int_equal(get(fb.port, "/api/v1/events?limit=abc", tok, NULL, &b), 400);
+    assert_int_equal(get(fb.port, "/api/v1/events?offset=-1", tok, NULL, &b), 400);
+}
+
 /* ---- set-up ---- */
 
 static int consumer_start(void)
@@ -326,7 +388,7 @@ static int setup(void **state)
         return -1;
     user_base = (uint64_t)getpid() * 10000000ULL + (uint64_t)(to_now_ms() % 1000) * 1000000000000ULL;
     const char *env[] = {"SECKILL_REDIS_TIMEOUT_MS=5000", "SECKILL_RECONCILE_INTERVAL_MS=0",
-                         "SECKILL_EVENTS_STOCK_REFRESH_MS=100", NULL};
+                         "SECKILL_EVENTS_STOCK_REFRESH_MS=100", "SECKILL_EVENTS_LIST_REFRESH_MS=300", NULL};
     if (to_order_start(&fa, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg_conninfo, env) != 0 ||
         to_order_start(&fb, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg_conninfo, env) != 0)
         return -1;
@@ -364,6 +426,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_event_page),
         cmocka_unit_test(test_order_status_and_pg_cost),
+        cmocka_unit_test(test_event_list),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -24,7 +24,9 @@ static void test_routes(void **state)
         uint64_t arg;
     } cases[] = {
         {ORDER_METHOD_POST, "/api/v1/events", 0, ORDER_ROUTE_EVENT_CREATE, 0},
-        {ORDER_METHOD_GET, "/api/v1/events", 405, ORDER_ROUTE_EVENT_CREATE, 0},
+        {ORDER_METHOD_GET, "/api/v1/events", 0, ORDER_ROUTE_EVENT_LIST, 0},
+        {ORDER_METHOD_HEAD, "/api/v1/events", 0, ORDER_ROUTE_EVENT_LIST, 0},
+        {ORDER_METHOD_OTHER, "/api/v1/events", 405, ORDER_ROUTE_EVENT_CREATE, 0},
         {ORDER_METHOD_GET, "/api/v1/events/42", 0, ORDER_ROUTE_EVENT_GET, 42},
         {ORDER_METHOD_HEAD, "/api/v1/events/42", 0, ORDER_ROUTE_EVENT_GET, 42},
         {ORDER_METHOD_POST, "/api/v1/events/42", 405, ORDER_ROUTE_EVENT_GET, 0},
