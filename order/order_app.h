@@ -19,6 +19,8 @@
 #include "order_bucket.h"
 #include "order_config.h"
 #include "order_events.h"
+#include "order_evlist.h"
+#include "order_ocache.h"
 #include "order_kafka.h"
 #include "order_loader.h"
 #include "order_metrics.h"
@@ -88,6 +90,7 @@ struct order_app {
     order_soldout *soldout;
     order_events *events; /* GET /api/v1/events/{id} from memory (order_events.h) */
     order_evlist *evlist; /* GET /api/v1/events from memory (order_evlist.h) */
+    order_ocache *ocache; /* final order outcomes (order_ocache.h); NULL when off */
     order_metrics metrics;
     int port; /* the port actually bound */
     atomic_int draining;

@@ -63,6 +63,11 @@ const sk_cfg_entry order_config_table[] = {
      F(pg_pool)},
     {"order.index_ttl_s", SK_CFG_INT, 60, 31536000, "604800",
      "how long Redis remembers an order's event for GET /api/v1/orders/{id}", F(index_ttl_s)},
+    {"order.status_cache_size", SK_CFG_INT, 0, 100000000, "65536",
+     "orders whose outcome (created, rejected) is kept in memory for GET /api/v1/orders/{id} "
+     "(0: none)", F(order_status_cache_size)},
+    {"order.status_cache_ms", SK_CFG_INT, 1, 60000, "1000",
+     "how long a kept outcome answers without Redis", F(order_status_cache_ms)},
     {"events.cache_size", SK_CFG_INT, 16, 1000000, "4096",
      "events kept in memory for GET /api/v1/events/{id} (least recently used evicted)",
      F(events_cache_size)},

@@ -688,6 +688,9 @@ static void on_order_index(redisReply *reply, void *arg)
     int has_outcome = index_field(reply->element[1], &o) && o.outcome;
     if (has_outcome && o.outcome != 'd') { /* the consumer committed it */
         r->event_id = o.event_id;
+        if (r->w->app->ocache)
+            order_ocache_put(r->w->app->ocache, r->order_id, o.event_id, o.user_id, o.outcome,
+                             order_time_now_ms());
         if (order_owner_ok(r, o.user_id))
             order_answer(r, o.user_id, o.outcome == 'c' ? "created" : "rejected");
         return;
@@ -775,6 +778,15 @@ static void handle_order_get(order_worker *w, struct evhttp_request *req, const 
         return;
     }
     r->order_id = rt->arg;
+    uint64_t ev, owner;
+    char outcome;
+    if (w->app->ocache && order_ocache_get(w->app->ocache, r->order_id, order_time_now_ms(), &ev,
+                                           &owner, &outcome)) {
+        r->event_id = ev; /* a final outcome seen lately: no Redis round trip */
+        if (order_owner_ok(r, owner))
+            order_answer(r, owner, outcome == 'c' ? "created" : "rejected");
+        return;
+    }
     order_lookup_redis(r);
 }
 

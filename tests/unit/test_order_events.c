@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "order_events.h"
+#include "order_ocache.h"
 
 /* 2026-11-23 in ms, and an event id issued a day before it (libidgen layout). */
 #define NOW 1795392000000LL
@@ -203,6 +204,35 @@ static void test_etag_match(void **state)
     assert_false(order_events_etag_match("W/\"00112233aabbccdd", tag));
 }
 
+/* order_ocache: final outcomes only, for ttl_ms, a collision is a miss, never a wrong answer */
+static void test_ocache(void **state)
+{
+    (void)state;
+    order_ocache *c = order_ocache_new(100, 1000);
+    assert_non_null(c);
+    uint64_t ev, user;
+    char out;
+    assert_int_equal(order_ocache_get(c, 42, NOW, &ev, &user, &out), 0);
+    order_ocache_put(c, 42, 7, 9, 'q', NOW); /* not final: ignored */
+    assert_int_equal(order_ocache_get(c, 42, NOW, &ev, &user, &out), 0);
+    order_ocache_put(c, 42, 7, 9, 'c', NOW);
+    assert_int_equal(order_ocache_get(c, 42, NOW + 999, &ev, &user, &out), 1);
+    assert_true(ev == 7 && user == 9 && out == 'c');
+    assert_int_equal(order_ocache_get(c, 42, NOW + 1000, &ev, &user, &out), 0);
+    /* many orders in a small table: every hit is the order asked for */
+    for (uint64_t id = 1; id <= 5000; id++)
+        order_ocache_put(c, ID_OF(100, id), id, id + 1, 'r', NOW);
+    int hits = 0;
+    for (uint64_t id = 1; id <= 5000; id++) {
+        if (order_ocache_get(c, ID_OF(100, id), NOW + 1, &ev, &user, &out)) {
+            hits++;
+            assert_true(ev == id && user == id + 1 && out == 'r');
+        }
+    }
+    assert_true(hits > 0 && hits <= 128);
+    order_ocache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_negative_and_budget),
         cmocka_unit_test(test_eviction_bound),
         cmocka_unit_test(test_etag_match),
+        cmocka_unit_test(test_ocache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
