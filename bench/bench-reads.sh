@@ -6,8 +6,10 @@
 # every PostgreSQL transaction counted is the service's own. Then, alternating, 3 rounds
 # of wrk -t1 -c64 (BENCH_SECONDS each, default 8) on:
 #   event : GET /api/v1/events/{id}  (the event cache; stock_left from Redis every 100 ms)
-#   order : GET /api/v1/orders/{id}  for an order in the index (HMGET in Redis, the
-#           consumer's outcome "created" recorded as the consumer records it)
+#   order : GET /api/v1/orders/{id}  for a created order in the index (its outcome
+#           recorded as the consumer records it): the first poll reads the index, the
+#           next ones come from the memory of final outcomes (order.status_cache_ms)
+#   queued: GET /api/v1/orders/{id}  for an order still queued: one HMGET per request
 #   sold  : POST /api/v1/events/{id}/orders on a sold-out event (the in-process flag),
 #           the reference
 # and prints req/s, p50/p99 per run, the medians, the ratios to the sold-out path within
@@ -81,6 +83,12 @@ OID=$(curl -fsS -X POST -H "Authorization: Bearer $UTOK" "$URL/api/v1/events/$EV
 redis-cli -p "$RPORT" HSET "seckill:oidx:$(( OID >> 32 ))" "$OID:o" "$EV:$USER:c" >/dev/null
 curl -fsS -H "Authorization: Bearer $UTOK" "$URL/api/v1/orders/$OID" | grep -q '"status":"created"' ||
     { echo "bench-reads: the order does not read as created" >&2; exit 1; }
+# a queued one: no outcome recorded (no consumer here)
+USER_Q=$(( USER + 1 ))
+QTOK=$(token "$USER_Q")
+OID_Q=$(curl -fsS -X POST -H "Authorization: Bearer $QTOK" "$URL/api/v1/events/$EV/orders" | sed -e 's/.*"order_id":"\([0-9]*\)".*/\1/')
+curl -fsS -H "Authorization: Bearer $QTOK" "$URL/api/v1/orders/$OID_Q" | grep -q '"status":"queued"' ||
+    { echo "bench-reads: the second order does not read as queued" >&2; exit 1; }
 curl -fsS -H "Authorization: Bearer $UTOK" "$URL/api/v1/events/$EV" >/dev/null   # loads the event once
 curl -sS -o /dev/null -X POST -H "Authorization: Bearer $UTOK" "$URL/api/v1/events/$EV_SOLD/orders" # primes the flag
 printf 'wrk.method = "POST"\n' >"$WORK/post.lua"
@@ -105,6 +113,7 @@ run() { # name round
     case $1 in
         event) wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -H "Authorization: Bearer $UTOK" "$URL/api/v1/events/$EV" >"$f" 2>&1 ;;
         order) wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -H "Authorization: Bearer $UTOK" "$URL/api/v1/orders/$OID" >"$f" 2>&1 ;;
+        queued) wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -H "Authorization: Bearer $QTOK" "$URL/api/v1/orders/$OID_Q" >"$f" 2>&1 ;;
         sold) wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -s "$WORK/post.lua" -H "Authorization: Bearer $UTOK" "$URL/api/v1/events/$EV_SOLD/orders" >"$f" 2>&1 ;;
     esac
 }
@@ -113,14 +122,15 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 X0=$(xacts_settled)
 for r in $(seq 1 "$ROUNDS"); do
     # the order of the three rotates, so that none always runs first after a pause
-    case $(( r % 3 )) in
-        1) order="event order sold" ;; 2) order="order sold event" ;; 0) order="sold event order" ;;
+    case $(( r % 4 )) in
+        1) order="event order queued sold" ;; 2) order="order queued sold event" ;;
+        3) order="queued sold event order" ;; 0) order="sold event order queued" ;;
     esac
     for n in $order; do run "$n" "$r"; done
 done
 X1=$(xacts_settled)
 reads=0
-for r in $(seq 1 "$ROUNDS"); do reads=$(( reads + $(total "$WORK/event.$r.wrk") + $(total "$WORK/order.$r.wrk") )); done
+for r in $(seq 1 "$ROUNDS"); do reads=$(( reads + $(total "$WORK/event.$r.wrk") + $(total "$WORK/order.$r.wrk") + $(total "$WORK/queued.$r.wrk") )); done
 median() { sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
@@ -130,7 +140,7 @@ printf 'seckill-order reads (%s s per run, wrk -t1 -c%s, %s rounds alternating; 
 printf '%-7s %-6s %10s %8s %8s %10s %s\n' round path "req/s" "p50 ms" "p99 ms" "/ sold" "answers"
 for r in $(seq 1 "$ROUNDS"); do
     s=$(rps "$WORK/sold.$r.wrk")
-    for n in event order sold; do
+    for n in event order queued sold; do
         f="$WORK/$n.$r.wrk"
         v=$(rps "$f"); p50=$(lat_ms "$f" 50%); p99=$(lat_ms "$f" 99%); q=$(ratio "$v" "$s")
         note="$(total "$f") answers, $(bad "$f") not 2xx/3xx"
@@ -142,10 +152,12 @@ M_O=$(for r in $(seq 1 "$ROUNDS"); do rps "$WORK/order.$r.wrk"; echo; done | med
 M_S=$(for r in $(seq 1 "$ROUNDS"); do rps "$WORK/sold.$r.wrk"; echo; done | median)
 R_E=$(for r in $(seq 1 "$ROUNDS"); do ratio "$(rps "$WORK/event.$r.wrk")" "$(rps "$WORK/sold.$r.wrk")"; echo; done | median)
 R_O=$(for r in $(seq 1 "$ROUNDS"); do ratio "$(rps "$WORK/order.$r.wrk")" "$(rps "$WORK/sold.$r.wrk")"; echo; done | median)
+M_Q=$(for r in $(seq 1 "$ROUNDS"); do rps "$WORK/queued.$r.wrk"; echo; done | median)
+R_Q=$(for r in $(seq 1 "$ROUNDS"); do ratio "$(rps "$WORK/queued.$r.wrk")" "$(rps "$WORK/sold.$r.wrk")"; echo; done | median)
 PGX=$(( X1 - X0 ))
 PER=$(awk -v x="$PGX" -v n="$reads" 'BEGIN { if (n > 0) printf "%.6f", x / n; else print "n/a" }')
-printf 'medians: event %s req/s, order %s req/s, sold out %s req/s\n' "$M_E" "$M_O" "$M_S"
-printf 'event / sold out = %s (target >= 0.9), order / sold out = %s (target >= 0.7), medians of the per-round ratios\n' "$R_E" "$R_O"
+printf 'medians: event %s req/s, order (created) %s req/s, order (queued) %s req/s, sold out %s req/s\n' "$M_E" "$M_O" "$M_Q" "$M_S"
+printf 'event / sold out = %s (target >= 0.9), order created / sold out = %s, order queued / sold out = %s (target >= 0.7), medians of the per-round ratios\n' "$R_E" "$R_O" "$R_Q"
 printf 'PostgreSQL transactions during the runs: %s for %s read requests = %s per read (target <= 0.001)\n' "$PGX" "$reads" "$PER"
-printf '{"bench":"reads","seconds":%s,"connections":%s,"rounds":%s,"event_rps":%s,"order_rps":%s,"sold_out_rps":%s,"event_over_sold":%s,"order_over_sold":%s,"pg_xacts":%s,"reads":%s,"pg_xacts_per_read":%s,"loadavg_1m":%s}\n' \
-    "$SECS" "$CONNS" "$ROUNDS" "$M_E" "$M_O" "$M_S" "$R_E" "$R_O" "$PGX" "$reads" "$PER" "$(cut -d' ' -f1 /proc/loadavg)"
+printf '{"bench":"reads","seconds":%s,"connections":%s,"rounds":%s,"event_rps":%s,"order_rps":%s,"queued_rps":%s,"sold_out_rps":%s,"event_over_sold":%s,"order_over_sold":%s,"queued_over_sold":%s,"pg_xacts":%s,"reads":%s,"pg_xacts_per_read":%s,"loadavg_1m":%s}\n' \
+    "$SECS" "$CONNS" "$ROUNDS" "$M_E" "$M_O" "$M_Q" "$M_S" "$R_E" "$R_O" "$R_Q" "$PGX" "$reads" "$PER" "$(cut -d' ' -f1 /proc/loadavg)"
