@@ -231,6 +231,23 @@ out:
     return st;
 }
 
+order_events_status order_events_peek(order_events *c, uint64_t id, int64_t now_ms,
+                                      order_event_view *out)
+{
+    order_events_status st = ORDER_EVENTS_WAIT;
+    pthread_mutex_lock(&c->mu);
+    entry *x = find(c, id);
+    if (x && x->state == E_PRESENT && now_ms - x->stock_at_ms < c->lim.stock_refresh_ms) {
+        x->used_ms = now_ms;
+        memcpy(out->body, x->body, x->body_len);
+        out->body_len = x->body_len;
+        memcpy(out->etag, x->etag, sizeof(out->etag));
+        st = ORDER_EVENTS_FRESH;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
 /* Renders the entry's body head and tag from its fields. @returns 0 or -1 (OOM). */
 static int render(entry *x)
 {

@@ -70,6 +70,12 @@ void order_events_free(order_events *c);
 order_events_status order_events_lookup(order_events *c, uint64_t id, int64_t now_ms,
                                         order_events_waiter *w, order_event_view *out);
 
+/** @brief Like order_events_lookup, for the fast path: FRESH with *out filled, or
+ *  ORDER_EVENTS_WAIT meaning "not answerable at once, call lookup" (nothing is queued,
+ *  claimed or counted). */
+order_events_status order_events_peek(order_events *c, uint64_t id, int64_t now_ms,
+                                      order_event_view *out);
+
 /** @brief The load of `id` found the event: fixed fields from `spec`, and `stock_left`
  *  (PostgreSQL's figure, kept if the gate has none) to be refreshed at once.
  *  @returns the waiters to hand back (failed = 0), detached from the cache. */

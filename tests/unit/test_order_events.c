@@ -99,6 +99,11 @@ static void test_stock_refresh_interval(void **state)
     /* within the interval: no gate read, same tag */
     assert_int_equal(order_events_lookup(c, EV, NOW + 99, &w, &v2), ORDER_EVENTS_FRESH);
     assert_string_equal(v.etag, v2.etag);
+    assert_int_equal(order_events_peek(c, EV, NOW + 99, &v2), ORDER_EVENTS_FRESH);
+    assert_string_equal(v.etag, v2.etag);
+    /* peek never answers a stale figure and claims nothing */
+    assert_int_equal(order_events_peek(c, EV, NOW + 100, &v2), ORDER_EVENTS_WAIT);
+    assert_int_equal(order_events_peek(c, ID_OF(7, 7), NOW + 100, &v2), ORDER_EVENTS_WAIT);
     /* at the interval: one read, the others wait, never a stale answer */
     assert_int_equal(order_events_lookup(c, EV, NOW + 100, &w, &v2), ORDER_EVENTS_REFRESH);
     order_events_waiter w2;
