@@ -264,24 +264,34 @@ static int render(entry *x)
     free(x->body);
     x->body = full;
     x->body_len = n - 1;
-    /* FNV-1a over the body: the same event and stock give the same tag on every
-     * instance, so a proxy or a client moving between fronts still gets its 304. */
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < x->body_len; i++) {
-        h ^= (unsigned char)x->body[i];
+    /* the same event and stock give the same tag on every instance, so a proxy or a
+     * client moving between fronts still gets its 304 */
+    order_events_etag(x->body, x->body_len, x->etag);
+    return 0;
+}
+
+void order_events_etag(const char *body, size_t len, char out[24])
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)body[i];
         h *= 0x100000001b3ULL;
     }
-    snprintf(x->etag, sizeof(x->etag), "W/\"%016" PRIx64 "\"", h);
-    return 0;
+    snprintf(out, 24, "W/\"%016" PRIx64 "\"", h);
+}
+
+order_events_waiter *order_events_waiters_take(order_events_waiter **head, int failed)
+{
+    order_events_waiter *list = *head;
+    *head = NULL;
+    for (order_events_waiter *w = list; w; w = w->next)
+        w->failed = failed;
+    return list;
 }
 
 static order_events_waiter *detach(entry *x, int failed)
 {
-    order_events_waiter *list = x->waiters;
-    x->waiters = NULL;
-    for (order_events_waiter *w = list; w; w = w->next)
-        w->failed = failed;
-    return list;
+    return order_events_waiters_take(&x->waiters, failed);
 }
 
 order_events_waiter *order_events_loaded(order_events *c, uint64_t id, const order_event_spec *spec,

@@ -98,6 +98,13 @@ order_events_waiter *order_events_stock(order_events *c, uint64_t id, int have, 
 /** @brief 1 if an If-None-Match header value (a list of tags, or "*") matches etag. */
 int order_events_etag_match(const char *if_none_match, const char *etag);
 
+/** @brief The weak entity tag of a body: W/"<FNV-1a 64 of the bytes, 16 hex digits>".
+ *  The same bytes give the same tag on every instance. */
+void order_events_etag(const char *body, size_t len, char out[24]);
+
+/** @brief Empties the list at *head and marks each waiter `failed`. @returns the list. */
+order_events_waiter *order_events_waiters_take(order_events_waiter **head, int failed);
+
 /** @brief Counters for tests and metrics: PostgreSQL loads started, entries evicted. */
 void order_events_counts(order_events *c, uint64_t *loads, uint64_t *evictions);
 

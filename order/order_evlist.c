@@ -89,12 +89,7 @@ static int render(const order_evlist *l, int64_t now_ms, size_t offset, size_t l
     else
         n += (size_t)sprintf(b + n, "],\"offset\":%zu,\"next_offset\":null", offset);
     b[n] = '\0';
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)b[i];
-        h *= 0x100000001b3ULL;
-    }
-    snprintf(etag, 24, "W/\"%016" PRIx64 "\"", h);
+    order_events_etag(b, n, etag);
     *body = b;
     *len = n;
     return 0;
@@ -134,11 +129,7 @@ order_events_status order_evlist_page(order_evlist *l, int64_t now_ms, size_t of
 
 static order_events_waiter *detach(order_evlist *l, int failed)
 {
-    order_events_waiter *list = l->waiters;
-    l->waiters = NULL;
-    for (order_events_waiter *w = list; w; w = w->next)
-        w->failed = failed;
-    return list;
+    return order_events_waiters_take(&l->waiters, failed);
 }
 
 order_events_waiter *order_evlist_loaded(order_evlist *l, const order_evlist_row *rows, size_t n,

@@ -49,7 +49,8 @@ typedef struct order_req {
     struct order_req *confirm_next; /* on the worker's confirm queue */
     int indexed;                    /* its index entry is sent (index_flush) */
     struct order_req *produce_next; /* on the worker's produce queue */
-    order_events_waiter ev_wait; /* waiting on the event cache (order_events.h) */
+    order_events_waiter ev_wait; /* waiting on the event cache or list (order_events.h) */
+    void (*ev_step)(struct order_req *r); /* where a waiter goes on once handed back */
     order_pg_job job;
 } order_req;
 
@@ -889,32 +890,28 @@ static void handle_event_create(order_worker *w, struct evhttp_request *req,
 
 static void event_get_step(order_req *r);
 
-static void event_get_resume(order_task *t)
+/* A waiter handed back: 503 if the load it waited on failed, else its step again. */
+static void event_waiter_resume(order_task *t)
 {
     order_req *r = REQ_OF(t);
     if (r->ev_wait.failed) {
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
-    event_get_step(r);
+    r->ev_step(r);
 }
 
 /* Hands every waiter back to its own worker (this one's included: through its inbox,
  * after the current callback), to go on in `fn`. */
-static void event_wake_to(order_events_waiter *list, void (*fn)(order_task *))
+static void event_wake(order_events_waiter *list)
 {
     while (list) {
         order_events_waiter *next = list->next; /* the waiter may run at once elsewhere */
         order_req *q = EV_WAITER_REQ(list);
-        q->task.fn = fn;
+        q->task.fn = event_waiter_resume;
         order_worker_post(q->w, &q->task);
         list = next;
     }
-}
-
-static void event_wake(order_events_waiter *list)
-{
-    event_wake_to(list, event_get_resume);
 }
 
 /* Answers a cached page: Cache-Control, its ETag, 304 when If-None-Match matches,
@@ -1030,16 +1027,6 @@ static void event_get_step(order_req *r)
  * events.list_refresh_ms; a stale snapshot is answered while its refresh runs. */
 static void event_list_step(order_req *r);
 
-static void event_list_resume(order_task *t)
-{
-    order_req *r = REQ_OF(t);
-    if (r->ev_wait.failed) {
-        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
-        return;
-    }
-    event_list_step(r);
-}
-
 /* A refresh landed (r: the request that ran it, or a bare order_req when it ran behind
  * an answered request). */
 static void after_pg_list(order_task *t)
@@ -1056,7 +1043,7 @@ static void after_pg_list(order_task *t)
     }
     free(r->job.rows);
     r->job.rows = NULL;
-    event_wake_to(back, event_list_resume);
+    event_wake(back);
     if (!r->req) { /* a refresh behind the answers */
         free(r);
         return;
@@ -1090,7 +1077,7 @@ static void event_list_step(order_req *r)
         order_req *bg = calloc(1, sizeof(*bg));
         if (!bg || (bg->w = r->w, event_list_submit(bg) != 0)) {
             free(bg);
-            event_wake_to(order_evlist_failed(app->evlist, now_ms), event_list_resume);
+            event_wake(order_evlist_failed(app->evlist, now_ms));
         }
     }
     switch (st) {
@@ -1102,7 +1089,7 @@ static void event_list_step(order_req *r)
         return;
     case ORDER_EVENTS_LOAD:
         if (!app->pg || event_list_submit(r) != 0) {
-            event_wake_to(order_evlist_failed(app->evlist, now_ms), event_list_resume);
+            event_wake(order_evlist_failed(app->evlist, now_ms));
             req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         }
         return;
@@ -1156,6 +1143,7 @@ static void handle_event_list(order_worker *w, struct evhttp_request *req, const
     }
     r->order_id = (uint64_t)offset;
     r->event_id = (uint64_t)limit;
+    r->ev_step = event_list_step;
     event_list_step(r);
 }
 
@@ -1180,6 +1168,7 @@ static void handle_event_get(order_worker *w, struct evhttp_request *req, const 
         return;
     }
     r->event_id = rt->arg;
+    r->ev_step = event_get_step;
     event_get_step(r);
 }
 

@@ -60,6 +60,19 @@ static void run_create_event(PGconn *c, order_pg_job *job)
     PQclear(res);
 }
 
+/* An event's columns from `col`: name, stock_total, stock_left, starts_at and ends_at in
+ * ms, per_user_limit (the SELECT lists of run_get_event and run_list_events). */
+static void event_row(const PGresult *res, int row, int col, order_event_spec *spec,
+                      int64_t *stock_left)
+{
+    snprintf(spec->name, sizeof(spec->name), "%s", PQgetvalue(res, row, col));
+    spec->stock = strtoll(PQgetvalue(res, row, col + 1), NULL, 10);
+    *stock_left = strtoll(PQgetvalue(res, row, col + 2), NULL, 10);
+    spec->starts_at_ms = strtoll(PQgetvalue(res, row, col + 3), NULL, 10);
+    spec->ends_at_ms = strtoll(PQgetvalue(res, row, col + 4), NULL, 10);
+    spec->per_user_limit = atoi(PQgetvalue(res, row, col + 5));
+}
+
 static void run_get_event(PGconn *c, order_pg_job *job)
 {
     char id[24];
@@ -77,12 +90,7 @@ static void run_get_event(PGconn *c, order_pg_job *job)
     } else if (PQntuples(res) == 0) {
         job->status = ORDER_PG_NOT_FOUND;
     } else {
-        snprintf(job->spec.name, sizeof(job->spec.name), "%s", PQgetvalue(res, 0, 0));
-        job->spec.stock = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-        job->stock_left = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
-        job->spec.starts_at_ms = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
-        job->spec.ends_at_ms = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
-        job->spec.per_user_limit = atoi(PQgetvalue(res, 0, 5));
+        event_row(res, 0, 0, &job->spec, &job->stock_left);
         job->status = ORDER_PG_OK;
     }
     PQclear(res);
@@ -116,12 +124,7 @@ static void run_list_events(PGconn *c, order_pg_job *job)
     for (size_t i = 0; i < n; i++) {
         order_evlist_row *r = &job->rows[i];
         r->id = strtoull(PQgetvalue(res, (int)i, 0), NULL, 10);
-        snprintf(r->spec.name, sizeof(r->spec.name), "%s", PQgetvalue(res, (int)i, 1));
-        r->spec.stock = strtoll(PQgetvalue(res, (int)i, 2), NULL, 10);
-        r->stock_left = strtoll(PQgetvalue(res, (int)i, 3), NULL, 10);
-        r->spec.starts_at_ms = strtoll(PQgetvalue(res, (int)i, 4), NULL, 10);
-        r->spec.ends_at_ms = strtoll(PQgetvalue(res, (int)i, 5), NULL, 10);
-        r->spec.per_user_limit = atoi(PQgetvalue(res, (int)i, 6));
+        event_row(res, (int)i, 1, &r->spec, &r->stock_left);
     }
     job->nrows = n;
     job->status = ORDER_PG_OK;

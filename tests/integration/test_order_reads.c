@@ -387,17 +387,10 @@ static void test_event_list(void **state)
 
 static int consumer_start(void)
 {
-    char e1[600], e2[200], e3[200];
-    snprintf(e1, sizeof(e1), "SECKILL_PG=%s", pg_conninfo);
-    snprintf(e2, sizeof(e2), "SECKILL_KAFKA_BROKERS=%s", kafka.bootstrap);
-    snprintf(e3, sizeof(e3), "SECKILL_REDIS_URL=%s", getenv("SECKILL_REDIS_URL"));
-    const char *env[] = {e1, e2, e3, "SECKILL_HTTP_PORT=0", "SECKILL_BATCH_MS=5", NULL};
-    char path[512], log[256];
-    const char *bin = getenv("SECKILL_BIN_DIR");
-    snprintf(path, sizeof(path), "%s/seckill-consumer", bin ? bin : "./bin");
-    snprintf(log, sizeof(log), "/tmp/test_order_reads_consumer_%d.log", (int)getpid());
-    const char *argv[] = {path, NULL};
-    return to_spawn(&consumer, argv, env, log);
+    char e[300];
+    snprintf(e, sizeof(e), "SECKILL_REDIS_URL=%s", getenv("SECKILL_REDIS_URL"));
+    const char *env[] = {e, NULL};
+    return to_consumer_start(&consumer, pg_conninfo, kafka.bootstrap, env, "test_order_reads");
 }
 
 static int setup(void **state)
