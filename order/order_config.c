@@ -68,6 +68,9 @@ const sk_cfg_entry order_config_table[] = {
      "(0: none)", F(order_status_cache_size)},
     {"order.status_cache_ms", SK_CFG_INT, 1, 60000, "1000",
      "how long a kept outcome answers without Redis", F(order_status_cache_ms)},
+    {"order.queued_pg_after_s", SK_CFG_INT, 1, 31536000, "60",
+     "an order the index still calls queued this long after its id was issued is looked "
+     "up in PostgreSQL (an outcome the consumer could not record)", F(order_queued_pg_after_s)},
     {"events.cache_size", SK_CFG_INT, 16, 1000000, "4096",
      "events kept in memory for GET /api/v1/events/{id} (least recently used evicted)",
      F(events_cache_size)},

@@ -51,6 +51,7 @@ typedef struct order_req {
     struct order_req *produce_next; /* on the worker's produce queue */
     order_events_waiter ev_wait; /* waiting on the event cache or list (order_events.h) */
     void (*ev_step)(struct order_req *r); /* where a waiter goes on once handed back */
+    uint64_t queued_owner; /* GET order: the index said queued; PostgreSQL's "not found" means queued */
     order_pg_job job;
 } order_req;
 
@@ -702,8 +703,18 @@ static void on_order_index(redisReply *reply, void *arg)
     }
     r->event_id = e.event_id;
     if (e.acked) { /* Kafka has it: queued until the consumer wrote it */
-        if (order_owner_ok(r, e.user_id))
-            order_answer(r, e.user_id, "queued");
+        if (!order_owner_ok(r, e.user_id))
+            return;
+        /* Still queued long after its id was issued: the consumer may have written it
+         * without recording the outcome (Redis failed it), so PostgreSQL is asked. Only
+         * for such orders, and a lagging consumer's, never for a young one. */
+        int64_t issued_s = (int64_t)(r->order_id >> 32) + 1704067200LL; /* libidgen layout */
+        if (r->w->app->pg && time(NULL) - issued_s >= r->w->app->cfg.order_queued_pg_after_s) {
+            r->queued_owner = e.user_id;
+            order_lookup_pg(r);
+            return;
+        }
+        order_answer(r, e.user_id, "queued");
         return;
     }
     /* It may or may not have landed: queued while its reservation is pending (the
@@ -740,7 +751,10 @@ static void after_pg_order(order_task *t)
         return;
     }
     if (j->status == ORDER_PG_NOT_FOUND) {
-        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        if (r->queued_owner) /* acknowledged by Kafka, not written yet */
+            order_answer(r, r->queued_owner, "queued");
+        else
+            req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
     r->event_id = j->event_id;

@@ -383,6 +383,57 @@ static void test_event_list(void **state)
     assert_int_equal(get(fb.port, "/api/v1/events?offset=-1", tok, NULL, &b), 400);
 }
 
+static int row_exists_cond(void *arg)
+{
+    return row_exists(arg);
+}
+
+static int created_on_b(void *arg)
+{
+    const char **a = arg; /* path, token */
+    char resp[512];
+    return to_http1(fb.port, "GET", a[0], a[1], NULL, resp, sizeof(resp)) == 200 &&
+           strstr(resp, "\"status\":\"created\"") != NULL;
+}
+
+/* An outcome the consumer could not record (its field deleted here, as a Redis failure
+ * would leave it): the index says queued, and once the order is older than
+ * order.queued_pg_after_s (2 s here) the front asks PostgreSQL and answers created. */
+static void test_lost_outcome(void **state)
+{
+    (void)state;
+    char tok[1024], tokb[1024], opath[96], path[96], resp[512];
+    uint64_t user = user_base + 11;
+    to_token(&fa, user, 0, 600, tok, sizeof(tok));
+    to_token(&fb, user, 0, 600, tokb, sizeof(tokb));
+    snprintf(opath, sizeof(opath), "/api/v1/events/%" PRIu64 "/orders", ev);
+    assert_int_equal(to_http1(fa.port, "POST", opath, tok, NULL, resp, sizeof(resp)), 202);
+    uint64_t oid = to_json_id(resp, "order_id");
+    snprintf(path, sizeof(path), "/api/v1/orders/%" PRIu64, oid);
+    row_poll p = {PQconnectdb(pg_conninfo), oid};
+    assert_int_equal(PQstatus(p.c), CONNECTION_OK);
+    assert_int_equal(to_wait(row_exists_cond, &p, 10000), 1);
+    PQfinish(p.c);
+    redisContext *rc = to_redis(getenv("SECKILL_REDIS_URL"));
+    assert_non_null(rc);
+    char key[ORDER_KEY_MAX], field[48];
+    order_key_index(oid, key, sizeof(key));
+    snprintf(field, sizeof(field), "%" PRIu64 ":o", oid);
+    /* the consumer writes the field right after its commit: wait for it, then drop it */
+    int64_t t1 = to_now_ms();
+    long long have = 0;
+    while (!have && to_now_ms() - t1 < 5000) {
+        redisReply *r = redisCommand(rc, "HEXISTS %s %s", key, field);
+        have = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+        freeReplyObject(r);
+    }
+    assert_int_equal(have, 1);
+    freeReplyObject(redisCommand(rc, "HDEL %s %s", key, field));
+    redisFree(rc);
+    const char *args[2] = {path, tokb};
+    assert_int_equal(to_wait(created_on_b, args, 10000), 1);
+}
+
 /* ---- set-up ---- */
 
 static int consumer_start(void)
@@ -406,7 +457,7 @@ static int setup(void **state)
         return -1;
     user_base = (uint64_t)getpid() * 10000000ULL + (uint64_t)(to_now_ms() % 1000) * 1000000000000ULL;
     const char *env[] = {"SECKILL_REDIS_TIMEOUT_MS=5000", "SECKILL_RECONCILE_INTERVAL_MS=0",
-                         "SECKILL_EVENTS_STOCK_REFRESH_MS=100", "SECKILL_EVENTS_LIST_REFRESH_MS=300", NULL};
+                         "SECKILL_EVENTS_STOCK_REFRESH_MS=100", "SECKILL_EVENTS_LIST_REFRESH_MS=300", "SECKILL_ORDER_QUEUED_PG_AFTER_S=2", NULL};
     if (to_order_start(&fa, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg_conninfo, env) != 0 ||
         to_order_start(&fb, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg_conninfo, env) != 0)
         return -1;
@@ -445,6 +496,7 @@ int main(void)
         cmocka_unit_test(test_event_page),
         cmocka_unit_test(test_order_status_and_pg_cost),
         cmocka_unit_test(test_event_list),
+        cmocka_unit_test(test_lost_outcome),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
