@@ -37,7 +37,10 @@ typedef struct conn {
     char rbuf[SB_RBUF];
     size_t rlen;
     uint64_t ring[SB_MAX_PIPELINE]; /* send times of the requests in flight, oldest first */
+    uint64_t ring_user[SB_MAX_PIPELINE]; /* their users; 0 for a poll */
     int rhead, inflight;
+    uint64_t poll_oid, poll_user; /* the order to poll after a 202 (cfg.polls) */
+    int poll_left;
     uint64_t retry_at_ns;
     int fails; /* consecutive failures: the backoff */
 } conn;
@@ -235,18 +238,35 @@ static void conn_fill(conn *c)
     c->wlen = c->woff = 0;
     uint64_t t = 0;
     uint64_t i, late;
-    while (c->inflight < l->cfg.pipeline && take_request(w, &i, &late)) {
-        uint64_t user = sb_plan_user(l->cfg.plan, i);
+    while (c->inflight < l->cfg.pipeline) {
         const sb_tokens *tk = l->cfg.tokens;
-        size_t tlen = tk->off[user] - tk->off[user - 1];
-        size_t hl = l->reqhead_len[c->url];
         char *p = c->wbuf + c->wlen;
-        memcpy(p, l->reqhead[c->url], hl);
+        uint64_t user, ring_user;
+        size_t hl;
+        late = 0;
+        if (c->poll_left > 0 && !w->stopping) { /* the buyer polls its order */
+            c->poll_left--;
+            user = c->poll_user;
+            ring_user = 0;
+            const sb_url *u = &l->cfg.urls[c->url];
+            hl = (size_t)snprintf(p, SB_REQ_MAX - 300,
+                                  "GET %s/api/v1/orders/%llu HTTP/1.1\r\nHost: %s:%s\r\n"
+                                  "Authorization: Bearer ",
+                                  u->prefix, (unsigned long long)c->poll_oid, u->host, u->port);
+        } else {
+            if (!take_request(w, &i, &late))
+                break;
+            user = ring_user = sb_plan_user(l->cfg.plan, i);
+            hl = l->reqhead_len[c->url];
+            memcpy(p, l->reqhead[c->url], hl);
+        }
+        size_t tlen = tk->off[user] - tk->off[user - 1];
         memcpy(p + hl, tk->arena + tk->off[user - 1], tlen);
         memcpy(p + hl + tlen, "\r\n\r\n", 4);
         c->wlen += hl + tlen + 4;
         if (!t)
             t = now_ns();
+        c->ring_user[(c->rhead + c->inflight) % SB_MAX_PIPELINE] = ring_user;
         c->ring[(c->rhead + c->inflight) % SB_MAX_PIPELINE] = t - (late < t ? late : 0);
         c->inflight++;
         w->inflight++;
@@ -260,10 +280,18 @@ static void conn_fill(conn *c)
 static void handle_response(conn *c, const sb_http_resp *r, uint64_t t)
 {
     worker *w = c->w;
-    uint64_t sent = c->ring[c->rhead];
+    uint64_t sent = c->ring[c->rhead], user = c->ring_user[c->rhead];
     c->rhead = (c->rhead + 1) % SB_MAX_PIPELINE;
     c->inflight--;
     w->inflight--;
+    if (!user) { /* a poll: counted apart, so the orders' figures stay the orders' */
+        w->st.polls++;
+        w->st.polls_ok += r->status == 200;
+        sb_hist_record(&w->st.poll_lat, (t - sent) / 1000ull);
+        w->last_answer_ns = t;
+        c->fails = 0;
+        return;
+    }
     char code[SB_CODE_LEN] = "";
     if (r->status == 202) {
         char id[32];
@@ -272,6 +300,11 @@ static void handle_response(conn *c, const sb_http_resp *r, uint64_t t)
             sb_parse_u64(id, strlen(id), &oid) == 0) {
             if (sb_stats_accept(&w->st, oid) != 0)
                 worker_oom(w);
+            if (w->l->cfg.polls > 0) {
+                c->poll_oid = oid;
+                c->poll_user = user;
+                c->poll_left = w->l->cfg.polls;
+            }
         } else {
             w->st.bad_202++;
             strcpy(code, "bad_body");
@@ -474,10 +507,15 @@ sb_load *sb_load_new(const sb_load_cfg *cfg, char *err, size_t errsz)
         l->addrlen[u] = res->ai_addrlen;
         freeaddrinfo(res);
         char head[700];
-        int n = snprintf(head, sizeof(head),
-                         "POST %s/api/v1/events/%llu/orders HTTP/1.1\r\nHost: %s:%s\r\n"
-                         "Content-Length: 0\r\nAuthorization: Bearer ",
-                         url->prefix, (unsigned long long)cfg->event_id, url->host, url->port);
+        int n = cfg->read_page
+                    ? snprintf(head, sizeof(head),
+                               "GET %s/api/v1/events/%llu HTTP/1.1\r\nHost: %s:%s\r\n"
+                               "Authorization: Bearer ",
+                               url->prefix, (unsigned long long)cfg->event_id, url->host, url->port)
+                    : snprintf(head, sizeof(head),
+                               "POST %s/api/v1/events/%llu/orders HTTP/1.1\r\nHost: %s:%s\r\n"
+                               "Content-Length: 0\r\nAuthorization: Bearer ",
+                               url->prefix, (unsigned long long)cfg->event_id, url->host, url->port);
         if (n < 0 || (size_t)n >= sizeof(head) || (size_t)n + 300 > SB_REQ_MAX) {
             snprintf(err, errsz, "base URL too long");
             sb_load_free(l);

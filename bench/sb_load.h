@@ -46,6 +46,12 @@ typedef struct sb_load_cfg {
     int open_loop;      /* with rate: requests keep their schedule (see below) */
     double stall_s;     /* give up when no answer comes for this long */
     uint64_t event_id;
+    int read_page;      /* 1: each request is GET /api/v1/events/{id} (the page read before
+                         * buying) instead of an order */
+    int polls;          /* after a 202, the connection polls GET /api/v1/orders/{id} this many
+                         * times with the buyer's token before its next order (counted apart:
+                         * sb_stats.polls); with pipeline > 1 a later 202 takes over the polls
+                         * an earlier one had left */
     const sb_plan *plan;
     const sb_tokens *tokens;
 } sb_load_cfg;

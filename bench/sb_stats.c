@@ -124,6 +124,9 @@ int sb_stats_merge(sb_stats *dst, const sb_stats *src)
     }
     dst->outcome_overflow += src->outcome_overflow;
     sb_hist_merge(&dst->lat, &src->lat);
+    dst->polls += src->polls;
+    dst->polls_ok += src->polls_ok;
+    sb_hist_merge(&dst->poll_lat, &src->poll_lat);
     if (src->ntl > 0 && !bucket_at(dst, (src->ntl - 1) * SB_BUCKET_MS))
         return -1;
     for (size_t k = 0; k < src->ntl; k++) {

@@ -47,6 +47,8 @@ typedef struct sb_stats {
     uint64_t sent, answered, bad_202; /* bad_202: a 202 without a decimal order_id */
     uint64_t last_answer_ms;          /* since start, of the latest answer */
     uint64_t last_202_ms;             /* since start, of the latest 202: the end of the sale */
+    uint64_t polls, polls_ok;         /* GET /api/v1/orders/{id} after a 202 (sb_load polls), 200s */
+    sb_hist poll_lat;                 /* their latency, apart from the orders' */
 } sb_stats;
 
 /* A PostgreSQL sample: rows in seckill_order for the event at t_ms since start. */

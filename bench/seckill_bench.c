@@ -56,6 +56,7 @@ typedef struct bench_cfg {
     long long stall;
     int progress;
     char *log_level;
+    long long reads_page, reads_polls;
 } bench_cfg;
 
 #define F(x) offsetof(bench_cfg, x)
@@ -81,6 +82,8 @@ static const sk_cfg_entry bench_table[] = {
     {"stall", SK_CFG_INT, 1, 3600, "30", "give up when no answer comes for this many seconds", F(stall)},
     {"progress", SK_CFG_BOOL, 0, 0, "true", "a progress line on stderr (only when it is a terminal)", F(progress)},
     {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error", F(log_level)},
+    {"reads.page", SK_CFG_INT, 0, 1000, "0", "before the buying, each user reads the event page (GET /api/v1/events/{id}) this many times, over the same connections", F(reads_page)},
+    {"reads.polls", SK_CFG_INT, 0, 1000, "0", "after each 202, the buyer polls GET /api/v1/orders/{id} this many times on its connection before the next order (counted apart from the orders)", F(reads_polls)},
     {NULL, 0, 0, 0, NULL, NULL, 0},
 };
 #undef F
@@ -330,9 +333,51 @@ int main(int argc, char **argv)
         .plan = &plan,
         .tokens = &tk,
     };
+    /* The page reads that come before the sale: each user reads the event page
+     * reads.page times (a plan of users x reads.page requests: exactly that many each). */
+    sb_stats page_st;
+    sb_stats_init(&page_st);
+    double page_s = 0;
+    if (cfg.reads_page > 0) {
+        sb_plan page_plan;
+        sb_load_cfg pc = lc;
+        pc.read_page = 1;
+        pc.polls = 0;
+        pc.duration_s = 0;
+        pc.rate = 0;
+        pc.requests = (uint64_t)cfg.users * (uint64_t)cfg.reads_page;
+        pc.plan = &page_plan;
+        sb_load *pl = NULL;
+        uint64_t p0 = now_ns();
+        if (sb_plan_init(&page_plan, (uint64_t)cfg.users, pc.requests, (uint64_t)cfg.seed + 1) != 0 ||
+            !(pl = sb_load_new(&pc, err, sizeof(err))) || sb_load_start(pl, p0, err, sizeof(err)) != 0 ||
+            (g_load = pl, 0)) {
+            sk_log(SK_LOG_ERROR, "page_reads_failed", "err=\"%s\"", err);
+            sb_load_free(pl);
+            goto out;
+        }
+        while (!sb_load_finished(pl)) {
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL);
+        }
+        int pf = sb_load_join(pl, &page_st, err, sizeof(err));
+        g_load = NULL;
+        sb_load_free(pl);
+        page_s = (double)(now_ns() - p0) / 1e9;
+        sk_log(SK_LOG_INFO, "page_reads_done", "requests=%llu ok=%llu s=%.2f",
+               (unsigned long long)page_st.answered,
+               (unsigned long long)sb_stats_count_status(&page_st, 200), page_s);
+        if (pf != 0 || g_stop) {
+            sk_log(SK_LOG_ERROR, "page_reads_failed", "err=\"%s\"", pf ? err : "stopped");
+            sb_stats_free(&page_st);
+            goto out;
+        }
+    }
+    lc.polls = (int)cfg.reads_polls;
     load = sb_load_new(&lc, err, sizeof(err));
     if (!load) {
         sk_log(SK_LOG_ERROR, "load_setup_failed", "err=\"%s\"", err);
+        sb_stats_free(&page_st);
         goto out;
     }
     uint64_t start = now_ns();
@@ -473,6 +518,18 @@ int main(int argc, char **argv)
         json_object_set_new(js, "start_unix_ms", json_integer((json_int_t)start_unix_ms));
         json_object_set_new(js, "open_loop", json_boolean(cfg.rate > 0 && cfg.rate_open));
         json_object_set_new(js, "outcome_latency_ms", outlat);
+        json_object_set_new(
+            js, "reads",
+            json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f}", "page_per_user",
+                      (json_int_t)cfg.reads_page, "page_requests", (json_int_t)page_st.answered,
+                      "page_ok", (json_int_t)sb_stats_count_status(&page_st, 200), "page_rps",
+                      page_s > 0 ? (double)page_st.answered / page_s : 0.0, "page_p50_ms",
+                      sb_hist_quantile(&page_st.lat, 0.5) / 1000.0, "page_p99_ms",
+                      sb_hist_quantile(&page_st.lat, 0.99) / 1000.0, "polls_per_202",
+                      (json_int_t)cfg.reads_polls, "polls", (json_int_t)st.polls, "polls_ok",
+                      (json_int_t)st.polls_ok, "poll_p50_ms",
+                      sb_hist_quantile(&st.poll_lat, 0.5) / 1000.0, "poll_p99_ms",
+                      sb_hist_quantile(&st.poll_lat, 0.99) / 1000.0));
     } else {
         json_decref(outlat);
     }
@@ -497,6 +554,17 @@ int main(int argc, char **argv)
            sb_hist_quantile(&st.lat, 0.99) / 1000.0, sb_hist_quantile(&st.lat, 0.999) / 1000.0,
            st.lat.max / 1000.0);
     printf("  peak accepted    %.0f orders/s (best 100 ms)\n", peak_202);
+    if (cfg.reads_page > 0)
+        printf("  page reads       %llu before the sale (%llu x 200) in %.2f s = %.0f req/s, p99 %.2f ms\n",
+               (unsigned long long)page_st.answered,
+               (unsigned long long)sb_stats_count_status(&page_st, 200), page_s,
+               page_s > 0 ? (double)page_st.answered / page_s : 0.0,
+               sb_hist_quantile(&page_st.lat, 0.99) / 1000.0);
+    if (cfg.reads_polls > 0)
+        printf("  order polls      %llu after the 202s (%llu x 200), p50 %.2f ms, p99 %.2f ms\n",
+               (unsigned long long)st.polls, (unsigned long long)st.polls_ok,
+               sb_hist_quantile(&st.poll_lat, 0.5) / 1000.0, sb_hist_quantile(&st.poll_lat, 0.99) / 1000.0);
+    sb_stats_free(&page_st);
     if (nsamples) {
         printf("  peak db writes   %.0f rows/s (best 100 ms)\n", peak_db);
         if (accepted == 0)

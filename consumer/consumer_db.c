@@ -455,6 +455,7 @@ static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *re
         consumer_batch_msg *m = consumer_batch_msg_at(b, i);
         if (m->err == CONSUMER_MSG_UNKNOWN_EVENT) /* from an earlier failed attempt */
             m->err = CONSUMER_MSG_OK;
+        m->outcome = 0;
         if (m->err == CONSUMER_MSG_OK)
             events[nev++] = m->order.event_id;
     }
@@ -592,6 +593,7 @@ static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *re
                     continue;
                 if (barr_add(db, 0, m->order.order_id) != 0)
                     goto oom;
+                m->outcome = 'r';
                 e->inserted--; /* one fewer beyond the stock */
                 res->rejected++;
                 size_t j;
@@ -625,8 +627,18 @@ static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *re
     }
     for (size_t i = 0; i < n; i++) {
         consumer_batch_msg *m = consumer_batch_msg_at(b, i);
-        if (m->err == CONSUMER_MSG_OK)
-            res->duplicates++;
+        if (m->err != CONSUMER_MSG_OK)
+            continue;
+        res->duplicates++;
+        /* The outcome GET /api/v1/orders/{id} shows (consumer_oidx.h): a row written now
+         * is created unless rejected above; anything else is already in PostgreSQL (a
+         * replay) or never will be (a second order of a user), which the front asks
+         * PostgreSQL about. */
+        if (!m->outcome)
+            m->outcome = !m->dup && (!safe || (fresh && bsearch(&m->order.order_id, fresh, nfresh,
+                                                       sizeof(*fresh), cmp_i64)))
+                             ? 'c'
+                             : 'd';
     }
     res->duplicates -= res->created + res->rejected;
     res->rejects = db->rejects;

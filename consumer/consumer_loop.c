@@ -10,6 +10,7 @@
  * unwritten message. A lane's batch is handed over under the lane mutex and is not
  * touched by the main thread until the lane reports it done. */
 #include "consumer_loop.h"
+#include "consumer_oidx.h"
 
 #include "consumer_batch.h"
 #include "consumer_db.h"
@@ -31,6 +32,7 @@ typedef struct lane {
     int idx;
     struct consumer_loop *l;
     consumer_db *db;             /* used by the lane thread, or by main while IDLE */
+    consumer_oidx *oidx;         /* with db; NULL when no redis.url is set */
     consumer_batch *filling;     /* main thread: messages arriving */
     int64_t filling_deadline_ms; /* when `filling` is old enough to write */
     consumer_batch *writing;     /* handed to the thread while BUSY; kept on failure */
@@ -143,6 +145,19 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 /* ---- lanes: the writer threads ---- */
 
+/* One database step of the lane's `writing` batch: the transaction, then (best effort,
+ * after the commit) the orders' outcomes into the order index for the front's GET. */
+static int lane_write(lane *ln, consumer_db_result *res)
+{
+    int rc = consumer_db_write(ln->db, ln->writing, res);
+    if (rc == 0 && ln->oidx && consumer_oidx_record(ln->oidx, ln->writing) < 0) {
+        atomic_fetch_add(&ln->l->m->oidx_failures, 1);
+        sk_log(SK_LOG_WARN, "order_index_failed", "writer=%d err=\"%s\"", ln->idx,
+               consumer_oidx_errstr(ln->oidx));
+    }
+    return rc;
+}
+
 static void *lane_thread(void *arg)
 {
     lane *ln = arg;
@@ -157,7 +172,7 @@ static void *lane_thread(void *arg)
         struct timespec t0, t1;
         consumer_db_result res;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int rc = consumer_db_write(ln->db, ln->writing, &res);
+        int rc = lane_write(ln, &res);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         pthread_mutex_lock(&ln->mu);
         ln->rc = rc;
@@ -563,7 +578,7 @@ static void lane_drain_sync(consumer_loop *l, lane *ln, int64_t deadline_ms, con
                 consumer_db_result res;
                 struct timespec t0, t1;
                 clock_gettime(CLOCK_MONOTONIC, &t0);
-                int rc = consumer_db_write(ln->db, ln->writing, &res);
+                int rc = lane_write(ln, &res);
                 clock_gettime(CLOCK_MONOTONIC, &t1);
                 lane_db_result(l, ln, rc, &res,
                                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
@@ -685,6 +700,11 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
         ln->filling = consumer_batch_new();
         ln->writing = consumer_batch_new();
         ln->db = consumer_db_new(cfg->pg);
+        if (cfg->redis_url && *cfg->redis_url &&
+            !(ln->oidx = consumer_oidx_new(cfg->redis_url, cfg->index_ttl_s, 1000))) {
+            snprintf(errstr, errstr_size, "out of memory");
+            goto fail;
+        }
         if (!ln->filling || !ln->writing || !ln->db) {
             snprintf(errstr, errstr_size, "out of memory");
             goto fail;
@@ -926,6 +946,7 @@ void consumer_loop_free(consumer_loop *l)
         consumer_batch_free(ln->filling);
         consumer_batch_free(ln->writing);
         consumer_db_free(ln->db);
+        consumer_oidx_free(ln->oidx);
         pthread_mutex_destroy(&ln->mu);
         pthread_cond_destroy(&ln->cv);
     }

@@ -114,6 +114,9 @@ char *consumer_metrics_render(consumer_metrics *m, size_t *len)
                "been stuck on one batch (0: none).\n"
                "# TYPE seckill_consumer_retrying_seconds gauge\nseckill_consumer_retrying_seconds %.3f\n",
             (double)atomic_load(&m->retrying_ms) / 1e3);
+    counter(f, "seckill_consumer_order_index_failures_total",
+            "Batches whose outcomes could not be written into the order index (Redis).",
+            LOAD(m->oidx_failures));
     fprintf(f, "# HELP seckill_consumer_db_up 1 if the last database attempt succeeded.\n"
                "# TYPE seckill_consumer_db_up gauge\nseckill_consumer_db_up %d\n",
             atomic_load(&m->db_up));

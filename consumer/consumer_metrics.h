@@ -36,6 +36,7 @@ typedef struct consumer_metrics {
     atomic_uint_fast64_t dlq_dropped;    /* dead letters no copy of which the DLQ took */
     atomic_int writers_retrying;         /* writers retrying a failed batch (partitions paused) */
     atomic_int_fast64_t retrying_ms;     /* how long the longest of them has been at it */
+    atomic_uint_fast64_t oidx_failures;  /* batches whose outcomes did not reach the order index */
     atomic_int db_up;                    /* 1 after a success, 0 after a failure */
     atomic_int paused;                   /* 1 while consumption is paused (database down) */
     consumer_hist batch_size;

@@ -55,6 +55,13 @@ static const sk_cfg_entry config_table[] = {
      offsetof(consumer_cfg, http_timeout_s)},
     {"migrate", SK_CFG_BOOL, 0, 0, "true", "apply deploy/sql migrations at start",
      offsetof(consumer_cfg, migrate)},
+    {"redis.url", SK_CFG_SECRET, 0, 0, "",
+     "Redis of seckill-order's order index: each order's outcome is written there after its "
+     "commit, so GET /api/v1/orders/{id} needs no PostgreSQL query (empty: not written)",
+     offsetof(consumer_cfg, redis_url)},
+    {"order.index_ttl_s", SK_CFG_INT, 60, 31536000, "604800",
+     "expiry of the order index hashes (the same as seckill-order's)",
+     offsetof(consumer_cfg, index_ttl_s)},
     {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error",
      offsetof(consumer_cfg, log_level)},
     {NULL, 0, 0, 0, NULL, NULL, 0},

@@ -18,6 +18,9 @@
 #include "idgen.h"
 #include "order_bucket.h"
 #include "order_config.h"
+#include "order_events.h"
+#include "order_evlist.h"
+#include "order_ocache.h"
 #include "order_kafka.h"
 #include "order_loader.h"
 #include "order_metrics.h"
@@ -95,6 +98,9 @@ struct order_app {
     order_loader *loader; /* used by the pg pool threads after an event's INSERT */
     order_bucket_table *buckets;
     order_soldout *soldout;
+    order_events *events; /* GET /api/v1/events/{id} from memory (order_events.h) */
+    order_evlist *evlist; /* GET /api/v1/events from memory (order_evlist.h) */
+    order_ocache *ocache; /* final order outcomes (order_ocache.h); NULL when off */
     order_metrics metrics;
     order_worker_hooks hooks;
     int port; /* the port actually bound */

@@ -115,18 +115,24 @@ static void answer_self(conn_guard *c, struct evbuffer *in)
     order_reqscan_refusal why = c->scan.refusal;
     order_err e = why == ORDER_REQSCAN_HEADERS_LARGE || why == ORDER_REQSCAN_BODY_LARGE
                       ? ORDER_ERR_TOO_LARGE
-                      : ORDER_ERR_BAD_REQUEST;
+                  : why == ORDER_REQSCAN_METHOD ? ORDER_ERR_METHOD
+                                                : ORDER_ERR_BAD_REQUEST;
     const char *msg = why == ORDER_REQSCAN_HEADERS_LARGE ? "request line and headers too large"
                       : why == ORDER_REQSCAN_BODY_LARGE  ? "body too large"
                       : why == ORDER_REQSCAN_EXPECT      ? "Expect: only 100-continue"
+                      : why == ORDER_REQSCAN_METHOD      ? "unknown method"
                                                          : "Transfer-Encoding is not accepted: send Content-Length";
     char body[256], head[256];
     size_t blen = order_reply_error(body, sizeof(body), e, msg, 0);
     int status = order_err_status(e);
     int hlen = snprintf(head, sizeof(head),
                         "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                        "Connection: close\r\n\r\n",
-                        status, status == 413 ? "Payload Too Large" : "Bad Request", blen);
+                        "%sConnection: close\r\n\r\n",
+                        status,
+                        status == 413   ? "Payload Too Large"
+                        : status == 405 ? "Method Not Allowed"
+                                        : "Bad Request",
+                        blen, status == 405 ? "Allow: GET, HEAD, POST\r\n" : "");
     c->answered = 1;
     evbuffer_drain(in, evbuffer_get_length(in));
     refuse(c);

@@ -31,6 +31,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <sys/queue.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,9 @@ typedef struct order_req {
     int64_t stage_us; /* when the current accept-path stage started (metrics) */
     order_gate_item gi; /* in the gate: reserve, then confirm or cancel */
     struct order_req *produce_next; /* on the chain's produce queue */
+    order_events_waiter ev_wait; /* waiting on the event cache or list (order_events.h) */
+    void (*ev_step)(struct order_req *r); /* where a waiter goes on once handed back */
+    uint64_t queued_owner; /* GET order: the index said queued; PostgreSQL's "not found" means queued */
     order_pg_job job;
 } order_req;
 
@@ -77,6 +81,7 @@ static const char *reason(int status)
     case 200: return "OK";
     case 201: return "Created";
     case 202: return "Accepted";
+    case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -501,6 +506,30 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
 
 /* ---- reading an order ---------------------------------------------------------- */
 
+/* Reading an order: its index first (issue 17). While the order is younger than
+ * order.index_ttl_s, its index hash holds the front's entry ("<id>": acknowledged, or
+ * may have landed) and, once the consumer committed it, the consumer's outcome
+ * ("<id>:o": created, rejected; consumer_oidx.h), so a buyer polling a young order
+ * costs one HMGET and no PostgreSQL query. PostgreSQL is asked only for what the index
+ * cannot tell: an order older than the index, an outcome the consumer did not learn (a
+ * replay), and a "may have landed" entry no longer pending. */
+static void order_lookup_pg(order_req *r);
+
+static int order_owner_ok(order_req *r, uint64_t owner)
+{
+    if (owner == r->user || r->is_admin)
+        return 1;
+    req_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
+    return 0;
+}
+
+static void order_answer(order_req *r, uint64_t owner, const char *status)
+{
+    char body[256];
+    size_t n = order_reply_order(body, sizeof(body), r->order_id, r->event_id, owner, status);
+    req_json(r, 200, body, n);
+}
+
 static void on_order_status(redisReply *reply, void *arg)
 {
     order_req *r = arg;
@@ -511,48 +540,62 @@ static void on_order_status(redisReply *reply, void *arg)
     }
     if (reply->element[0]->integer == 0 || reply->elements < 2 ||
         reply->element[1]->type != REDIS_REPLY_STRING) {
-        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        /* Settled: given back (404), or it landed and was confirmed, in which case the
+         * consumer has it or will (PostgreSQL says which). */
+        order_lookup_pg(r);
         return;
     }
     uint64_t owner = strtoull(reply->element[1]->str, NULL, 10); /* "user_id:ts_ms" */
-    if (owner != r->user && !r->is_admin) {
-        req_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
-        return;
-    }
-    char body[256];
-    size_t n = order_reply_order(body, sizeof(body), r->order_id, r->event_id, owner, "queued");
-    req_json(r, 200, body, n);
+    if (order_owner_ok(r, owner))
+        order_answer(r, owner, "queued");
+}
+
+static int index_field(const redisReply *f, order_index_entry *e)
+{
+    return f->type == REDIS_REPLY_STRING && order_index_decode(f->str, f->len, e) == 0;
 }
 
 static void on_order_index(redisReply *reply, void *arg)
 {
     order_req *r = arg;
-    if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
-    if (reply->type == REDIS_REPLY_NIL) {
-        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+    order_index_entry e, o;
+    int has_entry = index_field(reply->element[0], &e) && !e.outcome;
+    int has_outcome = index_field(reply->element[1], &o) && o.outcome;
+    if (has_outcome && o.outcome != 'd') { /* the consumer committed it */
+        r->event_id = o.event_id;
+        if (r->w->app->ocache)
+            order_ocache_put(r->w->app->ocache, r->order_id, o.event_id, o.user_id, o.outcome,
+                             order_time_now_ms());
+        if (order_owner_ok(r, o.user_id))
+            order_answer(r, o.user_id, o.outcome == 'c' ? "created" : "rejected");
         return;
     }
-    order_index_entry e;
-    if (order_index_decode(reply->str, reply->len, &e) != 0) {
-        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+    if (has_outcome || !has_entry) { /* a replay's status, or older than the index */
+        order_lookup_pg(r);
         return;
     }
     r->event_id = e.event_id;
     if (e.acked) { /* Kafka has it: queued until the consumer wrote it */
-        if (e.user_id != r->user && !r->is_admin) {
-            req_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
+        if (!order_owner_ok(r, e.user_id))
+            return;
+        /* Still queued long after its id was issued: the consumer may have written it
+         * without recording the outcome (Redis failed it), so PostgreSQL is asked. Only
+         * for such orders, and a lagging consumer's, never for a young one. */
+        int64_t issued_s = (int64_t)(r->order_id >> 32) + 1704067200LL; /* libidgen layout */
+        if (r->w->app->pg && time(NULL) - issued_s >= r->w->app->cfg.order_queued_pg_after_s) {
+            r->queued_owner = e.user_id;
+            order_lookup_pg(r);
             return;
         }
-        char body[256];
-        size_t n = order_reply_order(body, sizeof(body), r->order_id, r->event_id, e.user_id, "queued");
-        req_json(r, 200, body, n);
+        order_answer(r, e.user_id, "queued");
         return;
     }
     /* It may or may not have landed: queued while its reservation is pending (the
-     * reconciler settles it), not found once it was given back. */
+     * reconciler settles it), PostgreSQL's answer once it is settled. */
     char pending[ORDER_KEY_MAX], accepted[ORDER_KEY_MAX], oid[24];
     const char *args[3] = {pending, accepted, oid};
     size_t lens[3] = {order_key(r->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
@@ -563,14 +606,15 @@ static void on_order_index(redisReply *reply, void *arg)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
-/* Not in PostgreSQL (yet): ask Redis whether it is on its way. */
 static void order_lookup_redis(order_req *r)
 {
-    char key[ORDER_KEY_MAX], oid[24];
-    const char *argv[3] = {"HGET", key, oid};
-    size_t lens[3] = {4, order_key_index(r->order_id, key, sizeof(key)),
-                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
-    if (order_redis_command(r->w->redis, 3, argv, lens, on_order_index, r) != 0)
+    char key[ORDER_KEY_MAX], oid[24], oout[32];
+    const char *argv[4] = {"HMGET", key, oid, oout};
+    size_t lens[4] = {5, order_key_index(r->order_id, key, sizeof(key)),
+                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id),
+                      (size_t)snprintf(oout, sizeof(oout), "%" PRIu64 "%s", r->order_id,
+                                       ORDER_INDEX_OUTCOME_SUFFIX)};
+    if (order_redis_command(r->w->redis, 4, argv, lens, on_order_index, r) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
@@ -584,17 +628,15 @@ static void after_pg_order(order_task *t)
         return;
     }
     if (j->status == ORDER_PG_NOT_FOUND) {
-        order_lookup_redis(r);
+        if (r->queued_owner) /* acknowledged by Kafka, not written yet */
+            order_answer(r, r->queued_owner, "queued");
+        else
+            req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
-    if (j->user_id != r->user && !r->is_admin) {
-        req_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
-        return;
-    }
-    char body[256];
-    size_t n = order_reply_order(body, sizeof(body), r->order_id, j->event_id, j->user_id,
-                                 j->order_status);
-    req_json(r, 200, body, n);
+    r->event_id = j->event_id;
+    if (order_owner_ok(r, j->user_id))
+        order_answer(r, j->user_id, j->order_status);
 }
 
 static void on_pg_done(order_pg_job *job)
@@ -628,12 +670,26 @@ static void handle_order_get(order_worker *w, struct evhttp_request *req, const 
         return;
     }
     r->order_id = rt->arg;
-    r->job.kind = ORDER_PG_GET_ORDER;
-    r->job.id = r->order_id;
-    if (!w->app->pg) {
-        order_lookup_redis(r); /* no database configured: only orders on their way */
+    uint64_t ev, owner;
+    char outcome;
+    if (w->app->ocache && order_ocache_get(w->app->ocache, r->order_id, order_time_now_ms(), &ev,
+                                           &owner, &outcome)) {
+        r->event_id = ev; /* a final outcome seen lately: no Redis round trip */
+        if (order_owner_ok(r, owner))
+            order_answer(r, owner, outcome == 'c' ? "created" : "rejected");
         return;
     }
+    order_lookup_redis(r);
+}
+
+static void order_lookup_pg(order_req *r)
+{
+    if (!r->w->app->pg) { /* no database configured: only orders in the index */
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        return;
+    }
+    r->job.kind = ORDER_PG_GET_ORDER;
+    r->job.id = r->order_id;
     if (submit_pg(r, after_pg_order, on_pg_done) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
 }
@@ -717,40 +773,269 @@ static void handle_event_create(order_worker *w, struct evhttp_request *req,
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
 }
 
+/* GET /api/v1/events/{id} from this instance's cache (order_events.h): the fixed
+ * fields loaded once from PostgreSQL, stock_left read from the gate at most every
+ * events.stock_refresh_ms; a request that finds a load or a read under way waits on
+ * the entry and is handed back here when it lands. */
+#define EV_WAITER_REQ(wt) ((order_req *)((char *)(wt) - offsetof(order_req, ev_wait)))
+
+static void event_get_step(order_req *r);
+
+/* A waiter handed back: 503 if the load it waited on failed, else its step again. */
+static void event_waiter_resume(order_task *t)
+{
+    order_req *r = REQ_OF(t);
+    if (r->ev_wait.failed) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    r->ev_step(r);
+}
+
+/* Hands every waiter back to its own worker (this one's included: through its inbox,
+ * after the current callback), to go on in `fn`. */
+static void event_wake(order_events_waiter *list)
+{
+    while (list) {
+        order_events_waiter *next = list->next; /* the waiter may run at once elsewhere */
+        order_req *q = EV_WAITER_REQ(list);
+        q->task.fn = event_waiter_resume;
+        order_worker_post(q->w, &q->task);
+        list = next;
+    }
+}
+
+/* Answers a cached page: Cache-Control, its ETag, 304 when If-None-Match matches,
+ * otherwise `head` (the body without its closing brace) plus the server's time, so a
+ * countdown to starts_at can correct the client's clock. */
+static void cached_send(order_worker *w, struct evhttp_request *req, order_route_id route,
+                        int64_t start_us, const char *head, size_t hlen, const char *etag,
+                        int64_t now_ms)
+{
+    order_app *app = w->app;
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    char cc[48];
+    snprintf(cc, sizeof(cc), "public, max-age=%lld", app->cfg.events_max_age_s);
+    evhttp_add_header(out, "Cache-Control", cc);
+    evhttp_add_header(out, "ETag", etag);
+    const char *inm = evhttp_find_header(evhttp_request_get_input_headers(req), "If-None-Match");
+    if (inm && order_events_etag_match(inm, etag)) {
+        reply_json(w, req, route, start_us, 304, "", 0);
+        return;
+    }
+    char now[32];
+    order_time_format_rfc3339(now_ms, now, sizeof(now));
+    struct evbuffer *buf = evhttp_request_get_output_buffer(req);
+    evbuffer_add(buf, head, hlen);
+    evbuffer_add_printf(buf, ",\"now\":\"%s\"}", now);
+    reply_json(w, req, route, start_us, 200, "", 0);
+}
+
+static void cached_reply(order_req *r, const char *head, size_t hlen, const char *etag, int64_t now_ms)
+{
+    cached_send(r->w, r->req, r->route, r->start_us, head, hlen, etag, now_ms);
+    free(r);
+}
+
+static void event_reply(order_req *r, const order_event_view *v, int64_t now_ms)
+{
+    cached_reply(r, v->body, v->body_len, v->etag, now_ms);
+}
+
 static void on_event_stock(redisReply *reply, void *arg)
 {
     order_req *r = arg;
-    int64_t left = r->job.stock_left; /* PostgreSQL's figure, if Redis has none */
-    if (reply && reply->type == REDIS_REPLY_STRING)
-        left = strtoll(reply->str, NULL, 10);
-    char *body = order_reply_event(r->event_id, r->job.spec.name, r->job.spec.stock, left,
-                                   r->job.spec.starts_at_ms, r->job.spec.ends_at_ms);
-    if (!body) {
-        req_error(r, ORDER_ERR_INTERNAL, NULL, 0);
-        return;
-    }
-    req_json(r, 200, body, strlen(body));
-    free(body);
+    order_app *app = r->w->app;
+    int have = reply && reply->type == REDIS_REPLY_STRING;
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        sk_log(SK_LOG_WARN, "event_stock_failed", "event_id=%" PRIu64 " note=\"last figure kept\"",
+               r->event_id);
+    event_wake(order_events_stock(app->events, r->event_id, have,
+                                  have ? strtoll(reply->str, NULL, 10) : 0, order_time_now_ms()));
+    event_get_step(r);
 }
 
 static void after_pg_event(order_task *t)
 {
     order_req *r = REQ_OF(t);
+    order_app *app = r->w->app;
     if (r->job.status == ORDER_PG_NOT_FOUND) {
+        event_wake(order_events_absent(app->events, r->event_id, order_time_now_ms()));
         req_error(r, ORDER_ERR_NOT_FOUND, "no such event", 0);
         return;
     }
     if (r->job.status != ORDER_PG_OK) {
         sk_log(SK_LOG_WARN, "pg_failed", "op=get_event err=\"%s\"", r->job.err);
+        event_wake(order_events_failed(app->events, r->event_id));
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
-    /* stock_left: the gate's live figure in Redis (PostgreSQL's lags behind the consumer). */
-    char key[ORDER_KEY_MAX];
-    const char *argv[2] = {"GET", key};
-    size_t lens[2] = {3, order_key(r->event_id, ORDER_KEY_STOCK, key, sizeof(key))};
-    if (order_redis_command(r->w->redis, 2, argv, lens, on_event_stock, r) != 0)
-        on_event_stock(NULL, r);
+    event_wake(order_events_loaded(app->events, r->event_id, &r->job.spec, r->job.stock_left,
+                                   order_time_now_ms()));
+    event_get_step(r);
+}
+
+static void event_get_step(order_req *r)
+{
+    order_app *app = r->w->app;
+    int64_t now_ms = order_time_now_ms();
+    order_event_view v;
+    switch (order_events_lookup(app->events, r->event_id, now_ms, &r->ev_wait, &v)) {
+    case ORDER_EVENTS_FRESH:
+        event_reply(r, &v, now_ms);
+        return;
+    case ORDER_EVENTS_WAIT:
+        return;
+    case ORDER_EVENTS_ABSENT:
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such event", 0);
+        return;
+    case ORDER_EVENTS_BUSY:
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", "1");
+        req_error(r, ORDER_ERR_UNAVAILABLE, "too many lookups of events not in memory", 0);
+        return;
+    case ORDER_EVENTS_LOAD:
+        r->job.kind = ORDER_PG_GET_EVENT;
+        r->job.id = r->event_id;
+        if (submit_pg(r, after_pg_event, on_pg_done) != 0) {
+            event_wake(order_events_failed(app->events, r->event_id));
+            req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        }
+        return;
+    case ORDER_EVENTS_REFRESH: {
+        /* stock_left: the gate's live figure (PostgreSQL's lags behind the consumer). */
+        char key[ORDER_KEY_MAX];
+        const char *argv[2] = {"GET", key};
+        size_t lens[2] = {3, order_key(r->event_id, ORDER_KEY_STOCK, key, sizeof(key))};
+        if (order_redis_command(r->w->redis, 2, argv, lens, on_event_stock, r) != 0)
+            on_event_stock(NULL, r);
+        return;
+    }
+    }
+}
+
+/* GET /api/v1/events?offset=O&limit=L: the current and upcoming events from this
+ * instance's snapshot (order_evlist.h), refreshed from PostgreSQL at most every
+ * events.list_refresh_ms; a stale snapshot is answered while its refresh runs. */
+static void event_list_step(order_req *r);
+
+/* A refresh landed (r: the request that ran it, or a bare order_req when it ran behind
+ * an answered request). */
+static void after_pg_list(order_task *t)
+{
+    order_req *r = REQ_OF(t);
+    order_app *app = r->w->app;
+    int64_t now_ms = order_time_now_ms();
+    order_events_waiter *back;
+    if (r->job.status == ORDER_PG_OK) {
+        back = order_evlist_loaded(app->evlist, r->job.rows, r->job.nrows, now_ms);
+    } else {
+        sk_log(SK_LOG_WARN, "pg_failed", "op=list_events err=\"%s\"", r->job.err);
+        back = order_evlist_failed(app->evlist, now_ms);
+    }
+    free(r->job.rows);
+    r->job.rows = NULL;
+    event_wake(back);
+    if (!r->req) { /* a refresh behind the answers */
+        free(r);
+        return;
+    }
+    if (r->job.status != ORDER_PG_OK) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    event_list_step(r);
+}
+
+static int event_list_submit(order_req *r)
+{
+    r->job.kind = ORDER_PG_LIST_EVENTS;
+    r->job.id = (uint64_t)r->w->app->cfg.events_list_max;
+    return submit_pg(r, after_pg_list, on_pg_done);
+}
+
+static void event_list_step(order_req *r)
+{
+    order_app *app = r->w->app;
+    int64_t now_ms = order_time_now_ms();
+    char *body = NULL, etag[24];
+    size_t len = 0;
+    int refresh = 0;
+    /* offset and limit ride in order_id and user (unused by this route). */
+    order_events_status st = order_evlist_page(app->evlist, now_ms, (size_t)r->order_id,
+                                               (size_t)r->event_id, &r->ev_wait, &body, &len,
+                                               etag, &refresh);
+    if (refresh) {
+        order_req *bg = calloc(1, sizeof(*bg));
+        if (!bg || (bg->w = r->w, event_list_submit(bg) != 0)) {
+            free(bg);
+            event_wake(order_evlist_failed(app->evlist, now_ms));
+        }
+    }
+    switch (st) {
+    case ORDER_EVENTS_FRESH:
+        cached_reply(r, body, len, etag, now_ms);
+        free(body);
+        return;
+    case ORDER_EVENTS_WAIT:
+        return;
+    case ORDER_EVENTS_LOAD:
+        if (!app->pg || event_list_submit(r) != 0) {
+            event_wake(order_evlist_failed(app->evlist, now_ms));
+            req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        }
+        return;
+    default:
+        req_error(r, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+    }
+}
+
+/* A query parameter as a decimal in [lo, hi]; `def` when absent. @returns 0 or -1. */
+static int query_num(const struct evkeyvalq *q, const char *name, long long lo, long long hi,
+                     long long def, long long *out)
+{
+    const char *v = evhttp_find_header(q, name);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || n < lo || n > hi)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+static void handle_event_list(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                              int64_t start_us)
+{
+    sk_jwt_claims claims;
+    if (authenticate(w, req, &claims) != 0) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+        return;
+    }
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    const char *uri = evhttp_request_get_uri(req), *qs = strchr(uri, '?');
+    long long offset, limit;
+    int bad = qs && evhttp_parse_query_str(qs + 1, &q) != 0;
+    bad = bad || query_num(&q, "offset", 0, 1000000, 0, &offset) != 0 ||
+          query_num(&q, "limit", 1, ORDER_EVLIST_LIMIT_MAX, 20, &limit) != 0;
+    evhttp_clear_headers(&q);
+    if (bad) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST,
+                    "offset is 0 to 1000000 and limit 1 to 100", 0);
+        return;
+    }
+    order_req *r = req_new(w, req, rt->id, start_us, &claims);
+    if (!r) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return;
+    }
+    r->order_id = (uint64_t)offset;
+    r->event_id = (uint64_t)limit;
+    r->ev_step = event_list_step;
+    event_list_step(r);
 }
 
 static void handle_event_get(order_worker *w, struct evhttp_request *req, const order_route *rt,
@@ -761,16 +1046,21 @@ static void handle_event_get(order_worker *w, struct evhttp_request *req, const 
         reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
         return;
     }
+    /* The fast path: a fresh entry is answered without a request object. */
+    int64_t now_ms = order_time_now_ms();
+    order_event_view v;
+    if (order_events_peek(w->app->events, rt->arg, now_ms, &v) == ORDER_EVENTS_FRESH) {
+        cached_send(w, req, rt->id, start_us, v.body, v.body_len, v.etag, now_ms);
+        return;
+    }
     order_req *r = req_new(w, req, rt->id, start_us, &claims);
     if (!r) {
         reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
         return;
     }
     r->event_id = rt->arg;
-    r->job.kind = ORDER_PG_GET_EVENT;
-    r->job.id = r->event_id;
-    if (submit_pg(r, after_pg_event, on_pg_done) != 0)
-        req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+    r->ev_step = event_get_step;
+    event_get_step(r);
 }
 
 /* ---- the entry point ------------------------------------------------------------- */
@@ -827,24 +1117,37 @@ void order_http_handle(struct evhttp_request *req, void *arg)
     int64_t start_us = order_time_mono_us();
     int64_t inflight =
         atomic_fetch_add_explicit(&app->metrics.requests_inflight, 1, memory_order_relaxed) + 1;
-    /* Framing the service refuses (order_reqscan.h) is answered before anything else,
-     * and the connection closed: what follows on it cannot be trusted to be a request. */
-    const char *framing = framing_refused(req);
-    if (framing) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-        reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_BAD_REQUEST, framing, 0);
-        return;
-    }
+    /* CONNECT and TRACE are never served, and their connection is closed: answered first,
+     * whatever their framing, as 405 with an Allow header (RFC 9110 asks for one): the
+     * path's methods, or the server's for a target that is no path of ours (CONNECT's
+     * host:port). */
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     if (cmd == EVHTTP_REQ_CONNECT || cmd == EVHTTP_REQ_TRACE) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-        reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_METHOD, NULL, 0);
+        const char *u = evhttp_request_get_uri(req);
+        order_route rt;
+        order_route_match(ORDER_METHOD_OTHER, u, strcspn(u, "?#"), &rt);
+        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+        evhttp_add_header(h, "Connection", "close");
+        evhttp_add_header(h, "Allow", rt.status == 405 ? rt.allow : "GET, HEAD, POST");
+        reply_error(w, req, rt.status == 405 ? rt.id : ORDER_ROUTE_NONE, start_us,
+                    ORDER_ERR_METHOD, NULL, 0);
         return;
     }
     const char *uri = evhttp_request_get_uri(req);
     size_t plen = strcspn(uri, "?#");
     order_route rt;
     order_route_match(method_of(req), uri, plen, &rt);
+    /* Framing the service refuses (order_reqscan.h) is answered before anything else,
+     * and the connection closed: what follows on it cannot be trusted to be a request.
+     * A method the path does not take is still said as such (405, closed too). */
+    const char *framing = framing_refused(req);
+    if (framing) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        if (rt.status != 405) {
+            reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_BAD_REQUEST, framing, 0);
+            return;
+        }
+    }
     if (rt.status == 404) {
         reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND, "no such path", 0);
         return;
@@ -928,6 +1231,9 @@ void order_http_handle(struct evhttp_request *req, void *arg)
         break;
     case ORDER_ROUTE_EVENT_GET:
         handle_event_get(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_LIST:
+        handle_event_list(w, req, &rt, start_us);
         break;
     default:
         reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND, "no such path", 0);

@@ -230,9 +230,19 @@ static int run(const char *config)
         goto out;
     }
     app.soldout = order_soldout_new(app.cfg.soldout_ttl_ms);
+    order_events_limits elim = {(size_t)app.cfg.events_cache_size, app.cfg.events_stock_refresh_ms,
+                                app.cfg.events_negative_ttl_ms, app.cfg.events_miss_per_s};
+    app.events = order_events_new(&elim);
+    app.evlist = order_evlist_new(app.cfg.events_list_refresh_ms);
+    if (app.cfg.order_status_cache_size > 0 &&
+        !(app.ocache = order_ocache_new((size_t)app.cfg.order_status_cache_size,
+                                        app.cfg.order_status_cache_ms))) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
+        goto out;
+    }
     app.buckets = order_bucket_new((size_t)app.cfg.ratelimit_users, (double)app.cfg.ratelimit_rate,
                                    (double)app.cfg.ratelimit_burst);
-    if (!app.soldout || !app.buckets) {
+    if (!app.soldout || !app.buckets || !app.events || !app.evlist) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
         goto out;
     }
@@ -295,6 +305,9 @@ out:
     idgen_free(app.ids_event);
     order_bucket_free(app.buckets);
     order_soldout_free(app.soldout);
+    order_events_free(app.events);
+    order_evlist_free(app.evlist);
+    order_ocache_free(app.ocache);
     sk_config_free(order_config_table, &app.cfg, app.kafka_props);
     libevent_global_shutdown();
     return rc;

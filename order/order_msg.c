@@ -151,7 +151,8 @@ size_t order_index_encode(const order_index_entry *e, char *out, size_t outsz)
     sb_u64(&b, e->event_id);
     SB_LIT(&b, ":");
     sb_u64(&b, e->user_id);
-    sb_put(&b, e->acked ? ":a" : ":p", 2);
+    const char tail[2] = {':', e->outcome ? e->outcome : e->acked ? 'a' : 'p'};
+    sb_put(&b, tail, 2);
     return sb_done(&b);
 }
 
@@ -159,11 +160,12 @@ int order_index_decode(const char *s, size_t len, order_index_entry *e)
 {
     const char *c1 = memchr(s, ':', len);
     const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - s)) : NULL;
-    if (!c2 || s + len - c2 != 2 || (c2[1] != 'a' && c2[1] != 'p') ||
+    if (!c2 || s + len - c2 != 2 || !strchr("apcrd", c2[1]) || c2[1] == '\0' ||
         dec_u64(s, (size_t)(c1 - s), &e->event_id) != 0 ||
         dec_u64(c1 + 1, (size_t)(c2 - c1 - 1), &e->user_id) != 0)
         return -1;
     e->acked = c2[1] == 'a';
+    e->outcome = c2[1] == 'c' || c2[1] == 'r' || c2[1] == 'd' ? c2[1] : 0;
     return 0;
 }
 

@@ -56,12 +56,17 @@ size_t order_key_index(uint64_t order_id, char *out, size_t outsz);
 /* An order's index entry (the field <order_id> of its "seckill:oidx:<bucket>" hash):
  * "<event_id>:<user_id>:a" once Kafka acknowledged the order (it will reach PostgreSQL;
  * GET answers queued until the consumer wrote it), "<event_id>:<user_id>:p" when it may or
- * may not have landed (a 503 carrying the id; GET asks the event's pending hash). */
+ * may not have landed (a 503 carrying the id; GET asks the event's pending hash).
+ * The consumer writes the order's outcome after its PostgreSQL commit into the field
+ * "<order_id>:o" of the same hash (consumer_oidx.h): "<event_id>:<user_id>:c" created,
+ * ":r" rejected, ":d" in PostgreSQL with a status this writer did not learn (a replay). */
 typedef struct order_index_entry {
     uint64_t event_id, user_id;
-    int acked;
+    int acked;     /* 'a' (1) or 'p' (0), when outcome is 0 */
+    char outcome;  /* 'c', 'r' or 'd' for an outcome field; 0 for the front's entry */
 } order_index_entry;
 
+#define ORDER_INDEX_OUTCOME_SUFFIX ":o"
 #define ORDER_INDEX_VALUE_MAX 48
 
 /** @returns the length written into out (>= ORDER_INDEX_VALUE_MAX), NUL-terminated. */

@@ -60,6 +60,19 @@ static void run_create_event(PGconn *c, order_pg_job *job)
     PQclear(res);
 }
 
+/* An event's columns from `col`: name, stock_total, stock_left, starts_at and ends_at in
+ * ms, per_user_limit (the SELECT lists of run_get_event and run_list_events). */
+static void event_row(const PGresult *res, int row, int col, order_event_spec *spec,
+                      int64_t *stock_left)
+{
+    snprintf(spec->name, sizeof(spec->name), "%s", PQgetvalue(res, row, col));
+    spec->stock = strtoll(PQgetvalue(res, row, col + 1), NULL, 10);
+    *stock_left = strtoll(PQgetvalue(res, row, col + 2), NULL, 10);
+    spec->starts_at_ms = strtoll(PQgetvalue(res, row, col + 3), NULL, 10);
+    spec->ends_at_ms = strtoll(PQgetvalue(res, row, col + 4), NULL, 10);
+    spec->per_user_limit = atoi(PQgetvalue(res, row, col + 5));
+}
+
 static void run_get_event(PGconn *c, order_pg_job *job)
 {
     char id[24];
@@ -77,14 +90,44 @@ static void run_get_event(PGconn *c, order_pg_job *job)
     } else if (PQntuples(res) == 0) {
         job->status = ORDER_PG_NOT_FOUND;
     } else {
-        snprintf(job->spec.name, sizeof(job->spec.name), "%s", PQgetvalue(res, 0, 0));
-        job->spec.stock = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-        job->stock_left = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
-        job->spec.starts_at_ms = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
-        job->spec.ends_at_ms = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
-        job->spec.per_user_limit = atoi(PQgetvalue(res, 0, 5));
+        event_row(res, 0, 0, &job->spec, &job->stock_left);
         job->status = ORDER_PG_OK;
     }
+    PQclear(res);
+}
+
+static void run_list_events(PGconn *c, order_pg_job *job)
+{
+    char lim[24];
+    snprintf(lim, sizeof(lim), "%" PRIu64, job->id);
+    const char *params[1] = {lim /* $1 the most rows */};
+    PGresult *res = PQexecParams(
+        c,
+        "SELECT id, name, stock_total, stock_left, "
+        "(extract(epoch from starts_at) * 1000)::bigint, "
+        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit "
+        "FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
+        1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fail(job, c, res, "list events");
+        PQclear(res);
+        return;
+    }
+    size_t n = (size_t)PQntuples(res);
+    job->rows = calloc(n ? n : 1, sizeof(*job->rows));
+    if (!job->rows) {
+        job->status = ORDER_PG_ERROR;
+        snprintf(job->err, sizeof(job->err), "list events: out of memory");
+        PQclear(res);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        order_evlist_row *r = &job->rows[i];
+        r->id = strtoull(PQgetvalue(res, (int)i, 0), NULL, 10);
+        event_row(res, (int)i, 1, &r->spec, &r->stock_left);
+    }
+    job->nrows = n;
+    job->status = ORDER_PG_OK;
     PQclear(res);
 }
 
@@ -122,6 +165,9 @@ void order_pg_run(void *pgconn, order_pg_job *job)
         break;
     case ORDER_PG_GET_ORDER:
         run_get_order(c, job);
+        break;
+    case ORDER_PG_LIST_EVENTS:
+        run_list_events(c, job);
         break;
     default:
         job->status = ORDER_PG_ERROR;

@@ -10,6 +10,7 @@
 #define ORDER_PG_H
 
 #include "order_body.h"
+#include "order_evlist.h"
 
 #include <stdint.h>
 
@@ -17,6 +18,7 @@ typedef enum {
     ORDER_PG_CREATE_EVENT = 1, /* in: id, spec */
     ORDER_PG_GET_EVENT,        /* in: id; out: spec (name, stock, times), stock_left */
     ORDER_PG_GET_ORDER,        /* in: id; out: event_id, user_id, order_status */
+    ORDER_PG_LIST_EVENTS,      /* in: id = the most rows; out: rows, nrows (events not ended) */
 } order_pg_kind;
 
 typedef enum {
@@ -32,6 +34,8 @@ typedef struct order_pg_job {
     int64_t stock_left;
     uint64_t event_id, user_id;
     char order_status[16];
+    order_evlist_row *rows; /* LIST_EVENTS: malloc'd by the pool, freed by the caller */
+    size_t nrows;
     order_pg_status status;
     char err[256];
     void (*done)(struct order_pg_job *job); /* on a pool thread; may block, never on a loop */

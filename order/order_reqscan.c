@@ -38,10 +38,29 @@ static int64_t parse_length(const char *p, size_t n)
     return digits == 0 || digits > 15 || i != n ? -1 : v;
 }
 
-/* The request line ended: CONNECT and TRACE are refused. @returns 0 or -1. */
+/* 1 if the request line starts with a method evhttp parses (libevent 2.1's list). */
+static int method_known(const char *line, size_t kept)
+{
+    static const char *const known[] = {"GET ", "POST ", "HEAD ", "PUT ", "DELETE ",
+                                        "OPTIONS ", "TRACE ", "CONNECT ", "PATCH "};
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        size_t n = strlen(known[i]);
+        if (kept >= n && strncmp(line, known[i], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The request line ended: CONNECT and TRACE are refused (the handler answers them), and
+ * so is a method evhttp does not know, which it would answer with an HTML 501 without
+ * ever calling the handler. @returns 0 or -1. */
 static int request_line_done(order_reqscan *s)
 {
     size_t kept = s->linelen < ORDER_REQSCAN_LINE ? s->linelen : ORDER_REQSCAN_LINE;
+    if (!method_known(s->line, kept)) {
+        s->refusal = ORDER_REQSCAN_METHOD;
+        return -1;
+    }
     if ((kept >= 8 && strncmp(s->line, "CONNECT ", 8) == 0) ||
         (kept >= 6 && strncmp(s->line, "TRACE ", 6) == 0))
         return -1;

@@ -30,6 +30,7 @@ typedef enum {
     ORDER_REQSCAN_BODY_LARGE,    /* Content-Length over max_body_bytes: 413 */
     ORDER_REQSCAN_EXPECT,        /* an Expect other than 100-continue: 400 */
     ORDER_REQSCAN_CHUNKED,       /* Transfer-Encoding: 400 (evhttp would parse the chunks first) */
+    ORDER_REQSCAN_METHOD,        /* a method evhttp does not know (QUERY, ...): 405 (evhttp: HTML 501) */
 } order_reqscan_refusal;
 
 typedef struct order_reqscan {

@@ -52,8 +52,13 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
         return set_route(out, ORDER_ROUTE_CONSOLE, method, ORDER_METHOD_GET, "GET, HEAD");
     if (is(path, len, "/metrics"))
         return set_route(out, ORDER_ROUTE_METRICS, method, ORDER_METHOD_GET, "GET, HEAD");
-    if (is(path, len, "/api/v1/events"))
-        return set_route(out, ORDER_ROUTE_EVENT_CREATE, method, ORDER_METHOD_POST, "POST");
+    if (is(path, len, "/api/v1/events")) {
+        if (method == ORDER_METHOD_POST)
+            return set_route(out, ORDER_ROUTE_EVENT_CREATE, method, ORDER_METHOD_POST, "GET, HEAD, POST");
+        if (method == ORDER_METHOD_GET || method == ORDER_METHOD_HEAD)
+            return set_route(out, ORDER_ROUTE_EVENT_LIST, method, ORDER_METHOD_GET, "GET, HEAD, POST");
+        return set_route(out, ORDER_ROUTE_EVENT_CREATE, method, ORDER_METHOD_POST, "GET, HEAD, POST");
+    }
     if (prefix(path, len, "/api/v1/events/", &off)) {
         const char *seg = path + off;
         size_t seglen = len - off;
@@ -100,6 +105,7 @@ const char *order_route_name(order_route_id id)
         [ORDER_ROUTE_ORDER_GET] = "order_get",   [ORDER_ROUTE_HEALTHZ] = "healthz",
         [ORDER_ROUTE_READYZ] = "readyz",         [ORDER_ROUTE_METRICS] = "metrics",
         [ORDER_ROUTE_CONSOLE] = "console",
+        [ORDER_ROUTE_EVENT_LIST] = "event_list",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

@@ -18,6 +18,7 @@ typedef enum {
     ORDER_ROUTE_HEALTHZ,        /* GET  /healthz */
     ORDER_ROUTE_READYZ,         /* GET  /readyz */
     ORDER_ROUTE_METRICS,        /* GET  /metrics */
+    ORDER_ROUTE_EVENT_LIST,     /* GET  /api/v1/events (current and upcoming, paginated) */
     ORDER_ROUTE_CONSOLE,        /* GET  /console and /console/<file> (order_console) */
     ORDER_ROUTE_COUNT
 } order_route_id;

@@ -77,8 +77,13 @@ static ref_result reference(const char *b, size_t n)
                 break; /* end of headers */
             size_t kept = len < ORDER_REQSCAN_LINE ? len : ORDER_REQSCAN_LINE;
             if (line_no++ == 0) {
-                if ((kept >= 8 && memcmp(line, "CONNECT ", 8) == 0) ||
-                    (kept >= 6 && memcmp(line, "TRACE ", 6) == 0))
+                /* refused: CONNECT, TRACE, and any method evhttp does not know */
+                static const char *const ok[] = {"GET ", "POST ", "HEAD ", "PUT ", "DELETE ",
+                                                 "OPTIONS ", "PATCH "};
+                int known = 0;
+                for (size_t k = 0; k < sizeof(ok) / sizeof(ok[0]); k++)
+                    known |= kept >= strlen(ok[k]) && memcmp(line, ok[k], strlen(ok[k])) == 0;
+                if (!known)
                     goto refused;
                 body_allowed = (kept >= 5 && memcmp(line, "POST ", 5) == 0) ||
                                (kept >= 4 && memcmp(line, "PUT ", 4) == 0) ||

@@ -169,6 +169,22 @@ static void test_life_cycle(void **state)
     assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
     PQclear(r);
     PQfinish(c);
+    /* While the order is in the index, PostgreSQL is not asked: still queued until the
+     * consumer records its outcome in the index ("<id>:o", consumer_oidx.h) */
+    assert_int_equal(to_http1(srv.port, "GET", path, tok, NULL, resp, sizeof(resp)), 200);
+    assert_non_null(strstr(resp, "\"status\":\"queued\""));
+    char ikey[ORDER_KEY_MAX], ofield[48], oval[ORDER_INDEX_VALUE_MAX];
+    order_key_index(oid, ikey, sizeof(ikey));
+    snprintf(ofield, sizeof(ofield), "%" PRIu64 "%s", oid, ORDER_INDEX_OUTCOME_SUFFIX);
+    order_index_entry out = {ev, user_base + 1, 0, 'c'};
+    order_index_encode(&out, oval, sizeof(oval));
+    redisContext *ic = rc;
+    freeReplyObject(redisCommand(ic, "HSET %s %s %s", ikey, ofield, oval));
+    assert_int_equal(to_http1(srv.port, "GET", path, tok, NULL, resp, sizeof(resp)), 200);
+    assert_non_null(strstr(resp, "\"status\":\"created\""));
+    assert_int_equal(to_http1(srv.port, "GET", path, other, NULL, resp, sizeof(resp)), 403);
+    /* older than the index (its fields gone): PostgreSQL answers, owner check included */
+    freeReplyObject(redisCommand(ic, "HDEL %s %s %" PRIu64, ikey, ofield, oid));
     assert_int_equal(to_http1(srv.port, "GET", path, tok, NULL, resp, sizeof(resp)), 200);
     assert_non_null(strstr(resp, "\"status\":\"created\""));
     assert_int_equal(to_http1(srv.port, "GET", path, other, NULL, resp, sizeof(resp)), 403);
@@ -775,7 +791,10 @@ static int setup(void **state)
     static char method_env[64];
     const char *method = getenv("SECKILL_TEST_EVENT_METHOD");
     snprintf(method_env, sizeof(method_env), "SECKILL_HTTP_EVENT_METHOD=%s", method ? method : "epoll");
-    const char *env[] = {"SECKILL_REDIS_TIMEOUT_MS=5000", method_env, NULL};
+    /* no memory of final outcomes: every GET of an order below goes to the index or
+     * PostgreSQL, the paths under test (the memory: test_order_reads) */
+    const char *env[] = {"SECKILL_REDIS_TIMEOUT_MS=5000", method_env,
+                         "SECKILL_ORDER_STATUS_CACHE_SIZE=0", NULL};
     if (to_order_start(&srv, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg_conninfo, env) != 0)
         return -1;
     /* the service says which method its loops run on: make sure it is the one asked for */

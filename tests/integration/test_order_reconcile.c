@@ -55,20 +55,11 @@ static const char *order_env[] = {
 
 static int consumer_start(void)
 {
-    static char e1[600], e2[300];
-    snprintf(e1, sizeof(e1), "SECKILL_PG=%s", pg);
-    snprintf(e2, sizeof(e2), "SECKILL_KAFKA_BROKERS=%s", kafka.bootstrap);
     /* A short session: the mock coordinator waits for a member that left this long
      * before the restarted consumer gets the partitions. */
-    const char *env[] = {e1, e2, "SECKILL_HTTP_PORT=0", "SECKILL_BATCH_MS=5",
-                         "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000",
+    const char *env[] = {"SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000",
                          "SECKILL_KAFKA_HEARTBEAT_INTERVAL_MS=500", NULL};
-    char path[512], log[256];
-    const char *bin = getenv("SECKILL_BIN_DIR");
-    snprintf(path, sizeof(path), "%s/seckill-consumer", bin ? bin : "./bin");
-    snprintf(log, sizeof(log), "/tmp/test_order_reconcile_consumer_%d.log", (int)getpid());
-    const char *argv[] = {path, NULL};
-    return to_spawn(&consumer, argv, env, log);
+    return to_consumer_start(&consumer, pg, kafka.bootstrap, env, "test_order_reconcile");
 }
 
 static int setup(void **state)

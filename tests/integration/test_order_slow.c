@@ -244,16 +244,25 @@ static void test_framing_refused(void **state)
     const char *host_sp = "GET /healthz HTTP/1.1\r\nHost : x\r\n\r\n";
     assert_int_equal(raw_exchange(host_sp, strlen(host_sp), 5000, out, sizeof(out)), 1);
     assert_non_null(strstr(out, "whitespace in a header name"));
-    /* CONNECT and TRACE: JSON 405, and a close that is a close (not 60 s later). */
+    /* CONNECT and TRACE: JSON 405 with Allow, and a close that is a close (not 60 s
+     * later); a TRACE with a body is still a 405, not a framing 400. */
     const char *methods[] = {"CONNECT x:443 HTTP/1.1\r\nHost: x\r\n\r\n",
-                             "TRACE / HTTP/1.1\r\nHost: x\r\n\r\n"};
-    for (int i = 0; i < 2; i++) {
+                             "TRACE / HTTP/1.1\r\nHost: x\r\n\r\n",
+                             "TRACE /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"};
+    for (int i = 0; i < 3; i++) {
         int64_t t0 = to_now_ms();
         assert_int_equal(raw_exchange(methods[i], strlen(methods[i]), 5000, out, sizeof(out)), 1);
         assert_true(to_now_ms() - t0 < 3000);
         assert_true(strncmp(out, "HTTP/1.1 405 ", 13) == 0);
         assert_non_null(strstr(out, "\"error\":\"method_not_allowed\""));
+        assert_non_null(strstr(out, i == 2 ? "Allow: GET, HEAD, POST\r\n" : "Allow: "));
     }
+    /* A method evhttp does not know: JSON 405 from the guard (not evhttp's HTML 501). */
+    const char *query = "QUERY /api/v1/events HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(raw_exchange(query, strlen(query), 5000, out, sizeof(out)), 1);
+    assert_true(strncmp(out, "HTTP/1.1 405 ", 13) == 0);
+    assert_non_null(strstr(out, "\"error\":\"method_not_allowed\""));
+    assert_non_null(strstr(out, "Allow: GET, HEAD, POST\r\n"));
     /* Chunks dribbled in (the data of one is a line feed): cut within the read timeout. */
     int fd = to_http_connect(srv.port);
     const char *head = "POST /api/v1/events/1/orders HTTP/1.1\r\nHost: x\r\n"

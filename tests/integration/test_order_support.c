@@ -135,6 +135,23 @@ static int healthz_ok(void *arg)
     return 0;
 }
 
+int to_consumer_start(to_proc *p, const char *pg, const char *brokers,
+                      const char *const *extra_env, const char *tag)
+{
+    char e1[600], e2[300];
+    snprintf(e1, sizeof(e1), "SECKILL_PG=%s", pg);
+    snprintf(e2, sizeof(e2), "SECKILL_KAFKA_BROKERS=%s", brokers);
+    const char *env[16] = {e1, e2, "SECKILL_HTTP_PORT=0", "SECKILL_BATCH_MS=5"};
+    for (int i = 0, k = 4; extra_env && extra_env[i] && k < 15; i++)
+        env[k++] = extra_env[i];
+    char path[512], log[256];
+    const char *bin = getenv("SECKILL_BIN_DIR");
+    snprintf(path, sizeof(path), "%s/seckill-consumer", bin ? bin : "./bin");
+    snprintf(log, sizeof(log), "/tmp/%s_consumer_%d.log", tag, (int)getpid());
+    const char *argv[] = {path, NULL};
+    return to_spawn(p, argv, env, log);
+}
+
 int to_order_start(to_order *o, const char *redis_url, const char *kafka_brokers, const char *pg,
                    const char *const *extra_env)
 {

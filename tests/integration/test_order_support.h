@@ -30,6 +30,12 @@ int to_spawn(to_proc *p, const char *const *argv, const char *const *env, const 
  *  The child's log is removed after a clean exit (status 0) and kept otherwise. */
 int to_stop(to_proc *p, int sig, int timeout_ms);
 
+/** @brief Starts seckill-consumer (from SECKILL_BIN_DIR) on `pg` and `brokers`, HTTP off,
+ *  5 ms batches, plus `extra_env` (NULL-terminated, may be NULL); its log is
+ *  /tmp/<tag>_consumer_<pid>.log. @returns 0 or -1. */
+int to_consumer_start(to_proc *p, const char *pg, const char *brokers,
+                      const char *const *extra_env, const char *tag);
+
 /* ---- seckill-order ---- */
 typedef struct to_order {
     to_proc proc;

@@ -142,19 +142,28 @@ static void test_index_entry(void **state)
 {
     (void)state;
     char v[ORDER_INDEX_VALUE_MAX];
-    order_index_entry e = {UINT64_MAX, 42, 1}, d;
+    order_index_entry e = {UINT64_MAX, 42, 1, 0}, d;
     size_t n = order_index_encode(&e, v, sizeof(v));
     assert_string_equal(v, "18446744073709551615:42:a");
     assert_int_equal(n, strlen(v));
     assert_int_equal(order_index_decode(v, n, &d), 0);
     assert_true(d.event_id == UINT64_MAX && d.user_id == 42 && d.acked == 1);
-    e = (order_index_entry){7, 9, 0};
+    e = (order_index_entry){7, 9, 0, 0};
     n = order_index_encode(&e, v, sizeof(v));
     assert_string_equal(v, "7:9:p");
     assert_int_equal(order_index_decode(v, n, &d), 0);
-    assert_true(d.event_id == 7 && d.user_id == 9 && d.acked == 0);
+    assert_true(d.event_id == 7 && d.user_id == 9 && d.acked == 0 && d.outcome == 0);
+    /* the consumer's outcome fields: created, rejected, in PostgreSQL already */
+    const char outcomes[] = {'c', 'r', 'd'};
+    for (size_t i = 0; i < sizeof(outcomes); i++) {
+        e = (order_index_entry){7, 9, 0, outcomes[i]};
+        n = order_index_encode(&e, v, sizeof(v));
+        assert_int_equal(v[n - 1], outcomes[i]);
+        assert_int_equal(order_index_decode(v, n, &d), 0);
+        assert_true(d.event_id == 7 && d.user_id == 9 && d.acked == 0 && d.outcome == outcomes[i]);
+    }
     assert_int_equal(order_index_encode(&e, v, 5), 0); /* no room for the NUL */
-    const char *bad[] = {"", "7", "7:9", "7:9:", "7:9:x", "7:9:aa", ":9:a", "7::a", "7:9a",
+    const char *bad[] = {"", "7", "7:9", "7:9:", "7:9:x", "7:9:aa", "7:9:o", ":9:a", "7::a", "7:9a",
                          "18446744073709551616:9:a", "7:-9:a", "7 :9:a"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(order_index_decode(bad[i], strlen(bad[i]), &d), -1);

@@ -81,6 +81,16 @@ static void test_refused_framing(void **state)
             fail_msg("case %zu not refused", i);
         assert_int_equal(feed(&s, "\r\n\r\nGET / HTTP/1.1\r\n\r\n"), 1); /* sticky */
     }
+    /* A method evhttp does not know: refused with its own code (the guard answers 405). */
+    static const char *methods[] = {"QUERY / HTTP/1.1\r\n\r\n", "get / HTTP/1.1\r\n\r\n",
+                                    "BREW /pot HTTP/1.1\r\n\r\n"};
+    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+        order_reqscan m;
+        order_reqscan_init(&m);
+        feed(&m, methods[i]);
+        assert_true(order_reqscan_refused(&m));
+        assert_int_equal(m.refusal, ORDER_REQSCAN_METHOD);
+    }
     /* What evhttp reads the same way passes: spaces around the value, one header. */
     order_reqscan s;
     order_reqscan_init(&s);
