@@ -89,6 +89,8 @@ e2e_free_port() {
 }
 
 e2e_start_kafka() {
+    # The `kafka` label runs a test on Apache Kafka instead (tests/kafka/lib.sh).
+    if [ -n "${E2E_REAL_KAFKA:-}" ]; then kafka_attach; return; fi
     "$BIN/seckill-devkafka" --bootstrap-file "$E2E_TMP/kafka.bootstrap" \
         --control-file "$E2E_TMP/kafka.control" >"$E2E_TMP/devkafka.log" 2>&1 &
     E2E_PIDS+=($!)
@@ -167,3 +169,6 @@ e2e_outcome() {
 e2e_rows() {
     psql "$SECKILL_PG" -tAc "select count(*) from seckill_order where event_id = $(cat "$E2E_TMP/out/event_id")"
 }
+
+# The `kafka` label (tests/kafka.cmake) sets E2E_REAL_KAFKA: the shared Apache Kafka.
+if [ -n "${E2E_REAL_KAFKA:-}" ]; then . "$(dirname "${BASH_SOURCE[0]}")/../kafka/lib.sh"; fi
