@@ -29,7 +29,9 @@ e2e_cleanup() {
         kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null || e2e_log "note: pid $pid exited with status $? on SIGTERM"
     done
-    # A hook for what is not a child process (tests/fault/lib.sh stops its PostgreSQL here).
+    # Hooks for what is not a child process: tests/kafka/lib.sh stops its private Kafka,
+    # then tests/fault/lib.sh its PostgreSQL.
+    if declare -F kafka_after_stop >/dev/null; then kafka_after_stop "$rc"; fi
     if declare -F e2e_after_stop >/dev/null; then e2e_after_stop "$rc"; fi
     if [ $rc -ne 0 ] && [ $rc -ne $E2E_SKIP ]; then
         for f in "$E2E_TMP"/*.log; do

@@ -13,25 +13,18 @@ KAFKA_LIB_SOURCED=1
 KAFKA_SH=${SECKILL_SOURCE_DIR:?SECKILL_SOURCE_DIR is not set (ctest sets it)}/deploy/kafka/kafka.sh
 KAFKA_DIR=""
 
-# The servers go after the services (whose own stop comes first in e2e_cleanup), and
-# before the hook that was there (tests/fault/lib.sh stops its PostgreSQL there).
-if declare -F e2e_after_stop >/dev/null; then
-    eval "kafka_prev_after_stop() $(declare -f e2e_after_stop | sed 1d)"
-else
-    kafka_prev_after_stop() { :; }
-fi
-e2e_after_stop() {
-    if [ -n "$KAFKA_DIR" ]; then
-        if [ "$1" -ne 0 ] && [ "$1" -ne "$E2E_SKIP" ]; then
-            local f
-            for f in "$KAFKA_DIR"/node-*.log; do
-                echo "---- last lines of kafka $(basename "$f")" >&2
-                tail -n 15 "$f" >&2
-            done
-        fi
-        "$KAFKA_SH" stop "$KAFKA_DIR" 2>/dev/null || true
+# Called by e2e_cleanup (tests/e2e/lib.sh) after the services are stopped, before
+# tests/fault/lib.sh's PostgreSQL: the private cluster stops, its logs shown on failure.
+kafka_after_stop() {
+    [ -n "$KAFKA_DIR" ] || return 0
+    if [ "$1" -ne 0 ] && [ "$1" -ne "$E2E_SKIP" ]; then
+        local f
+        for f in "$KAFKA_DIR"/node-*.log; do
+            echo "---- last lines of kafka $(basename "$f")" >&2
+            tail -n 15 "$f" >&2
+        done
     fi
-    kafka_prev_after_stop "$@"
+    "$KAFKA_SH" stop "$KAFKA_DIR" 2>/dev/null || true
 }
 
 kafka_require() {
