@@ -16,6 +16,14 @@ if(TARGET seckill-bench AND TARGET seckill-check AND TARGET seckill-order AND TA
   set_tests_properties(kafka_e2e_flashsale PROPERTIES LABELS kafka TIMEOUT 240 SKIP_RETURN_CODE 77
     FIXTURES_REQUIRED kafka_broker ENVIRONMENT "${kafka_env}")
 
+  # The consumer's kill -9 test (tests/integration/test_consumer_kill.c) on the shared
+  # broker: ctu_kafka_start attaches to it (E2E_REAL_KAFKA) with topics of its own.
+  if(TARGET test_consumer_kill)
+    add_test(NAME kafka_consumer_kill COMMAND test_consumer_kill)
+    set_tests_properties(kafka_consumer_kill PROPERTIES LABELS kafka TIMEOUT 240
+      FIXTURES_REQUIRED kafka_broker ENVIRONMENT "${kafka_env}")
+  endif()
+
   foreach(t broker_kill group_rebalance leader_kill isr_lost)
     if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/kafka/${t}.sh)
       continue()
