@@ -308,9 +308,9 @@ fronts_down() {
     stop_service seckill-order
 }
 
-# stack_flags ARGS...: takes --cluster, --fronts N, --kafka-nodes N and --dev-kafka off the arguments (the rest in
-# STACK_ARGS). Without either, a stack that is up keeps what it was started with
-# ($RUN/stack, removed by `down`).
+# stack_flags ARGS...: takes --cluster, --fronts N, --kafka-nodes N and --dev-kafka off
+# the arguments (the rest in STACK_ARGS). Without any, a stack that is up keeps what it
+# was started with ($RUN/stack, removed by `down`).
 stack_flags() {
     STACK_ARGS=()
     local given=0
