@@ -2,7 +2,8 @@
 # deploy/kafka/README.md). One KRaft broker (deploy/kafka/kafka.sh) is started for the
 # whole label by the fixture kafka_broker_up and stopped by kafka_broker_down; the tests
 # that share it get topics and a consumer group of their own. The tests that kill or cut
-# off brokers run a private cluster (1 or 3 nodes). Exit 77 (skipped) without java, the jars or binaries.
+# off brokers run a private cluster (1 or 3 nodes). Exit 77 (skipped) without java, the
+# jars or the binaries.
 if(TARGET seckill-bench AND TARGET seckill-check AND TARGET seckill-order AND TARGET seckill-consumer)
   set(kafka_dir ${CMAKE_BINARY_DIR}/kafka-fixture)
   set(kafka_env "SECKILL_SOURCE_DIR=${CMAKE_SOURCE_DIR};SECKILL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;E2E_REAL_KAFKA=${kafka_dir}")
