@@ -9,7 +9,9 @@
 # Needs the stack of `deploy/local.sh up` (PostgreSQL) and .run/env sourced; uses
 # $SECKILL_BIN_DIR (a Release build for meaningful figures; override with BIN=...).
 # Knobs: N, EVENTS, PARTITIONS, BATCH_MAX (batch.max), WRITERS (db.writers), PORT,
-# COPY_REF=0 (time the drain only, for A/B runs of consumer changes). SECKILL_* in the
+# COPY_REF=0 (time the drain only, for A/B runs of consumer changes), KAFKA=dev (the
+# private seckill-devkafka) or KAFKA=real (a private single-node Apache Kafka, KRaft,
+# started by deploy/kafka/kafka.sh; bench/bench-kafka.sh runs both). SECKILL_* in the
 # environment reach the consumer (e.g. SECKILL_KAFKA_MAX_PARTITION_FETCH_BYTES).
 set -euo pipefail
 
@@ -21,6 +23,9 @@ PARTITIONS=${PARTITIONS:-64}
 BATCH_MAX=${BATCH_MAX:-1000}
 WRITERS=${WRITERS:-2}
 COPY_REF=${COPY_REF:-1}
+KAFKA=${KAFKA:-dev}
+case $KAFKA in dev | real) ;; *) echo "bench-consumer: KAFKA is dev or real" >&2; exit 2 ;; esac
+KAFKA_SH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/deploy/kafka/kafka.sh
 # The consumer's /metrics during the run: the first port of 38100..38199 nobody answers on.
 free_port() {
     local p
@@ -41,7 +46,11 @@ work=$(mktemp -d /tmp/sk-bench-consumer.XXXXXX)
 kpid="" cpid=""
 cleanup() {
     [ -n "$cpid" ] && kill "$cpid" 2>/dev/null && wait "$cpid" 2>/dev/null || true
-    [ -n "$kpid" ] && kill "$kpid" 2>/dev/null && wait "$kpid" 2>/dev/null || true
+    if [ "$KAFKA" = real ]; then
+        "$KAFKA_SH" stop "$work/kafka" 2>/dev/null || true
+    else
+        [ -n "$kpid" ] && kill "$kpid" 2>/dev/null && wait "$kpid" 2>/dev/null || true
+    fi
     psql "$SECKILL_PG_ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
@@ -50,11 +59,27 @@ trap cleanup EXIT
 now() { date +%s.%N; }
 pg() { psql "$SECKILL_PG dbname=$DB" -qAtX "$@"; }
 
-"$BIN/seckill-devkafka" --partitions "$PARTITIONS" --bootstrap-file "$work/bootstrap" \
-    >/dev/null 2>"$work/devkafka.log" &
-kpid=$!
-for _ in $(seq 200); do [ -s "$work/bootstrap" ] && break; sleep 0.05; done
-brokers=$(cat "$work/bootstrap")
+if [ "$KAFKA" = real ]; then
+    # Two free ports (client, controller) in 38200..38299.
+    kport=""
+    for p in $(seq 38200 2 38298); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
+        (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null && continue
+        kport=$p && break
+    done
+    [ -n "$kport" ] || { echo "bench-consumer: no free port for Kafka" >&2; exit 1; }
+    "$KAFKA_SH" start "$work/kafka" "$kport" 1 2>"$work/kafka.log" || { cat "$work/kafka.log" >&2; exit 1; }
+    "$KAFKA_SH" topic "$work/kafka" seckill.orders "$PARTITIONS"
+    "$KAFKA_SH" topic "$work/kafka" seckill.orders.dlq 6
+    brokers=$(cat "$work/kafka/bootstrap")
+    kpid=$(cat "$work/kafka/node-1.pid")
+else
+    "$BIN/seckill-devkafka" --partitions "$PARTITIONS" --bootstrap-file "$work/bootstrap" \
+        >/dev/null 2>"$work/devkafka.log" &
+    kpid=$!
+    for _ in $(seq 200); do [ -s "$work/bootstrap" ] && break; sleep 0.05; done
+    brokers=$(cat "$work/bootstrap")
+fi
 
 psql "$SECKILL_PG_ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null
 psql "$SECKILL_PG_ADMIN" -qc "CREATE DATABASE $DB OWNER seckill" >/dev/null
@@ -64,7 +89,7 @@ pg -c "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, 
        SELECT 7000000000 + g, 'bench', $stock, $stock, now(), now() + interval '1 day'
        FROM generate_series(0, $EVENTS - 1) g"
 
-echo "bench-consumer: loading $N orders ($EVENTS events, $PARTITIONS partitions)" >&2
+echo "bench-consumer: loading $N orders ($EVENTS events, $PARTITIONS partitions, Kafka: $KAFKA)" >&2
 "$BIN/consumer-load" --brokers "$brokers" --count "$N" --events "$EVENTS" \
     --copy-file "$work/orders.tsv" >&2
 
@@ -172,7 +197,7 @@ fi
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 
 awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v cfk="$copy_fk" -v cfks="$copy_fk_seq" -v cfki="$copy_fk_idx" -v cnofk="$copy_nofk" \
-    -v batch="$BATCH_MAX" -v parts="$PARTITIONS" -v writers="$WRITERS" -v load="$load" \
+    -v batch="$BATCH_MAX" -v parts="$PARTITIONS" -v writers="$WRITERS" -v load="$load" -v kafka="$KAFKA" \
     -v rbd=$((rb1 - rb0)) -v ckd=$((ck1 - ck0)) -v avd=$((av1 - av0)) -v ckc=$((ck3 - ck2 - 2)) -v avc=$((av3 - av2)) \
     -v cpu_s="$cpu_consumer" -v cpu_pg="$cpu_pg" -v cpu_k="$cpu_kafka" -v tx_sum="${tx_sum:-0}" -v tx_n="${tx_n:-0}" -v bs_sum="${bs_sum:-0}" -v bs_n="${bs_n:-0}" 'BEGIN {
     total = t2 - t0; steady = t2 - t1
@@ -190,11 +215,11 @@ awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v cfk="$copy_fk" -v cfks="$co
     if (tx_n > 0)
         printf "batches %d, mean size %.0f, mean transaction %.1f ms, writers busy %.0f%% (writers %d, batch.max %d)\n",
             tx_n, bs_sum / (bs_n ? bs_n : 1), 1000 * tx_sum / tx_n, 100 * tx_sum / (writers * steady), writers, batch
-    printf "CPU per order: consumer %.1f us, its PostgreSQL backends %.1f us, dev Kafka %.1f us\n",
-        1e6 * cpu_s / n, 1e6 * cpu_pg / n, 1e6 * cpu_k / n
+    printf "CPU per order: consumer %.1f us, its PostgreSQL backends %.1f us, Kafka (%s) %.1f us\n",
+        1e6 * cpu_s / n, 1e6 * cpu_pg / n, kafka, 1e6 * cpu_k / n
     printf "other checkpoints / autovacuums: drain %d / %d, COPYs %d / %d; rollbacks in the drain %d; load average %s\n",
         ckd, avd, ckc, avc, rbd, load
-    printf "{\"bench\":\"consumer\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"consumer_cpu_s\":%.2f,\"pg_cpu_s\":%.2f,\"kafka_cpu_s\":%.2f,\"copy_fk_s\":%.3f,\"copy_fk_seqscan_s\":%.3f,\"copy_fk_index_s\":%.3f,\"copy_fk_rate\":%.0f,\"copy_nofk_s\":%.3f,\"copy_nofk_rate\":%.0f,\"ratio_fk\":%.3f,\"ratio_nofk\":%.3f,\"loadavg\":\"%s\"}\n",
-        n, batch, writers, parts, total, steady, rate_total, rate_steady, cpu_s, cpu_pg, cpu_k, cfk, cfks, cfki, rate_fk, cnofk, rate_nofk,
+    printf "{\"bench\":\"consumer\",\"kafka\":\"%s\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"consumer_cpu_s\":%.2f,\"pg_cpu_s\":%.2f,\"kafka_cpu_s\":%.2f,\"copy_fk_s\":%.3f,\"copy_fk_seqscan_s\":%.3f,\"copy_fk_index_s\":%.3f,\"copy_fk_rate\":%.0f,\"copy_nofk_s\":%.3f,\"copy_nofk_rate\":%.0f,\"ratio_fk\":%.3f,\"ratio_nofk\":%.3f,\"loadavg\":\"%s\"}\n",
+        kafka, n, batch, writers, parts, total, steady, rate_total, rate_steady, cpu_s, cpu_pg, cpu_k, cfk, cfks, cfki, rate_fk, cnofk, rate_nofk,
         rate_fk ? rate_steady / rate_fk : 0, rate_nofk ? rate_steady / rate_nofk : 0, load
 }'

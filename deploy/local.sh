@@ -6,21 +6,26 @@
 # deps    installs the Debian packages the project needs (a no-op when present)
 # build   configures and builds the optimised tree into build/
 # up      starts a private Redis (AOF, appendfsync always) and PostgreSQL under .run/,
-#         then the dev Kafka, seckill-consumer and seckill-order when they are built,
-#         and writes .run/env (export lines for every address). Twice is harmless.
-#         --cluster: also a Redis Cluster (3 masters + 3 replicas), which becomes
-#         SECKILL_REDIS_URL; --fronts N: N seckill-order instances (SECKILL_HTTP_LIST)
+#         then Apache Kafka (KRaft, deploy/kafka/), seckill-consumer and seckill-order
+#         when they are built, and writes .run/env (export lines for every address).
+#         Twice is harmless. --cluster: also a Redis Cluster (3 masters + 3 replicas),
+#         which becomes SECKILL_REDIS_URL; --fronts N: N seckill-order instances
+#         (SECKILL_HTTP_LIST); --kafka-nodes 3: a 3-node Kafka cluster (replication
+#         factor 3, min.insync.replicas 2); --dev-kafka (or SECKILL_DEV_KAFKA=1): the
+#         in-memory seckill-devkafka instead of Apache Kafka
 # down    stops only what `up` started          status  says what runs
 # test    deps, a sanitizer build in build-asan/, its own stack (.run/test, other
 #         ports), the whole ctest suite (extra args go to ctest), down; exits with ctest's status
-# demo    deps, build, up, then the main job (--cluster, --fronts N as for up)
+# demo    deps, build, up, then the main job (--cluster, --fronts N, --kafka-nodes N,
+#         --dev-kafka as for up)
 # bench   deps, build, up, every bench/bench-*.sh but the soak and the cluster one;
 #         `bench NAME...` runs only bench/bench-NAME.sh (e.g. `bench order`, `bench soak`);
 #         `bench --cluster` is `bench cluster` (single Redis beside the cluster)
 #
 # Ports (override by environment): SECKILL_REDIS_PORT=16379 SECKILL_PG_PORT=15432
 # SECKILL_HTTP_PORT=18080 SECKILL_CONSUMER_HTTP_PORT=18081 SECKILL_CLUSTER_PORT=17001
-# (nodes on 17001-17006, their cluster bus +100). The test stack adds 10000.
+# (nodes on 17001-17006, their cluster bus +100) SECKILL_BROKER_PORT=19092 (node i on
+# +2(i-1), its controller on the next port). The test stack adds 10000.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,6 +36,8 @@ PG_PORT=${SECKILL_PG_PORT:-15432}
 HTTP_PORT=${SECKILL_HTTP_PORT:-18080}
 CONSUMER_HTTP_PORT=${SECKILL_CONSUMER_HTTP_PORT:-18081}
 CLUSTER_PORT=${SECKILL_CLUSTER_PORT:-17001}
+KAFKA_PORT=${SECKILL_BROKER_PORT:-19092}
+KAFKA_SH=$ROOT/deploy/kafka/kafka.sh
 CLUSTER_NODES=6 # 3 masters + 3 replicas
 # Short, so that a test's failover is over in seconds; long enough that a busy 2-core
 # machine does not fail a master over by accident.
@@ -38,10 +45,13 @@ CLUSTER_NODE_TIMEOUT=${SECKILL_CLUSTER_NODE_TIMEOUT:-3000}
 # Set by --cluster / --fronts N (stack_flags); remembered in $RUN/stack until `down`.
 CLUSTER=0
 FRONTS=1
+KAFKA_NODES=1
+DEV_KAFKA=${SECKILL_DEV_KAFKA:-0}
 
 PACKAGES=(build-essential cmake pkg-config clang libclang-rt-14-dev curl ca-certificates
     libhiredis-dev librdkafka-dev libpq-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
-    redis-server redis-tools postgresql gnuplot-nox wrk chromium python3-venv nginx-core)
+    redis-server redis-tools postgresql gnuplot-nox wrk chromium python3-venv nginx-core
+    openjdk-17-jdk-headless maven) # Apache Kafka's broker (deploy/kafka/) and its fetch; the Redisson driver (a JDK: javac)
 
 log() { printf '[local.sh] %s\n' "$*" >&2; }
 die() { printf '[local.sh] error: %s\n' "$*" >&2; exit 1; }
@@ -79,6 +89,8 @@ cmd_deps() {
         # Debian starts a system redis-server/postgresql on install; ours use other ports.
         as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     fi
+    # Apache Kafka's jars from Maven Central (cached in deploy/kafka/lib).
+    "$KAFKA_SH" fetch
     web_deps
 }
 
@@ -319,9 +331,9 @@ fronts_down() {
     stop_service seckill-order
 }
 
-# stack_flags ARGS...: takes --cluster and --fronts N off the arguments (the rest in
-# STACK_ARGS). Without either, a stack that is up keeps what it was started with
-# ($RUN/stack, removed by `down`).
+# stack_flags ARGS...: takes --cluster, --fronts N, --kafka-nodes N and --dev-kafka off
+# the arguments (the rest in STACK_ARGS). Without any, a stack that is up keeps what it
+# was started with ($RUN/stack, removed by `down`).
 stack_flags() {
     STACK_ARGS=()
     local given=0
@@ -334,6 +346,13 @@ stack_flags() {
             [[ $n =~ ^[1-9][0-9]?$ ]] || die "--fronts takes a number from 1 to 99"
             FRONTS=$n given=1
             ;;
+        --kafka-nodes | --kafka-nodes=*)
+            local k
+            if [ "$1" = --kafka-nodes ]; then k=${2:-}; shift; else k=${1#--kafka-nodes=}; fi
+            [[ $k =~ ^[13]$ ]] || die "--kafka-nodes takes 1 or 3"
+            KAFKA_NODES=$k given=1
+            ;;
+        --dev-kafka) DEV_KAFKA=1 given=1 ;;
         *) STACK_ARGS+=("$1") ;;
         esac
         shift
@@ -342,6 +361,31 @@ stack_flags() {
         # shellcheck disable=SC1091
         . "$RUN/stack"
     fi
+}
+
+# Apache Kafka (KRaft) of `up`: deploy/kafka/kafka.sh with its state in $RUN/kafka-N
+# (formatted once, kept by `down`), then the deployment's topics.
+kafka_up() {
+    local dir="$RUN/kafka-$KAFKA_NODES" t0=$SECONDS
+    rm -f "$RUN/kafka.control"
+    "$KAFKA_SH" start "$dir" "$KAFKA_PORT" "$KAFKA_NODES" 2>>"$RUN/logs/kafka.log" ||
+        die "kafka did not start (see $RUN/logs/kafka.log and $dir/node-*.log)"
+    "$KAFKA_SH" topic "$dir" seckill.orders 6 && "$KAFKA_SH" topic "$dir" seckill.orders.dlq 6 ||
+        die "kafka: the topics could not be created (see $dir/node-*.log)"
+    "$KAFKA_SH" bootstrap "$dir" >"$RUN/kafka.bootstrap"
+    log "kafka: $KAFKA_NODES node(s) on $(cat "$RUN/kafka.bootstrap"), topics ready after $((SECONDS - t0)) s"
+}
+
+kafka_down() {
+    stop_service seckill-devkafka
+    local k
+    for k in 1 3; do
+        if "$KAFKA_SH" running "$RUN/kafka-$k" >/dev/null 2>&1; then
+            "$KAFKA_SH" stop "$RUN/kafka-$k"
+            log "kafka: stopped ($k node(s))"
+        fi
+    done
+    rm -f "$RUN/kafka.bootstrap" "$RUN/kafka.control"
 }
 
 write_env() {
@@ -365,6 +409,8 @@ write_env() {
         echo "export SECKILL_BIN_DIR=$BUILD_DIR/bin"
         if [ -f "$RUN/kafka.bootstrap" ]; then
             echo "export SECKILL_KAFKA_BROKERS=$(cat "$RUN/kafka.bootstrap")"
+        fi
+        if [ -f "$RUN/kafka.control" ]; then
             # The dev Kafka's fault-injection port (see deploy/devkafka/devkafka.c).
             echo "export SECKILL_DEVKAFKA_CONTROL=$(cat "$RUN/kafka.control")"
         fi
@@ -387,22 +433,32 @@ write_env() {
 cmd_up() {
     stack_flags "$@"
     mkdir -p "$RUN/logs"
-    local want="CLUSTER=$CLUSTER FRONTS=$FRONTS"
+    local want="CLUSTER=$CLUSTER FRONTS=$FRONTS KAFKA_NODES=$KAFKA_NODES DEV_KAFKA=$DEV_KAFKA"
     if [ -f "$RUN/stack" ] && [ "$(cat "$RUN/stack")" != "$want" ]; then
-        # Another shape than the running stack's: the fronts restart on the new Redis.
+        # Another shape than the running stack's: the fronts restart on the new Redis,
+        # the services on the new Kafka.
         log "up: from '$(cat "$RUN/stack")' to '$want'"
         fronts_down
+        case "$(cat "$RUN/stack")" in *"KAFKA_NODES=$KAFKA_NODES DEV_KAFKA=$DEV_KAFKA"*) ;; *)
+            stop_service seckill-consumer
+            kafka_down
+            ;;
+        esac
     fi
     echo "$want" >"$RUN/stack"
     redis_up
     [ "$CLUSTER" -eq 1 ] && cluster_up
     pg_up
     local bin="$BUILD_DIR/bin"
-    if [ -x "$bin/seckill-devkafka" ]; then
-        rm -f "$RUN/kafka.bootstrap.new"
-        pid_alive "$RUN/seckill-devkafka.pid" || rm -f "$RUN/kafka.bootstrap"
-        start_service seckill-devkafka test -s "$RUN/kafka.bootstrap" -- \
-            "$bin/seckill-devkafka" --bootstrap-file "$RUN/kafka.bootstrap" --control-file "$RUN/kafka.control"
+    if [ "$DEV_KAFKA" = 1 ]; then
+        if [ -x "$bin/seckill-devkafka" ]; then
+            rm -f "$RUN/kafka.bootstrap.new"
+            pid_alive "$RUN/seckill-devkafka.pid" || rm -f "$RUN/kafka.bootstrap"
+            start_service seckill-devkafka test -s "$RUN/kafka.bootstrap" -- \
+                "$bin/seckill-devkafka" --bootstrap-file "$RUN/kafka.bootstrap" --control-file "$RUN/kafka.control"
+        fi
+    else
+        kafka_up
     fi
     [ -f "$RUN/jwt.secret" ] || head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RUN/jwt.secret"
     chmod 600 "$RUN/jwt.secret"
@@ -428,7 +484,7 @@ cmd_up() {
 cmd_down() {
     fronts_down
     stop_service seckill-consumer
-    stop_service seckill-devkafka
+    kafka_down
     if pid_alive "$RUN/redis.pid"; then
         redis-cli -p "$REDIS_PORT" shutdown >/dev/null 2>&1 || kill "$(cat "$RUN/redis.pid")" 2>/dev/null || true
         local deadline=$((SECONDS + 20))
@@ -468,6 +524,13 @@ cmd_status() {
             fi
         done
     fi
+    local k
+    for k in 1 3; do
+        [ -f "$RUN/kafka-$k/cluster.conf" ] || continue
+        if "$KAFKA_SH" running "$RUN/kafka-$k" >/dev/null 2>&1; then
+            echo "kafka            running  $("$KAFKA_SH" bootstrap "$RUN/kafka-$k") (nodes $("$KAFKA_SH" running "$RUN/kafka-$k" | tr '\n' ' '))"
+        fi
+    done
     for name in seckill-devkafka seckill-consumer seckill-order; do
         if pid_alive "$RUN/$name.pid"; then
             printf '%-16s running  pid %s\n' "$name" "$(cat "$RUN/$name.pid")"
@@ -494,6 +557,10 @@ use_test_stack() {
     HTTP_PORT=$((HTTP_PORT + 10000))
     CONSUMER_HTTP_PORT=$((CONSUMER_HTTP_PORT + 10000))
     CLUSTER_PORT=$((CLUSTER_PORT + 10000))
+    KAFKA_PORT=$((KAFKA_PORT + 10000))
+    # The stack's tests inject protocol errors through the dev Kafka's control port; the
+    # `kafka` label starts its own Apache Kafka (tests/kafka.cmake, a ctest fixture).
+    DEV_KAFKA=1
 }
 
 cmd_test() {
@@ -534,7 +601,8 @@ cmd_demo() {
     stack_flags "$@"
     local flags=() down=0 a
     [ "$CLUSTER" -eq 1 ] && flags+=(--cluster)
-    flags+=(--fronts "$FRONTS")
+    [ "$DEV_KAFKA" = 1 ] && flags+=(--dev-kafka)
+    flags+=(--fronts "$FRONTS" --kafka-nodes "$KAFKA_NODES")
     for a in "${STACK_ARGS[@]}"; do [ "$a" = --down ] && down=1; done
     cmd_up "${flags[@]}"
     # shellcheck disable=SC1091
@@ -588,7 +656,7 @@ deps | build | up | down | status | test | demo | bench)
     "cmd_$c" "$@"
     ;;
 *)
-    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

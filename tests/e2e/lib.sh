@@ -29,7 +29,9 @@ e2e_cleanup() {
         kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null || e2e_log "note: pid $pid exited with status $? on SIGTERM"
     done
-    # A hook for what is not a child process (tests/fault/lib.sh stops its PostgreSQL here).
+    # Hooks for what is not a child process: tests/kafka/lib.sh stops its private Kafka,
+    # then tests/fault/lib.sh its PostgreSQL.
+    if declare -F kafka_after_stop >/dev/null; then kafka_after_stop "$rc"; fi
     if declare -F e2e_after_stop >/dev/null; then e2e_after_stop "$rc"; fi
     if [ $rc -ne 0 ] && [ $rc -ne $E2E_SKIP ]; then
         for f in "$E2E_TMP"/*.log; do
@@ -89,6 +91,8 @@ e2e_free_port() {
 }
 
 e2e_start_kafka() {
+    # The `kafka` label runs a test on Apache Kafka instead (tests/kafka/lib.sh).
+    if [ -n "${E2E_REAL_KAFKA:-}" ]; then kafka_attach; return; fi
     "$BIN/seckill-devkafka" --bootstrap-file "$E2E_TMP/kafka.bootstrap" \
         --control-file "$E2E_TMP/kafka.control" >"$E2E_TMP/devkafka.log" 2>&1 &
     E2E_PIDS+=($!)
@@ -167,3 +171,6 @@ e2e_outcome() {
 e2e_rows() {
     psql "$SECKILL_PG" -tAc "select count(*) from seckill_order where event_id = $(cat "$E2E_TMP/out/event_id")"
 }
+
+# The `kafka` label (tests/kafka.cmake) sets E2E_REAL_KAFKA: the shared Apache Kafka.
+if [ -n "${E2E_REAL_KAFKA:-}" ]; then . "$(dirname "${BASH_SOURCE[0]}")/../kafka/lib.sh"; fi

@@ -52,7 +52,7 @@ static void test_kill(void **state)
     char bad[NPOISON][32];
     for (int i = 0; i < NPOISON; i++) {
         int n = snprintf(bad[i], sizeof(bad[i]), "poison %d", i);
-        assert_int_equal(ctu_produce(p, "seckill.orders", i % 6, NULL, 0, bad[i], (size_t)n), 0);
+        assert_int_equal(ctu_produce(p, k.topic, i % 6, NULL, 0, bad[i], (size_t)n), 0);
     }
     assert_int_equal(ctu_producer_close(p), 0);
 
@@ -89,7 +89,7 @@ static void test_kill(void **state)
     assert_int_equal(ctu_pg_ll(pg, "SELECT sum(stock_total - stock_left) FROM seckill_event"), N);
 
     ctu_dlq_msg *dlq = NULL;
-    size_t nd = ctu_dlq_read(k.bootstrap, "seckill.orders.dlq", NPOISON, 60000, &dlq);
+    size_t nd = ctu_dlq_read(k.bootstrap, k.dlq, NPOISON, 60000, &dlq);
     for (int i = 0; i < NPOISON; i++) {
         int found = 0;
         for (size_t j = 0; j < nd && !found; j++)

@@ -91,9 +91,82 @@ static int read_line(const char *path, char *buf, size_t sz)
     return buf[0] ? 0 : -1;
 }
 
+/* The orders topic of the test's Kafka (SECKILL_TOPIC when ctu_kafka_start set it). */
+static const char *orders_topic(void)
+{
+    const char *t = getenv("SECKILL_TOPIC");
+    return t && *t ? t : "seckill.orders";
+}
+
+/* Creates the test's topics on an Apache Kafka (admin API; replication factor 1). */
+static int create_topics(const char *bootstrap, const char *const *names, int n, int partitions)
+{
+    char err[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof(err)) != RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(conf);
+        return -1;
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    if (!rk) {
+        fprintf(stderr, "create_topics: %s\n", err);
+        return -1;
+    }
+    rd_kafka_NewTopic_t *nt[4];
+    int rc = 0;
+    for (int i = 0; i < n; i++)
+        nt[i] = rd_kafka_NewTopic_new(names[i], partitions, 1, err, sizeof(err));
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_CreateTopics(rk, nt, (size_t)n, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
+    const rd_kafka_CreateTopics_result_t *res = ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
+    size_t nres = 0;
+    const rd_kafka_topic_result_t **tr = res ? rd_kafka_CreateTopics_result_topics(res, &nres) : NULL;
+    if (!res || nres != (size_t)n)
+        rc = -1;
+    for (size_t i = 0; i < nres; i++) {
+        rd_kafka_resp_err_t e = rd_kafka_topic_result_error(tr[i]);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+            fprintf(stderr, "create_topics: %s: %s\n", rd_kafka_topic_result_name(tr[i]), rd_kafka_err2str(e));
+            rc = -1;
+        }
+    }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_NewTopic_destroy_array(nt, (size_t)n);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+/* The `kafka` label's shared Apache Kafka (tests/kafka/fixture.sh writes its bootstrap). */
+static int real_kafka_attach(ctu_kafka *k, const char *dir, int partitions)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/bootstrap", dir);
+    if (read_line(path, k->bootstrap, sizeof(k->bootstrap)) != 0) {
+        fprintf(stderr, "ctu_kafka_start: no %s (did the fixture kafka_broker_up run?)\n", path);
+        return -1;
+    }
+    snprintf(k->topic, sizeof(k->topic), "seckill.orders.c%d", (int)getpid());
+    snprintf(k->dlq, sizeof(k->dlq), "%s.dlq", k->topic);
+    const char *names[] = {k->topic, k->dlq};
+    if (create_topics(k->bootstrap, names, 2, partitions) != 0)
+        return -1;
+    setenv("SECKILL_TOPIC", k->topic, 1);
+    setenv("SECKILL_DLQ_TOPIC", k->dlq, 1);
+    fprintf(stderr, "# Apache Kafka %s, topics %s and %s\n", k->bootstrap, k->topic, k->dlq);
+    return 0;
+}
+
 int ctu_kafka_start(ctu_kafka *k, int partitions)
 {
     memset(k, 0, sizeof(*k));
+    const char *real = getenv("E2E_REAL_KAFKA");
+    if (real && *real)
+        return real_kafka_attach(k, real, partitions);
+    snprintf(k->topic, sizeof(k->topic), "seckill.orders");
+    snprintf(k->dlq, sizeof(k->dlq), "seckill.orders.dlq");
     snprintf(k->dir, sizeof(k->dir), "/tmp/sk-consumer-kafka-XXXXXX");
     if (!mkdtemp(k->dir))
         return -1;
@@ -446,7 +519,7 @@ int ctu_produce_orders(rd_kafka_t *p, int64_t order_base, int n, int64_t event_b
         size_t len = ctu_order_json(buf, sizeof(buf), order_base + i, e, user_base + i,
                                     1700000000000LL + i);
         int kn = snprintf(key, sizeof(key), "%" PRId64, e);
-        if (ctu_produce(p, "seckill.orders", -1, key, (size_t)kn, buf, len) != 0)
+        if (ctu_produce(p, orders_topic(), -1, key, (size_t)kn, buf, len) != 0)
             return -1;
     }
     return 0;

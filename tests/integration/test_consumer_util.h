@@ -18,10 +18,15 @@ typedef struct ctu_kafka {
     pid_t pid;
     char dir[256];
     char bootstrap[256];
-    char control[64];
+    char control[64];  /* empty on Apache Kafka: no fault injection there */
+    char topic[96];    /* the orders topic: seckill.orders, or the test's own on Apache Kafka */
+    char dlq[112];     /* its dead-letter topic */
 } ctu_kafka;
 
-/** @brief Starts seckill-devkafka with `partitions` per topic; waits for its files. */
+/** @brief Starts seckill-devkafka with `partitions` per topic; waits for its files.
+ *  With $E2E_REAL_KAFKA set (the `kafka` label's fixture directory, tests/kafka.cmake),
+ *  uses that Apache Kafka instead: creates topics of the test's own (`partitions` each)
+ *  and exports SECKILL_TOPIC / SECKILL_DLQ_TOPIC for the consumers it spawns. */
 int ctu_kafka_start(ctu_kafka *k, int partitions);
 /** @brief SIGTERM, wait, remove its directory. */
 void ctu_kafka_stop(ctu_kafka *k);
