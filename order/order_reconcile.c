@@ -180,43 +180,58 @@ static int refresh_partitions(order_reconciler *r)
 
 /* Fills r->cutoff[p] for every partition (INT64_MIN: nothing may be cancelled there).
  * Order matters: the time, then the high watermark, then the committed offset; the
- * caller reads PostgreSQL after this. @returns 0 or -1. */
+ * caller reads PostgreSQL after this. @returns 0 or -1.
+ *
+ * The high watermarks come from rd_kafka_offsets_for_times() with the timestamp -1
+ * ("latest"), one ListOffsets request per leader, not rd_kafka_query_watermark_offsets():
+ * before librdkafka 2.3.0 (Debian 12 ships 2.0.2) the latter never returns while a
+ * partition's leader is down (librdkafka #2588, fixed by #4460), which froze the
+ * reconciler, and with it SIGTERM, for as long as a dead broker stayed the leader of
+ * record. offsets_for_times honours its timeout. */
 static int compute_cutoffs(order_reconciler *r)
 {
-    int64_t *hw = calloc((size_t)r->nparts, sizeof(*hw));
-    int64_t *t = calloc((size_t)r->nparts, sizeof(*t));
+    rd_kafka_topic_partition_list_t *hw = rd_kafka_topic_partition_list_new(r->nparts);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(r->nparts);
     int rc = -1;
-    if (!hw || !t || !l)
+    if (!hw || !l)
         goto out;
     for (int32_t p = 0; p < r->nparts; p++) {
-        int64_t lo = 0;
-        t[p] = wall_ms();
-        rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(r->rk, r->cfg->topic, p, &lo, &hw[p], KAFKA_TIMEOUT_MS);
-        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=watermarks partition=%d err=\"%s\"", p, rd_kafka_err2str(e));
-            goto out;
-        }
+        rd_kafka_topic_partition_list_add(hw, r->cfg->topic, p)->offset = RD_KAFKA_OFFSET_END;
         rd_kafka_topic_partition_list_add(l, r->cfg->topic, p);
     }
-    rd_kafka_resp_err_t e = rd_kafka_committed(r->rk, l, KAFKA_TIMEOUT_MS);
+    int64_t t = wall_ms();
+    rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(r->rk, hw, KAFKA_TIMEOUT_MS);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=watermarks err=\"%s\"", rd_kafka_err2str(e));
+        goto out;
+    }
+    for (int i = 0; i < hw->cnt; i++) {
+        if (hw->elems[i].err || hw->elems[i].offset < 0) {
+            sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=watermarks partition=%d err=\"%s\"",
+                   (int)hw->elems[i].partition,
+                   hw->elems[i].err ? rd_kafka_err2str(hw->elems[i].err) : "no offset");
+            goto out;
+        }
+    }
+    e = rd_kafka_committed(r->rk, l, KAFKA_TIMEOUT_MS);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
         sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=committed err=\"%s\"", rd_kafka_err2str(e));
         goto out;
     }
     for (int i = 0; i < l->cnt; i++) {
         int32_t p = l->elems[i].partition;
-        if (p < 0 || p >= r->nparts)
+        rd_kafka_topic_partition_t *h = rd_kafka_topic_partition_list_find(hw, r->cfg->topic, p);
+        if (p < 0 || p >= r->nparts || !h)
             continue;
         int64_t c = l->elems[i].err ? -1 : l->elems[i].offset;
-        r->cutoff[p] = order_recon_cutoff(&r->marks[p], t[p], hw[p], c);
+        r->cutoff[p] = order_recon_cutoff(&r->marks[p], t, h->offset, c);
     }
     rc = 0;
 out:
     if (l)
         rd_kafka_topic_partition_list_destroy(l);
-    free(hw);
-    free(t);
+    if (hw)
+        rd_kafka_topic_partition_list_destroy(hw);
     return rc;
 }
 
