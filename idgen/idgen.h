@@ -21,6 +21,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "idgen_version.h" /* IDGEN_VERSION: generated from project() in CMakeLists.txt */
+
+/* IDGEN_EXPORT marks the public API. libidgen is built with -fvisibility=hidden and
+ * IDGEN_BUILDING defined, so only what carries this macro is exported from the shared
+ * library; for users it expands to nothing (as libuv's UV_EXTERN, librdkafka's RD_EXPORT). */
+#if defined(IDGEN_BUILDING) && defined(__GNUC__)
+#define IDGEN_EXPORT __attribute__((visibility("default")))
+#else
+#define IDGEN_EXPORT
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -70,40 +81,40 @@ typedef struct idgen_parts {
 } idgen_parts;
 
 /** @brief Fills opts with the defaults. */
-void idgen_opts_init(idgen_opts *opts);
+IDGEN_EXPORT void idgen_opts_init(idgen_opts *opts);
 
 /** @brief Creates a generator on the Redis at `redis_url` (redis://..., unix://...),
  *  for counter keys icr:<prefix>:<yyyymmdd>. `opts` may be NULL (defaults).
  *  @returns the context (free with idgen_free) or NULL with a message in errstr.
  *  @remark Connects lazily: a Redis that is down now is not an error here. */
-idgen_t *idgen_new(const char *redis_url, const char *prefix, const idgen_opts *opts,
-                   char *errstr, size_t errstr_size);
+IDGEN_EXPORT idgen_t *idgen_new(const char *redis_url, const char *prefix, const idgen_opts *opts,
+                                char *errstr, size_t errstr_size);
 
 /** @brief Stores a new unique ID in *id. @returns IDGEN_OK or a negative idgen_err;
  *  never a made-up ID. Bounded by timeout_ms when Redis is unreachable. */
-int idgen_next(idgen_t *g, uint64_t *id);
+IDGEN_EXPORT int idgen_next(idgen_t *g, uint64_t *id);
 
 /** @brief Stores n new unique IDs in ids[0..n-1]. @returns IDGEN_OK or an error, in
  *  which case none of ids is valid. */
-int idgen_next_batch(idgen_t *g, uint64_t *ids, size_t n);
+IDGEN_EXPORT int idgen_next_batch(idgen_t *g, uint64_t *ids, size_t n);
 
 /** @brief The calling thread's last error message on g ("" if none). Valid until the
  *  thread's next call on g. */
-const char *idgen_errstr(const idgen_t *g);
+IDGEN_EXPORT const char *idgen_errstr(const idgen_t *g);
 
 /** @brief A static description of an idgen_err. */
-const char *idgen_strerror(int err);
+IDGEN_EXPORT const char *idgen_strerror(int err);
 
 /** @brief Whether err is worth a retry (Redis errors, exhaustion on a later day). */
-int idgen_err_retriable(int err);
+IDGEN_EXPORT int idgen_err_retriable(int err);
 
 /** @brief Splits an ID into its time and sequence. @returns IDGEN_OK, or IDGEN_ERR_ARG
  *  when bit 63 is set. Pure: no context needed. */
-int idgen_decode(uint64_t id, idgen_parts *out);
+IDGEN_EXPORT int idgen_decode(uint64_t id, idgen_parts *out);
 
 /** @brief Builds an ID from a time and a sequence. @returns IDGEN_OK or IDGEN_ERR_CLOCK
  *  when unix_seconds is outside the layout. */
-int idgen_encode(int64_t unix_seconds, uint32_t sequence, uint64_t *id);
+IDGEN_EXPORT int idgen_encode(int64_t unix_seconds, uint32_t sequence, uint64_t *id);
 
 /* Counters since idgen_new, for metrics and tests. */
 typedef struct idgen_stats {
@@ -118,10 +129,10 @@ typedef struct idgen_stats {
 
 /** @brief Copies g's counters into *out. Thread-safe; a consistent snapshot only when no
  *  other thread is calling into g. */
-void idgen_get_stats(const idgen_t *g, idgen_stats *out);
+IDGEN_EXPORT void idgen_get_stats(const idgen_t *g, idgen_stats *out);
 
 /** @brief Stops the background refill, closes the connections, frees. NULL is fine. */
-void idgen_free(idgen_t *g);
+IDGEN_EXPORT void idgen_free(idgen_t *g);
 
 #ifdef __cplusplus
 }

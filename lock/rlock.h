@@ -23,11 +23,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rlock_version.h" /* RLOCK_VERSION: generated from project() in CMakeLists.txt */
+
+/* RLOCK_EXPORT marks the public API. librlock is built with -fvisibility=hidden and
+ * RLOCK_BUILDING defined, so only what carries this macro is exported from the shared
+ * library; for users it expands to nothing (as libuv's UV_EXTERN, librdkafka's RD_EXPORT). */
+#if defined(RLOCK_BUILDING) && defined(__GNUC__)
+#define RLOCK_EXPORT __attribute__((visibility("default")))
+#else
+#define RLOCK_EXPORT
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define RLOCK_VERSION "0.1.0"
 
 typedef enum rlock_err {
     RLOCK_OK = 0,
@@ -42,9 +51,9 @@ typedef enum rlock_err {
 } rlock_err_t;
 
 /** @returns a short static description of `err`. */
-const char *rlock_strerror(int err);
+RLOCK_EXPORT const char *rlock_strerror(int err);
 /** @returns 1 when trying the same call again later may succeed (IO, TIMEOUT). */
-int rlock_err_retriable(int err);
+RLOCK_EXPORT int rlock_err_retriable(int err);
 
 /* ------------------------------------------------------------------ client */
 
@@ -66,16 +75,16 @@ typedef struct rlock_client_opts {
 /** @brief Connects to `redis_url` (redis://[user:pass@]host:port/db or unix:///path?db=N).
  *  @param opts NULL for defaults.
  *  @returns the client (free with rlock_client_free) or NULL with errstr set. */
-rlock_client_t *rlock_client_new(const char *redis_url, const rlock_client_opts *opts,
-                                 char *errstr, size_t errstr_size);
+RLOCK_EXPORT rlock_client_t *rlock_client_new(const char *redis_url, const rlock_client_opts *opts,
+                                              char *errstr, size_t errstr_size);
 
 /** @brief Stops the watchdog (held watchdog locks then expire within one timeout),
  *  closes connections, frees. Free every handle first. NULL is fine. */
-void rlock_client_free(rlock_client_t *c);
+RLOCK_EXPORT void rlock_client_free(rlock_client_t *c);
 
 /** @returns this process's client id (32 hex chars; a UUID in Redisson mode), the owner
  *  prefix in Redis. */
-const char *rlock_client_id(const rlock_client_t *c);
+RLOCK_EXPORT const char *rlock_client_id(const rlock_client_t *c);
 
 /* ------------------------------------------------------------------ locks */
 
@@ -96,15 +105,15 @@ typedef struct rlock rlock_t;
  *  A Redisson-mode client (rlock_client_opts.redisson) uses Redisson's keys instead for
  *  REENTRANT, FAIR, READ and WRITE: the name itself is the lock (lock/README.md).
  *  @returns the handle (free with rlock_free) or NULL (out of memory or bad name). */
-rlock_t *rlock_new(rlock_client_t *c, const char *name, rlock_kind_t kind);
+RLOCK_EXPORT rlock_t *rlock_new(rlock_client_t *c, const char *name, rlock_kind_t kind);
 
 /** @brief Frees the handle. A lock still held is not released (it expires: a lease
  *  lock at its lease, a watchdog lock one watchdog timeout later). NULL is fine.
  *  @remark Must not be called from the lost-lock callback. */
-void rlock_free(rlock_t *l);
+RLOCK_EXPORT void rlock_free(rlock_t *l);
 
 /** @brief Waits until the lock is acquired (rlock_try_lock with an endless wait). */
-int rlock_lock(rlock_t *l, int64_t lease_ms, uint64_t *fence);
+RLOCK_EXPORT int rlock_lock(rlock_t *l, int64_t lease_ms, uint64_t *fence);
 
 /** @brief Tries to acquire for up to `wait_ms` (0: one attempt).
  *  Waiting is woken by a pub/sub message on unlock (a second connection per handle,
@@ -115,29 +124,29 @@ int rlock_lock(rlock_t *l, int64_t lease_ms, uint64_t *fence);
  *  @param fence     NULL, or receives the fencing token: strictly greater than every
  *                   token of an earlier acquisition of this lock (name).
  *  @returns 0, RLOCK_ERR_TIMEOUT when not acquired in time, or an error. */
-int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fence);
+RLOCK_EXPORT int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fence);
 
 /** @brief Releases one hold (reentrant kinds count holds) and wakes waiters.
  *  @returns 0, RLOCK_ERR_NOT_HELD when this owner does not hold it in Redis (never
  *  held, expired, taken by another), or an IO/REDIS error. */
-int rlock_unlock(rlock_t *l);
+RLOCK_EXPORT int rlock_unlock(rlock_t *l);
 
 /** @brief Local check, no round trip: 1 when this handle holds the lock, the watchdog
  *  has not found it lost, and a lease lock's lease has not run out. */
-int rlock_is_held(const rlock_t *l);
+RLOCK_EXPORT int rlock_is_held(const rlock_t *l);
 
 /** @brief Asks Redis: 1 held by this owner (handle token, or client id + thread),
  *  0 not, or a negative error. */
-int rlock_is_held_remote(rlock_t *l);
+RLOCK_EXPORT int rlock_is_held_remote(rlock_t *l);
 
 /** @brief Force-deletes the lock whoever holds it (admin/tests). @returns 1 deleted, 0 none. */
-int rlock_force_unlock(rlock_t *l);
+RLOCK_EXPORT int rlock_force_unlock(rlock_t *l);
 
 /** @returns the last fencing token this handle got (0 before any). */
-uint64_t rlock_fence(const rlock_t *l);
+RLOCK_EXPORT uint64_t rlock_fence(const rlock_t *l);
 
 /** @returns the last error message on this handle. */
-const char *rlock_errstr(const rlock_t *l);
+RLOCK_EXPORT const char *rlock_errstr(const rlock_t *l);
 
 /** @brief Called once when the watchdog finds a held lock gone (expired, deleted or
  *  taken by another) or could not renew it for a whole timeout.
@@ -145,16 +154,17 @@ const char *rlock_errstr(const rlock_t *l);
  *  rlock_unlock (which then answers RLOCK_ERR_NOT_HELD), not rlock_free. Keep it short. */
 typedef void(rlock_lost_cb)(rlock_t *l, const char *name, void *arg);
 /** @brief Sets the lost-lock callback of a handle (before locking). */
-void rlock_set_lost_cb(rlock_t *l, rlock_lost_cb *cb, void *arg);
+RLOCK_EXPORT void rlock_set_lost_cb(rlock_t *l, rlock_lost_cb *cb, void *arg);
 
 /* ------------------------------------------------------------------ multilock */
 
 /** @brief Acquires all `n` locks or none (Redisson's MultiLock), waiting up to wait_ms.
  *  Each lock is tried in turn; on a refusal the ones taken are released and the round
  *  starts again after a jittered pause. @returns 0 or RLOCK_ERR_TIMEOUT/an error. */
-int rlock_multi_lock(rlock_t *const *locks, size_t n, int64_t wait_ms, int64_t lease_ms);
+RLOCK_EXPORT int rlock_multi_lock(rlock_t *const *locks, size_t n, int64_t wait_ms,
+                                  int64_t lease_ms);
 /** @brief Unlocks every one of `locks`. @returns the first error met, after trying all. */
-int rlock_multi_unlock(rlock_t *const *locks, size_t n);
+RLOCK_EXPORT int rlock_multi_unlock(rlock_t *const *locks, size_t n);
 
 /* ------------------------------------------------------------------ semaphore */
 
@@ -162,22 +172,22 @@ typedef struct rlock_sem rlock_sem_t;
 
 /** @brief A handle on the semaphore `name` (key `rlock:{name}:sem`; Redisson mode: `name`,
  *  RSemaphore's). Free with rlock_sem_free. */
-rlock_sem_t *rlock_sem_new(rlock_client_t *c, const char *name);
-void rlock_sem_free(rlock_sem_t *s);
+RLOCK_EXPORT rlock_sem_t *rlock_sem_new(rlock_client_t *c, const char *name);
+RLOCK_EXPORT void rlock_sem_free(rlock_sem_t *s);
 /** @brief Sets the permits when the semaphore does not exist yet.
  *  @returns 1 set, 0 already existed, or an error. */
-int rlock_sem_try_set_permits(rlock_sem_t *s, int64_t permits);
+RLOCK_EXPORT int rlock_sem_try_set_permits(rlock_sem_t *s, int64_t permits);
 /** @brief Takes `n` permits, waiting up to wait_ms for releases (pub/sub woken).
  *  @returns 0, RLOCK_ERR_TIMEOUT, or an error. Permits of a dead holder are not given
  *  back (as Redisson's RSemaphore): use a lock with a lease for that. */
-int rlock_sem_try_acquire(rlock_sem_t *s, int64_t n, int64_t wait_ms);
+RLOCK_EXPORT int rlock_sem_try_acquire(rlock_sem_t *s, int64_t n, int64_t wait_ms);
 /** @brief Gives `n` permits back and wakes waiters. @returns 0 or an error. */
-int rlock_sem_release(rlock_sem_t *s, int64_t n);
+RLOCK_EXPORT int rlock_sem_release(rlock_sem_t *s, int64_t n);
 /** @returns permits available now (>= 0), or a negative error. */
-int64_t rlock_sem_available(rlock_sem_t *s);
+RLOCK_EXPORT int64_t rlock_sem_available(rlock_sem_t *s);
 /** @brief Deletes the semaphore. @returns 0 or an error. */
-int rlock_sem_delete(rlock_sem_t *s);
-const char *rlock_sem_errstr(const rlock_sem_t *s);
+RLOCK_EXPORT int rlock_sem_delete(rlock_sem_t *s);
+RLOCK_EXPORT const char *rlock_sem_errstr(const rlock_sem_t *s);
 
 /* ------------------------------------------------------------------ countdown latch */
 
@@ -185,18 +195,18 @@ typedef struct rlock_latch rlock_latch_t;
 
 /** @brief A handle on the latch `name` (key `rlock:{name}:latch`; Redisson mode: `name`,
  *  RCountDownLatch's). */
-rlock_latch_t *rlock_latch_new(rlock_client_t *c, const char *name);
-void rlock_latch_free(rlock_latch_t *l);
+RLOCK_EXPORT rlock_latch_t *rlock_latch_new(rlock_client_t *c, const char *name);
+RLOCK_EXPORT void rlock_latch_free(rlock_latch_t *l);
 /** @brief Sets the count when the latch is not counting. @returns 1 set, 0 not, or an error. */
-int rlock_latch_try_set_count(rlock_latch_t *l, int64_t count);
+RLOCK_EXPORT int rlock_latch_try_set_count(rlock_latch_t *l, int64_t count);
 /** @brief Counts down by one; at zero the latch is deleted and waiters wake. @returns 0 or an error. */
-int rlock_latch_count_down(rlock_latch_t *l);
+RLOCK_EXPORT int rlock_latch_count_down(rlock_latch_t *l);
 /** @returns the count now (0 when not counting), or a negative error. */
-int64_t rlock_latch_count(rlock_latch_t *l);
+RLOCK_EXPORT int64_t rlock_latch_count(rlock_latch_t *l);
 /** @brief Waits until the count is zero, up to wait_ms (< 0: for ever).
  *  @returns 0 at zero, RLOCK_ERR_TIMEOUT, or an error. */
-int rlock_latch_await(rlock_latch_t *l, int64_t wait_ms);
-const char *rlock_latch_errstr(const rlock_latch_t *l);
+RLOCK_EXPORT int rlock_latch_await(rlock_latch_t *l, int64_t wait_ms);
+RLOCK_EXPORT const char *rlock_latch_errstr(const rlock_latch_t *l);
 
 /* ------------------------------------------------------------------ Redlock */
 
@@ -205,9 +215,9 @@ typedef struct rlock_redlock rlock_redlock_t;
 /** @brief A Redlock handle for `name` over `n` independent Redis servers (own connections,
  *  opened lazily and reopened after failures). Quorum n/2+1.
  *  @returns the handle (free with rlock_redlock_free) or NULL with errstr set. */
-rlock_redlock_t *rlock_redlock_new(const char *const *urls, size_t n, const char *name,
-                                   int timeout_ms, char *errstr, size_t errstr_size);
-void rlock_redlock_free(rlock_redlock_t *r);
+RLOCK_EXPORT rlock_redlock_t *rlock_redlock_new(const char *const *urls, size_t n, const char *name,
+                                                int timeout_ms, char *errstr, size_t errstr_size);
+RLOCK_EXPORT void rlock_redlock_free(rlock_redlock_t *r);
 /** @brief Tries to acquire with lease `ttl_ms` until wait_ms passes (< 0: for ever).
  *  One attempt: SET NX PX on every server in order; success when a quorum took it and
  *  validity = ttl - elapsed - drift (drift = ttl/100 + 2 ms) is positive. After a failed
@@ -215,12 +225,13 @@ void rlock_redlock_free(rlock_redlock_t *r);
  *  random delay, or sooner when an unlock is published on the server it listens to.
  *  @param validity_ms NULL or receives the time left in which the lock is safe to use.
  *  @remark Redlock gives no fencing token: counters on independent servers do not make one. */
-int rlock_redlock_lock(rlock_redlock_t *r, int64_t ttl_ms, int64_t wait_ms, int64_t *validity_ms);
+RLOCK_EXPORT int rlock_redlock_lock(rlock_redlock_t *r, int64_t ttl_ms, int64_t wait_ms,
+                                    int64_t *validity_ms);
 /** @brief Releases on every server (compare-and-delete). @returns 0 or RLOCK_ERR_NOT_HELD. */
-int rlock_redlock_unlock(rlock_redlock_t *r);
+RLOCK_EXPORT int rlock_redlock_unlock(rlock_redlock_t *r);
 /** @brief Mean pause between attempts (each pause is jittered to [d/2, 3d/2)); default 20 ms. */
-void rlock_redlock_set_retry_delay(rlock_redlock_t *r, int64_t ms);
-const char *rlock_redlock_errstr(const rlock_redlock_t *r);
+RLOCK_EXPORT void rlock_redlock_set_retry_delay(rlock_redlock_t *r, int64_t ms);
+RLOCK_EXPORT const char *rlock_redlock_errstr(const rlock_redlock_t *r);
 
 #ifdef __cplusplus
 }

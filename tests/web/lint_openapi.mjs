@@ -25,6 +25,12 @@ const walk = (node, where) => {
   for (const [k, v] of Object.entries(node)) walk(v, `${where}/${k}`);
 };
 walk(spec, '#');
+// The API's version is the project's (CMakeLists.txt's project()), written once.
+const want = process.argv[3];
+if (want && spec.info.version !== want) {
+  console.error(`info.version ${spec.info.version} is not the project's version ${want}`);
+  failed++;
+}
 let ops = 0;
 for (const [path, item] of Object.entries(spec.paths)) {
   for (const [method, op] of Object.entries(item)) {

@@ -18,7 +18,10 @@ if [ "$what" != lint ] && [ -z "${SECKILL_HTTP:-}" ]; then
     exit 77
 fi
 case $what in
-lint) exec node "$here/lint_openapi.mjs" "$spec" ;;
+lint)
+    version=$(sed -n 's/^project(seckill VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+    exec node "$here/lint_openapi.mjs" "$spec" "$version"
+    ;;
 contract) exec node "$here/contract.mjs" "$spec" ;;
 console)
     export SECKILL_WEB_OUT=${SECKILL_WEB_OUT:-$PWD/web-out}
