@@ -278,6 +278,67 @@ static void test_b64url(void **state)
     assert_int_equal(sk_b64url_decode("ab+/", 4, back, sizeof(back)), -1);
 }
 
+/* The claims as sk_jwt_mint spells them are read without the JSON parser; each case here
+ * is verified in that spelling and in one the fast path must leave to jansson (a space
+ * after every colon), and both must give the same status and claims. The cases cover
+ * the edges of the fast reader: leading zeros, 19 and 20 digits, 2^63, zero, a past exp,
+ * the admin role, another role, another key, and trailing bytes. */
+static void test_claims_fast_path(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *sub, *role;
+        const char *exp;
+        const char *extra; /* appended inside the object, or NULL */
+    } cases[] = {
+        {"\"42\"", NULL, "1795000600", NULL},
+        {"\"42\"", "admin", "1795000600", NULL},
+        {"\"42\"", "buyer", "1795000600", NULL},
+        {"\"007\"", NULL, "1795000600", NULL},
+        {"\"0\"", NULL, "1795000600", NULL},
+        {"\"9223372036854775807\"", NULL, "1795000600", NULL},
+        {"\"9223372036854775808\"", NULL, "1795000600", NULL},
+        {"\"99999999999999999999\"", NULL, "1795000600", NULL},
+        {"\"42\"", NULL, "1794999999", NULL},
+        {"\"42\"", NULL, "0", NULL},
+        {"\"42\"", NULL, "1795000000", NULL},
+        {"\"42\"", NULL, "999999999999999999", NULL},
+        {"\"42\"", NULL, "1795000600", ",\"nbf\":1796000000"},
+        {"\"42\"", "admin", "1795000600", ",\"x\":1"},
+        {"42", NULL, "1795000600", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char canon[256], spaced[256], t1[600], t2[600];
+        const char *r = cases[i].role, *x = cases[i].extra ? cases[i].extra : "";
+        if (r) {
+            snprintf(canon, sizeof(canon), "{\"sub\":%s,\"role\":\"%s\",\"exp\":%s%s}", cases[i].sub, r,
+                     cases[i].exp, x);
+            snprintf(spaced, sizeof(spaced), "{\"sub\": %s,\"role\": \"%s\",\"exp\": %s%s}",
+                     cases[i].sub, r, cases[i].exp, x);
+        } else {
+            snprintf(canon, sizeof(canon), "{\"sub\":%s,\"exp\":%s%s}", cases[i].sub, cases[i].exp, x);
+            snprintf(spaced, sizeof(spaced), "{\"sub\": %s,\"exp\": %s%s}", cases[i].sub, cases[i].exp, x);
+        }
+        forge("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", canon, secret, t1);
+        forge("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", spaced, secret, t2);
+        sk_jwt_claims c1, c2;
+        int rc1 = verify(t1, &c1), rc2 = verify(t2, &c2);
+        if (rc1 != rc2)
+            fail_msg("case %zu (%s): %d fast, %d parsed", i, canon, rc1, rc2);
+        if (rc1 == SK_JWT_OK) {
+            assert_true(c1.sub == c2.sub);
+            assert_true(c1.exp == c2.exp);
+            assert_int_equal(c1.is_admin, c2.is_admin);
+        }
+    }
+    /* What sk_jwt_mint writes is read the same way. */
+    char tok[512];
+    sk_jwt_claims c;
+    assert_true(sk_jwt_mint(secret, SECRET_LEN, 77, 1, NOW + 60, tok, sizeof(tok)) > 0);
+    assert_int_equal(verify(tok, &c), SK_JWT_OK);
+    assert_true(c.sub == 77 && c.is_admin == 1 && c.exp == NOW + 60);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,7 +347,7 @@ int main(void)
         cmocka_unit_test(test_malformed),      cmocka_unit_test(test_bad_sub),
         cmocka_unit_test(test_header_forms),   cmocka_unit_test(test_key_empty_secret),
         cmocka_unit_test(test_b64url),         cmocka_unit_test(test_not_yet),
-        cmocka_unit_test(test_b64url_canonical),
+        cmocka_unit_test(test_b64url_canonical), cmocka_unit_test(test_claims_fast_path),
     };
     return cmocka_run_group_tests(tests, key_setup, key_teardown);
 }
