@@ -1,40 +1,41 @@
-/* order_guard: per-request read deadline and a connection cap. See order_guard.h.
+/* sk_httpguard: per-request read deadline and a connection cap. See sk_httpguard.h.
  *
  * Each connection gets a conn_guard: made with its bufferevent (evhttp_set_bevcb), tied
  * to evhttp's connection right after evhttp has set it up (an event made active from
  * the accept callback, so it runs before any I/O on the new connection), and freed by
  * the connection's close callback, which evhttp calls once whichever way the connection
  * ends. The bytes read are seen through a callback on the input buffer. */
-#include "order_guard.h"
-#include "order_reply.h"
-#include "order_reqscan.h"
+#include "sk_httpguard.h"
 #include "sk_log.h"
+#include "sk_reqscan.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-struct order_guard {
+struct sk_httpguard {
     struct event_base *base;
     struct timeval read_timeout;
     int has_deadline;
     int64_t max_conns, conns;
     size_t max_header_bytes;
     int64_t max_body_bytes;
+    char allow[64]; /* the Allow header of a 405 */
 };
 
 typedef struct conn_guard {
-    order_guard *g;
+    sk_httpguard *g;
     struct bufferevent *bev;
     struct evbuffer_cb_entry *watch; /* on the input buffer */
     struct event *timer;             /* the read deadline */
     struct event *setup;             /* ties this guard to evhttp's connection */
     struct evbuffer_cb_entry *out_watch; /* on the output buffer, once refused */
     struct event *closer;            /* closes a refused connection after its answer */
-    order_reqscan scan;
+    sk_reqscan scan;
     int counted;
     int answered; /* the guard answered itself: the rest of the input is ignored */
 } conn_guard;
@@ -109,36 +110,42 @@ static void refuse(conn_guard *c)
 /* Answers a refused first request in JSON, as evhttp would have in HTML, and closes.
  * Only for the connection's first request, still incomplete: evhttp has dispatched
  * nothing on this connection, so nothing else can be written to it. The input is
- * drained so that evhttp never parses what is left of the request. */
+ * drained so that evhttp never parses what is left of the request. The bodies are fixed
+ * text (the services' {"error","message"} shape, nothing to escape). */
 static void answer_self(conn_guard *c, struct evbuffer *in)
 {
-    order_reqscan_refusal why = c->scan.refusal;
-    order_err e = why == ORDER_REQSCAN_HEADERS_LARGE || why == ORDER_REQSCAN_BODY_LARGE
-                      ? ORDER_ERR_TOO_LARGE
-                  : why == ORDER_REQSCAN_METHOD ? ORDER_ERR_METHOD
-                                                : ORDER_ERR_BAD_REQUEST;
-    const char *msg = why == ORDER_REQSCAN_HEADERS_LARGE ? "request line and headers too large"
-                      : why == ORDER_REQSCAN_BODY_LARGE  ? "body too large"
-                      : why == ORDER_REQSCAN_EXPECT      ? "Expect: only 100-continue"
-                      : why == ORDER_REQSCAN_METHOD      ? "unknown method"
-                                                         : "Transfer-Encoding is not accepted: send Content-Length";
-    char body[256], head[256];
-    size_t blen = order_reply_error(body, sizeof(body), e, msg, 0);
-    int status = order_err_status(e);
+    static const struct {
+        int status;
+        const char *reason, *code, *message;
+    } answers[] = {
+        [SK_REQSCAN_HEADERS_LARGE] = {413, "Payload Too Large", "payload_too_large",
+                                      "request line and headers too large"},
+        [SK_REQSCAN_BODY_LARGE] = {413, "Payload Too Large", "payload_too_large", "body too large"},
+        [SK_REQSCAN_EXPECT] = {400, "Bad Request", "bad_request", "Expect: only 100-continue"},
+        [SK_REQSCAN_CHUNKED] = {400, "Bad Request", "bad_request",
+                                "Transfer-Encoding is not accepted: send Content-Length"},
+        [SK_REQSCAN_METHOD] = {405, "Method Not Allowed", "method_not_allowed", "unknown method"},
+    };
+    sk_reqscan_refusal why = c->scan.refusal;
+    if ((size_t)why >= sizeof(answers) / sizeof(answers[0]) || !answers[why].status)
+        why = SK_REQSCAN_CHUNKED; /* cannot happen: FRAMING is left to the handler */
+    char body[256], head[320];
+    int blen = snprintf(body, sizeof(body), "{\"error\":\"%s\",\"message\":\"%s\"}",
+                        answers[why].code, answers[why].message);
+    int status = answers[why].status;
     int hlen = snprintf(head, sizeof(head),
-                        "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                        "%sConnection: close\r\n\r\n",
-                        status,
-                        status == 413   ? "Payload Too Large"
-                        : status == 405 ? "Method Not Allowed"
-                                        : "Bad Request",
-                        blen, status == 405 ? "Allow: GET, HEAD, POST\r\n" : "");
+                        "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                        "%s%s%sConnection: close\r\n\r\n",
+                        status, answers[why].reason, blen, status == 405 ? "Allow: " : "",
+                        status == 405 ? c->g->allow : "", status == 405 ? "\r\n" : "");
+    if (blen < 0 || hlen < 0 || (size_t)blen >= sizeof(body) || (size_t)hlen >= sizeof(head))
+        return; /* cannot happen: fixed text */
     c->answered = 1;
     evbuffer_drain(in, evbuffer_get_length(in));
     refuse(c);
     struct evbuffer *out = bufferevent_get_output(c->bev);
     evbuffer_add(out, head, (size_t)hlen);
-    evbuffer_add(out, body, blen);
+    evbuffer_add(out, body, (size_t)blen);
     bufferevent_enable(c->bev, EV_WRITE); /* evhttp disables writing while it reads */
 }
 
@@ -162,11 +169,11 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, 
     size_t seen = 0;
     for (int i = 0; i < nv && i < 16; i++) {
         size_t n = v[i].iov_len < info->n_added - seen ? v[i].iov_len : info->n_added - seen;
-        now = order_reqscan_feed(&c->scan, v[i].iov_base, n);
+        now = sk_reqscan_feed(&c->scan, v[i].iov_base, n);
         seen += n;
     }
-    if (order_reqscan_refused(&c->scan) && !c->closer) {
-        if (c->scan.refusal != ORDER_REQSCAN_FRAMING && c->scan.requests == 1 &&
+    if (sk_reqscan_refused(&c->scan) && !c->closer) {
+        if (c->scan.refusal != SK_REQSCAN_FRAMING && c->scan.requests == 1 &&
             evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
             answer_self(c, buf);
             return;
@@ -207,14 +214,14 @@ static void on_setup(evutil_socket_t fd, short what, void *arg)
 /* evhttp asks for the bufferevent of each accepted connection (its fd is set later). */
 static struct bufferevent *make_bev(struct event_base *base, void *arg)
 {
-    order_guard *g = arg;
+    sk_httpguard *g = arg;
     conn_guard *c = calloc(1, sizeof(*c));
     struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (!c || !bev)
         goto fail;
     c->g = g;
     c->bev = bev;
-    order_reqscan_init(&c->scan);
+    sk_reqscan_init(&c->scan);
     c->scan.max_header_bytes = g->max_header_bytes;
     c->scan.max_body_bytes = g->max_body_bytes;
     c->timer = evtimer_new(base, on_deadline, c);
@@ -234,11 +241,12 @@ fail:
     return NULL; /* evhttp makes a plain one: this connection goes unguarded */
 }
 
-order_guard *order_guard_install(struct evhttp *http, struct event_base *base,
-                                 int64_t read_timeout_ms, int64_t max_conns,
-                                 size_t max_header_bytes, int64_t max_body_bytes)
+sk_httpguard *sk_httpguard_install(struct evhttp *http, struct event_base *base,
+                                   int64_t read_timeout_ms, int64_t max_conns,
+                                   size_t max_header_bytes, int64_t max_body_bytes,
+                                   const char *allow)
 {
-    order_guard *g = calloc(1, sizeof(*g));
+    sk_httpguard *g = calloc(1, sizeof(*g));
     if (!g)
         return NULL;
     g->base = base;
@@ -248,16 +256,32 @@ order_guard *order_guard_install(struct evhttp *http, struct event_base *base,
     g->max_conns = max_conns;
     g->max_header_bytes = max_header_bytes;
     g->max_body_bytes = max_body_bytes;
+    snprintf(g->allow, sizeof(g->allow), "%s", allow);
     evhttp_set_bevcb(http, make_bev, g);
     return g;
 }
 
-int64_t order_guard_connections(const order_guard *g)
+const char *sk_httpguard_framing(struct evhttp_request *req)
+{
+    sk_hdrcheck hc;
+    sk_hdrcheck_init(&hc);
+    for (struct evkeyval *kv = evhttp_request_get_input_headers(req)->tqh_first; kv;
+         kv = kv->next.tqe_next)
+        if (sk_hdrcheck_add(&hc, kv->key, kv->value) != 0)
+            return hc.why;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (sk_hdrcheck_done(&hc, cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
+                                  cmd == EVHTTP_REQ_PATCH) != 0)
+        return hc.why;
+    return NULL;
+}
+
+int64_t sk_httpguard_connections(const sk_httpguard *g)
 {
     return g->conns;
 }
 
-void order_guard_free(order_guard *g)
+void sk_httpguard_free(sk_httpguard *g)
 {
     free(g);
 }
