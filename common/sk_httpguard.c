@@ -16,6 +16,7 @@
 #include <event2/keyvalq_struct.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct sk_httpguard {
     struct event_base *base;
@@ -25,6 +26,8 @@ struct sk_httpguard {
     size_t max_header_bytes;
     int64_t max_body_bytes;
     char allow[64]; /* the Allow header of a 405 */
+    struct conn_guard **byfd; /* the guarded connections by descriptor (sk_httpguard_track) */
+    size_t nfds;
 };
 
 typedef struct conn_guard {
@@ -35,21 +38,31 @@ typedef struct conn_guard {
     struct event *setup;             /* ties this guard to evhttp's connection */
     struct evbuffer_cb_entry *out_watch; /* on the output buffer, once refused */
     struct event *closer;            /* closes a refused connection after its answer */
+    struct event *later;             /* answers a held request once the earlier ones are */
     sk_reqscan scan;
+    uint64_t in_total;       /* bytes of the connection added to its input buffer */
+    unsigned long completed; /* requests evhttp has answered (sk_httpguard_track) */
     int counted;
     int answered; /* the guard answered itself: the rest of the input is ignored */
+    int held;     /* a refused request N > 1 was taken out of the input: answered later */
+    int busy;     /* the guard itself is adding to the input buffer */
+    evutil_socket_t fd; /* its slot in byfd, -1 if none */
 } conn_guard;
 
 static void conn_free(conn_guard *c)
 {
     if (c->counted)
         c->g->conns--;
+    if (c->fd >= 0 && (size_t)c->fd < c->g->nfds && c->g->byfd[c->fd] == c)
+        c->g->byfd[c->fd] = NULL;
     if (c->watch)
         evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
     if (c->out_watch)
         evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_watch);
     if (c->closer)
         event_free(c->closer);
+    if (c->later)
+        event_free(c->later);
     event_free(c->timer);
     event_free(c->setup);
     free(c);
@@ -107,10 +120,11 @@ static void refuse(conn_guard *c)
     sk_log(SK_LOG_INFO, "request_refused", "why=framing");
 }
 
-/* Answers a refused first request in JSON, as evhttp would have in HTML, and closes.
- * Only for the connection's first request, still incomplete: evhttp has dispatched
- * nothing on this connection, so nothing else can be written to it. The input is
- * drained so that evhttp never parses what is left of the request. The bodies are fixed
+/* Answers a refused request in JSON, as evhttp would have in HTML, and closes. Only
+ * once every earlier request of the connection was answered and written out, and
+ * this one is incomplete: evhttp has nothing of it to answer, so nothing else can be
+ * written to the connection. The input is drained so that evhttp never parses what is
+ * left of the request. The bodies are fixed
  * text (the services' {"error","message"} shape, nothing to escape). */
 static void answer_self(conn_guard *c, struct evbuffer *in)
 {
@@ -149,12 +163,57 @@ static void answer_self(conn_guard *c, struct evbuffer *in)
     bufferevent_enable(c->bev, EV_WRITE); /* evhttp disables writing while it reads */
 }
 
+/* Takes a refused request N > 1, and whatever follows it, out of the input buffer
+ * (evhttp has not read any of it: it is still busy with an earlier request), so that
+ * evhttp never answers it in HTML; it is answered once the earlier ones are
+ * (held_answer). @returns 0, or -1 if part of it was already read by evhttp. */
+static int hold(conn_guard *c, struct evbuffer *in)
+{
+    size_t len = evbuffer_get_length(in);
+    uint64_t first = c->in_total - len; /* where the buffer starts, in the connection */
+    if (c->scan.start < first)
+        return -1;
+    size_t keep = (size_t)(c->scan.start - first);
+    struct evbuffer *tmp = evbuffer_new();
+    if (!tmp)
+        return -1;
+    c->busy = 1;
+    evbuffer_remove_buffer(in, tmp, len);
+    evbuffer_remove_buffer(tmp, in, keep);
+    c->busy = 0;
+    evbuffer_free(tmp);
+    c->held = 1;
+    return 0;
+}
+
+
+static void on_later(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_guard *c = arg;
+    answer_self(c, bufferevent_get_input(c->bev));
+}
+
+/* evhttp wrote a request's answer out whole (sk_httpguard_track). Called inside
+ * evhttp's send path, before it looks for the next request: a held answer is written
+ * from the loop, once evhttp waits for a request that will not come. */
+static void on_complete(struct evhttp_request *req, void *arg)
+{
+    (void)req;
+    conn_guard *c = arg;
+    c->completed++;
+    if (c->held && !c->answered && c->completed + 1 == c->scan.requests)
+        event_active(c->later, EV_TIMEOUT, 0);
+}
+
 static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     conn_guard *c = arg;
-    if (!info->n_added)
+    if (!info->n_added || c->busy)
         return;
-    if (c->answered) {
+    c->in_total += info->n_added;
+    if (c->answered || c->held) {
         evbuffer_drain(buf, evbuffer_get_length(buf));
         return;
     }
@@ -172,11 +231,17 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, 
         now = sk_reqscan_feed(&c->scan, v[i].iov_base, n);
         seen += n;
     }
-    if (sk_reqscan_refused(&c->scan) && !c->closer) {
-        if (c->scan.refusal != SK_REQSCAN_FRAMING && c->scan.requests == 1 &&
-            evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
-            answer_self(c, buf);
-            return;
+    if (sk_reqscan_refused(&c->scan) && !c->closer && !c->held) {
+        if (c->scan.refusal != SK_REQSCAN_FRAMING) {
+            /* Every earlier request answered and written: evhttp reads this one (or
+             * has not started), nothing else will be written. Else hold it back. */
+            if (c->completed + 1 == c->scan.requests &&
+                evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+                answer_self(c, buf);
+                return;
+            }
+            if (c->later && hold(c, buf) == 0)
+                return; /* the deadline stays armed: the scan says "in a request" */
         }
         refuse(c);
     }
@@ -208,6 +273,22 @@ static void on_setup(evutil_socket_t fd, short what, void *arg)
     }
     c->counted = 1;
     c->g->conns++;
+    /* Found by its descriptor when the service tracks a request (no room: untracked,
+     * a refused later request then waits for the read deadline). */
+    evutil_socket_t sfd = bufferevent_getfd(c->bev);
+    if (sfd >= 0 && (size_t)sfd >= c->g->nfds) {
+        size_t n = (size_t)sfd + 64;
+        conn_guard **m = realloc(c->g->byfd, n * sizeof(*m));
+        if (m) {
+            memset(m + c->g->nfds, 0, (n - c->g->nfds) * sizeof(*m));
+            c->g->byfd = m;
+            c->g->nfds = n;
+        }
+    }
+    if (sfd >= 0 && (size_t)sfd < c->g->nfds) {
+        c->g->byfd[sfd] = c;
+        c->fd = sfd;
+    }
     c->watch = evbuffer_add_cb(bufferevent_get_input(c->bev), on_input, c);
 }
 
@@ -221,16 +302,20 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
         goto fail;
     c->g = g;
     c->bev = bev;
+    c->fd = -1;
     sk_reqscan_init(&c->scan);
     c->scan.max_header_bytes = g->max_header_bytes;
     c->scan.max_body_bytes = g->max_body_bytes;
     c->timer = evtimer_new(base, on_deadline, c);
     c->setup = event_new(base, -1, 0, on_setup, c);
-    if (!c->timer || !c->setup)
+    c->later = event_new(base, -1, 0, on_later, c);
+    if (!c->timer || !c->setup || !c->later)
         goto fail;
     event_active(c->setup, EV_TIMEOUT, 0);
     return bev;
 fail:
+    if (c && c->later)
+        event_free(c->later);
     if (c && c->timer)
         event_free(c->timer);
     if (c && c->setup)
@@ -261,6 +346,16 @@ sk_httpguard *sk_httpguard_install(struct evhttp *http, struct event_base *base,
     return g;
 }
 
+void sk_httpguard_track(sk_httpguard *g, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (!g || fd < 0 || (size_t)fd >= g->nfds || !g->byfd[fd] || g->byfd[fd]->bev != bev)
+        return;
+    evhttp_request_set_on_complete_cb(req, on_complete, g->byfd[fd]);
+}
+
 const char *sk_httpguard_framing(struct evhttp_request *req)
 {
     sk_hdrcheck hc;
@@ -283,5 +378,7 @@ int64_t sk_httpguard_connections(const sk_httpguard *g)
 
 void sk_httpguard_free(sk_httpguard *g)
 {
+    if (g)
+        free(g->byfd);
     free(g);
 }

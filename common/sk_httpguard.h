@@ -27,13 +27,20 @@ typedef struct sk_httpguard sk_httpguard;
  *  other than 100-continue, with Transfer-Encoding or with a method evhttp does not
  *  know is answered by the guard in JSON {"error","message"} (413, 413, 400, 400, 405
  *  with `allow` as its Allow header) and the connection closed, before evhttp answers
- *  it in HTML; later requests of a connection fall back to evhttp's answer (an earlier
- *  answer may still be pending there).
+ *  it in HTML. A later request of a kept-alive or pipelined connection is held back
+ *  from evhttp (taken out of the input) and answered so once evhttp has answered every
+ *  earlier one, which the service says by calling sk_httpguard_track on each request.
  *  @returns the guard (free with sk_httpguard_free after evhttp_free) or NULL on OOM. */
 sk_httpguard *sk_httpguard_install(struct evhttp *http, struct event_base *base,
                                    int64_t read_timeout_ms, int64_t max_conns,
                                    size_t max_header_bytes, int64_t max_body_bytes,
                                    const char *allow);
+
+/** @brief From the service's request callback, first thing, for every request: the
+ *  guard learns when evhttp has written its answer out (evhttp_request's on-complete
+ *  callback, which the service must leave alone). A request of a connection the guard
+ *  does not hold is ignored. */
+void sk_httpguard_track(sk_httpguard *g, struct evhttp_request *req);
 
 /** @brief The framing rule (sk_hdrcheck) on a request's parsed headers, for the
  *  handler: NULL, or why (static text) it must be answered 400 with Connection: close

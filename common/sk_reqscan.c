@@ -116,6 +116,7 @@ static int header_line_done(sk_reqscan *s)
 int sk_reqscan_feed(sk_reqscan *s, const unsigned char *p, size_t n)
 {
     size_t i = 0;
+    uint64_t base = s->fed;
     while (i < n && s->state != 3) {
         if (s->state == 2) { /* body: skip it whole */
             size_t take = (size_t)s->body_left < n - i ? (size_t)s->body_left : n - i;
@@ -131,6 +132,7 @@ int sk_reqscan_feed(sk_reqscan *s, const unsigned char *p, size_t n)
                 continue; /* blank lines before a request are allowed */
             s->state = 1;
             s->requests++;
+            s->start = base + i - 1;
             s->header_bytes = 0;
             s->linelen = 0;
             s->first_line = 1;
@@ -168,6 +170,7 @@ int sk_reqscan_feed(sk_reqscan *s, const unsigned char *p, size_t n)
             s->line[s->linelen] = (char)c;
         s->linelen++;
     }
+    s->fed = base + i;
     return s->state != 0;
 }
 

@@ -38,6 +38,8 @@ typedef struct sk_reqscan {
     sk_reqscan_refusal refusal; /* set with state 3 */
     unsigned long requests; /* requests started on the connection */
     size_t header_bytes;    /* of the request being read, CR and LF included */
+    uint64_t fed;           /* bytes of the connection scanned so far (none past a refusal) */
+    uint64_t start;         /* where the last request started, in bytes of the connection */
     size_t max_header_bytes; /* 0: no bound (set by the owner after init) */
     int64_t max_body_bytes;  /* 0: no bound, -1: no body at all */
     size_t linelen;         /* bytes of the current header line (CR not counted) */

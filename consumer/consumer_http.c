@@ -38,6 +38,7 @@ static void reply_text(struct evhttp_request *req, int code, const char *reason,
 static void on_request(struct evhttp_request *req, void *arg)
 {
     consumer_http *h = arg;
+    sk_httpguard_track(h->guard, req); /* a refused later request waits for this answer */
     const char *uri = evhttp_request_get_uri(req);
     size_t plen = strcspn(uri, "?");
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);

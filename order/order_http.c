@@ -1098,6 +1098,7 @@ void order_http_handle(struct evhttp_request *req, void *arg)
 {
     order_worker *w = arg;
     order_app *app = w->app;
+    sk_httpguard_track(w->guard, req); /* a refused later request waits for this answer */
     int64_t start_us = order_time_mono_us();
     int64_t inflight =
         atomic_fetch_add_explicit(&app->metrics.requests_inflight, 1, memory_order_relaxed) + 1;

@@ -122,6 +122,34 @@ static void test_limits(void **state)
     assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nExpect: nope\r\n"), 1);
     assert_int_equal(s.refusal, SK_REQSCAN_EXPECT);
     assert_int_equal(s.requests, 2);
+    /* -1: no body at all (seckill-consumer's port); Content-Length 0 still passes. */
+    sk_reqscan_init(&s);
+    s.max_body_bytes = -1;
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n"), 0);
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\n"), 1);
+    assert_int_equal(s.refusal, SK_REQSCAN_BODY_LARGE);
+}
+
+/* Where each request starts in the connection's bytes (the guard holds a refused later
+ * request back from evhttp from there), and nothing is scanned past a refusal. */
+static void test_request_start(void **state)
+{
+    (void)state;
+    sk_reqscan s;
+    sk_reqscan_init(&s);
+    s.max_header_bytes = 40;
+    assert_int_equal(feed(&s, "GET / HTTP/1.1\r\n\r\n"), 0); /* 18 bytes */
+    assert_int_equal(s.start, 0);
+    assert_int_equal(feed(&s, "\r\nGET /a HTTP/1.1\r\n"), 1);
+    assert_int_equal(s.requests, 2);
+    assert_int_equal(s.start, 20);
+    assert_int_equal(s.fed, 20 + 17);
+    assert_int_equal(feed(&s, "X-Long: 0123456789012345678901234567890123456789\r\n\r\n"), 1);
+    assert_int_equal(s.refusal, SK_REQSCAN_HEADERS_LARGE);
+    assert_int_equal(s.fed, 20 + 41); /* the 41st byte of the request refused it */
+    assert_int_equal(feed(&s, "GET / HTTP/1.1\r\n\r\n"), 1);
+    assert_int_equal(s.fed, 20 + 41);
+    assert_int_equal(s.start, 20);
 }
 
 static void test_hdrcheck(void **state)
@@ -163,6 +191,7 @@ int main(void)
         cmocka_unit_test(test_refused_framing),
         cmocka_unit_test(test_hdrcheck),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_request_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
