@@ -46,6 +46,7 @@ typedef struct conn_guard {
     int answered; /* the guard answered itself: the rest of the input is ignored */
     int held;     /* a refused request N > 1 was taken out of the input: answered later */
     int busy;     /* the guard itself is adding to the input buffer */
+    int tracked;  /* the service calls sk_httpguard_track: `completed` counts */
     evutil_socket_t fd; /* its slot in byfd, -1 if none */
 } conn_guard;
 
@@ -107,6 +108,10 @@ static void on_closer(evutil_socket_t fd, short what, void *arg)
 static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     conn_guard *c = arg;
+    /* A tracked connection refused for its framing closes once the refused request
+     * was answered (on_complete), not after an earlier request's answer. */
+    if (c->tracked && !c->answered)
+        return;
     if (info->n_deleted && evbuffer_get_length(buf) == 0)
         event_active(c->closer, EV_TIMEOUT, 0);
 }
@@ -203,6 +208,8 @@ static void on_complete(struct evhttp_request *req, void *arg)
     (void)req;
     conn_guard *c = arg;
     c->completed++;
+    if (c->closer && !c->answered && !c->held && c->completed >= c->scan.requests)
+        event_active(c->closer, EV_TIMEOUT, 0); /* the refused request was answered */
     if (c->held && !c->answered && c->completed + 1 == c->scan.requests)
         event_active(c->later, EV_TIMEOUT, 0);
 }
@@ -353,6 +360,7 @@ void sk_httpguard_track(sk_httpguard *g, struct evhttp_request *req)
     evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
     if (!g || fd < 0 || (size_t)fd >= g->nfds || !g->byfd[fd] || g->byfd[fd]->bev != bev)
         return;
+    g->byfd[fd]->tracked = 1;
     evhttp_request_set_on_complete_cb(req, on_complete, g->byfd[fd]);
 }
 

@@ -103,6 +103,10 @@ static int header_line_done(sk_reqscan *s)
     if (s->linelen > SK_REQSCAN_LINE || s->cl_seen++ > 0)
         return -1;
     int64_t v = parse_length(colon + 1, kept - nlen - 1);
+    if (v > 0 && s->max_body_bytes < 0) { /* no body at all, whatever the method */
+        s->refusal = SK_REQSCAN_BODY_LARGE;
+        return -1;
+    }
     if (v < 0 || (v > 0 && !s->body_allowed))
         return -1;
     if (s->max_body_bytes != 0 && v > (s->max_body_bytes < 0 ? 0 : s->max_body_bytes)) {

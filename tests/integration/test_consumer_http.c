@@ -281,10 +281,14 @@ static void test_http_guard(void **state)
     one_refusal(port, "QUERY /metrics HTTP/1.1\r\nHost: x\r\n\r\n", out, sizeof(out));
     assert_json_refusal(out, "HTTP/1.1 405 ");
     assert_non_null(strstr(out, "Allow: GET, HEAD\r\n"));
-    /* Framing evhttp would take (a body on GET is parsed as the next request): the
-     * handler answers 400 JSON and the guard closes. */
+    /* No body on any method (evhttp: HTML 413). */
     one_refusal(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", out,
                 sizeof(out));
+    assert_json_refusal(out, "HTTP/1.1 413 ");
+    /* Framing evhttp would take (two Content-Length headers): the handler answers 400
+     * JSON and the guard closes. */
+    one_refusal(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
+                out, sizeof(out));
     assert_json_refusal(out, "HTTP/1.1 400 ");
 
     /* The same refusals as a connection's second request, kept alive (sent after the
@@ -294,9 +298,10 @@ static void test_http_guard(void **state)
                             "GET /metrics HTTP/1.1\r\nHost: x\r\nExpect: nope\r\n\r\n",
                             "QUERY /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
                             "GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-                            "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"};
+                            "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+                            "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"};
     const char *status[] = {"HTTP/1.1 413 ", "HTTP/1.1 400 ", "HTTP/1.1 405 ", "HTTP/1.1 400 ",
-                            "HTTP/1.1 413 "};
+                            "HTTP/1.1 413 ", "HTTP/1.1 400 "};
     for (int pipelined = 0; pipelined < 2; pipelined++)
         for (size_t i = 0; i < sizeof(second) / sizeof(second[0]); i++)
             second_refused(port, second[i], status[i], pipelined);

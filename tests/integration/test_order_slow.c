@@ -241,12 +241,14 @@ static void test_second_request_refused(void **state)
         "QUERY /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
         "POST /api/v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
         "POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n",
+        /* framing the handler refuses: it answers, then the guard closes */
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
     };
     const char *status[] = {"HTTP/1.1 413 ", "HTTP/1.1 400 ", "HTTP/1.1 405 ", "HTTP/1.1 400 ",
-                            "HTTP/1.1 413 "};
+                            "HTTP/1.1 413 ", "HTTP/1.1 400 "};
     const char *code[] = {"\"error\":\"payload_too_large\"", "\"error\":\"bad_request\"",
                           "\"error\":\"method_not_allowed\"", "\"error\":\"bad_request\"",
-                          "\"error\":\"payload_too_large\""};
+                          "\"error\":\"payload_too_large\"", "\"error\":\"bad_request\""};
     for (int pipelined = 0; pipelined < 2; pipelined++)
         for (size_t i = 0; i < sizeof(req) / sizeof(req[0]); i++)
             second_refused(req[i], status[i], code[i], pipelined);

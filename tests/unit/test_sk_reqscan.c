@@ -128,6 +128,10 @@ static void test_limits(void **state)
     assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n"), 0);
     assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\n"), 1);
     assert_int_equal(s.refusal, SK_REQSCAN_BODY_LARGE);
+    sk_reqscan_init(&s);
+    s.max_body_bytes = -1; /* on GET too (evhttp would answer its own HTML 413) */
+    assert_int_equal(feed(&s, "GET / HTTP/1.1\r\nContent-Length: 1\r\n\r\n"), 1);
+    assert_int_equal(s.refusal, SK_REQSCAN_BODY_LARGE);
 }
 
 /* Where each request starts in the connection's bytes (the guard holds a refused later
