@@ -129,8 +129,8 @@ static void refuse(conn_guard *c)
  * once every earlier request of the connection was answered and written out, and
  * this one is incomplete: evhttp has nothing of it to answer, so nothing else can be
  * written to the connection. The input is drained so that evhttp never parses what is
- * left of the request. The bodies are fixed
- * text (the services' {"error","message"} shape, nothing to escape). */
+ * left of the request. The bodies are fixed text (the services' {"error","message"}
+ * shape, nothing to escape). */
 static void answer_self(conn_guard *c, struct evbuffer *in)
 {
     static const struct {
@@ -168,29 +168,33 @@ static void answer_self(conn_guard *c, struct evbuffer *in)
     bufferevent_enable(c->bev, EV_WRITE); /* evhttp disables writing while it reads */
 }
 
-/* Takes a refused request N > 1, and whatever follows it, out of the input buffer
- * (evhttp has not read any of it: it is still busy with an earlier request), so that
- * evhttp never answers it in HTML; it is answered once the earlier ones are
- * (held_answer). @returns 0, or -1 if part of it was already read by evhttp. */
-static int hold(conn_guard *c, struct evbuffer *in)
+/* Keeps the first `keep` bytes of the input buffer and drops the rest (an evbuffer
+ * can only be cut from the front: through a second one). @returns 0 or -1 on OOM. */
+static int keep_front(conn_guard *c, struct evbuffer *in, size_t keep)
 {
-    size_t len = evbuffer_get_length(in);
-    uint64_t first = c->in_total - len; /* where the buffer starts, in the connection */
-    if (c->scan.start < first)
-        return -1;
-    size_t keep = (size_t)(c->scan.start - first);
     struct evbuffer *tmp = evbuffer_new();
     if (!tmp)
         return -1;
-    c->busy = 1;
-    evbuffer_remove_buffer(in, tmp, len);
+    c->busy = 1; /* our own additions are not the client's bytes */
+    evbuffer_remove_buffer(in, tmp, evbuffer_get_length(in));
     evbuffer_remove_buffer(tmp, in, keep);
     c->busy = 0;
     evbuffer_free(tmp);
-    c->held = 1;
     return 0;
 }
 
+/* Takes a refused request N > 1, and whatever follows it, out of the input buffer
+ * (evhttp has not read any of it: it is still busy with an earlier request), so that
+ * evhttp never answers it in HTML; on_later answers it once the earlier ones are.
+ * @returns 0, or -1 if part of it was already read by evhttp (or OOM). */
+static int hold(conn_guard *c, struct evbuffer *in)
+{
+    uint64_t first = c->in_total - evbuffer_get_length(in); /* the buffer's start */
+    if (c->scan.start < first || keep_front(c, in, (size_t)(c->scan.start - first)) != 0)
+        return -1;
+    c->held = 1;
+    return 0;
+}
 
 static void on_later(evutil_socket_t fd, short what, void *arg)
 {
@@ -220,8 +224,14 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, 
     if (!info->n_added || c->busy)
         return;
     c->in_total += info->n_added;
-    if (c->answered || c->held) {
+    if (c->answered) {
         evbuffer_drain(buf, evbuffer_get_length(buf));
+        return;
+    }
+    if (c->held) { /* what follows a held request: dropped, earlier requests' bytes kept */
+        size_t len = evbuffer_get_length(buf);
+        if (keep_front(c, buf, len > info->n_added ? len - info->n_added : 0) != 0)
+            evbuffer_drain(buf, len);
         return;
     }
     int was = c->scan.state != 0, now = was;
@@ -247,11 +257,12 @@ static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, 
                 answer_self(c, buf);
                 return;
             }
-            if (c->later && hold(c, buf) == 0)
-                return; /* the deadline stays armed: the scan says "in a request" */
+            if (!c->later || hold(c, buf) != 0)
+                refuse(c);
+        } else {
+            refuse(c);
         }
-        refuse(c);
-    }
+    } /* a held request keeps the deadline armed: the scan says "in a request" */
     if (!c->g->has_deadline)
         return;
     if (now && !was)
