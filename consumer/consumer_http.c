@@ -6,6 +6,7 @@
 #include <event2/http.h>
 #include <event2/thread.h>
 #include <pthread.h>
+#include <sk_httpguard.h>
 #include <sk_listen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@ struct consumer_http {
     pthread_t thread;
     consumer_metrics *m;
     sk_listen_backoff *backoff; /* accept() out of descriptors: pause */
+    sk_httpguard *guard;        /* connection cap, whole-request deadline, JSON refusals */
 };
 
 static void reply_text(struct evhttp_request *req, int code, const char *reason,
@@ -36,10 +38,19 @@ static void reply_text(struct evhttp_request *req, int code, const char *reason,
 static void on_request(struct evhttp_request *req, void *arg)
 {
     consumer_http *h = arg;
+    sk_httpguard_track(h->guard, req); /* a refused later request waits for this answer */
     const char *uri = evhttp_request_get_uri(req);
     size_t plen = strcspn(uri, "?");
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+    /* Framing the port refuses: the guard closes the connection after the answer. */
+    const char *why = sk_httpguard_framing(req);
+    if (why) {
+        char body[256];
+        int n = snprintf(body, sizeof(body), "{\"error\":\"bad_request\",\"message\":\"%s\"}", why);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        reply_text(req, 400, "Bad Request", "application/json", body,
+                   n < 0 ? 0 : (size_t)n < sizeof(body) ? (size_t)n : sizeof(body) - 1);
+    } else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
         reply_text(req, 405, "Method Not Allowed", "text/plain", "method not allowed\n", 19);
@@ -100,6 +111,17 @@ consumer_http *consumer_http_start(const consumer_cfg *cfg, consumer_metrics *m,
     evhttp_set_max_headers_size(h->http, (ev_ssize_t)cfg->http_max_header_bytes);
     evhttp_set_max_body_size(h->http, 0);
     evhttp_set_timeout(h->http, (int)cfg->http_timeout_s);
+    /* What evhttp cannot do: a cap on connections, a deadline for a whole request (a
+     * client sending a byte per http.timeout_s is cut), and JSON answers where evhttp
+     * would answer HTML (headers too large, a body, Expect, Transfer-Encoding, unknown
+     * methods). The same guard as seckill-order's workers. */
+    h->guard = sk_httpguard_install(h->http, h->base, cfg->http_read_timeout_ms,
+                                    cfg->max_connections, (size_t)cfg->http_max_header_bytes,
+                                    -1, "GET, HEAD");
+    if (!h->guard) {
+        snprintf(errstr, errstr_size, "out of memory");
+        goto fail;
+    }
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
                                             EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS |
@@ -123,6 +145,7 @@ consumer_http *consumer_http_start(const consumer_cfg *cfg, consumer_metrics *m,
 fail:
     if (h->http)
         evhttp_free(h->http);
+    sk_httpguard_free(h->guard);
     sk_listen_backoff_free(h->backoff);
     if (h->base)
         event_base_free(h->base);
@@ -137,6 +160,7 @@ void consumer_http_stop(consumer_http *h)
     event_base_loopbreak(h->base);
     pthread_join(h->thread, NULL);
     evhttp_free(h->http);
+    sk_httpguard_free(h->guard);
     sk_listen_backoff_free(h->backoff);
     event_base_free(h->base);
     free(h);

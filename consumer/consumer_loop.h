@@ -37,6 +37,8 @@ typedef struct consumer_cfg {
     char *http_bind;                 /* numeric IPv4 address of /healthz and /metrics */
     long long http_max_header_bytes; /* request line + headers past this: refused, closed */
     long long http_timeout_s;        /* a connection silent this long is closed */
+    long long http_read_timeout_ms;  /* a request not whole this long after its first byte */
+    long long max_connections;       /* on the HTTP port at once (sk_httpguard) */
     char *redis_url;       /* "" : outcomes are not recorded in the order index (consumer_oidx.h) */
     long long index_ttl_s; /* the order index's expiry, as seckill-order's order.index_ttl_s */
     int migrate;

@@ -10,6 +10,7 @@
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
 #include <sk_config.h>
+#include <sk_listen.h>
 #include <sk_log.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -53,6 +54,14 @@ static const sk_cfg_entry config_table[] = {
     {"http.timeout_s", SK_CFG_INT, 1, 3600, "10",
      "a connection silent this long (a partial request included) is closed",
      offsetof(consumer_cfg, http_timeout_s)},
+    {"http.read_timeout_ms", SK_CFG_INT, 0, 600000, "10000",
+     "a request must arrive whole within this from its first byte, or the connection is "
+     "closed (0: no deadline; http.timeout_s restarts with every byte)",
+     offsetof(consumer_cfg, http_read_timeout_ms)},
+    {"limits.connections", SK_CFG_INT, 1, 1000000, "256",
+     "connections to /healthz and /metrics held at once; one more is closed at once "
+     "(lowered at start to fit RLIMIT_NOFILE)",
+     offsetof(consumer_cfg, max_connections)},
     {"migrate", SK_CFG_BOOL, 0, 0, "true", "apply deploy/sql migrations at start",
      offsetof(consumer_cfg, migrate)},
     {"redis.url", SK_CFG_SECRET, 0, 0, "",
@@ -187,6 +196,9 @@ int main(int argc, char **argv)
             goto out;
     }
     if (cfg.http_port > 0) {
+        /* Descriptors besides the connections: Kafka's, each writer's PostgreSQL, Redis,
+         * the loop's own, logs. */
+        sk_listen_fit_nofile(&cfg.max_connections, 64 + 2 * cfg.writers, "limits.connections");
         http = consumer_http_start(&cfg, &metrics, err, sizeof(err));
         if (!http) {
             sk_log(SK_LOG_ERROR, "start_failed", "err=\"%s\"", err);

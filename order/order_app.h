@@ -71,7 +71,7 @@ struct order_worker {
     struct evhttp *http;
     struct evhttp_bound_socket *bound; /* NULL once it stopped accepting */
     order_redis *redis;
-    struct order_guard *guard; /* slow clients and the connection cap (order_guard.h) */
+    struct sk_httpguard *guard; /* slow clients and the connection cap (sk_httpguard.h) */
     struct sk_listen_backoff *accept_backoff; /* accept() out of descriptors: pause (sk_listen.h) */
     sk_jwt_key *jwt;           /* the JWT secret made ready once; used on this loop only */
     pthread_t thread;

@@ -21,7 +21,7 @@
 #include "order_index.h"
 #include "order_msg.h"
 #include "order_reply.h"
-#include "order_reqscan.h"
+#include "sk_httpguard.h"
 #include "order_route.h"
 #include "order_time.h"
 #include "sk_jwt.h"
@@ -1065,22 +1065,6 @@ static void handle_event_get(order_worker *w, struct evhttp_request *req, const 
 
 /* ---- the entry point ------------------------------------------------------------- */
 
-/* NULL, or why the request's headers break the framing rule (order_hdrcheck). */
-static const char *framing_refused(struct evhttp_request *req)
-{
-    order_hdrcheck hc;
-    order_hdrcheck_init(&hc);
-    for (struct evkeyval *kv = evhttp_request_get_input_headers(req)->tqh_first; kv;
-         kv = kv->next.tqe_next)
-        if (order_hdrcheck_add(&hc, kv->key, kv->value) != 0)
-            return hc.why;
-    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    if (order_hdrcheck_done(&hc, cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
-                                     cmd == EVHTTP_REQ_PATCH) != 0)
-        return hc.why;
-    return NULL;
-}
-
 /* /metrics when metrics.token is set: the exact bearer, compared in constant time. */
 static int metrics_allowed(const order_app *app, struct evhttp_request *req)
 {
@@ -1114,6 +1098,7 @@ void order_http_handle(struct evhttp_request *req, void *arg)
 {
     order_worker *w = arg;
     order_app *app = w->app;
+    sk_httpguard_track(w->guard, req); /* a refused later request waits for this answer */
     int64_t start_us = order_time_mono_us();
     int64_t inflight =
         atomic_fetch_add_explicit(&app->metrics.requests_inflight, 1, memory_order_relaxed) + 1;
@@ -1137,10 +1122,10 @@ void order_http_handle(struct evhttp_request *req, void *arg)
     size_t plen = strcspn(uri, "?#");
     order_route rt;
     order_route_match(method_of(req), uri, plen, &rt);
-    /* Framing the service refuses (order_reqscan.h) is answered before anything else,
+    /* Framing the service refuses (sk_reqscan.h) is answered before anything else,
      * and the connection closed: what follows on it cannot be trusted to be a request.
      * A method the path does not take is still said as such (405, closed too). */
-    const char *framing = framing_refused(req);
+    const char *framing = sk_httpguard_framing(req);
     if (framing) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
         if (rt.status != 405) {

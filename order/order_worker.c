@@ -1,7 +1,7 @@
 /* order_worker: worker threads, their listening sockets and their inboxes. See order_app.h. */
 #include "order_app.h"
 #include "sk_listen.h"
-#include "order_guard.h"
+#include "sk_httpguard.h"
 #include "sk_log.h"
 
 #include <arpa/inet.h>
@@ -188,9 +188,9 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
     evhttp_set_max_headers_size(w->http, (ev_ssize_t)app->cfg.http_max_header_bytes);
     evhttp_set_timeout(w->http, (int)app->cfg.http_idle_timeout_s);
     int64_t per_worker = (app->cfg.max_connections + app->nworkers - 1) / app->nworkers;
-    w->guard = order_guard_install(w->http, w->base, app->cfg.http_read_timeout_ms, per_worker,
-                                   (size_t)app->cfg.http_max_header_bytes,
-                                   app->cfg.http_max_body_bytes);
+    w->guard = sk_httpguard_install(w->http, w->base, app->cfg.http_read_timeout_ms, per_worker,
+                                    (size_t)app->cfg.http_max_header_bytes,
+                                    app->cfg.http_max_body_bytes, "GET, HEAD, POST");
     if (!w->guard) {
         snprintf(err, errsz, "out of memory");
         return -1;
@@ -307,7 +307,7 @@ void order_workers_free(order_app *app)
         if (w->base)
             event_base_free(w->base);
         /* After the base: connections' bufferevents may be finalized as late as that. */
-        order_guard_free(w->guard);
+        sk_httpguard_free(w->guard);
         sk_listen_backoff_free(w->accept_backoff);
         w->accept_backoff = NULL;
         sk_jwt_key_free(w->jwt);

@@ -1,18 +1,18 @@
 /* fuzz_reqscan: the request-boundary scanner of seckill-order's read deadline
- * (order_reqscan_feed) against a reference written the slow, obvious way from the rule
- * in order_reqscan.h, and against itself fed in pieces.
+ * (sk_reqscan_feed) against a reference written the slow, obvious way from the rule
+ * in sk_reqscan.h, and against itself fed in pieces.
  *
  * Input: byte 0 picks a split point for the piecewise feed; the rest is the bytes of a
  * connection. Checks: (1) the scanner's verdict ("in a request" or not, refused or not)
  * is the reference's; (2) feeding the same bytes whole, byte by byte, or in two pieces
  * gives the same verdict; (3) refused is sticky; (4) for the first request, when the
- * handler's check (order_hdrcheck on the headers as evhttp parses them) accepts it, the
+ * handler's check (sk_hdrcheck on the headers as evhttp parses them) accepts it, the
  * scanner either refused it (the deadline then holds until the connection closes) or
  * uses the very Content-Length evhttp uses: they agree on where the request ends. A
  * request the handler refuses is answered with Connection: close, so no boundary after
  * it matters. */
 #include "fuzz_util.h"
-#include "order_reqscan.h"
+#include "sk_reqscan.h"
 
 #include <ctype.h>
 #include <strings.h>
@@ -75,7 +75,7 @@ static ref_result reference(const char *b, size_t n)
             }
             if (len == 0)
                 break; /* end of headers */
-            size_t kept = len < ORDER_REQSCAN_LINE ? len : ORDER_REQSCAN_LINE;
+            size_t kept = len < SK_REQSCAN_LINE ? len : SK_REQSCAN_LINE;
             if (line_no++ == 0) {
                 /* refused: CONNECT, TRACE, and any method evhttp does not know */
                 static const char *const ok[] = {"GET ", "POST ", "HEAD ", "PUT ", "DELETE ",
@@ -110,11 +110,11 @@ static ref_result reference(const char *b, size_t n)
                     v++;
                 while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
                     e--;
-                if (len > ORDER_REQSCAN_LINE || e - v != 12 || strncasecmp(v, "100-continue", 12) != 0)
+                if (len > SK_REQSCAN_LINE || e - v != 12 || strncasecmp(v, "100-continue", 12) != 0)
                     goto refused;
             }
             if (nlen == 14 && strncasecmp(line, "content-length", 14) == 0) {
-                if (len > ORDER_REQSCAN_LINE || cl_seen++ ||
+                if (len > SK_REQSCAN_LINE || cl_seen++ ||
                     ref_digits_only(colon + 1, kept - nlen - 1, &cl) != 0 ||
                     (cl > 0 && !body_allowed))
                     goto refused;
@@ -141,8 +141,8 @@ static int handler_refuses_first(const char *b, size_t n, long long *cl)
     size_t i = 0;
     while (i < n && (b[i] == '\r' || b[i] == '\n'))
         i++;
-    order_hdrcheck h;
-    order_hdrcheck_init(&h);
+    sk_hdrcheck h;
+    sk_hdrcheck_init(&h);
     int first = 1, body_allowed = 0;
     while (i < n) {
         const char *lf = memchr(b + i, '\n', n - i);
@@ -177,12 +177,12 @@ static int handler_refuses_first(const char *b, size_t n, long long *cl)
         size_t vl = strlen(v);
         while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
             v[--vl] = 0;
-        if (order_hdrcheck_add(&h, line, v) != 0)
+        if (sk_hdrcheck_add(&h, line, v) != 0)
             return 1;
         if (strcasecmp(line, "Content-Length") == 0)
-            *cl = atoll(v); /* digits only: order_hdrcheck checked */
+            *cl = atoll(v); /* digits only: sk_hdrcheck checked */
     }
-    return order_hdrcheck_done(&h, body_allowed) != 0 ? 1 : 0;
+    return sk_hdrcheck_done(&h, body_allowed) != 0 ? 1 : 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -199,44 +199,44 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     memcpy(copy, b, n);
 
-    order_reqscan whole, bytes, two;
-    order_reqscan_init(&whole);
-    order_reqscan_init(&bytes);
-    order_reqscan_init(&two);
-    int rw = order_reqscan_feed(&whole, (const unsigned char *)copy, n);
+    sk_reqscan whole, bytes, two;
+    sk_reqscan_init(&whole);
+    sk_reqscan_init(&bytes);
+    sk_reqscan_init(&two);
+    int rw = sk_reqscan_feed(&whole, (const unsigned char *)copy, n);
     int rb = 0;
     for (size_t i = 0; i < n; i++) {
-        int was_refused = order_reqscan_refused(&bytes);
-        rb = order_reqscan_feed(&bytes, (const unsigned char *)copy + i, 1);
-        FUZZ_CHECK(!was_refused || (order_reqscan_refused(&bytes) && rb == 1)); /* sticky */
+        int was_refused = sk_reqscan_refused(&bytes);
+        rb = sk_reqscan_feed(&bytes, (const unsigned char *)copy + i, 1);
+        FUZZ_CHECK(!was_refused || (sk_reqscan_refused(&bytes) && rb == 1)); /* sticky */
     }
     if (n == 0)
         rb = 0;
-    order_reqscan_feed(&two, (const unsigned char *)copy, split);
-    int rt = order_reqscan_feed(&two, (const unsigned char *)copy + split, n - split);
+    sk_reqscan_feed(&two, (const unsigned char *)copy, split);
+    int rt = sk_reqscan_feed(&two, (const unsigned char *)copy + split, n - split);
     if (n == split)
-        rt = order_reqscan_feed(&two, (const unsigned char *)copy, 0);
+        rt = sk_reqscan_feed(&two, (const unsigned char *)copy, 0);
     FUZZ_CHECK(rw == rb && rw == rt);
-    FUZZ_CHECK(order_reqscan_refused(&whole) == order_reqscan_refused(&bytes));
-    FUZZ_CHECK(order_reqscan_refused(&whole) == order_reqscan_refused(&two));
+    FUZZ_CHECK(sk_reqscan_refused(&whole) == sk_reqscan_refused(&bytes));
+    FUZZ_CHECK(sk_reqscan_refused(&whole) == sk_reqscan_refused(&two));
 
     ref_result ref = reference(copy, n);
     FUZZ_CHECK(rw == ref.in_request);
-    FUZZ_CHECK(order_reqscan_refused(&whole) == ref.refused);
+    FUZZ_CHECK(sk_reqscan_refused(&whole) == ref.refused);
 
     /* A first request the scanner takes must not be one the handler refuses for its
      * framing (they would disagree on where it ends). */
-    order_reqscan one;
-    order_reqscan_init(&one);
+    sk_reqscan one;
+    sk_reqscan_init(&one);
     const char *end = NULL;
     for (size_t i = 0; i + 1 < n && !end; i++)
         if (copy[i] == '\n' && (copy[i + 1] == '\n' || (copy[i + 1] == '\r' && i + 2 < n && copy[i + 2] == '\n')))
             end = copy + i + (copy[i + 1] == '\n' ? 2 : 3);
     if (end) {
-        order_reqscan_feed(&one, (const unsigned char *)copy, (size_t)(end - copy));
+        sk_reqscan_feed(&one, (const unsigned char *)copy, (size_t)(end - copy));
         long long cl;
         if (handler_refuses_first(copy, (size_t)(end - copy), &cl) == 0 &&
-            !order_reqscan_refused(&one))
+            !sk_reqscan_refused(&one))
             FUZZ_CHECK(one.content_length == cl);
     }
     free(copy);

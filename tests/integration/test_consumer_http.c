@@ -141,8 +141,181 @@ static void test_http_limits(void **state)
     ctu_kafka_stop(&k);
 }
 
+/* Sends `req` on a new connection: it must be closed within 5 s; out holds what came. */
+static void one_refusal(int port, const char *req, char *out, size_t outsz)
+{
+    int fd = connect_to(port);
+    assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    assert_int_equal(read_until_closed(fd, 5000, out, outsz), 1);
+    close(fd);
+}
+
+static void assert_json_refusal(const char *out, const char *status)
+{
+    fprintf(stderr, "# %.*s\n", (int)strcspn(out, "\r"), out);
+    assert_true(strncmp(out, status, strlen(status)) == 0);
+    assert_non_null(strstr(out, "Content-Type: application/json"));
+    assert_non_null(strstr(out, "Connection: close"));
+    assert_non_null(strstr(out, "\r\n\r\n{\"error\":\""));
+    assert_non_null(strstr(out, "\"message\":\""));
+}
+
+/* GET /healthz, then `req` on the same connection (after the first answer, or with it
+ * when pipelined): the first answered 200, the second refused in JSON with `status`,
+ * then the connection closed. */
+static void second_refused(int port, const char *req, const char *status, int pipelined)
+{
+    static char both[4096], out[8192];
+    const char *first = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    out[0] = 0;
+    int fd = connect_to(port);
+    if (pipelined) {
+        snprintf(both, sizeof(both), "%s%s", first, req);
+        assert_int_equal(send(fd, both, strlen(both), MSG_NOSIGNAL), (ssize_t)strlen(both));
+    } else {
+        assert_int_equal(send(fd, first, strlen(first), MSG_NOSIGNAL), (ssize_t)strlen(first));
+        /* the whole first answer (its body is "ok\n") before the second request */
+        size_t got = 0;
+        int64_t t0 = ctu_now_ms();
+        while (!strstr(out, "\r\n\r\nok\n") && ctu_now_ms() - t0 < 5000) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            if (poll(&p, 1, 100) == 1) {
+                ssize_t r = recv(fd, out + got, sizeof(out) - 1 - got, 0);
+                assert_true(r > 0);
+                got += (size_t)r;
+            }
+            out[got] = 0;
+        }
+        assert_non_null(strstr(out, "\r\n\r\nok\n"));
+        assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    }
+    char rest[4096];
+    assert_int_equal(read_until_closed(fd, 5000, rest, sizeof(rest)), 1);
+    close(fd);
+    const char *answer = rest;
+    if (pipelined) {
+        assert_true(strncmp(rest, "HTTP/1.1 200 ", 13) == 0);
+        answer = strstr(rest, "\r\n\r\nok\n");
+        assert_non_null(answer);
+        answer += 7;
+    }
+    assert_json_refusal(answer, status);
+}
+
+/* The guard shared with seckill-order (common/sk_httpguard.c): a whole-request deadline
+ * (a byte every 200 ms keeps evhttp's per-read timeout of 10 s from ever firing), a
+ * connection cap, and JSON for what evhttp would answer in HTML. */
+static void test_http_guard(void **state)
+{
+    (void)state;
+    ctu_kafka k;
+    assert_int_equal(ctu_kafka_start(&k, 1), 0);
+    char *conninfo = ctu_db_create(DB_NAME);
+    assert_non_null(conninfo);
+    int port = sk_test_free_port();
+    char env_pg[1024], env_bs[300], env_port[64];
+    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
+    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
+    const char *env[] = {env_pg, env_bs, env_port, "SECKILL_HTTP_BIND=127.0.0.1",
+                         "SECKILL_HTTP_TIMEOUT_S=10", "SECKILL_HTTP_READ_TIMEOUT_MS=1500",
+                         "SECKILL_LIMITS_CONNECTIONS=4", "SECKILL_HTTP_MAX_HEADER_BYTES=1024",
+                         "SECKILL_GROUP_ID=http-guard-test", NULL};
+    pid_t pid = ctu_consumer_spawn(env);
+    assert_int_equal(ctu_wait_healthy(port, 60000), 0);
+    char out[4096];
+
+    /* A byte every 200 ms: cut at the read deadline, long before evhttp's 10 s. */
+    int fd = connect_to(port);
+    const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    int64_t t0 = ctu_now_ms(), cut_at = -1;
+    for (size_t i = 0; req[i] && cut_at < 0 && ctu_now_ms() - t0 < 9000; i++) {
+        if (send(fd, req + i, 1, MSG_NOSIGNAL) != 1 || read_until_closed(fd, 200, out, sizeof(out)))
+            cut_at = ctu_now_ms();
+    }
+    close(fd);
+    fprintf(stderr, "# dribbling client cut after %lld ms\n", (long long)(cut_at - t0));
+    assert_true(cut_at > 0);
+    assert_true(cut_at - t0 >= 1400 && cut_at - t0 < 1500 + 3000);
+
+    /* Four connections held (each answered once, kept alive): a fifth is closed at once
+     * with nothing written, and one given back makes room again. */
+    int held[4];
+    for (int i = 0; i < 4; i++) {
+        held[i] = connect_to(port);
+        const char *get = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+        assert_int_equal(send(held[i], get, strlen(get), MSG_NOSIGNAL), (ssize_t)strlen(get));
+        assert_int_equal(read_until_closed(held[i], 500, out, sizeof(out)), 0);
+        assert_true(strncmp(out, "HTTP/1.1 200 ", 13) == 0);
+    }
+    fd = connect_to(port);
+    assert_int_equal(read_until_closed(fd, 3000, out, sizeof(out)), 1);
+    assert_string_equal(out, "");
+    close(fd);
+    close(held[0]);
+    int st = -1;
+    for (int64_t t1 = ctu_now_ms(); st != 200 && ctu_now_ms() - t1 < 5000;) {
+        st = ctu_http_get(port, "/healthz", NULL);
+        if (st != 200)
+            ctu_poll_pause(50); /* the close reaches the server's loop */
+    }
+    assert_int_equal(st, 200);
+    for (int i = 1; i < 4; i++)
+        close(held[i]);
+
+    /* What evhttp would answer in HTML (or not at all): JSON, Connection: close, closed. */
+    static char big[2048];
+    int n = snprintf(big, sizeof(big), "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    memset(big + n, 'b', 1200);
+    memcpy(big + n + 1200, "\r\n\r\n", 5);
+    one_refusal(port, big, out, sizeof(out));
+    assert_json_refusal(out, "HTTP/1.1 413 ");
+    one_refusal(port, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", out,
+                sizeof(out));
+    assert_json_refusal(out, "HTTP/1.1 413 ");
+    one_refusal(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nExpect: nope\r\n\r\n", out, sizeof(out));
+    assert_json_refusal(out, "HTTP/1.1 400 ");
+    one_refusal(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                out, sizeof(out));
+    assert_json_refusal(out, "HTTP/1.1 400 ");
+    one_refusal(port, "QUERY /metrics HTTP/1.1\r\nHost: x\r\n\r\n", out, sizeof(out));
+    assert_json_refusal(out, "HTTP/1.1 405 ");
+    assert_non_null(strstr(out, "Allow: GET, HEAD\r\n"));
+    /* No body on any method (evhttp: HTML 413). */
+    one_refusal(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", out,
+                sizeof(out));
+    assert_json_refusal(out, "HTTP/1.1 413 ");
+    /* Framing evhttp would take (two Content-Length headers): the handler answers 400
+     * JSON and the guard closes. */
+    one_refusal(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
+                out, sizeof(out));
+    assert_json_refusal(out, "HTTP/1.1 400 ");
+
+    /* The same refusals as a connection's second request, kept alive (sent after the
+     * first answer) and pipelined (both at once): the first gets its 200, the second
+     * the JSON answer with Connection: close (never evhttp's HTML), then the close. */
+    const char *second[] = {big,
+                            "GET /metrics HTTP/1.1\r\nHost: x\r\nExpect: nope\r\n\r\n",
+                            "QUERY /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+                            "GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                            "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+                            "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"};
+    const char *status[] = {"HTTP/1.1 413 ", "HTTP/1.1 400 ", "HTTP/1.1 405 ", "HTTP/1.1 400 ",
+                            "HTTP/1.1 413 ", "HTTP/1.1 400 "};
+    for (int pipelined = 0; pipelined < 2; pipelined++)
+        for (size_t i = 0; i < sizeof(second) / sizeof(second[0]); i++)
+            second_refused(port, second[i], status[i], pipelined);
+
+    assert_int_equal(ctu_http_get(port, "/healthz", NULL), 200);
+    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 15000), 0);
+    free(conninfo);
+    ctu_db_drop(DB_NAME);
+    ctu_kafka_stop(&k);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_http_limits)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_http_limits),
+                                       cmocka_unit_test(test_http_guard)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -177,6 +177,84 @@ static void test_size_limits(void **state)
     assert_true(healthz_fast());
 }
 
+/* One refusal as a connection's second request, kept alive (sent after the first
+ * answer) or pipelined (both at once): the first gets its 200, the second our JSON
+ * answer with Connection: close (not evhttp's HTML), then the connection closes. */
+static void second_refused(const char *req, const char *status, const char *code, int pipelined)
+{
+    static char both[16384], out[16384];
+    const char *first = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    int fd = to_http_connect(srv.port);
+    assert_true(fd >= 0);
+    if (pipelined) {
+        snprintf(both, sizeof(both), "%s%s", first, req);
+        assert_int_equal(send(fd, both, strlen(both), MSG_NOSIGNAL), (ssize_t)strlen(both));
+    } else {
+        assert_int_equal(to_http(fd, "GET", "/healthz", NULL, NULL, NULL, 0, out, sizeof(out)), 200);
+        assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    }
+    size_t got = 0;
+    int closed = 0;
+    int64_t deadline = to_now_ms() + 5000;
+    out[0] = 0;
+    while (!closed && to_now_ms() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, (int)(deadline - to_now_ms())) <= 0)
+            break;
+        ssize_t r = recv(fd, out + got, sizeof(out) - 1 - got, 0);
+        if (r <= 0)
+            closed = 1;
+        else
+            got += (size_t)r;
+        out[got] = 0;
+    }
+    close(fd);
+    const char *answer = out;
+    if (pipelined) {
+        if (strncmp(out, "HTTP/1.1 200 ", 13) != 0)
+            fail_msg("pipelined, first answer: %s", out);
+        answer = strstr(out + 13, "HTTP/1.1 ");
+    }
+    fprintf(stderr, "# %s second request: %.*s\n", pipelined ? "pipelined" : "kept-alive",
+            answer ? (int)strcspn(answer, "\r") : 0, answer ? answer : "");
+    if (!closed || !answer || strncmp(answer, status, strlen(status)) != 0 ||
+        !strstr(answer, "Content-Type: application/json") || !strstr(answer, "Connection: close") ||
+        !strstr(answer, code) || strstr(answer, "<html") || strstr(answer, "<HTML"))
+        fail_msg("%s second request refused: closed=%d %s", pipelined ? "pipelined" : "kept-alive",
+                 closed, out);
+}
+
+/* Item 8 on kept-alive and pipelined connections: every refusal evhttp would answer in
+ * HTML (headers over the bound, a bad Expect, an unknown method, Transfer-Encoding, a
+ * body over the bound) is our JSON with a real close, whichever request it is. */
+static void test_second_request_refused(void **state)
+{
+    (void)state;
+    size_t n = 6000;
+    static char big[8192];
+    int off = snprintf(big, 128, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    memset(big + off, 'a', n);
+    memcpy(big + off + n, "\r\n\r\n", 5);
+    const char *req[] = {
+        big,
+        "POST /api/v1/events HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}",
+        "QUERY /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+        "POST /api/v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        "POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n",
+        /* framing the handler refuses: it answers, then the guard closes */
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
+    };
+    const char *status[] = {"HTTP/1.1 413 ", "HTTP/1.1 400 ", "HTTP/1.1 405 ", "HTTP/1.1 400 ",
+                            "HTTP/1.1 413 ", "HTTP/1.1 400 "};
+    const char *code[] = {"\"error\":\"payload_too_large\"", "\"error\":\"bad_request\"",
+                          "\"error\":\"method_not_allowed\"", "\"error\":\"bad_request\"",
+                          "\"error\":\"payload_too_large\"", "\"error\":\"bad_request\""};
+    for (int pipelined = 0; pipelined < 2; pipelined++)
+        for (size_t i = 0; i < sizeof(req) / sizeof(req[0]); i++)
+            second_refused(req[i], status[i], code[i], pipelined);
+    assert_true(healthz_fast());
+}
+
 static int fresh_connection_served(void *arg)
 {
     (void)arg;
@@ -318,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_slow_headers_cut),
         cmocka_unit_test(test_idle_keepalive_not_cut),
         cmocka_unit_test(test_size_limits),
+        cmocka_unit_test(test_second_request_refused),
         cmocka_unit_test(test_connection_cap),
         cmocka_unit_test(test_framing_refused),
         cmocka_unit_test(test_head),

@@ -1,4 +1,4 @@
-/* Unit tests of order_reqscan: request boundaries as the slow-client guard sees them. */
+/* Unit tests of sk_reqscan: request boundaries as the slow-client guard sees them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,18 +7,18 @@
 
 #include <cmocka.h>
 
-#include "order_reqscan.h"
+#include "sk_reqscan.h"
 
-static int feed(order_reqscan *s, const char *text)
+static int feed(sk_reqscan *s, const char *text)
 {
-    return order_reqscan_feed(s, (const unsigned char *)text, strlen(text));
+    return sk_reqscan_feed(s, (const unsigned char *)text, strlen(text));
 }
 
 static void test_get_without_body(void **state)
 {
     (void)state;
-    order_reqscan s;
-    order_reqscan_init(&s);
+    sk_reqscan s;
+    sk_reqscan_init(&s);
     assert_int_equal(feed(&s, "G"), 1); /* one byte: a request has started */
     assert_int_equal(feed(&s, "ET /healthz HTTP/1.1\r\nHost: x\r\n"), 1);
     assert_int_equal(feed(&s, "\r"), 1);
@@ -29,8 +29,8 @@ static void test_get_without_body(void **state)
 static void test_body_by_content_length(void **state)
 {
     (void)state;
-    order_reqscan s;
-    order_reqscan_init(&s);
+    sk_reqscan s;
+    sk_reqscan_init(&s);
     assert_int_equal(feed(&s, "POST /x HTTP/1.1\r\ncOnTeNt-LeNgTh:  5\r\n\r\nab"), 1);
     assert_int_equal(feed(&s, "cd"), 1);
     assert_int_equal(feed(&s, "e"), 0);
@@ -44,8 +44,8 @@ static void test_body_by_content_length(void **state)
 static void test_bare_lf_and_long_lines(void **state)
 {
     (void)state;
-    order_reqscan s;
-    order_reqscan_init(&s);
+    sk_reqscan s;
+    sk_reqscan_init(&s);
     char big[300];
     memset(big, 'a', sizeof(big) - 1);
     big[sizeof(big) - 1] = 0;
@@ -75,9 +75,9 @@ static void test_refused_framing(void **state)
         "GET / HTTP/1.1\r\nContent-Length: 5\r\n\r\nGET /",
     };
     for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
-        order_reqscan s;
-        order_reqscan_init(&s);
-        if (feed(&s, reqs[i]) != 1 || !order_reqscan_refused(&s))
+        sk_reqscan s;
+        sk_reqscan_init(&s);
+        if (feed(&s, reqs[i]) != 1 || !sk_reqscan_refused(&s))
             fail_msg("case %zu not refused", i);
         assert_int_equal(feed(&s, "\r\n\r\nGET / HTTP/1.1\r\n\r\n"), 1); /* sticky */
     }
@@ -85,43 +85,75 @@ static void test_refused_framing(void **state)
     static const char *methods[] = {"QUERY / HTTP/1.1\r\n\r\n", "get / HTTP/1.1\r\n\r\n",
                                     "BREW /pot HTTP/1.1\r\n\r\n"};
     for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-        order_reqscan m;
-        order_reqscan_init(&m);
+        sk_reqscan m;
+        sk_reqscan_init(&m);
         feed(&m, methods[i]);
-        assert_true(order_reqscan_refused(&m));
-        assert_int_equal(m.refusal, ORDER_REQSCAN_METHOD);
+        assert_true(sk_reqscan_refused(&m));
+        assert_int_equal(m.refusal, SK_REQSCAN_METHOD);
     }
     /* What evhttp reads the same way passes: spaces around the value, one header. */
-    order_reqscan s;
-    order_reqscan_init(&s);
+    sk_reqscan s;
+    sk_reqscan_init(&s);
     assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: \t2 \r\n\r\nab"), 0);
-    assert_int_equal(order_reqscan_refused(&s), 0);
+    assert_int_equal(sk_reqscan_refused(&s), 0);
 }
 
 /* The bounds and Expect: refused with their own code, so the guard can answer them. */
 static void test_limits(void **state)
 {
     (void)state;
-    order_reqscan s;
-    order_reqscan_init(&s);
+    sk_reqscan s;
+    sk_reqscan_init(&s);
     s.max_header_bytes = 64;
     s.max_body_bytes = 100;
     assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n"), 1);
-    assert_int_equal(order_reqscan_refused(&s), 0);
-    order_reqscan_init(&s);
+    assert_int_equal(sk_reqscan_refused(&s), 0);
+    sk_reqscan_init(&s);
     s.max_body_bytes = 100;
     assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n"), 1);
-    assert_int_equal(s.refusal, ORDER_REQSCAN_BODY_LARGE);
-    order_reqscan_init(&s);
+    assert_int_equal(s.refusal, SK_REQSCAN_BODY_LARGE);
+    sk_reqscan_init(&s);
     s.max_header_bytes = 64;
     assert_int_equal(feed(&s, "GET / HTTP/1.1\r\nX-A: 01234567890123456789012345678901234567890123456789\r\n"), 1);
-    assert_int_equal(s.refusal, ORDER_REQSCAN_HEADERS_LARGE);
+    assert_int_equal(s.refusal, SK_REQSCAN_HEADERS_LARGE);
     assert_int_equal(s.requests, 1);
-    order_reqscan_init(&s);
+    sk_reqscan_init(&s);
     assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\nx"), 0);
     assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nExpect: nope\r\n"), 1);
-    assert_int_equal(s.refusal, ORDER_REQSCAN_EXPECT);
+    assert_int_equal(s.refusal, SK_REQSCAN_EXPECT);
     assert_int_equal(s.requests, 2);
+    /* -1: no body at all (seckill-consumer's port); Content-Length 0 still passes. */
+    sk_reqscan_init(&s);
+    s.max_body_bytes = -1;
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n"), 0);
+    assert_int_equal(feed(&s, "POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\n"), 1);
+    assert_int_equal(s.refusal, SK_REQSCAN_BODY_LARGE);
+    sk_reqscan_init(&s);
+    s.max_body_bytes = -1; /* on GET too (evhttp would answer its own HTML 413) */
+    assert_int_equal(feed(&s, "GET / HTTP/1.1\r\nContent-Length: 1\r\n\r\n"), 1);
+    assert_int_equal(s.refusal, SK_REQSCAN_BODY_LARGE);
+}
+
+/* Where each request starts in the connection's bytes (the guard holds a refused later
+ * request back from evhttp from there), and nothing is scanned past a refusal. */
+static void test_request_start(void **state)
+{
+    (void)state;
+    sk_reqscan s;
+    sk_reqscan_init(&s);
+    s.max_header_bytes = 40;
+    assert_int_equal(feed(&s, "GET / HTTP/1.1\r\n\r\n"), 0); /* 18 bytes */
+    assert_int_equal(s.start, 0);
+    assert_int_equal(feed(&s, "\r\nGET /a HTTP/1.1\r\n"), 1);
+    assert_int_equal(s.requests, 2);
+    assert_int_equal(s.start, 20);
+    assert_int_equal(s.fed, 20 + 17);
+    assert_int_equal(feed(&s, "X-Long: 0123456789012345678901234567890123456789\r\n\r\n"), 1);
+    assert_int_equal(s.refusal, SK_REQSCAN_HEADERS_LARGE);
+    assert_int_equal(s.fed, 20 + 41); /* the 41st byte of the request refused it */
+    assert_int_equal(feed(&s, "GET / HTTP/1.1\r\n\r\n"), 1);
+    assert_int_equal(s.fed, 20 + 41);
+    assert_int_equal(s.start, 20);
 }
 
 static void test_hdrcheck(void **state)
@@ -137,21 +169,21 @@ static void test_hdrcheck(void **state)
         {"transfer-encoding", "identity", NULL, NULL},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        order_hdrcheck h;
-        order_hdrcheck_init(&h);
-        int rc = order_hdrcheck_add(&h, bad[i][0], bad[i][1]);
+        sk_hdrcheck h;
+        sk_hdrcheck_init(&h);
+        int rc = sk_hdrcheck_add(&h, bad[i][0], bad[i][1]);
         if (bad[i][2])
-            rc = order_hdrcheck_add(&h, bad[i][2], bad[i][3]);
+            rc = sk_hdrcheck_add(&h, bad[i][2], bad[i][3]);
         if (rc != -1 || !h.why)
             fail_msg("case %zu passed", i);
     }
-    order_hdrcheck h;
-    order_hdrcheck_init(&h);
-    assert_int_equal(order_hdrcheck_add(&h, "Host", "x"), 0);
-    assert_int_equal(order_hdrcheck_add(&h, "Content-Length", "12"), 0);
-    assert_int_equal(order_hdrcheck_add(&h, "X-Other", "a b"), 0);
-    assert_int_equal(order_hdrcheck_done(&h, 1), 0);         /* POST with a body */
-    assert_int_equal(order_hdrcheck_done(&h, 0), -1);        /* GET with a body */
+    sk_hdrcheck h;
+    sk_hdrcheck_init(&h);
+    assert_int_equal(sk_hdrcheck_add(&h, "Host", "x"), 0);
+    assert_int_equal(sk_hdrcheck_add(&h, "Content-Length", "12"), 0);
+    assert_int_equal(sk_hdrcheck_add(&h, "X-Other", "a b"), 0);
+    assert_int_equal(sk_hdrcheck_done(&h, 1), 0);         /* POST with a body */
+    assert_int_equal(sk_hdrcheck_done(&h, 0), -1);        /* GET with a body */
 }
 
 int main(void)
@@ -163,6 +195,7 @@ int main(void)
         cmocka_unit_test(test_refused_framing),
         cmocka_unit_test(test_hdrcheck),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_request_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,16 +1,16 @@
-/* order_reqscan: request boundaries on a connection. See order_reqscan.h. */
-#include "order_reqscan.h"
+/* sk_reqscan: request boundaries on a connection. See sk_reqscan.h. */
+#include "sk_reqscan.h"
 
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
 
-void order_reqscan_init(order_reqscan *s)
+void sk_reqscan_init(sk_reqscan *s)
 {
     memset(s, 0, sizeof(*s));
 }
 
-int order_reqscan_refused(const order_reqscan *s)
+int sk_reqscan_refused(const sk_reqscan *s)
 {
     return s->state == 3;
 }
@@ -22,7 +22,7 @@ static int name_is(const char *p, size_t n, const char *name)
 }
 
 /* A Content-Length value: optional spaces/tabs, 1 to 15 digits, optional spaces/tabs
- * (evhttp would read "+6" or " -0" too; we refuse them, and so does order_hdrcheck).
+ * (evhttp would read "+6" or " -0" too; we refuse them, and so does sk_hdrcheck).
  * @returns the value or -1. */
 static int64_t parse_length(const char *p, size_t n)
 {
@@ -54,11 +54,11 @@ static int method_known(const char *line, size_t kept)
 /* The request line ended: CONNECT and TRACE are refused (the handler answers them), and
  * so is a method evhttp does not know, which it would answer with an HTML 501 without
  * ever calling the handler. @returns 0 or -1. */
-static int request_line_done(order_reqscan *s)
+static int request_line_done(sk_reqscan *s)
 {
-    size_t kept = s->linelen < ORDER_REQSCAN_LINE ? s->linelen : ORDER_REQSCAN_LINE;
+    size_t kept = s->linelen < SK_REQSCAN_LINE ? s->linelen : SK_REQSCAN_LINE;
     if (!method_known(s->line, kept)) {
-        s->refusal = ORDER_REQSCAN_METHOD;
+        s->refusal = SK_REQSCAN_METHOD;
         return -1;
     }
     if ((kept >= 8 && strncmp(s->line, "CONNECT ", 8) == 0) ||
@@ -72,9 +72,9 @@ static int request_line_done(order_reqscan *s)
 
 /* A header line ended: keeps the first (and only) Content-Length, as evhttp does.
  * @returns 0, or -1 when the framing is refused. */
-static int header_line_done(order_reqscan *s)
+static int header_line_done(sk_reqscan *s)
 {
-    size_t kept = s->linelen < ORDER_REQSCAN_LINE ? s->linelen : ORDER_REQSCAN_LINE;
+    size_t kept = s->linelen < SK_REQSCAN_LINE ? s->linelen : SK_REQSCAN_LINE;
     const char *colon = memchr(s->line, ':', kept);
     if (!colon)
         return 0; /* a long line, or no header at all: evhttp judges it */
@@ -83,7 +83,7 @@ static int header_line_done(order_reqscan *s)
         if (s->line[i] == ' ' || s->line[i] == '\t')
             return s->line[0] == ' ' || s->line[0] == '\t' ? 0 : -1; /* "Host : x" */
     if (name_is(s->line, nlen, "transfer-encoding")) {
-        s->refusal = ORDER_REQSCAN_CHUNKED;
+        s->refusal = SK_REQSCAN_CHUNKED;
         return -1;
     }
     if (name_is(s->line, nlen, "expect")) {
@@ -92,30 +92,35 @@ static int header_line_done(order_reqscan *s)
             v++;
         while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
             end--;
-        if (s->linelen > ORDER_REQSCAN_LINE || end - v != 12 || strncasecmp(v, "100-continue", 12) != 0) {
-            s->refusal = ORDER_REQSCAN_EXPECT;
+        if (s->linelen > SK_REQSCAN_LINE || end - v != 12 || strncasecmp(v, "100-continue", 12) != 0) {
+            s->refusal = SK_REQSCAN_EXPECT;
             return -1;
         }
         return 0;
     }
     if (!name_is(s->line, nlen, "content-length"))
         return 0;
-    if (s->linelen > ORDER_REQSCAN_LINE || s->cl_seen++ > 0)
+    if (s->linelen > SK_REQSCAN_LINE || s->cl_seen++ > 0)
         return -1;
     int64_t v = parse_length(colon + 1, kept - nlen - 1);
+    if (v > 0 && s->max_body_bytes < 0) { /* no body at all, whatever the method */
+        s->refusal = SK_REQSCAN_BODY_LARGE;
+        return -1;
+    }
     if (v < 0 || (v > 0 && !s->body_allowed))
         return -1;
-    if (s->max_body_bytes > 0 && v > s->max_body_bytes) {
-        s->refusal = ORDER_REQSCAN_BODY_LARGE;
+    if (s->max_body_bytes != 0 && v > (s->max_body_bytes < 0 ? 0 : s->max_body_bytes)) {
+        s->refusal = SK_REQSCAN_BODY_LARGE;
         return -1;
     }
     s->content_length = v;
     return 0;
 }
 
-int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n)
+int sk_reqscan_feed(sk_reqscan *s, const unsigned char *p, size_t n)
 {
     size_t i = 0;
+    uint64_t base = s->fed;
     while (i < n && s->state != 3) {
         if (s->state == 2) { /* body: skip it whole */
             size_t take = (size_t)s->body_left < n - i ? (size_t)s->body_left : n - i;
@@ -131,6 +136,7 @@ int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n)
                 continue; /* blank lines before a request are allowed */
             s->state = 1;
             s->requests++;
+            s->start = base + i - 1;
             s->header_bytes = 0;
             s->linelen = 0;
             s->first_line = 1;
@@ -139,7 +145,7 @@ int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n)
             s->content_length = 0;
         }
         if (s->max_header_bytes && ++s->header_bytes > s->max_header_bytes) {
-            s->refusal = ORDER_REQSCAN_HEADERS_LARGE;
+            s->refusal = SK_REQSCAN_HEADERS_LARGE;
             s->state = 3;
             break;
         }
@@ -159,24 +165,25 @@ int order_reqscan_feed(order_reqscan *s, const unsigned char *p, size_t n)
             s->linelen = 0;
             if (rc != 0) {
                 s->state = 3; /* sticky until the connection closes */
-                if (s->refusal == ORDER_REQSCAN_OK)
-                    s->refusal = ORDER_REQSCAN_FRAMING;
+                if (s->refusal == SK_REQSCAN_OK)
+                    s->refusal = SK_REQSCAN_FRAMING;
             }
             continue;
         }
-        if (s->linelen < ORDER_REQSCAN_LINE)
+        if (s->linelen < SK_REQSCAN_LINE)
             s->line[s->linelen] = (char)c;
         s->linelen++;
     }
+    s->fed = base + i;
     return s->state != 0;
 }
 
-void order_hdrcheck_init(order_hdrcheck *h)
+void sk_hdrcheck_init(sk_hdrcheck *h)
 {
     memset(h, 0, sizeof(*h));
 }
 
-int order_hdrcheck_add(order_hdrcheck *h, const char *name, const char *value)
+int sk_hdrcheck_add(sk_hdrcheck *h, const char *name, const char *value)
 {
     if (h->why)
         return -1;
@@ -193,7 +200,7 @@ int order_hdrcheck_add(order_hdrcheck *h, const char *name, const char *value)
     return h->why ? -1 : 0;
 }
 
-int order_hdrcheck_done(order_hdrcheck *h, int body_allowed)
+int sk_hdrcheck_done(sk_hdrcheck *h, int body_allowed)
 {
     if (!h->why && h->length > 0 && !body_allowed)
         h->why = "a body on a method without one";
