@@ -1,5 +1,6 @@
 /* order_msg: message encoding and key names. See order_msg.h. */
 #include "order_msg.h"
+#include "sk_id.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -75,30 +76,12 @@ size_t order_msg_encode(const order_msg *m, char *out, size_t outsz)
     return sb_done(&b);
 }
 
-/* A decimal uint64: 1 to 20 digits, no sign; -1 if not decimal or over 64 bits. */
-static int dec_u64(const char *s, size_t len, uint64_t *out)
-{
-    if (len == 0 || len > 20)
-        return -1;
-    uint64_t x = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        uint64_t d = (uint64_t)(s[i] - '0');
-        if (x > (UINT64_MAX - d) / 10)
-            return -1;
-        x = x * 10 + d;
-    }
-    *out = x;
-    return 0;
-}
-
 static int get_id(json_t *root, const char *key, uint64_t *out)
 {
     json_t *v = json_object_get(root, key);
     if (!json_is_string(v))
         return -1;
-    return dec_u64(json_string_value(v), json_string_length(v), out);
+    return sk_id_parse(json_string_value(v), json_string_length(v), out);
 }
 
 int order_msg_decode(const char *buf, size_t len, order_msg *out)
@@ -161,8 +144,8 @@ int order_index_decode(const char *s, size_t len, order_index_entry *e)
     const char *c1 = memchr(s, ':', len);
     const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - s)) : NULL;
     if (!c2 || s + len - c2 != 2 || !strchr("apcrd", c2[1]) || c2[1] == '\0' ||
-        dec_u64(s, (size_t)(c1 - s), &e->event_id) != 0 ||
-        dec_u64(c1 + 1, (size_t)(c2 - c1 - 1), &e->user_id) != 0)
+        sk_id_parse(s, (size_t)(c1 - s), &e->event_id) != 0 ||
+        sk_id_parse(c1 + 1, (size_t)(c2 - c1 - 1), &e->user_id) != 0)
         return -1;
     e->acked = c2[1] == 'a';
     e->outcome = c2[1] == 'c' || c2[1] == 'r' || c2[1] == 'd' ? c2[1] : 0;

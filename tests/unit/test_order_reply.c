@@ -86,12 +86,12 @@ static void test_success_bodies(void **state)
 
 static void test_message(void **state)
 {
-    order_msg m = {9223372036854775807ULL, 42, 18446744073709551615ULL, 1795341600123LL}, d;
+    order_msg m = {9223372036854775807ULL, 42, 9223372036854775807ULL, 1795341600123LL}, d;
     char buf[ORDER_MSG_MAX];
     size_t n = order_msg_encode(&m, buf, sizeof(buf));
     assert_true(n > 0);
     assert_string_equal(buf, "{\"v\":1,\"order_id\":\"9223372036854775807\",\"event_id\":\"42\","
-                             "\"user_id\":\"18446744073709551615\",\"ts_ms\":1795341600123}");
+                             "\"user_id\":\"9223372036854775807\",\"ts_ms\":1795341600123}");
     assert_int_equal(order_msg_decode(buf, n, &d), 0);
     assert_memory_equal(&m, &d, sizeof(m));
     assert_int_equal(order_msg_encode(&m, buf, 20), 0); /* too small: nothing half-written */
@@ -109,6 +109,11 @@ static void test_message(void **state)
                          "{\"v\":1,\"order_id\":1,\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
                          "{\"v\":1,\"order_id\":\"1x\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
                          "{\"v\":1,\"order_id\":\"18446744073709551616\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
+                         /* the one id rule (sk_id.h), the consumer's: past INT64_MAX, a
+                          * leading zero, zero */
+                         "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"9223372036854775808\",\"ts_ms\":1}",
+                         "{\"v\":1,\"order_id\":\"01\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
+                         "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"0\",\"user_id\":\"1\",\"ts_ms\":1}",
                          "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\"}", "nope"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(order_msg_decode(bad[i], strlen(bad[i]), &d), -1);
@@ -142,12 +147,12 @@ static void test_index_entry(void **state)
 {
     (void)state;
     char v[ORDER_INDEX_VALUE_MAX];
-    order_index_entry e = {UINT64_MAX, 42, 1, 0}, d;
+    order_index_entry e = {(uint64_t)INT64_MAX, 42, 1, 0}, d;
     size_t n = order_index_encode(&e, v, sizeof(v));
-    assert_string_equal(v, "18446744073709551615:42:a");
+    assert_string_equal(v, "9223372036854775807:42:a");
     assert_int_equal(n, strlen(v));
     assert_int_equal(order_index_decode(v, n, &d), 0);
-    assert_true(d.event_id == UINT64_MAX && d.user_id == 42 && d.acked == 1);
+    assert_true(d.event_id == (uint64_t)INT64_MAX && d.user_id == 42 && d.acked == 1);
     e = (order_index_entry){7, 9, 0, 0};
     n = order_index_encode(&e, v, sizeof(v));
     assert_string_equal(v, "7:9:p");
@@ -164,7 +169,8 @@ static void test_index_entry(void **state)
     }
     assert_int_equal(order_index_encode(&e, v, 5), 0); /* no room for the NUL */
     const char *bad[] = {"", "7", "7:9", "7:9:", "7:9:x", "7:9:aa", "7:9:o", ":9:a", "7::a", "7:9a",
-                         "18446744073709551616:9:a", "7:-9:a", "7 :9:a"};
+                         "18446744073709551616:9:a", "7:-9:a", "7 :9:a",
+                         "9223372036854775808:9:a", "07:9:a", "7:0:a"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(order_index_decode(bad[i], strlen(bad[i]), &d), -1);
 }
