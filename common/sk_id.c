@@ -29,3 +29,17 @@ int sk_id_parse_str(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
     return s ? sk_id_parse_range(s, strlen(s), lo, hi, out) : -1;
 }
+
+size_t sk_id_format(char out[SK_ID_DEC_MAX], uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = 0;
+    return n;
+}

@@ -24,4 +24,10 @@ int sk_id_parse_range(const char *s, size_t len, uint64_t lo, uint64_t hi, uint6
 /** @brief sk_id_parse_range on a NUL-terminated string (command-line arguments). */
 int sk_id_parse_str(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 
+#define SK_ID_DEC_MAX 21 /* a uint64 in decimal and its NUL */
+
+/** @brief Writes v in decimal (NUL-terminated) into out: the rule's writer (never a
+ *  leading zero). @returns its length (1..20). snprintf costs several times more. */
+size_t sk_id_format(char out[SK_ID_DEC_MAX], uint64_t v);
+
 #endif

@@ -304,10 +304,10 @@ void order_http_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg_
 static void produce_now(order_req *r)
 {
     order_app *app = r->w->app;
-    order_msg m = {r->order_id, r->event_id, r->user, r->now_ms};
-    char value[ORDER_MSG_MAX], key[24];
-    size_t vlen = order_msg_encode(&m, value, sizeof(value));
-    size_t klen = order_dec_u64(key, r->event_id);
+    sk_order_msg m = {r->order_id, r->event_id, r->user, r->now_ms};
+    char value[SK_ORDER_MSG_MAX], key[24];
+    size_t vlen = sk_order_msg_encode(&m, value, sizeof(value));
+    size_t klen = sk_id_format(key, r->event_id);
     atomic_fetch_add_explicit(&app->metrics.kafka_inflight, 1, memory_order_relaxed);
     r->stage_us = order_time_mono_us();
     /* No producer: the loop outlived it at shutdown (the queue is flushed once more

@@ -1,26 +1,11 @@
-/* order_msg: message encoding and key names. See order_msg.h. */
+/* order_msg: key names and index entries. See order_msg.h. */
 #include "order_msg.h"
 #include "sk_id.h"
 
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-size_t order_dec_u64(char out[ORDER_DEC_MAX], uint64_t v)
-{
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
-    out[n] = 0;
-    return n;
-}
 
 /* A text built piece by piece into out[0..outsz-1]; len becomes outsz (never a valid
  * length) once something did not fit, and stays so. Every piece is short, so this
@@ -46,61 +31,14 @@ static void sb_put(strbuf *b, const char *s, size_t n)
 
 static void sb_u64(strbuf *b, uint64_t v)
 {
-    char d[ORDER_DEC_MAX];
-    sb_put(b, d, order_dec_u64(d, v));
+    char d[SK_ID_DEC_MAX];
+    sb_put(b, d, sk_id_format(d, v));
 }
 
 /* The length written, or 0 if it did not fit. */
 static size_t sb_done(const strbuf *b)
 {
     return b->len < b->outsz ? b->len : 0;
-}
-
-size_t order_msg_encode(const order_msg *m, char *out, size_t outsz)
-{
-    strbuf b = {out, outsz, 0};
-    SB_LIT(&b, "{\"v\":1,\"order_id\":\"");
-    sb_u64(&b, m->order_id);
-    SB_LIT(&b, "\",\"event_id\":\"");
-    sb_u64(&b, m->event_id);
-    SB_LIT(&b, "\",\"user_id\":\"");
-    sb_u64(&b, m->user_id);
-    SB_LIT(&b, "\",\"ts_ms\":");
-    if (m->ts_ms < 0) {
-        SB_LIT(&b, "-");
-        sb_u64(&b, (uint64_t)0 - (uint64_t)m->ts_ms);
-    } else {
-        sb_u64(&b, (uint64_t)m->ts_ms);
-    }
-    SB_LIT(&b, "}");
-    return sb_done(&b);
-}
-
-static int get_id(json_t *root, const char *key, uint64_t *out)
-{
-    json_t *v = json_object_get(root, key);
-    if (!json_is_string(v))
-        return -1;
-    return sk_id_parse(json_string_value(v), json_string_length(v), out);
-}
-
-int order_msg_decode(const char *buf, size_t len, order_msg *out)
-{
-    json_error_t jerr;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return -1;
-    int rc = -1;
-    json_t *v = json_object_get(root, "v"), *ts = json_object_get(root, "ts_ms");
-    if (json_is_object(root) && json_is_integer(v) && json_integer_value(v) == 1 &&
-        json_is_integer(ts) && get_id(root, "order_id", &out->order_id) == 0 &&
-        get_id(root, "event_id", &out->event_id) == 0 &&
-        get_id(root, "user_id", &out->user_id) == 0) {
-        out->ts_ms = json_integer_value(ts);
-        rc = 0;
-    }
-    json_decref(root);
-    return rc;
 }
 
 size_t order_key(uint64_t event_id, order_key_kind kind, char *out, size_t outsz)

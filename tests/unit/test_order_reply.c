@@ -84,41 +84,6 @@ static void test_success_bodies(void **state)
     free(e);
 }
 
-static void test_message(void **state)
-{
-    order_msg m = {9223372036854775807ULL, 42, 9223372036854775807ULL, 1795341600123LL}, d;
-    char buf[ORDER_MSG_MAX];
-    size_t n = order_msg_encode(&m, buf, sizeof(buf));
-    assert_true(n > 0);
-    assert_string_equal(buf, "{\"v\":1,\"order_id\":\"9223372036854775807\",\"event_id\":\"42\","
-                             "\"user_id\":\"9223372036854775807\",\"ts_ms\":1795341600123}");
-    assert_int_equal(order_msg_decode(buf, n, &d), 0);
-    assert_memory_equal(&m, &d, sizeof(m));
-    assert_int_equal(order_msg_encode(&m, buf, 20), 0); /* too small: nothing half-written */
-    assert_int_equal(order_msg_encode(&m, buf, n), 0);  /* one short (the NUL) */
-    assert_int_equal(order_msg_encode(&m, buf, n + 1), n);
-    order_msg neg = {1, 2, 3, -5};
-    order_msg_encode(&neg, buf, sizeof(buf));
-    assert_string_equal(buf, "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"ts_ms\":-5}");
-    char d0[ORDER_DEC_MAX];
-    assert_int_equal(order_dec_u64(d0, 0), 1);
-    assert_string_equal(d0, "0");
-    assert_int_equal(order_dec_u64(d0, UINT64_MAX), 20);
-    assert_string_equal(d0, "18446744073709551615");
-    const char *bad[] = {"{\"v\":2,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
-                         "{\"v\":1,\"order_id\":1,\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
-                         "{\"v\":1,\"order_id\":\"1x\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
-                         "{\"v\":1,\"order_id\":\"18446744073709551616\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
-                         /* the one id rule (sk_id.h), the consumer's: past INT64_MAX, a
-                          * leading zero, zero */
-                         "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"9223372036854775808\",\"ts_ms\":1}",
-                         "{\"v\":1,\"order_id\":\"01\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
-                         "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"0\",\"user_id\":\"1\",\"ts_ms\":1}",
-                         "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\"}", "nope"};
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        assert_int_equal(order_msg_decode(bad[i], strlen(bad[i]), &d), -1);
-}
-
 static void test_keys(void **state)
 {
     char k[ORDER_KEY_MAX];
@@ -202,7 +167,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_bodies), cmocka_unit_test(test_reserve_codes),
-        cmocka_unit_test(test_success_bodies), cmocka_unit_test(test_message),
+        cmocka_unit_test(test_success_bodies),
         cmocka_unit_test(test_keys), cmocka_unit_test(test_index_entry),
         cmocka_unit_test(test_metrics_text),
     };

@@ -63,12 +63,30 @@ static void test_ranges(void **state)
     assert_int_equal(sk_id_parse_str("5\n", 0, 10, &v), -1);
 }
 
+static void test_format(void **state)
+{
+    (void)state;
+    char d[SK_ID_DEC_MAX];
+    assert_int_equal(sk_id_format(d, 0), 1);
+    assert_string_equal(d, "0");
+    assert_int_equal(sk_id_format(d, 9223372036854775807ULL), 19);
+    assert_string_equal(d, "9223372036854775807");
+    assert_int_equal(sk_id_format(d, UINT64_MAX), 20);
+    assert_string_equal(d, "18446744073709551615");
+    uint64_t v = 0;
+    for (uint64_t x = 1; x < (uint64_t)INT64_MAX / 7; x = x * 7 + 3) { /* the writer's text reads back */
+        assert_int_equal(sk_id_parse(d, sk_id_format(d, x), &v), 0);
+        assert_true(v == x);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ids_taken),
         cmocka_unit_test(test_ids_refused),
         cmocka_unit_test(test_ranges),
+        cmocka_unit_test(test_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
