@@ -13,7 +13,7 @@ target_include_directories(seckill_check_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}
 target_link_libraries(seckill_check_core PUBLIC seckill_id)
 
 add_executable(seckill-check seckill_check.c sc_db.c sc_redis.c sc_dlq.c)
-target_link_libraries(seckill-check PRIVATE seckill_check_core seckill::common seckill::rcluster PkgConfig::HIREDIS
+target_link_libraries(seckill-check PRIVATE seckill_check_core seckill_kafka_conf seckill::common seckill::rcluster PkgConfig::HIREDIS
   PkgConfig::LIBPQ PkgConfig::RDKAFKA)
 
 install(TARGETS seckill-bench seckill-check RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
