@@ -43,7 +43,7 @@ static size_t sb_done(const strbuf *b)
 
 size_t order_key(uint64_t event_id, order_key_kind kind, char *out, size_t outsz)
 {
-    static const char *names[ORDER_KEY_COUNT] = {"stock", "buyers", "meta", "pending", "accepted"};
+    static const char *names[ORDER_KEY_COUNT] = {"stock", "buyers", "meta", "pending"};
     const char *name = (unsigned)kind < ORDER_KEY_COUNT ? names[kind] : "?";
     strbuf b = {out, outsz, 0};
     SB_LIT(&b, "seckill:{e");

@@ -16,7 +16,6 @@ typedef enum {
     ORDER_KEY_BUYERS,
     ORDER_KEY_META,
     ORDER_KEY_PENDING,
-    ORDER_KEY_ACCEPTED, /* order_id -> user_id:ts_ms once Kafka acknowledged (confirm.lua) */
     ORDER_KEY_COUNT
 } order_key_kind;
 
