@@ -185,7 +185,7 @@ fi
 accepted_in_redis=$(( 2000000000 - $(redis-cli -h "$RHOST" -p "$RPORT" GET "seckill:{e$EV_ACCEPT}:stock") ))
 for e in $EV_ACCEPT $EV_SOLD $(( base + 2 )); do
     redis-cli -h "$RHOST" -p "$RPORT" DEL "seckill:{e$e}:stock" "seckill:{e$e}:meta" "seckill:{e$e}:buyers" \
-        "seckill:{e$e}:pending" "seckill:{e$e}:accepted" >/dev/null
+        "seckill:{e$e}:pending" >/dev/null
 done
 # The accepted orders' index entries (seckill:oidx:<second>) expire on their own (order.index_ttl_s).
 

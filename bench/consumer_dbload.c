@@ -11,6 +11,7 @@
  * and JSON decoding included, Kafka not). */
 #include "consumer_batch.h"
 #include "consumer_db.h"
+#include "sk_order_msg.h"
 
 #include <getopt.h>
 #include <libpq-fe.h>
@@ -62,11 +63,11 @@ static void *writer_run(void *arg)
             int32_t part = (int32_t)(e % 64);
             if (part % w->writers != w->idx)
                 continue;
-            char key[24], val[256];
+            char key[24], val[SK_ORDER_MSG_MAX];
             int kn = snprintf(key, sizeof(key), "%lld", w->event_base + e);
-            int vn = snprintf(val, sizeof(val),
-                              "{\"v\":1,\"order_id\":\"%lld\",\"event_id\":\"%lld\",\"user_id\":\"%lld\",\"ts_ms\":%lld}",
-                              w->order_base + i, w->event_base + e, 1 + i, w->ts_ms);
+            sk_order_msg m = {(uint64_t)(w->order_base + i), (uint64_t)(w->event_base + e),
+                              (uint64_t)(1 + i), w->ts_ms};
+            size_t vn = sk_order_msg_encode(&m, val, sizeof(val)); /* the front's encoder */
             if (consumer_batch_add(b, part, i, key, (size_t)kn, val, (size_t)vn) != 0) {
                 w->failed = 1;
                 goto out;

@@ -4,6 +4,8 @@
  * key), user_id = 1 + i, ts_ms = now. With --copy-file it also writes the same rows
  * as PostgreSQL COPY text (order_id, event_id, user_id, status, created_at,
  * kafka_partition, kafka_offset), so a raw COPY of the very same rows can be timed. */
+#include "sk_order_msg.h"
+
 #include <getopt.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
@@ -94,12 +96,11 @@ int main(int argc, char **argv)
              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts_ms % 1000);
     double t0 = now_s();
     for (long long i = 0; i < count; i++) {
-        char val[256], key[24];
+        char val[SK_ORDER_MSG_MAX], key[24];
         long long ev = event_base + i % events;
         int kn = snprintf(key, sizeof(key), "%lld", ev);
-        int vn = snprintf(val, sizeof(val),
-                          "{\"v\":1,\"order_id\":\"%lld\",\"event_id\":\"%lld\",\"user_id\":\"%lld\",\"ts_ms\":%lld}",
-                          order_base + i, ev, 1 + i, ts_ms);
+        sk_order_msg m = {(uint64_t)(order_base + i), (uint64_t)ev, (uint64_t)(1 + i), ts_ms};
+        size_t vn = sk_order_msg_encode(&m, val, sizeof(val)); /* the front's encoder */
         for (;;) {
             rd_kafka_resp_err_t e = rd_kafka_producev(
                 p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),

@@ -1,5 +1,6 @@
 /* sb_admin: create an event over the front's admin API. See sb_admin.h. */
 #include "sb_admin.h"
+#include "sk_id.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -119,7 +120,7 @@ int sb_admin_create_event(const sb_url *url, const char *token, const char *name
         goto out;
     }
     if (sb_json_field(r.body, r.body_len, "event_id", id, sizeof(id)) <= 0 ||
-        sb_parse_u64(id, strlen(id), event_id) != 0) {
+        sk_id_parse(id, strlen(id), event_id) != 0) {
         snprintf(err, errsz, "create event: 201 without a decimal event_id");
         goto out;
     }

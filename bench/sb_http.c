@@ -1,5 +1,6 @@
 /* sb_http: HTTP/1.1 response framing and JSON field lookup for seckill-bench. See sb_http.h. */
 #include "sb_http.h"
+#include "sk_id.h"
 
 #include <string.h>
 #include <strings.h>
@@ -63,7 +64,7 @@ long sb_http_parse(const char *buf, size_t len, sb_http_resp *out)
         const char *v;
         if (header_is(line, ll, "content-length", &v, &vlen)) {
             uint64_t n;
-            if (sb_parse_u64(v, vlen, &n) != 0 || n > (1u << 30))
+            if (sk_id_parse_range(v, vlen, 0, 1u << 30, &n) != 0) /* sk_id.h: one rule */
                 return -1;
             clen = (long)n;
         } else if (header_is(line, ll, "connection", &v, &vlen)) {
@@ -134,21 +135,4 @@ int sb_json_field(const char *json, size_t len, const char *name, char *out, siz
         return (int)vl;
     }
     return -1;
-}
-
-int sb_parse_u64(const char *s, size_t len, uint64_t *out)
-{
-    if (len == 0 || len > 20)
-        return -1;
-    uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        uint64_t d = (uint64_t)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
 }

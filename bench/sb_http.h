@@ -29,7 +29,4 @@ long sb_http_parse(const char *buf, size_t len, sb_http_resp *out);
  *  @returns the value's length, or -1 if absent or longer than outsz - 1. */
 int sb_json_field(const char *json, size_t len, const char *name, char *out, size_t outsz);
 
-/** @brief Parses a decimal uint64 from s[0..len). @returns 0, or -1 (empty, non-digit, overflow). */
-int sb_parse_u64(const char *s, size_t len, uint64_t *out);
-
 #endif

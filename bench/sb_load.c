@@ -1,5 +1,6 @@
 /* sb_load: keep-alive HTTP load over libevent. See sb_load.h for the design. */
 #include "sb_load.h"
+#include "sk_id.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -297,7 +298,7 @@ static void handle_response(conn *c, const sb_http_resp *r, uint64_t t)
         char id[32];
         uint64_t oid;
         if (sb_json_field(r->body, r->body_len, "order_id", id, sizeof(id)) > 0 &&
-            sb_parse_u64(id, strlen(id), &oid) == 0) {
+            sk_id_parse(id, strlen(id), &oid) == 0) {
             if (sb_stats_accept(&w->st, oid) != 0)
                 worker_oom(w);
             if (w->l->cfg.polls > 0) {

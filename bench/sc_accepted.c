@@ -1,5 +1,6 @@
 /* sc_accepted: accepted.txt reader. See sc_accepted.h. */
 #include "sc_accepted.h"
+#include "sk_id.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -19,19 +20,9 @@ static int parse_line(const char *s, uint64_t *out)
     const char *rest = s + n;
     while (*rest == ' ' || *rest == '\t' || *rest == '\r' || *rest == '\n')
         rest++;
-    if (n == 0 || n > 20 || *rest)
+    if (*rest)
         return -1;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        uint64_t d = (uint64_t)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
+    return sk_id_parse(s, n, out); /* sk_id.h: the one id rule */
 }
 
 int sc_ids_read(FILE *f, sc_ids *out)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sc_dlq_match.h"
+#include "sk_kafka_conf.h"
 
 static int64_t now_ms(void)
 {
@@ -24,24 +25,14 @@ int sc_dlq_count(const sk_cfg_kv *kafka, const char *topic, const char *event_id
     char kerr[512], group[64];
     int64_t deadline = now_ms() + timeout_ms;
     *count = 0;
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    for (const sk_cfg_kv *kv = kafka; kv; kv = kv->next) {
-        if (rd_kafka_conf_set(conf, kv->key, kv->value, kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK) {
-            snprintf(err, errsz, "kafka.%s: %s", kv->key, kerr);
-            rd_kafka_conf_destroy(conf);
-            return -1;
-        }
-    }
     /* A group id of its own only because the consumer API wants one: assign() never
      * joins the group and nothing is committed. */
     snprintf(group, sizeof(group), "seckill-check-%ld-%ld", (long)getpid(), (long)time(NULL));
-    if (rd_kafka_conf_set(conf, "group.id", group, kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(conf, "enable.auto.commit", "false", kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(conf, "enable.partition.eof", "true", kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK) {
-        snprintf(err, errsz, "kafka: %s", kerr);
-        rd_kafka_conf_destroy(conf);
+    const char *const forced[] = {"group.id", group, "enable.auto.commit", "false",
+                                  "enable.partition.eof", "true", NULL};
+    rd_kafka_conf_t *conf = sk_kafka_conf_new(SK_KAFKA_CONSUMER, NULL, kafka, forced, err, errsz);
+    if (!conf)
         return -1;
-    }
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, kerr, sizeof(kerr));
     if (!rk) {
         snprintf(err, errsz, "kafka: %s", kerr);

@@ -11,6 +11,7 @@
  * touched by the main thread until the lane reports it done. */
 #include "consumer_loop.h"
 #include "consumer_oidx.h"
+#include "sk_kafka_conf.h"
 
 #include "consumer_batch.h"
 #include "consumer_db.h"
@@ -74,13 +75,6 @@ static int64_t now_ms(void)
 }
 
 /* ---- librdkafka callbacks (all served from our thread, inside poll/flush calls) ---- */
-
-static void on_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    sk_log_level l = level <= 3 ? SK_LOG_ERROR : level <= 5 ? SK_LOG_WARN : level == 6 ? SK_LOG_INFO
-                                                                                         : SK_LOG_DEBUG;
-    sk_log(l, "kafka_log", "client=%s facility=%s msg=\"%s\"", rd_kafka_name(rk), fac, buf);
-}
 
 static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
@@ -634,50 +628,19 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 /* ---- setup ---- */
 
-static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *errstr,
-                    size_t errstr_size)
-{
-    if (rd_kafka_conf_set(conf, k, v, errstr, errstr_size) != RD_KAFKA_CONF_OK)
-        return -1;
-    return 0;
-}
-
-/* Applies our defaults, then the operator's kafka.* settings. `forced` settings are
- * applied last: they carry the delivery guarantee and cannot be overridden. */
-static rd_kafka_conf_t *conf_build(consumer_loop *l, const sk_cfg_kv *kafka,
+/* Our defaults, then the operator's kafka.* settings, then `forced` (the delivery
+ * guarantee, which cannot be overridden): sk_kafka_conf.h, the rule every client shares
+ * (an unknown kafka.* key is refused, naming it). */
+static rd_kafka_conf_t *conf_build(consumer_loop *l, sk_kafka_role role, const sk_cfg_kv *kafka,
                                    const char *const *defaults, const char *const *forced,
                                    char *errstr, size_t errstr_size)
 {
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    for (const char *const *p = defaults; *p; p += 2)
-        if (conf_set(conf, p[0], p[1], errstr, errstr_size) != 0)
-            goto fail;
-    for (const sk_cfg_kv *kv = kafka; kv; kv = kv->next) {
-        rd_kafka_conf_res_t r = rd_kafka_conf_set(conf, kv->key, kv->value, errstr, errstr_size);
-        if (r == RD_KAFKA_CONF_UNKNOWN) {
-            /* Every SECKILL_KAFKA_* variable becomes a kafka.* setting, and the dev stack
-             * exports SECKILL_KAFKA_CONTROL (the dev Kafka's control port), which is no
-             * librdkafka property: warn and go on rather than refuse to start. */
-            sk_log(SK_LOG_WARN, "kafka_setting_ignored", "key=kafka.%s reason=unknown", kv->key);
-            continue;
-        }
-        if (r != RD_KAFKA_CONF_OK) {
-            char why[256];
-            snprintf(why, sizeof(why), "%s", errstr);
-            snprintf(errstr, errstr_size, "kafka.%s: %s", kv->key, why);
-            goto fail;
-        }
-    }
-    for (const char *const *p = forced; *p; p += 2)
-        if (conf_set(conf, p[0], p[1], errstr, errstr_size) != 0)
-            goto fail;
+    rd_kafka_conf_t *conf = sk_kafka_conf_new(role, defaults, kafka, forced, errstr, errstr_size);
+    if (!conf)
+        return NULL;
     rd_kafka_conf_set_opaque(conf, l);
-    rd_kafka_conf_set_log_cb(conf, on_kafka_log);
     rd_kafka_conf_set_error_cb(conf, on_kafka_error);
     return conf;
-fail:
-    rd_kafka_conf_destroy(conf);
-    return NULL;
 }
 
 consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka,
@@ -724,7 +687,8 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
                                  "enable.auto.offset.store", "false",
                                  "enable.partition.eof", "false",
                                  NULL};
-    rd_kafka_conf_t *conf = conf_build(l, kafka, cons_defaults, cons_forced, errstr, errstr_size);
+    rd_kafka_conf_t *conf = conf_build(l, SK_KAFKA_CONSUMER, kafka, cons_defaults, cons_forced,
+                                      errstr, errstr_size);
     if (!conf)
         goto fail;
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
@@ -740,8 +704,9 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
     const char *dlq_defaults[] = {"client.id", "seckill-consumer-dlq", "linger.ms", "5", NULL};
     const char *dlq_forced[] = {"enable.idempotence", "true", "acks", "all", NULL};
     /* The operator's kafka.* apply to both clients; consumer-only properties only earn
-     * a warning from the producer, so pass them on rather than guess which is which. */
-    conf = conf_build(l, kafka, dlq_defaults, dlq_forced, errstr, errstr_size);
+     * a warning from the producer, so they are passed on (sk_kafka_conf.h leaves out only
+     * producer-only ones, from the consumer). */
+    conf = conf_build(l, SK_KAFKA_PRODUCER, kafka, dlq_defaults, dlq_forced, errstr, errstr_size);
     if (!conf)
         goto fail;
     char maxb[32];

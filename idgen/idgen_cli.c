@@ -7,6 +7,7 @@
  * Exit status: 0 ok; 1 Redis (or the counter) failed; 2 a bad argument or a bad ID. */
 #include "idgen.h"
 #include "idgen_bench.h"
+#include "sk_id.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -49,27 +50,12 @@ static int die_usage(const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-/* Strict unsigned decimal: digits only, no sign, no overflow. */
-static int parse_u64(const char *s, unsigned long long *out)
-{
-    if (!s || !*s)
-        return -1;
-    for (const char *p = s; *p; p++)
-        if (*p < '0' || *p > '9')
-            return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
-
+/* Numbers on the command line follow the one decimal rule (sk_id.h): no sign, no
+ * leading zero, no spaces. */
 static int parse_int(const char *s, long long lo, long long hi, long long *out)
 {
-    unsigned long long v;
-    if (parse_u64(s, &v) || v < (unsigned long long)lo || v > (unsigned long long)hi)
+    uint64_t v;
+    if (sk_id_parse_str(s, (uint64_t)lo, (uint64_t)hi, &v) != 0)
         return -1;
     *out = (long long)v;
     return 0;
@@ -196,23 +182,24 @@ static int cmd_decode(int argc, char **argv)
     if (argc < 2)
         return die_usage("%s", "decode needs at least one ID");
     for (int i = 1; i < argc; i++) {
-        unsigned long long v;
+        uint64_t v;
         idgen_parts parts;
-        if (parse_u64(argv[i], &v) || idgen_decode(v, &parts) != IDGEN_OK)
+        if (sk_id_parse_str(argv[i], 0, (uint64_t)INT64_MAX, &v) != 0 ||
+            idgen_decode(v, &parts) != IDGEN_OK)
             return die_usage("bad ID '%s': a decimal in 0..9223372036854775807", argv[i]);
     }
     for (int i = 1; i < argc; i++) {
-        unsigned long long v;
+        uint64_t v = 0;
         idgen_parts p;
-        parse_u64(argv[i], &v);
+        sk_id_parse_str(argv[i], 0, (uint64_t)INT64_MAX, &v);
         idgen_decode(v, &p);
         time_t t = (time_t)p.unix_seconds;
         struct tm tm;
         char utc[32];
         gmtime_r(&t, &tm);
         strftime(utc, sizeof(utc), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        printf("{\"id\":\"%llu\",\"unix_seconds\":%lld,\"utc\":\"%s\",\"sequence\":%u}\n", v,
-               (long long)p.unix_seconds, utc, p.sequence);
+        printf("{\"id\":\"%llu\",\"unix_seconds\":%lld,\"utc\":\"%s\",\"sequence\":%u}\n",
+               (unsigned long long)v, (long long)p.unix_seconds, utc, p.sequence);
     }
     return 0;
 }

@@ -21,7 +21,7 @@ static void add_key(order_gate_args *a, uint64_t event_id, order_key_kind kind)
 static void add_u64(order_gate_args *a, uint64_t v)
 {
     char *w = a->words[a->n];
-    add(a, w, order_dec_u64(w, v));
+    add(a, w, sk_id_format(w, v));
 }
 
 int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,

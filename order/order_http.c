@@ -304,10 +304,10 @@ void order_http_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg_
 static void produce_now(order_req *r)
 {
     order_app *app = r->w->app;
-    order_msg m = {r->order_id, r->event_id, r->user, r->now_ms};
-    char value[ORDER_MSG_MAX], key[24];
-    size_t vlen = order_msg_encode(&m, value, sizeof(value));
-    size_t klen = order_dec_u64(key, r->event_id);
+    sk_order_msg m = {r->order_id, r->event_id, r->user, r->now_ms};
+    char value[SK_ORDER_MSG_MAX], key[24];
+    size_t vlen = sk_order_msg_encode(&m, value, sizeof(value));
+    size_t klen = sk_id_format(key, r->event_id);
     atomic_fetch_add_explicit(&app->metrics.kafka_inflight, 1, memory_order_relaxed);
     r->stage_us = order_time_mono_us();
     /* No producer: the loop outlived it at shutdown (the queue is flushed once more
@@ -530,22 +530,22 @@ static void order_answer(order_req *r, uint64_t owner, const char *status)
     req_json(r, 200, body, n);
 }
 
+/* HGET of the event's pending hash: "user_id:ts_ms" while the reservation waits for
+ * Kafka's answer or the reconciler, nil once settled. */
 static void on_order_status(redisReply *reply, void *arg)
 {
     order_req *r = arg;
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
-        reply->element[0]->type != REDIS_REPLY_INTEGER) {
+    if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
-    if (reply->element[0]->integer == 0 || reply->elements < 2 ||
-        reply->element[1]->type != REDIS_REPLY_STRING) {
+    if (reply->type == REDIS_REPLY_NIL) {
         /* Settled: given back (404), or it landed and was confirmed, in which case the
          * consumer has it or will (PostgreSQL says which). */
         order_lookup_pg(r);
         return;
     }
-    uint64_t owner = strtoull(reply->element[1]->str, NULL, 10); /* "user_id:ts_ms" */
+    uint64_t owner = strtoull(reply->str, NULL, 10); /* "user_id:ts_ms" */
     if (order_owner_ok(r, owner))
         order_answer(r, owner, "queued");
 }
@@ -596,13 +596,11 @@ static void on_order_index(redisReply *reply, void *arg)
     }
     /* It may or may not have landed: queued while its reservation is pending (the
      * reconciler settles it), PostgreSQL's answer once it is settled. */
-    char pending[ORDER_KEY_MAX], accepted[ORDER_KEY_MAX], oid[24];
-    const char *args[3] = {pending, accepted, oid};
-    size_t lens[3] = {order_key(r->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
-                      order_key(r->event_id, ORDER_KEY_ACCEPTED, accepted, sizeof(accepted)),
+    char pending[ORDER_KEY_MAX], oid[24];
+    const char *argv[3] = {"HGET", pending, oid};
+    size_t lens[3] = {4, order_key(r->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
                       (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
-    if (order_redis_script(r->w->redis, ORDER_SCRIPT_ORDER_STATUS, 2, 3, args, lens,
-                           on_order_status, r) != 0)
+    if (order_redis_command(r->w->redis, 3, argv, lens, on_order_status, r) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 

@@ -73,7 +73,7 @@ static void write_hash(order_index *ix, uint64_t bucket_of, index_entry *const *
     for (size_t i = 0; i < n; i++) {
         order_index_entry e = {es[i]->event_id, es[i]->user_id, es[i]->acked, 0};
         argv[2 + 2 * i] = oids[i];
-        lens[2 + 2 * i] = order_dec_u64(oids[i], es[i]->order_id);
+        lens[2 + 2 * i] = sk_id_format(oids[i], es[i]->order_id);
         argv[3 + 2 * i] = vals[i];
         lens[3 + 2 * i] = order_index_encode(&e, vals[i], sizeof(vals[i]));
     }

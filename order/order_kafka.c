@@ -1,5 +1,6 @@
 /* order_kafka: the producer, its report pipe and its health thread. See order_kafka.h. */
 #include "order_kafka.h"
+#include "sk_kafka_conf.h"
 #include "sk_log.h"
 
 #include <errno.h>
@@ -31,19 +32,6 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     k->dr(m->_private, m->err, rd_kafka_message_status(m), m->partition, m->offset);
 }
 
-/* librdkafka's own log lines, as logfmt through sk_log (runs on librdkafka's threads;
- * sk_log is thread-safe). syslog levels: 0..3 error, 4 warning, 5..6 info, 7 debug. */
-static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    sk_log_level l = level <= 3 ? SK_LOG_ERROR : level == 4 ? SK_LOG_WARN : level <= 6 ? SK_LOG_INFO : SK_LOG_DEBUG;
-    char msg[512];
-    size_t n = 0;
-    for (const char *p = buf; *p && n + 2 < sizeof(msg); p++)
-        msg[n++] = (*p == '"' || *p == '\\' || *p == '\n') ? '\'' : *p;
-    msg[n] = '\0';
-    sk_log(l, "kafka", "facility=%s msg=\"%s\"", fac, msg);
-}
-
 static void *health_main(void *arg)
 {
     order_kafka *k = arg;
@@ -67,16 +55,6 @@ static void *health_main(void *arg)
     return NULL;
 }
 
-static int set(rd_kafka_conf_t *conf, const char *key, const char *value, char *err, size_t errsz)
-{
-    char why[256];
-    if (rd_kafka_conf_set(conf, key, value, why, sizeof(why)) != RD_KAFKA_CONF_OK) {
-        snprintf(err, errsz, "kafka.%s: %s", key, why);
-        return -1;
-    }
-    return 0;
-}
-
 order_kafka *order_kafka_new(const sk_cfg_kv *props, const char *topic, order_kafka_dr_fn *dr,
                              char *err, size_t errsz)
 {
@@ -89,7 +67,6 @@ order_kafka *order_kafka_new(const sk_cfg_kv *props, const char *topic, order_ka
     k->report_fd[0] = k->report_fd[1] = -1;
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cond, NULL);
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
     /* Our defaults first, so that kafka.* from the configuration wins. A flash sale
      * answers each buyer only after the delivery report, so nothing lingers: linger.ms 0
      * and Nagle off. Orders still go out in batches, as the replies of one Redis round
@@ -97,18 +74,16 @@ order_kafka *order_kafka_new(const sk_cfg_kv *props, const char *topic, order_ka
      * the next one. librdkafka sleeps in whole milliseconds, so any linger above 0 costs
      * about 1.2 ms per order (measured: its int_latency 1.0-1.1 ms at linger.ms 1 or 0.5,
      * 50 us at 0; accept rate 13,088 -> 16,060/s, bench/bench-order.sh). */
-    if (set(conf, "enable.idempotence", "true", err, errsz) ||
-        set(conf, "acks", "all", err, errsz) || set(conf, "linger.ms", "0", err, errsz) ||
-        set(conf, "socket.nagle.disable", "true", err, errsz) ||
-        /* A buyer waits for the delivery report: 10 s, not librdkafka's 5 minutes. */
-        set(conf, "message.timeout.ms", "10000", err, errsz) ||
-        set(conf, "client.id", "seckill-order", err, errsz))
+    static const char *const defaults[] = {"enable.idempotence", "true", "acks", "all",
+                                           "linger.ms", "0", "socket.nagle.disable", "true",
+                                           /* A buyer waits for the delivery report: 10 s,
+                                            * not librdkafka's 5 minutes. */
+                                           "message.timeout.ms", "10000",
+                                           "client.id", "seckill-order", NULL};
+    rd_kafka_conf_t *conf = sk_kafka_conf_new(SK_KAFKA_PRODUCER, defaults, props, NULL, err, errsz);
+    if (!conf)
         goto fail_conf;
-    for (const sk_cfg_kv *kv = props; kv; kv = kv->next)
-        if (set(conf, kv->key, kv->value, err, errsz))
-            goto fail_conf;
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-    rd_kafka_conf_set_log_cb(conf, on_log);
     rd_kafka_conf_set_opaque(conf, k);
     char why[512];
     k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));

@@ -1,25 +1,11 @@
-/* order_msg: message encoding and key names. See order_msg.h. */
+/* order_msg: key names and index entries. See order_msg.h. */
 #include "order_msg.h"
+#include "sk_id.h"
 
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-size_t order_dec_u64(char out[ORDER_DEC_MAX], uint64_t v)
-{
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
-    out[n] = 0;
-    return n;
-}
 
 /* A text built piece by piece into out[0..outsz-1]; len becomes outsz (never a valid
  * length) once something did not fit, and stays so. Every piece is short, so this
@@ -45,8 +31,8 @@ static void sb_put(strbuf *b, const char *s, size_t n)
 
 static void sb_u64(strbuf *b, uint64_t v)
 {
-    char d[ORDER_DEC_MAX];
-    sb_put(b, d, order_dec_u64(d, v));
+    char d[SK_ID_DEC_MAX];
+    sb_put(b, d, sk_id_format(d, v));
 }
 
 /* The length written, or 0 if it did not fit. */
@@ -55,74 +41,9 @@ static size_t sb_done(const strbuf *b)
     return b->len < b->outsz ? b->len : 0;
 }
 
-size_t order_msg_encode(const order_msg *m, char *out, size_t outsz)
-{
-    strbuf b = {out, outsz, 0};
-    SB_LIT(&b, "{\"v\":1,\"order_id\":\"");
-    sb_u64(&b, m->order_id);
-    SB_LIT(&b, "\",\"event_id\":\"");
-    sb_u64(&b, m->event_id);
-    SB_LIT(&b, "\",\"user_id\":\"");
-    sb_u64(&b, m->user_id);
-    SB_LIT(&b, "\",\"ts_ms\":");
-    if (m->ts_ms < 0) {
-        SB_LIT(&b, "-");
-        sb_u64(&b, (uint64_t)0 - (uint64_t)m->ts_ms);
-    } else {
-        sb_u64(&b, (uint64_t)m->ts_ms);
-    }
-    SB_LIT(&b, "}");
-    return sb_done(&b);
-}
-
-/* A decimal uint64: 1 to 20 digits, no sign; -1 if not decimal or over 64 bits. */
-static int dec_u64(const char *s, size_t len, uint64_t *out)
-{
-    if (len == 0 || len > 20)
-        return -1;
-    uint64_t x = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        uint64_t d = (uint64_t)(s[i] - '0');
-        if (x > (UINT64_MAX - d) / 10)
-            return -1;
-        x = x * 10 + d;
-    }
-    *out = x;
-    return 0;
-}
-
-static int get_id(json_t *root, const char *key, uint64_t *out)
-{
-    json_t *v = json_object_get(root, key);
-    if (!json_is_string(v))
-        return -1;
-    return dec_u64(json_string_value(v), json_string_length(v), out);
-}
-
-int order_msg_decode(const char *buf, size_t len, order_msg *out)
-{
-    json_error_t jerr;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return -1;
-    int rc = -1;
-    json_t *v = json_object_get(root, "v"), *ts = json_object_get(root, "ts_ms");
-    if (json_is_object(root) && json_is_integer(v) && json_integer_value(v) == 1 &&
-        json_is_integer(ts) && get_id(root, "order_id", &out->order_id) == 0 &&
-        get_id(root, "event_id", &out->event_id) == 0 &&
-        get_id(root, "user_id", &out->user_id) == 0) {
-        out->ts_ms = json_integer_value(ts);
-        rc = 0;
-    }
-    json_decref(root);
-    return rc;
-}
-
 size_t order_key(uint64_t event_id, order_key_kind kind, char *out, size_t outsz)
 {
-    static const char *names[ORDER_KEY_COUNT] = {"stock", "buyers", "meta", "pending", "accepted"};
+    static const char *names[ORDER_KEY_COUNT] = {"stock", "buyers", "meta", "pending"};
     const char *name = (unsigned)kind < ORDER_KEY_COUNT ? names[kind] : "?";
     strbuf b = {out, outsz, 0};
     SB_LIT(&b, "seckill:{e");
@@ -161,8 +82,8 @@ int order_index_decode(const char *s, size_t len, order_index_entry *e)
     const char *c1 = memchr(s, ':', len);
     const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - s)) : NULL;
     if (!c2 || s + len - c2 != 2 || !strchr("apcrd", c2[1]) || c2[1] == '\0' ||
-        dec_u64(s, (size_t)(c1 - s), &e->event_id) != 0 ||
-        dec_u64(c1 + 1, (size_t)(c2 - c1 - 1), &e->user_id) != 0)
+        sk_id_parse(s, (size_t)(c1 - s), &e->event_id) != 0 ||
+        sk_id_parse(c1 + 1, (size_t)(c2 - c1 - 1), &e->user_id) != 0)
         return -1;
     e->acked = c2[1] == 'a';
     e->outcome = c2[1] == 'c' || c2[1] == 'r' || c2[1] == 'd' ? c2[1] : 0;

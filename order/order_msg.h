@@ -1,33 +1,14 @@
-/* order_msg: the seckill.orders message (DESIGN.md, Kafka) and the Redis key names of an
- * event (DESIGN.md, Redis data). Pure functions.
- *
- * Value: {"v":1,"order_id":"<decimal>","event_id":"<decimal>","user_id":"<decimal>","ts_ms":<int>}
- * Key:   the event id in decimal, so one event's orders share a partition. */
+/* order_msg: the Redis key names of an event (DESIGN.md, Redis data) and the order index
+ * entries. Pure functions. The seckill.orders message itself is common/sk_order_msg.h;
+ * decimal ids are written with sk_id_format (sk_id.h). */
 #ifndef ORDER_MSG_H
 #define ORDER_MSG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define ORDER_MSG_MAX 160 /* longest value: four 20-digit numbers plus the names */
-
-typedef struct order_msg {
-    uint64_t order_id, event_id, user_id;
-    int64_t ts_ms;
-} order_msg;
-
-#define ORDER_DEC_MAX 21 /* a uint64 in decimal and its NUL */
-
-/** @brief Writes v in decimal (NUL-terminated) into out. @returns its length (1..20).
- *  The one formatter of ids on the accept path (snprintf costs several times more). */
-size_t order_dec_u64(char out[ORDER_DEC_MAX], uint64_t v);
-
-/** @brief Encodes the message value into out. @returns its length, or 0 if out is too small. */
-size_t order_msg_encode(const order_msg *m, char *out, size_t outsz);
-
-/** @brief Decodes a value (for tests and tools; strict: v must be 1, ids decimal strings).
- *  @returns 0 or -1. */
-int order_msg_decode(const char *buf, size_t len, order_msg *out);
+#include "sk_id.h"
+#include "sk_order_msg.h"
 
 /* Redis keys of one event; all share the hash tag {e<ID>} (one Cluster slot). */
 typedef enum {
@@ -35,7 +16,6 @@ typedef enum {
     ORDER_KEY_BUYERS,
     ORDER_KEY_META,
     ORDER_KEY_PENDING,
-    ORDER_KEY_ACCEPTED, /* order_id -> user_id:ts_ms once Kafka acknowledged (confirm.lua) */
     ORDER_KEY_COUNT
 } order_key_kind;
 

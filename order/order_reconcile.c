@@ -4,6 +4,7 @@
 #include "order_recon_rule.h"
 #include "rcluster.h"
 #include "rlock.h"
+#include "sk_kafka_conf.h"
 #include "sk_log.h"
 
 #include <errno.h>
@@ -82,51 +83,18 @@ static void disconnect(order_reconciler *r)
     r->pg = NULL;
 }
 
-static void on_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    (void)rk;
-    sk_log_level l = level <= 3 ? SK_LOG_ERROR : level == 4 ? SK_LOG_WARN : level <= 6 ? SK_LOG_INFO : SK_LOG_DEBUG;
-    char msg[512];
-    size_t n = 0;
-    for (const char *p = buf; *p && n + 2 < sizeof(msg); p++)
-        msg[n++] = (*p == '"' || *p == '\\' || *p == '\n') ? '\'' : *p;
-    msg[n] = '\0';
-    sk_log(l, "kafka", "client=reconciler facility=%s msg=\"%s\"", fac, msg);
-}
-
-/* Producer-only settings among kafka.*: not given to the reconciler's consumer handle,
- * which would warn about each. */
-static int producer_only(const char *key)
-{
-    static const char *const keys[] = {"partitioner", "message.timeout.ms", "delivery.timeout.ms",
-                                       "linger.ms", "queue.buffering.max.ms", "acks",
-                                       "request.required.acks", "enable.idempotence",
-                                       "compression.type", "compression.codec", "batch.size",
-                                       "batch.num.messages", "retries", "message.send.max.retries",
-                                       "queue.buffering.max.messages", "queue.buffering.max.kbytes",
-                                       "max.in.flight.requests.per.connection", "max.in.flight",
-                                       "request.timeout.ms", "retry.backoff.ms"};
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (strcmp(key, keys[i]) == 0)
-            return 1;
-    return 0;
-}
-
 static int connect_kafka(order_reconciler *r)
 {
     char why[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
     /* Only to read the writer group's committed offsets and the watermarks: it never
-     * subscribes, never joins the group, never commits. Producer settings among kafka.*
-     * are accepted by librdkafka (and ignored by a consumer). */
-    if (rd_kafka_conf_set(conf, "group.id", r->cfg->reconcile_group, why, sizeof(why)) != RD_KAFKA_CONF_OK)
+     * subscribes, never joins the group, never commits. */
+    const char *const defaults[] = {"client.id", "seckill-order-reconciler", NULL};
+    const char *const forced[] = {"group.id", r->cfg->reconcile_group, "enable.auto.commit", "false",
+                                  NULL};
+    rd_kafka_conf_t *conf = sk_kafka_conf_new(SK_KAFKA_CONSUMER, defaults, r->props, forced, why,
+                                              sizeof(why));
+    if (!conf)
         goto bad;
-    for (const sk_cfg_kv *kv = r->props; kv; kv = kv->next)
-        if (!producer_only(kv->key) && rd_kafka_conf_set(conf, kv->key, kv->value, why, sizeof(why)) != RD_KAFKA_CONF_OK)
-            goto bad;
-    rd_kafka_conf_set(conf, "enable.auto.commit", "false", why, sizeof(why));
-    rd_kafka_conf_set(conf, "client.id", "seckill-order-reconciler", why, sizeof(why));
-    rd_kafka_conf_set_log_cb(conf, on_kafka_log);
     r->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
     if (!r->rk)
         goto bad;

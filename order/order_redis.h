@@ -33,7 +33,6 @@ typedef enum {
     ORDER_SCRIPT_CONFIRM,
     ORDER_SCRIPT_RATELIMIT,
     ORDER_SCRIPT_EVENT_LOAD,
-    ORDER_SCRIPT_ORDER_STATUS,
     ORDER_SCRIPT_EVENT_RELOAD, /* the reconciler's, after an event's keys were lost */
     ORDER_SCRIPT_COUNT
 } order_script_id;

@@ -86,10 +86,10 @@ size_t order_reply_error(char *out, size_t outsz, order_err e, const char *messa
 
 size_t order_reply_order_queued(char *out, size_t outsz, uint64_t order_id)
 {
-    /* Every 202 says this: no snprintf on the accept path (order_msg.h, order_dec_u64). */
+    /* Every 202 says this: no snprintf on the accept path (order_msg.h, sk_id_format). */
     static const char head[] = "{\"order_id\":\"", tail[] = "\",\"status\":\"queued\"}";
-    char id[ORDER_DEC_MAX];
-    size_t idlen = order_dec_u64(id, order_id);
+    char id[SK_ID_DEC_MAX];
+    size_t idlen = sk_id_format(id, order_id);
     size_t n = sizeof(head) - 1 + idlen + sizeof(tail) - 1;
     if (n >= outsz) /* too small: snprintf's truncation, as every other reply */
         return clamp(snprintf(out, outsz, "{\"order_id\":\"%" PRIu64 "\",\"status\":\"queued\"}", order_id),

@@ -10,7 +10,7 @@ if(TARGET seckill_bench_core)
     LIBS seckill_bench_core seckill::common PkgConfig::LIBEVENT Threads::Threads LABELS integration TIMEOUT 120)
   # The dead-letter scan against librdkafka's mock cluster, in process (loopback only).
   seckill_add_test(NAME test_sc_dlq SOURCES unit/test_sc_dlq.c ${CMAKE_SOURCE_DIR}/bench/sc_dlq.c
-    LIBS seckill_check_core seckill::common PkgConfig::RDKAFKA LABELS integration TIMEOUT 120)
+    LIBS seckill_check_core seckill_kafka_conf seckill::common PkgConfig::RDKAFKA LABELS integration TIMEOUT 120)
 endif()
 
 # End to end (label e2e): bash drivers that start a private seckill-devkafka,

@@ -1,6 +1,7 @@
 /* test_consumer_util: see test_consumer_util.h. */
 #include "test_consumer_util.h"
 
+#include "sk_order_msg.h"
 #include "sk_test_redis.h" /* sk_test_free_port */
 
 #include <arpa/inet.h>
@@ -503,11 +504,9 @@ int ctu_producer_close(rd_kafka_t *p)
 size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
                       int64_t ts_ms)
 {
-    int n = snprintf(buf, sz,
-                     "{\"v\":1,\"order_id\":\"%" PRId64 "\",\"event_id\":\"%" PRId64
-                     "\",\"user_id\":\"%" PRId64 "\",\"ts_ms\":%" PRId64 "}",
-                     order_id, event_id, user_id, ts_ms);
-    return n > 0 ? (size_t)n : 0;
+    /* the front's encoder (sk_order_msg.h): what the consumer gets in production */
+    sk_order_msg m = {(uint64_t)order_id, (uint64_t)event_id, (uint64_t)user_id, ts_ms};
+    return sk_order_msg_encode(&m, buf, sz);
 }
 
 int ctu_produce_orders(rd_kafka_t *p, int64_t order_base, int n, int64_t event_base, int nevents,

@@ -154,6 +154,7 @@ static void test_cli_contract(void **state)
         {"idgen", "decode", "abc", NULL},
         {"idgen", "decode", "-5", NULL},
         {"idgen", "decode", "9223372036854775808", NULL}, /* bit 63 */
+        {"idgen", "decode", "007", NULL},                 /* leading zero: sk_id.h */
         {"idgen", "decode", "99999999999999999999999", NULL},
         {"idgen", "decode", NULL},
         {"idgen", "next", "--mode", "fast", NULL},

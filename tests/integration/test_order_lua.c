@@ -2,7 +2,7 @@
  * + EVALSHA as the service runs them (the embedded text: what is tested is what ships).
  * Every reserve.lua outcome, "a rejected request changes nothing", one call deciding many
  * orders in arrival order (mixed outcomes), cancel.lua idempotent and batched,
- * confirm.lua, order_status.lua, event_load.lua, ratelimit.lua, and the NOSCRIPT
+ * confirm.lua, event_load.lua, ratelimit.lua, and the NOSCRIPT
  * fallback on a throwaway redis-server whose script cache is flushed.
  * Fresh event ids per run, keys deleted at the end; nothing else is touched. */
 #include <setjmp.h>
@@ -132,8 +132,8 @@ static long long cancel(const ev_keys *e, const char *order, const char *user)
 
 static long long confirm(const ev_keys *e, const char *order)
 {
-    const char *args[] = {e->k[ORDER_KEY_PENDING], e->k[ORDER_KEY_ACCEPTED], order};
-    return evalsha_int("confirm", 2, 3, args);
+    const char *args[] = {e->k[ORDER_KEY_PENDING], order};
+    return evalsha_int("confirm", 1, 2, args);
 }
 
 static long long get_int(const char *key)
@@ -162,8 +162,7 @@ static void drop(const ev_keys *e)
 
 static void test_script_load(void **state)
 {
-    const char *names[] = {"reserve", "cancel", "confirm", "ratelimit", "event_load", "order_status",
-                           "event_reload"};
+    const char *names[] = {"reserve", "cancel", "confirm", "ratelimit", "event_load", "event_reload"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         const char *body = seckill_lua_find(names[i]);
         assert_non_null(body);
@@ -282,49 +281,32 @@ static void test_confirm_and_status(void **state)
     keys_of(fresh_event(), &e);
     load_event(&e, 10, now - 1000, now + 3600000, 1);
     assert_int_equal(reserve(&e, "9", "301", now), 0);
-    const char *sargs[] = {e.k[ORDER_KEY_PENDING], e.k[ORDER_KEY_ACCEPTED], "301"};
-    redisReply *r = evalsha(rc, "order_status", 2, 3, sargs);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->element[0]->integer, 1);
-    assert_string_equal(r->element[1]->str, "9:1795341600000");
+    /* what GET reads for a 'p' index entry (order_http.c): the pending hash's field */
+    redisReply *r = redisCommand(rc, "HGET %s %s", e.k[ORDER_KEY_PENDING], "301");
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_string_equal(r->str, "9:1795341600000");
     freeReplyObject(r);
     assert_int_equal(confirm(&e, "301"), 1);
     assert_int_equal(confirm(&e, "301"), 0); /* once */
     assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_PENDING], "301"), 0);
-    r = evalsha(rc, "order_status", 2, 3, sargs);
-    assert_int_equal(r->element[0]->integer, 2);
-    assert_string_equal(r->element[1]->str, "9:1795341600000");
-    freeReplyObject(r);
-    const char *none[] = {e.k[ORDER_KEY_PENDING], e.k[ORDER_KEY_ACCEPTED], "999"};
-    r = evalsha(rc, "order_status", 2, 3, none);
-    assert_int_equal(r->elements, 1);
-    assert_int_equal(r->element[0]->integer, 0);
-    freeReplyObject(r);
-    /* DESIGN.md's confirm.lua with KEYS pending only: plain HDEL */
-    assert_int_equal(reserve(&e, "10", "302", now), 0);
-    const char *one[] = {e.k[ORDER_KEY_PENDING], "302"};
-    assert_int_equal(evalsha_int("confirm", 1, 2, one), 1);
-    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "302"), 0);
-    /* several ids in one call (the front's per-loop-turn batch): only the pending ones
-     * count and move to accepted; a repeat confirms nothing */
-    assert_int_equal(reserve(&e, "11", "303", now), 0);
-    assert_int_equal(reserve(&e, "12", "304", now), 0);
-    const char *many[] = {e.k[ORDER_KEY_PENDING], e.k[ORDER_KEY_ACCEPTED], "303", "305", "304"};
-    assert_int_equal(evalsha_int("confirm", 2, 5, many), 2);
-    assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_PENDING], NULL), 0);
-    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "303"), 1);
-    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "304"), 1);
-    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "305"), 0);
-    assert_int_equal(evalsha_int("confirm", 2, 5, many), 0);
-    /* the same batch with KEYS pending only (what seckill-order sends): one HDEL, the
-     * count of the pending ones, nothing moved, a repeat confirms nothing */
+    /* several ids in one call (the front's per-loop-turn batch): one HDEL, the count of
+     * the pending ones, a repeat confirms nothing */
     assert_int_equal(reserve(&e, "13", "306", now), 0);
     assert_int_equal(reserve(&e, "14", "307", now), 0);
     const char *batch[] = {e.k[ORDER_KEY_PENDING], "306", "308", "307"};
     assert_int_equal(evalsha_int("confirm", 1, 4, batch), 2);
     assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_PENDING], NULL), 0);
-    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_ACCEPTED], "306"), 0);
     assert_int_equal(evalsha_int("confirm", 1, 4, batch), 0);
+    /* the retired accepted hash: a caller still naming it as KEYS[2] gets the plain
+     * HDEL, and nothing is moved there any more */
+    char accepted[ORDER_KEY_MAX];
+    snprintf(accepted, sizeof(accepted), "%s", e.k[ORDER_KEY_PENDING]);
+    memcpy(strstr(accepted, ":pending"), ":accepted", sizeof(":accepted"));
+    assert_int_equal(reserve(&e, "15", "309", now), 0);
+    const char *old_form[] = {e.k[ORDER_KEY_PENDING], accepted, "309"};
+    assert_int_equal(evalsha_int("confirm", 2, 3, old_form), 1);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_PENDING], "309"), 0);
+    assert_int_equal(cmd_int("EXISTS %s", accepted, NULL), 0);
     drop(&e);
 }
 

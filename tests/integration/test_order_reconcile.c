@@ -312,7 +312,7 @@ static void test_lost_gate_reloaded(void **state)
     char k[ORDER_KEY_COUNT][ORDER_KEY_MAX];
     for (int i = 0; i < ORDER_KEY_COUNT; i++)
         order_key(ev, (order_key_kind)i, k[i], sizeof(k[i]));
-    freeReplyObject(redisCommand(rc, "DEL %s %s %s %s %s", k[0], k[1], k[2], k[3], k[4]));
+    freeReplyObject(redisCommand(rc, "DEL %s %s %s %s", k[0], k[1], k[2], k[3]));
     int64_t lost_at = to_now_ms();
     /* Not sold from nothing, and not "unknown event" either. */
     int st = place(&inst_b, ev, 503, resp, sizeof(resp));

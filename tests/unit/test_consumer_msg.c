@@ -115,21 +115,6 @@ static void test_special_inputs(void **state)
     assert_string_equal(consumer_msg_strerror(CONSUMER_MSG__COUNT), "unknown");
 }
 
-static void test_parse_id(void **state)
-{
-    (void)state;
-    int64_t v;
-    assert_int_equal(consumer_msg_parse_id("1", 1, &v), 0);
-    assert_int_equal(v, 1);
-    assert_int_equal(consumer_msg_parse_id("9223372036854775807", 19, &v), 0);
-    assert_int_equal(v, INT64_MAX);
-    assert_int_equal(consumer_msg_parse_id("9223372036854775808", 19, &v), -1);
-    assert_int_equal(consumer_msg_parse_id("18446744073709551615", 20, &v), -1);
-    assert_int_equal(consumer_msg_parse_id("0", 1, &v), -1);
-    assert_int_equal(consumer_msg_parse_id("", 0, &v), -1);
-    assert_int_equal(consumer_msg_parse_id("12a", 3, &v), -1);
-}
-
 static void add(consumer_batch *b, int32_t part, int64_t off, int64_t order, int64_t event, int64_t user)
 {
     char buf[256], key[32];
@@ -214,7 +199,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),     cmocka_unit_test(test_special_inputs),
-        cmocka_unit_test(test_parse_id),  cmocka_unit_test(test_batch),
+        cmocka_unit_test(test_batch),
         cmocka_unit_test(test_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

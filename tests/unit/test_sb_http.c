@@ -94,18 +94,6 @@ static void test_json_field(void **state)
     assert_int_equal(sb_json_field(cut, strlen(cut), "order_id", out, sizeof(out)), -1);
 }
 
-static void test_parse_u64(void **state)
-{
-    uint64_t v;
-    assert_int_equal(sb_parse_u64("18446744073709551615", 20, &v), 0);
-    assert_true(v == UINT64_MAX);
-    assert_int_equal(sb_parse_u64("18446744073709551616", 20, &v), -1);
-    assert_int_equal(sb_parse_u64("", 0, &v), -1);
-    assert_int_equal(sb_parse_u64("12a", 3, &v), -1);
-    assert_int_equal(sb_parse_u64("007", 3, &v), 0);
-    assert_int_equal(v, 7);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -114,7 +102,6 @@ int main(void)
         cmocka_unit_test(test_connection_close_and_http10),
         cmocka_unit_test(test_refused_framings),
         cmocka_unit_test(test_json_field),
-        cmocka_unit_test(test_parse_u64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
