@@ -53,7 +53,9 @@ static void on_request(struct evhttp_request *req, void *arg)
     } else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-        reply_text(req, 405, "Method Not Allowed", "text/plain", "method not allowed\n", 19);
+        static const char body[] =
+            "{\"error\":\"method_not_allowed\",\"message\":\"this port answers GET and HEAD\"}";
+        reply_text(req, 405, "Method Not Allowed", "application/json", body, sizeof(body) - 1);
     } else if (plen == 8 && strncmp(uri, "/healthz", 8) == 0) {
         reply_text(req, 200, "OK", "text/plain", "ok\n", 3);
     } else if (plen == 8 && strncmp(uri, "/metrics", 8) == 0) {
@@ -69,7 +71,9 @@ static void on_request(struct evhttp_request *req, void *arg)
         reply_text(req, 200, "OK", "text/plain; version=0.0.4", text, len);
         free(text);
     } else {
-        reply_text(req, 404, "Not Found", "text/plain", "not found\n", 10);
+        static const char body[] =
+            "{\"error\":\"not_found\",\"message\":\"this port serves /healthz and /metrics\"}";
+        reply_text(req, 404, "Not Found", "application/json", body, sizeof(body) - 1);
     }
 }
 

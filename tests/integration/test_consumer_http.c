@@ -70,6 +70,8 @@ static long rss_kb(pid_t pid)
     return kb;
 }
 
+static void assert_json_refusal(const char *out, const char *status);
+
 static void test_http_limits(void **state)
 {
     (void)state;
@@ -131,7 +133,14 @@ static void test_http_limits(void **state)
     const char *del = "DELETE /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
     assert_int_equal(send(fd, del, strlen(del), MSG_NOSIGNAL), (ssize_t)strlen(del));
     assert_int_equal(read_until_closed(fd, 5000, out, sizeof(out)), 1);
-    assert_true(strncmp(out, "HTTP/1.1 405 ", 13) == 0);
+    assert_json_refusal(out, "HTTP/1.1 405 ");
+    close(fd);
+    /* An unknown path: a JSON 404 like every other error of the port. */
+    fd = connect_to(port);
+    const char *nf = "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    assert_int_equal(send(fd, nf, strlen(nf), MSG_NOSIGNAL), (ssize_t)strlen(nf));
+    assert_int_equal(read_until_closed(fd, 5000, out, sizeof(out)), 1);
+    assert_json_refusal(out, "HTTP/1.1 404 ");
     close(fd);
 
     assert_int_equal(ctu_http_get(port, "/healthz", NULL), 200);
