@@ -100,7 +100,7 @@ struct order_app {
     order_soldout *soldout;
     order_events *events; /* GET /api/v1/events/{id} from memory (order_events.h) */
     order_evlist *evlist; /* GET /api/v1/events from memory (order_evlist.h) */
-    order_ocache *ocache; /* final order outcomes (order_ocache.h); NULL when off */
+    order_ocache *ocache; /* final order outcomes, young orders' lookup bound (order_ocache.h) */
     order_metrics metrics;
     order_worker_hooks hooks;
     int port; /* the port actually bound */

@@ -79,6 +79,14 @@ const sk_cfg_entry order_config_table[] = {
     {"order.queued_pg_after_s", SK_CFG_INT, 1, 31536000, "60",
      "an order the index still calls queued this long after its id was issued is looked "
      "up in PostgreSQL (an outcome the consumer could not record)", F(order_queued_pg_after_s)},
+    {"order.pg_lookup_every_ms", SK_CFG_INT, 100, 3600000, "5000",
+     "a young order (still queued past order.queued_pg_after_s, or unknown to the index) is "
+     "looked up in PostgreSQL at most once per this interval per instance",
+     F(order_pg_lookup_every_ms)},
+    {"order.pg_lookups_per_s", SK_CFG_INT, 1, 1000000, "50",
+     "PostgreSQL lookups of young orders per second per instance, all orders together; past "
+     "it they answer queued (an order the index knows) or 503 (one it does not)",
+     F(order_pg_lookups_per_s)},
     {"events.cache_size", SK_CFG_INT, 16, 1000000, "4096",
      "events kept in memory for GET /api/v1/events/{id} (least recently used evicted)",
      F(events_cache_size)},

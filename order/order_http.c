@@ -555,6 +555,13 @@ static int index_field(const redisReply *f, order_index_entry *e)
     return f->type == REDIS_REPLY_STRING && order_index_decode(f->str, f->len, e) == 0;
 }
 
+/* Whether a PostgreSQL lookup of this young order may start now (order_ocache.h). */
+static int young_lookup_allowed(order_req *r)
+{
+    return r->w->app->pg &&
+           order_ocache_claim_lookup(r->w->app->ocache, r->order_id, order_time_now_ms());
+}
+
 static void on_order_index(redisReply *reply, void *arg)
 {
     order_req *r = arg;
@@ -567,15 +574,29 @@ static void on_order_index(redisReply *reply, void *arg)
     int has_outcome = index_field(reply->element[1], &o) && o.outcome;
     if (has_outcome && o.outcome != 'd') { /* the consumer committed it */
         r->event_id = o.event_id;
-        if (r->w->app->ocache)
-            order_ocache_put(r->w->app->ocache, r->order_id, o.event_id, o.user_id, o.outcome,
-                             order_time_now_ms());
+        order_ocache_put(r->w->app->ocache, r->order_id, o.event_id, o.user_id, o.outcome,
+                         order_time_now_ms());
         if (order_owner_ok(r, o.user_id))
             order_answer(r, o.user_id, o.outcome == 'c' ? "created" : "rejected");
         return;
     }
-    if (has_outcome || !has_entry) { /* a replay's status, or older than the index */
+    int64_t age_s = time(NULL) - ((int64_t)(r->order_id >> 32) + 1704067200LL); /* libidgen */
+    if (has_outcome) { /* a replay's status: PostgreSQL has the order's own */
         order_lookup_pg(r);
+        return;
+    }
+    if (!has_entry) {
+        /* Older than the index: PostgreSQL. A young id the index does not know was never
+         * issued, or its entry was lost (the consumer records the outcome when it writes
+         * it): looked up, but within order_ocache's bound, so made-up ids cannot put a
+         * query per request on the database. */
+        if (age_s >= r->w->app->cfg.index_ttl_s || young_lookup_allowed(r)) {
+            order_lookup_pg(r);
+            return;
+        }
+        /* Not known now; a lost entry's buyer retries (the events' miss budget does the same) */
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", "1");
+        req_error(r, ORDER_ERR_UNAVAILABLE, "too many lookups of orders not in the index", 0);
         return;
     }
     r->event_id = e.event_id;
@@ -583,10 +604,10 @@ static void on_order_index(redisReply *reply, void *arg)
         if (!order_owner_ok(r, e.user_id))
             return;
         /* Still queued long after its id was issued: the consumer may have written it
-         * without recording the outcome (Redis failed it), so PostgreSQL is asked. Only
-         * for such orders, and a lagging consumer's, never for a young one. */
-        int64_t issued_s = (int64_t)(r->order_id >> 32) + 1704067200LL; /* libidgen layout */
-        if (r->w->app->pg && time(NULL) - issued_s >= r->w->app->cfg.order_queued_pg_after_s) {
+         * without recording the outcome (Redis failed it), or it lags; PostgreSQL is asked,
+         * never for a young one, and at most once per order.pg_lookup_every_ms for each
+         * (a buyer polling a stuck order, or many, stays a bounded load). */
+        if (age_s >= r->w->app->cfg.order_queued_pg_after_s && young_lookup_allowed(r)) {
             r->queued_owner = e.user_id;
             order_lookup_pg(r);
             return;
@@ -633,6 +654,9 @@ static void after_pg_order(order_task *t)
         return;
     }
     r->event_id = j->event_id;
+    if (!strcmp(j->order_status, "created") || !strcmp(j->order_status, "rejected"))
+        order_ocache_put(r->w->app->ocache, r->order_id, j->event_id, j->user_id,
+                         j->order_status[0], order_time_now_ms());
     if (order_owner_ok(r, j->user_id))
         order_answer(r, j->user_id, j->order_status);
 }
@@ -670,8 +694,8 @@ static void handle_order_get(order_worker *w, struct evhttp_request *req, const 
     r->order_id = rt->arg;
     uint64_t ev, owner;
     char outcome;
-    if (w->app->ocache && order_ocache_get(w->app->ocache, r->order_id, order_time_now_ms(), &ev,
-                                           &owner, &outcome)) {
+    if (order_ocache_get(w->app->ocache, r->order_id, order_time_now_ms(), &ev, &owner,
+                         &outcome)) {
         r->event_id = ev; /* a final outcome seen lately: no Redis round trip */
         if (order_owner_ok(r, owner))
             order_answer(r, owner, outcome == 'c' ? "created" : "rejected");

@@ -234,9 +234,13 @@ static int run(const char *config)
                                 app.cfg.events_negative_ttl_ms, app.cfg.events_miss_per_s};
     app.events = order_events_new(&elim);
     app.evlist = order_evlist_new(app.cfg.events_list_refresh_ms);
-    if (app.cfg.order_status_cache_size > 0 &&
-        !(app.ocache = order_ocache_new((size_t)app.cfg.order_status_cache_size,
-                                        app.cfg.order_status_cache_ms))) {
+    /* Always made: besides outcomes (none kept when the size is 0) it bounds the
+     * PostgreSQL lookups of young orders. */
+    int keep = app.cfg.order_status_cache_size > 0;
+    if (!(app.ocache = order_ocache_new(keep ? (size_t)app.cfg.order_status_cache_size : 64,
+                                        keep ? app.cfg.order_status_cache_ms : 0,
+                                        app.cfg.order_pg_lookup_every_ms,
+                                        app.cfg.order_pg_lookups_per_s))) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
         goto out;
     }

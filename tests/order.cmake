@@ -30,6 +30,8 @@ if(TARGET seckill_order_core)
                      LABELS integration TIMEOUT 240)
     add_dependencies(test_order_${t} seckill-order seckill-devkafka)
   endforeach()
+  # reads waits five times for PostgreSQL's statistics to settle (11 s each, 60 s at most)
+  set_tests_properties(test_order_reads PROPERTIES TIMEOUT 420)
   # The same HTTP tests with the loops on poll instead of epoll (http.event_method).
   add_test(NAME test_order_http_poll COMMAND test_order_http)
   set_tests_properties(test_order_http_poll PROPERTIES LABELS integration TIMEOUT 240

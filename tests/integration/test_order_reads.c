@@ -434,6 +434,63 @@ static void test_lost_outcome(void **state)
     assert_int_equal(to_wait(created_on_b, args, 10000), 1);
 }
 
+/* A young order the index calls queued long after it was issued (the consumer lags or
+ * its outcome write was lost), polled hard on both fronts, and young ids the index does
+ * not know: PostgreSQL is asked at most once per order.pg_lookup_every_ms (5 s) per
+ * order and front, and order.pg_lookups_per_s (20 here) per front in all (past it a
+ * made-up id gets 503 with Retry-After, as the events' miss budget does). */
+static void test_stuck_queued_bounded(void **state)
+{
+    (void)state;
+    uint64_t user = user_base + 13;
+    char tok[1024], tokb[1024], path[96], resp[512];
+    to_token(&fa, user, 0, 600, tok, sizeof(tok));
+    to_token(&fb, user, 0, 600, tokb, sizeof(tokb));
+    /* an acknowledged entry with no row behind it, issued 10 s ago (libidgen's layout) */
+    uint64_t sec = (uint64_t)(time(NULL) - 1704067200 - 10);
+    uint64_t oid = (sec << 32) | (uint64_t)(getpid() & 0xffff);
+    redisContext *rc = to_redis(getenv("SECKILL_REDIS_URL"));
+    assert_non_null(rc);
+    char key[ORDER_KEY_MAX], val[ORDER_INDEX_VALUE_MAX];
+    order_index_entry e = {ev, user, 1, 0};
+    order_key_index(oid, key, sizeof(key));
+    order_index_encode(&e, val, sizeof(val));
+    freeReplyObject(redisCommand(rc, "HSET %s %" PRIu64 " %s", key, oid, val));
+    freeReplyObject(redisCommand(rc, "EXPIRE %s 600", key));
+    redisFree(rc);
+    snprintf(path, sizeof(path), "/api/v1/orders/%" PRIu64, oid);
+    int fd = to_http_connect(fa.port), fdb = to_http_connect(fb.port);
+    long long x0 = xacts_settled();
+    int64_t t0 = to_now_ms();
+    int queued = 0, n404 = 0;
+    srand((unsigned)getpid() + 1);
+    for (int i = 0; i < 400; i++) {
+        assert_int_equal(to_http(i % 2 ? fdb : fd, "GET", path, i % 2 ? tokb : tok, NULL, NULL, 0,
+                                 resp, sizeof(resp)), 200);
+        queued += strstr(resp, "\"status\":\"queued\"") != NULL;
+        /* a made-up young id: not in the index, issued 5 s ago */
+        char rpath[96];
+        uint64_t rid = ((sec + 5) << 32) | (uint64_t)(rand() & 0x7fffffff);
+        snprintf(rpath, sizeof(rpath), "/api/v1/orders/%" PRIu64, rid);
+        int st = to_http(i % 2 ? fdb : fd, "GET", rpath, i % 2 ? tokb : tok, NULL, NULL, 0, resp,
+                         sizeof(resp));
+        assert_true(st == 404 || st == 503); /* 503: this second's lookups are spent */
+        n404 += st == 404;
+    }
+    double secs = (double)(to_now_ms() - t0) / 1000.0;
+    close(fd);
+    close(fdb);
+    long long x1 = xacts_settled();
+    print_message("400 polls of a stuck order and 400 made-up young ids on two fronts in %.1f s: "
+                  "%lld transactions\n", secs, x1 - x0);
+    assert_int_equal(queued, 400);
+    assert_true(n404 >= 1 && n404 <= 2 * 20 * ((int)secs + 1)); /* each a lookup */
+    /* per front: the stuck order once per 5 s, the made-up ids 20 a second */
+    long long bound = 2 * ((long long)(secs / 5) + 1) + 2 * 20 * ((long long)secs + 1);
+    assert_true(x1 - x0 <= bound);
+    assert_true(x1 - x0 < 400);
+}
+
 /* ---- set-up ---- */
 
 static int consumer_start(void)
@@ -457,7 +514,8 @@ static int setup(void **state)
         return -1;
     user_base = (uint64_t)getpid() * 10000000ULL + (uint64_t)(to_now_ms() % 1000) * 1000000000000ULL;
     const char *env[] = {"SECKILL_REDIS_TIMEOUT_MS=5000", "SECKILL_RECONCILE_INTERVAL_MS=0",
-                         "SECKILL_EVENTS_STOCK_REFRESH_MS=100", "SECKILL_EVENTS_LIST_REFRESH_MS=300", "SECKILL_ORDER_QUEUED_PG_AFTER_S=2", NULL};
+                         "SECKILL_EVENTS_STOCK_REFRESH_MS=100", "SECKILL_EVENTS_LIST_REFRESH_MS=300", "SECKILL_ORDER_QUEUED_PG_AFTER_S=2",
+                         "SECKILL_ORDER_PG_LOOKUPS_PER_S=20", NULL};
     if (to_order_start(&fa, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg_conninfo, env) != 0 ||
         to_order_start(&fb, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg_conninfo, env) != 0)
         return -1;
@@ -497,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_order_status_and_pg_cost),
         cmocka_unit_test(test_event_list),
         cmocka_unit_test(test_lost_outcome),
+        cmocka_unit_test(test_stuck_queued_bounded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -213,7 +213,7 @@ static void test_etag_match(void **state)
 static void test_ocache(void **state)
 {
     (void)state;
-    order_ocache *c = order_ocache_new(100, 1000);
+    order_ocache *c = order_ocache_new(100, 1000, 5000, 3);
     assert_non_null(c);
     uint64_t ev, user;
     char out;
@@ -238,6 +238,40 @@ static void test_ocache(void **state)
     order_ocache_free(c);
 }
 
+/* order_ocache_claim_lookup: one lookup per order per every_ms, per_s in all, and a
+ * final outcome put after a lookup answers as before */
+static void test_ocache_lookups(void **state)
+{
+    (void)state;
+    order_ocache *c = order_ocache_new(4096, 1000, 5000, 3);
+    assert_non_null(c);
+    uint64_t ev, user;
+    char out;
+    assert_int_equal(order_ocache_claim_lookup(c, 42, NOW), 1);
+    assert_int_equal(order_ocache_claim_lookup(c, 42, NOW + 1), 0);      /* looked up lately */
+    assert_int_equal(order_ocache_get(c, 42, NOW + 1, &ev, &user, &out), 0); /* not an outcome */
+    assert_int_equal(order_ocache_claim_lookup(c, 42, NOW + 4999), 0);
+    assert_int_equal(order_ocache_claim_lookup(c, 42, NOW + 5000), 1);   /* next interval */
+    /* the budget: 3 a second over all orders, whatever their ids */
+    int64_t t = (NOW / 1000 + 10) * 1000;
+    assert_int_equal(order_ocache_claim_lookup(c, ID_OF(1, 1), t), 1);
+    assert_int_equal(order_ocache_claim_lookup(c, ID_OF(1, 2), t + 1), 1);
+    assert_int_equal(order_ocache_claim_lookup(c, ID_OF(1, 3), t + 2), 1);
+    assert_int_equal(order_ocache_claim_lookup(c, ID_OF(1, 4), t + 3), 0);
+    assert_int_equal(order_ocache_claim_lookup(c, ID_OF(1, 4), t + 1000), 1); /* a new second */
+    /* the lookup found it: the outcome replaces the mark */
+    order_ocache_put(c, ID_OF(1, 1), 7, 9, 'c', t + 1001);
+    assert_int_equal(order_ocache_get(c, ID_OF(1, 1), t + 1002, &ev, &user, &out), 1);
+    assert_true(ev == 7 && user == 9 && out == 'c');
+    /* and keeps both: the found outcome answers past its ttl until the next lookup may
+     * start, and no second lookup in the interval */
+    assert_int_equal(order_ocache_get(c, ID_OF(1, 1), t + 4999, &ev, &user, &out), 1);
+    assert_int_equal(order_ocache_claim_lookup(c, ID_OF(1, 1), t + 4999), 0);
+    assert_int_equal(order_ocache_get(c, ID_OF(1, 1), t + 5000, &ev, &user, &out), 0);
+    assert_int_equal(order_ocache_claim_lookup(c, ID_OF(1, 1), t + 5000), 1);
+    order_ocache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_eviction_bound),
         cmocka_unit_test(test_etag_match),
         cmocka_unit_test(test_ocache),
+        cmocka_unit_test(test_ocache_lookups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
