@@ -6,16 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const double batch_bounds[CONSUMER_HIST_BUCKETS] = {
-    1, 10, 50, 100, 250, 500, 1000, 2000, 5000, 10000, 50000, 1e300};
-static const double tx_bounds[CONSUMER_HIST_BUCKETS] = {
-    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5, 1e300};
+/* Finite upper bounds; the +Inf bucket follows. */
+static const double batch_le[] = {1, 10, 50, 100, 250, 500, 1000, 2000, 5000, 10000, 50000};
+static const double tx_le[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5};
+static const sk_prom_bounds batch_bounds = {batch_le, (int)(sizeof(batch_le) / sizeof(batch_le[0]))};
+static const sk_prom_bounds tx_bounds = {tx_le, (int)(sizeof(tx_le) / sizeof(tx_le[0]))};
 
 void consumer_metrics_init(consumer_metrics *m)
 {
     memset(m, 0, sizeof(*m));
-    m->batch_size.bounds = batch_bounds;
-    m->tx_seconds.bounds = tx_bounds;
+    m->batch_size.bounds = &batch_bounds;
+    m->tx_seconds.bounds = &tx_bounds;
     pthread_mutex_init(&m->lag_mu, NULL);
 }
 
@@ -26,14 +27,7 @@ void consumer_metrics_destroy(consumer_metrics *m)
 
 void consumer_hist_observe(consumer_hist *h, double v)
 {
-    for (int i = 0; i < CONSUMER_HIST_BUCKETS; i++) {
-        if (v <= h->bounds[i]) {
-            atomic_fetch_add_explicit(&h->buckets[i], 1, memory_order_relaxed);
-            break;
-        }
-    }
-    atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&h->sum_micro, (uint_fast64_t)(v * 1e6), memory_order_relaxed);
+    sk_prom_hist_observe(&h->h, h->bounds, v);
 }
 
 void consumer_metrics_set_lag(consumer_metrics *m, const int32_t *partitions, const int64_t *lags,
@@ -50,94 +44,92 @@ void consumer_metrics_set_lag(consumer_metrics *m, const int32_t *partitions, co
     pthread_mutex_unlock(&m->lag_mu);
 }
 
-#define LOAD(x) ((unsigned long long)atomic_load_explicit(&(x), memory_order_relaxed))
+#define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
-static void counter(FILE *f, const char *name, const char *help, unsigned long long v)
+static void hist(FILE *f, const char *name, const char *help, const consumer_hist *h)
 {
-    fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, v);
+    sk_prom_head(f, name, "histogram", help);
+    sk_prom_hist_write(f, name, NULL, 0, &h->h, h->bounds);
 }
 
-static void hist(FILE *f, const char *name, const char *help, consumer_hist *h)
+static void render_counts(FILE *f, consumer_metrics *m)
 {
-    fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
-    unsigned long long cum = 0;
-    for (int i = 0; i < CONSUMER_HIST_BUCKETS; i++) {
-        cum += LOAD(h->buckets[i]);
-        if (i == CONSUMER_HIST_BUCKETS - 1)
-            fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n", name, cum);
-        else
-            fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i], cum);
+    sk_prom_counter(f, "seckill_consumer_messages_consumed_total", "Messages taken from Kafka.",
+                    LOAD(m->consumed));
+    sk_prom_counter(f, "seckill_consumer_orders_created_total",
+                    "Orders stored with status created.", LOAD(m->created));
+    sk_prom_counter(f, "seckill_consumer_orders_rejected_total",
+                    "Orders stored with status rejected: the database had no stock left "
+                    "(inconsistency).",
+                    LOAD(m->rejected));
+    sk_prom_counter(f, "seckill_consumer_duplicates_total",
+                    "Valid messages that changed nothing (replays, second order of a user).",
+                    LOAD(m->duplicates));
+    sk_prom_head(f, "seckill_consumer_dead_letters_total", "counter",
+                 "Poison messages sent to the DLQ.");
+    for (int i = 1; i < CONSUMER_MSG__COUNT; i++) {
+        sk_prom_label l = {"error", consumer_msg_strerror((consumer_msg_err)i)};
+        sk_prom_sample_u64(f, "seckill_consumer_dead_letters_total", &l, 1,
+                           LOAD(m->dead_lettered[i]));
     }
-    fprintf(f, "%s_sum %.6f\n%s_count %llu\n", name, (double)LOAD(h->sum_micro) / 1e6, name,
-            LOAD(h->count));
+    sk_prom_counter(f, "seckill_consumer_batches_total", "Batches committed.", LOAD(m->batches));
+    sk_prom_counter(f, "seckill_consumer_batch_failures_total", "Failed batch attempts (retried).",
+                    LOAD(m->batch_failures));
+    sk_prom_counter(f, "seckill_consumer_batches_abandoned_total",
+                    "Batches dropped on partition revoke (the new owner replays them).",
+                    LOAD(m->abandoned));
+    sk_prom_counter(f, "seckill_consumer_dead_letters_truncated_total",
+                    "Dead letters sent as a truncated copy (the original did not fit the DLQ).",
+                    LOAD(m->dlq_truncated));
+    sk_prom_counter(f, "seckill_consumer_dead_letters_dropped_total",
+                    "Poison messages the DLQ refused for good even truncated (skipped, logged).",
+                    LOAD(m->dlq_dropped));
+}
+
+static void render_state(FILE *f, consumer_metrics *m)
+{
+    sk_prom_gauge(f, "seckill_consumer_writers_retrying",
+                  "Writers retrying a failed batch (their partitions are paused).",
+                  atomic_load(&m->writers_retrying));
+    sk_prom_gauge_fixed(f, "seckill_consumer_retrying_seconds",
+                        "How long the longest-retrying writer has been stuck on one batch (0: "
+                        "none).",
+                        (double)atomic_load(&m->retrying_ms) / 1e3, 3);
+    sk_prom_counter(f, "seckill_consumer_order_index_failures_total",
+                    "Batches whose outcomes could not be written into the order index (Redis).",
+                    LOAD(m->oidx_failures));
+    sk_prom_gauge(f, "seckill_consumer_db_up", "1 if the last database attempt succeeded.",
+                  atomic_load(&m->db_up));
+    sk_prom_gauge(f, "seckill_consumer_paused", "1 while consumption is paused.",
+                  atomic_load(&m->paused));
+}
+
+/* Only the partitions whose lag is known (-1: no watermark yet). */
+static void render_lag(FILE *f, consumer_metrics *m)
+{
+    sk_prom_head(f, "seckill_consumer_lag", "gauge",
+                 "Messages not yet committed behind the high watermark, per partition.");
+    pthread_mutex_lock(&m->lag_mu);
+    for (int i = 0; i < m->nlag; i++)
+        if (m->lag[i].lag >= 0) {
+            char part[16];
+            snprintf(part, sizeof(part), "%" PRId32, m->lag[i].partition);
+            sk_prom_label l = {"partition", part};
+            sk_prom_sample_i64(f, "seckill_consumer_lag", &l, 1, m->lag[i].lag);
+        }
+    pthread_mutex_unlock(&m->lag_mu);
 }
 
 char *consumer_metrics_render(consumer_metrics *m, size_t *len)
 {
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&buf, &n);
-    if (!f)
+    sk_prom_text t;
+    if (sk_prom_text_open(&t) != 0)
         return NULL;
-    counter(f, "seckill_consumer_messages_consumed_total", "Messages taken from Kafka.",
-            LOAD(m->consumed));
-    counter(f, "seckill_consumer_orders_created_total", "Orders stored with status created.",
-            LOAD(m->created));
-    counter(f, "seckill_consumer_orders_rejected_total",
-            "Orders stored with status rejected: the database had no stock left (inconsistency).",
-            LOAD(m->rejected));
-    counter(f, "seckill_consumer_duplicates_total",
-            "Valid messages that changed nothing (replays, second order of a user).",
-            LOAD(m->duplicates));
-    fprintf(f, "# HELP seckill_consumer_dead_letters_total Poison messages sent to the DLQ.\n"
-               "# TYPE seckill_consumer_dead_letters_total counter\n");
-    for (int i = 1; i < CONSUMER_MSG__COUNT; i++)
-        fprintf(f, "seckill_consumer_dead_letters_total{error=\"%s\"} %llu\n",
-                consumer_msg_strerror((consumer_msg_err)i), LOAD(m->dead_lettered[i]));
-    counter(f, "seckill_consumer_batches_total", "Batches committed.", LOAD(m->batches));
-    counter(f, "seckill_consumer_batch_failures_total", "Failed batch attempts (retried).",
-            LOAD(m->batch_failures));
-    counter(f, "seckill_consumer_batches_abandoned_total",
-            "Batches dropped on partition revoke (the new owner replays them).",
-            LOAD(m->abandoned));
-    counter(f, "seckill_consumer_dead_letters_truncated_total",
-            "Dead letters sent as a truncated copy (the original did not fit the DLQ).",
-            LOAD(m->dlq_truncated));
-    counter(f, "seckill_consumer_dead_letters_dropped_total",
-            "Poison messages the DLQ refused for good even truncated (skipped, logged).",
-            LOAD(m->dlq_dropped));
-    fprintf(f, "# HELP seckill_consumer_writers_retrying Writers retrying a failed batch "
-               "(their partitions are paused).\n"
-               "# TYPE seckill_consumer_writers_retrying gauge\nseckill_consumer_writers_retrying %d\n",
-            atomic_load(&m->writers_retrying));
-    fprintf(f, "# HELP seckill_consumer_retrying_seconds How long the longest-retrying writer has "
-               "been stuck on one batch (0: none).\n"
-               "# TYPE seckill_consumer_retrying_seconds gauge\nseckill_consumer_retrying_seconds %.3f\n",
-            (double)atomic_load(&m->retrying_ms) / 1e3);
-    counter(f, "seckill_consumer_order_index_failures_total",
-            "Batches whose outcomes could not be written into the order index (Redis).",
-            LOAD(m->oidx_failures));
-    fprintf(f, "# HELP seckill_consumer_db_up 1 if the last database attempt succeeded.\n"
-               "# TYPE seckill_consumer_db_up gauge\nseckill_consumer_db_up %d\n",
-            atomic_load(&m->db_up));
-    fprintf(f, "# HELP seckill_consumer_paused 1 while consumption is paused.\n"
-               "# TYPE seckill_consumer_paused gauge\nseckill_consumer_paused %d\n",
-            atomic_load(&m->paused));
-    hist(f, "seckill_consumer_batch_size", "Messages per batch.", &m->batch_size);
-    hist(f, "seckill_consumer_transaction_seconds", "PostgreSQL transaction time per batch.",
+    render_counts(t.f, m);
+    render_state(t.f, m);
+    hist(t.f, "seckill_consumer_batch_size", "Messages per batch.", &m->batch_size);
+    hist(t.f, "seckill_consumer_transaction_seconds", "PostgreSQL transaction time per batch.",
          &m->tx_seconds);
-    fprintf(f, "# HELP seckill_consumer_lag Messages not yet committed behind the high watermark, per partition.\n"
-               "# TYPE seckill_consumer_lag gauge\n");
-    pthread_mutex_lock(&m->lag_mu);
-    for (int i = 0; i < m->nlag; i++)
-        if (m->lag[i].lag >= 0)
-            fprintf(f, "seckill_consumer_lag{partition=\"%" PRId32 "\"} %" PRId64 "\n",
-                    m->lag[i].partition, m->lag[i].lag);
-    pthread_mutex_unlock(&m->lag_mu);
-    if (fclose(f) != 0) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
+    render_lag(t.f, m);
+    return sk_prom_text_close(&t, len);
 }

@@ -7,6 +7,7 @@
 #define CONSUMER_METRICS_H
 
 #include "consumer_msg.h"
+#include "sk_prom.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,13 +15,11 @@
 #include <stdint.h>
 
 #define CONSUMER_METRICS_MAX_PARTITIONS 256
-#define CONSUMER_HIST_BUCKETS 12
 
+/* A histogram with its bounds (set by consumer_metrics_init). */
 typedef struct consumer_hist {
-    const double *bounds; /* CONSUMER_HIST_BUCKETS upper bounds, the last one +Inf */
-    atomic_uint_fast64_t buckets[CONSUMER_HIST_BUCKETS];
-    atomic_uint_fast64_t count;
-    atomic_uint_fast64_t sum_micro; /* sum * 1e6, so it stays an integer atomic */
+    const sk_prom_bounds *bounds;
+    sk_prom_hist h;
 } consumer_hist;
 
 typedef struct consumer_metrics {

@@ -10,6 +10,7 @@
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
 #include <sk_config.h>
+#include <sk_group.h>
 #include <sk_listen.h>
 #include <sk_log.h>
 #include <stddef.h>
@@ -23,8 +24,7 @@
 static const sk_cfg_entry config_table[] = {
     {"pg", SK_CFG_SECRET, 0, 0, "",
      "PostgreSQL conninfo or URI (empty: libpq's PG* environment)", offsetof(consumer_cfg, pg)},
-    {"group.id", SK_CFG_STRING, 0, 0, "seckill-order-writer", "Kafka consumer group",
-     offsetof(consumer_cfg, group_id)},
+    SK_GROUP_CFG_ENTRY(offsetof(consumer_cfg, group_id)), /* shared with the reconciler */
     {"topic", SK_CFG_STRING, 0, 0, "seckill.orders", "topic of the orders",
      offsetof(consumer_cfg, topic)},
     {"dlq.topic", SK_CFG_STRING, 0, 0, "seckill.orders.dlq", "dead-letter topic for poison messages",

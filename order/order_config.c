@@ -1,5 +1,6 @@
 /* order_config: the configuration table of seckill-order. See order_config.h. */
 #include "order_config.h"
+#include "sk_group.h"
 
 #include <arpa/inet.h>
 #include <stddef.h>
@@ -120,9 +121,7 @@ const sk_cfg_entry order_config_table[] = {
      F(reconcile_lock_timeout_ms)},
     {"reconcile.horizon_s", SK_CFG_INT, 60, 31536000, "86400",
      "events whose sale ended less than this ago are still reconciled", F(reconcile_horizon_s)},
-    {"reconcile.group", SK_CFG_STRING, 0, 0, "seckill-order-writer",
-     "consumer group whose committed offsets prove an order is in PostgreSQL",
-     F(reconcile_group)},
+    SK_GROUP_CFG_ENTRY(F(group_id)), /* the consumer's group: sk_group.h */
     {"reconcile.lock", SK_CFG_STRING, 0, 0, "seckill:reconciler",
      "name of the librlock lock that elects the one reconciling instance (one per deployment)",
      F(reconcile_lock)},

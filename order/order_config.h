@@ -40,7 +40,8 @@ typedef struct order_config {
     char *log_level;
     long long reconcile_interval_ms; /* 0: this instance never reconciles */
     long long reconcile_margin_ms, reconcile_lock_timeout_ms, reconcile_horizon_s;
-    char *reconcile_group, *reconcile_lock;
+    char *group_id; /* the writers' consumer group (sk_group.h): the reconciler reads its offsets */
+    char *reconcile_lock;
     /* derived by order_config_check */
     order_rl_mode rl_mode;
 } order_config;

@@ -1,15 +1,16 @@
 /* order_metrics: counters and Prometheus text. See order_metrics.h. */
 #include "order_metrics.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 static const int statuses[ORDER_METRICS_STATUSES - 1] = {200, 201, 202, 400, 401, 403, 404,
                                                           405, 409, 413, 429, 500, 503};
-/* Upper bounds in microseconds; the last bucket is +Inf. */
-static const int64_t bounds_us[ORDER_METRICS_BUCKETS - 1] = {
-    250, 500, 1000, 2000, 3000, 5000, 7500, 10000, 25000, 50000, 100000, 1000000};
+/* Upper bounds in seconds (whole microseconds, so that sk_prom_hist_observe_micro is
+ * exact); the +Inf bucket follows. */
+static const double bounds_s[] = {0.00025, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075,
+                                  0.01,    0.025,  0.05,  0.1,   1};
+static const sk_prom_bounds bounds = {bounds_s, (int)(sizeof(bounds_s) / sizeof(bounds_s[0]))};
 
 void order_metrics_request(order_metrics *m, order_route_id route, int status, int64_t us)
 {
@@ -22,32 +23,14 @@ void order_metrics_request(order_metrics *m, order_route_id route, int status, i
             break;
         }
     atomic_fetch_add_explicit(&m->requests[route][si], 1, memory_order_relaxed);
-    int b = ORDER_METRICS_BUCKETS - 1;
-    for (int i = 0; i < ORDER_METRICS_BUCKETS - 1; i++)
-        if (us <= bounds_us[i]) {
-            b = i;
-            break;
-        }
-    atomic_fetch_add_explicit(&m->latency[route][b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m->latency_sum_us[route], (uint64_t)(us > 0 ? us : 0),
-                              memory_order_relaxed);
-}
-
-static int bucket_of(int64_t us)
-{
-    for (int i = 0; i < ORDER_METRICS_BUCKETS - 1; i++)
-        if (us <= bounds_us[i])
-            return i;
-    return ORDER_METRICS_BUCKETS - 1;
+    sk_prom_hist_observe_micro(&m->latency[route], &bounds, us);
 }
 
 void order_metrics_stage(order_metrics *m, order_stage stage, int64_t us)
 {
     if ((unsigned)stage >= ORDER_STAGE_COUNT)
         return;
-    atomic_fetch_add_explicit(&m->stage[stage][bucket_of(us)], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m->stage_sum_us[stage], (uint64_t)(us > 0 ? us : 0),
-                              memory_order_relaxed);
+    sk_prom_hist_observe_micro(&m->stage[stage], &bounds, us);
 }
 
 void order_metrics_reserve(order_metrics *m, long long code)
@@ -66,131 +49,121 @@ void order_metrics_gate(order_metrics *m, int op, size_t n)
 
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
-char *order_metrics_render(order_metrics *m, size_t *len)
+/* Requests by route and status: only the pairs seen (a route x status grid is mostly 0). */
+static void render_requests(FILE *f, order_metrics *m)
 {
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    if (!f)
-        return NULL;
-    fprintf(f, "# HELP seckill_order_requests_total HTTP requests answered, by route and status.\n"
-               "# TYPE seckill_order_requests_total counter\n");
+    sk_prom_head(f, "seckill_order_requests_total", "counter",
+                 "HTTP requests answered, by route and status.");
     for (int r = 0; r < ORDER_ROUTE_COUNT; r++)
         for (int s = 0; s < ORDER_METRICS_STATUSES; s++) {
             uint64_t v = LOAD(m->requests[r][s]);
             if (!v)
                 continue;
+            char status[16];
             if (s < ORDER_METRICS_STATUSES - 1)
-                fprintf(f, "seckill_order_requests_total{route=\"%s\",status=\"%d\"} %" PRIu64 "\n",
-                        order_route_name((order_route_id)r), statuses[s], v);
+                snprintf(status, sizeof(status), "%d", statuses[s]);
             else
-                fprintf(f, "seckill_order_requests_total{route=\"%s\",status=\"other\"} %" PRIu64 "\n",
-                        order_route_name((order_route_id)r), v);
+                snprintf(status, sizeof(status), "other");
+            sk_prom_label l[2] = {{"route", order_route_name((order_route_id)r)},
+                                  {"status", status}};
+            sk_prom_sample_u64(f, "seckill_order_requests_total", l, 2, v);
         }
-    fprintf(f, "# HELP seckill_order_request_seconds Time from request to answer, by route.\n"
-               "# TYPE seckill_order_request_seconds histogram\n");
+}
+
+static void render_histograms(FILE *f, order_metrics *m)
+{
+    sk_prom_head(f, "seckill_order_request_seconds", "histogram",
+                 "Time from request to answer, by route.");
     for (int r = 0; r < ORDER_ROUTE_COUNT; r++) {
-        uint64_t cum = 0;
-        for (int b = 0; b < ORDER_METRICS_BUCKETS; b++) {
-            cum += LOAD(m->latency[r][b]);
-            if (b < ORDER_METRICS_BUCKETS - 1)
-                fprintf(f, "seckill_order_request_seconds_bucket{route=\"%s\",le=\"%g\"} %" PRIu64 "\n",
-                        order_route_name((order_route_id)r), (double)bounds_us[b] / 1e6, cum);
-            else
-                fprintf(f, "seckill_order_request_seconds_bucket{route=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
-                        order_route_name((order_route_id)r), cum);
-        }
-        fprintf(f, "seckill_order_request_seconds_sum{route=\"%s\"} %.6f\n",
-                order_route_name((order_route_id)r), (double)LOAD(m->latency_sum_us[r]) / 1e6);
-        fprintf(f, "seckill_order_request_seconds_count{route=\"%s\"} %" PRIu64 "\n",
-                order_route_name((order_route_id)r), cum);
+        sk_prom_label l = {"route", order_route_name((order_route_id)r)};
+        sk_prom_hist_write(f, "seckill_order_request_seconds", &l, 1, &m->latency[r], &bounds);
     }
     static const char *stages[ORDER_STAGE_COUNT] = {"reserve", "kafka", "confirm"};
-    fprintf(f, "# HELP seckill_order_stage_seconds Accept-path stages: reserve.lua, Kafka delivery, "
-               "confirm.lua.\n# TYPE seckill_order_stage_seconds histogram\n");
+    sk_prom_head(f, "seckill_order_stage_seconds", "histogram",
+                 "Accept-path stages: reserve.lua, Kafka delivery, confirm.lua.");
     for (int st = 0; st < ORDER_STAGE_COUNT; st++) {
-        uint64_t cum = 0;
-        for (int b = 0; b < ORDER_METRICS_BUCKETS; b++) {
-            cum += LOAD(m->stage[st][b]);
-            if (b < ORDER_METRICS_BUCKETS - 1)
-                fprintf(f, "seckill_order_stage_seconds_bucket{stage=\"%s\",le=\"%g\"} %" PRIu64 "\n",
-                        stages[st], (double)bounds_us[b] / 1e6, cum);
-            else
-                fprintf(f, "seckill_order_stage_seconds_bucket{stage=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
-                        stages[st], cum);
-        }
-        fprintf(f, "seckill_order_stage_seconds_sum{stage=\"%s\"} %.6f\n", stages[st],
-                (double)LOAD(m->stage_sum_us[st]) / 1e6);
-        fprintf(f, "seckill_order_stage_seconds_count{stage=\"%s\"} %" PRIu64 "\n", stages[st], cum);
+        sk_prom_label l = {"stage", stages[st]};
+        sk_prom_hist_write(f, "seckill_order_stage_seconds", &l, 1, &m->stage[st], &bounds);
     }
-    static const char *codes[ORDER_METRICS_RESERVE_CODES] = {
+}
+
+/* One counter family with one label, a sample for each of n values (zeros included). */
+static void render_family(FILE *f, const char *name, const char *help, const char *label,
+                          const char *const *values, _Atomic uint64_t *counts, int n)
+{
+    sk_prom_head(f, name, "counter", help);
+    for (int i = 0; i < n; i++) {
+        sk_prom_label l = {label, values[i]};
+        sk_prom_sample_u64(f, name, &l, 1, LOAD(counts[i]));
+    }
+}
+
+static void render_gate(FILE *f, order_metrics *m)
+{
+    static const char *const codes[ORDER_METRICS_RESERVE_CODES] = {
         "ok", "sold_out", "duplicate", "not_started", "ended", "not_loaded", "other"};
-    fprintf(f, "# HELP seckill_order_reserve_total reserve.lua results, by code.\n"
-               "# TYPE seckill_order_reserve_total counter\n");
-    for (int i = 0; i < ORDER_METRICS_RESERVE_CODES; i++)
-        fprintf(f, "seckill_order_reserve_total{result=\"%s\"} %" PRIu64 "\n", codes[i],
-                LOAD(m->reserve[i]));
-    static const char *gate_ops[ORDER_METRICS_GATE_OPS] = {"reserve", "cancel", "confirm"};
-    fprintf(f, "# HELP seckill_order_gate_calls_total Gate script calls (one per event per loop "
-               "turn).\n# TYPE seckill_order_gate_calls_total counter\n");
-    for (int i = 0; i < ORDER_METRICS_GATE_OPS; i++)
-        fprintf(f, "seckill_order_gate_calls_total{script=\"%s\"} %" PRIu64 "\n", gate_ops[i],
-                LOAD(m->gate_calls[i]));
-    fprintf(f, "# HELP seckill_order_gate_orders_total Orders carried by the gate's script calls.\n"
-               "# TYPE seckill_order_gate_orders_total counter\n");
-    for (int i = 0; i < ORDER_METRICS_GATE_OPS; i++)
-        fprintf(f, "seckill_order_gate_orders_total{script=\"%s\"} %" PRIu64 "\n", gate_ops[i],
-                LOAD(m->gate_orders[i]));
-    fprintf(f,
-            "# HELP seckill_order_redis_errors_total Redis commands that failed (error reply, "
-            "disconnect, timeout).\n# TYPE seckill_order_redis_errors_total counter\n"
-            "seckill_order_redis_errors_total %" PRIu64 "\n"
-            "# HELP seckill_order_kafka_delivery_failures_total Orders whose delivery report "
-            "was an error.\n# TYPE seckill_order_kafka_delivery_failures_total counter\n"
-            "seckill_order_kafka_delivery_failures_total %" PRIu64 "\n"
-            "# HELP seckill_order_kafka_produce_failures_total Orders librdkafka refused to "
-            "queue.\n# TYPE seckill_order_kafka_produce_failures_total counter\n"
-            "seckill_order_kafka_produce_failures_total %" PRIu64 "\n"
-            "# HELP seckill_order_soldout_flag_hits_total Orders answered sold out by the "
-            "local flag, without Redis.\n# TYPE seckill_order_soldout_flag_hits_total counter\n"
-            "seckill_order_soldout_flag_hits_total %" PRIu64 "\n"
-            "# HELP seckill_order_rate_limited_total Orders refused by the per-user rate "
-            "limit.\n# TYPE seckill_order_rate_limited_total counter\n"
-            "seckill_order_rate_limited_total %" PRIu64 "\n"
-            "# HELP seckill_order_overload_rejections_total Requests refused at once by the "
-            "in-flight bounds.\n# TYPE seckill_order_overload_rejections_total counter\n"
-            "seckill_order_overload_rejections_total %" PRIu64 "\n"
-            "# HELP seckill_order_requests_inflight Requests received and not finished (an accepted "
-            "order finishes when confirm.lua answers, just after its 202).\n"
-            "# TYPE seckill_order_requests_inflight gauge\n"
-            "seckill_order_requests_inflight %" PRId64 "\n"
-            "# HELP seckill_order_kafka_inflight Messages produced and not yet reported.\n"
-            "# TYPE seckill_order_kafka_inflight gauge\n"
-            "seckill_order_kafka_inflight %" PRId64 "\n",
-            LOAD(m->redis_errors), LOAD(m->kafka_delivery_failures),
-            LOAD(m->kafka_produce_failures), LOAD(m->soldout_flag_hits), LOAD(m->rate_limited),
-            LOAD(m->overload_rejections), LOAD(m->requests_inflight), LOAD(m->kafka_inflight));
-    fprintf(f,
-            "# HELP seckill_order_reconcile_leader 1 while this instance is the one reconciling.\n"
-            "# TYPE seckill_order_reconcile_leader gauge\n"
-            "seckill_order_reconcile_leader %" PRId64 "\n"
-            "# HELP seckill_order_reconcile_confirmed_total Pending entries the reconciler found "
-            "in PostgreSQL and confirmed.\n# TYPE seckill_order_reconcile_confirmed_total counter\n"
-            "seckill_order_reconcile_confirmed_total %" PRIu64 "\n"
-            "# HELP seckill_order_reconcile_cancelled_total Reservations the reconciler gave back "
-            "(their order can no longer reach PostgreSQL).\n"
-            "# TYPE seckill_order_reconcile_cancelled_total counter\n"
-            "seckill_order_reconcile_cancelled_total %" PRIu64 "\n"
-            "# HELP seckill_order_reconcile_reloaded_total Event gates rebuilt from PostgreSQL "
-            "after their Redis keys were lost.\n"
-            "# TYPE seckill_order_reconcile_reloaded_total counter\n"
-            "seckill_order_reconcile_reloaded_total %" PRIu64 "\n",
-            LOAD(m->reconcile_leader), LOAD(m->reconcile_confirmed), LOAD(m->reconcile_cancelled),
-            LOAD(m->reconcile_reloaded));
-    if (fclose(f) != 0) {
-        free(buf);
+    static const char *const gate_ops[ORDER_METRICS_GATE_OPS] = {"reserve", "cancel", "confirm"};
+    render_family(f, "seckill_order_reserve_total", "reserve.lua results, by code.", "result",
+                  codes, m->reserve, ORDER_METRICS_RESERVE_CODES);
+    render_family(f, "seckill_order_gate_calls_total",
+                  "Gate script calls (one per event per loop turn).", "script", gate_ops,
+                  m->gate_calls, ORDER_METRICS_GATE_OPS);
+    render_family(f, "seckill_order_gate_orders_total",
+                  "Orders carried by the gate's script calls.", "script", gate_ops,
+                  m->gate_orders, ORDER_METRICS_GATE_OPS);
+}
+
+static void render_failures(FILE *f, order_metrics *m)
+{
+    sk_prom_counter(f, "seckill_order_redis_errors_total",
+                    "Redis commands that failed (error reply, disconnect, timeout).",
+                    LOAD(m->redis_errors));
+    sk_prom_counter(f, "seckill_order_kafka_delivery_failures_total",
+                    "Orders whose delivery report was an error.",
+                    LOAD(m->kafka_delivery_failures));
+    sk_prom_counter(f, "seckill_order_kafka_produce_failures_total",
+                    "Orders librdkafka refused to queue.", LOAD(m->kafka_produce_failures));
+    sk_prom_counter(f, "seckill_order_soldout_flag_hits_total",
+                    "Orders answered sold out by the local flag, without Redis.",
+                    LOAD(m->soldout_flag_hits));
+    sk_prom_counter(f, "seckill_order_rate_limited_total",
+                    "Orders refused by the per-user rate limit.", LOAD(m->rate_limited));
+    sk_prom_counter(f, "seckill_order_overload_rejections_total",
+                    "Requests refused at once by the in-flight bounds.",
+                    LOAD(m->overload_rejections));
+    sk_prom_gauge(f, "seckill_order_requests_inflight",
+                  "Requests received and not finished (an accepted order finishes when "
+                  "confirm.lua answers, just after its 202).",
+                  LOAD(m->requests_inflight));
+    sk_prom_gauge(f, "seckill_order_kafka_inflight", "Messages produced and not yet reported.",
+                  LOAD(m->kafka_inflight));
+}
+
+static void render_reconcile(FILE *f, order_metrics *m)
+{
+    sk_prom_gauge(f, "seckill_order_reconcile_leader",
+                  "1 while this instance is the one reconciling.", LOAD(m->reconcile_leader));
+    sk_prom_counter(f, "seckill_order_reconcile_confirmed_total",
+                    "Pending entries the reconciler found in PostgreSQL and confirmed.",
+                    LOAD(m->reconcile_confirmed));
+    sk_prom_counter(f, "seckill_order_reconcile_cancelled_total",
+                    "Reservations the reconciler gave back (their order can no longer reach "
+                    "PostgreSQL).",
+                    LOAD(m->reconcile_cancelled));
+    sk_prom_counter(f, "seckill_order_reconcile_reloaded_total",
+                    "Event gates rebuilt from PostgreSQL after their Redis keys were lost.",
+                    LOAD(m->reconcile_reloaded));
+}
+
+char *order_metrics_render(order_metrics *m, size_t *len)
+{
+    sk_prom_text t;
+    if (sk_prom_text_open(&t) != 0)
         return NULL;
-    }
-    *len = size;
-    return buf;
+    render_requests(t.f, m);
+    render_histograms(t.f, m);
+    render_gate(t.f, m);
+    render_failures(t.f, m);
+    render_reconcile(t.f, m);
+    return sk_prom_text_close(&t, len);
 }

@@ -6,6 +6,7 @@
 #define ORDER_METRICS_H
 
 #include "order_route.h"
+#include "sk_prom.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -13,7 +14,6 @@
 
 /* The statuses the API answers; anything else lands in the last slot. */
 #define ORDER_METRICS_STATUSES 14
-#define ORDER_METRICS_BUCKETS 13
 #define ORDER_METRICS_RESERVE_CODES 7 /* reserve.lua 0..5, and "other" */
 #define ORDER_METRICS_GATE_OPS 3      /* order_gate_op */
 
@@ -26,11 +26,9 @@ typedef enum {
 } order_stage;
 
 typedef struct order_metrics {
-    _Atomic uint64_t stage[ORDER_STAGE_COUNT][ORDER_METRICS_BUCKETS];
-    _Atomic uint64_t stage_sum_us[ORDER_STAGE_COUNT];
+    sk_prom_hist stage[ORDER_STAGE_COUNT]; /* seconds, the bounds of order_metrics.c */
     _Atomic uint64_t requests[ORDER_ROUTE_COUNT][ORDER_METRICS_STATUSES];
-    _Atomic uint64_t latency[ORDER_ROUTE_COUNT][ORDER_METRICS_BUCKETS]; /* per bucket, not cumulative */
-    _Atomic uint64_t latency_sum_us[ORDER_ROUTE_COUNT];
+    sk_prom_hist latency[ORDER_ROUTE_COUNT];
     _Atomic uint64_t reserve[ORDER_METRICS_RESERVE_CODES];
     /* The gate's script calls (order_gate_op: reserve, cancel, confirm) and the orders
      * they carried: orders / calls is the mean batch of a loop turn. */

@@ -4,6 +4,7 @@
 #ifndef ORDER_RECON_RULE_H
 #define ORDER_RECON_RULE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* ORDER_RECON_NEVER: nothing may be cancelled on this partition yet. */
@@ -26,5 +27,45 @@ int64_t order_recon_cutoff(order_recon_mark *m, int64_t t_now, int64_t hw_now, i
 /** @brief 1 when an entry reserved at ts_ms may be cancelled under `cutoff`, given the
  *  producer's message timeout plus margin `wait_ms`. */
 int order_recon_may_cancel(int64_t ts_ms, int64_t cutoff, int64_t wait_ms);
+
+/* What the reconciler does with one pending entry. */
+typedef enum {
+    ORDER_RECON_KEEP = 0, /* its order may still land: leave it */
+    ORDER_RECON_CONFIRM,  /* its order is in PostgreSQL: confirm.lua */
+    ORDER_RECON_CANCEL    /* its order can never land: cancel.lua gives the stock back */
+} order_recon_action;
+
+/** @brief The action for an entry reserved at ts_ms whose order is (in_pg 1) or is not in
+ *  PostgreSQL, PostgreSQL having been read after the cutoff was computed. */
+order_recon_action order_recon_decide(int in_pg, int64_t ts_ms, int64_t cutoff, int64_t wait_ms);
+
+/** @brief The cutoff of an event on partition p (from the producer's partitioner), or, p
+ *  out of [0, n) (a partitioner that cannot be reproduced), the lowest of all n: every
+ *  partition must have passed its mark. ORDER_RECON_NEVER when n is 0. */
+int64_t order_recon_event_cutoff(const int64_t *cutoffs, int32_t n, int32_t p);
+
+/** @brief 1 if a pending hash field looks like an order id of ours (1 to 20 digits);
+ *  anything else is never touched. */
+int order_recon_is_order_id(const char *id);
+
+/** @brief Parses a pending entry's value "user_id:ts_ms" into user (NUL-terminated, at
+ *  most usz - 1 characters) and *ts_ms. @returns 0, or -1 (malformed: left alone). */
+int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *ts_ms);
+
+/** @brief How long a produced message may still land: the producer's message.timeout.ms
+ *  (or delivery.timeout.ms, its alias; NULL: unset) as kafka.* gives it, else the
+ *  producer's default 10000. 0 or less is librdkafka's "for ever": a wait so long that
+ *  nothing is ever cancelled. */
+int64_t order_recon_msg_timeout_ms(const char *message_timeout, const char *delivery_timeout);
+
+/* A live event whose gate (stock key) is missing in Redis, and since when we know. */
+typedef struct order_recon_lost {
+    uint64_t id;
+    int64_t since_ms;
+} order_recon_lost;
+
+/** @brief Since when event id is known lost: the time a previous scan recorded (prev, n
+ *  entries) or, new, now. The earliest is what the reload waits from. */
+int64_t order_recon_lost_since(const order_recon_lost *prev, int n, uint64_t id, int64_t now);
 
 #endif

@@ -1,17 +1,20 @@
-/* order_reconcile: the reconciler thread. See order_reconcile.h for the design. */
+/* order_reconcile: the reconciler thread: the leader lock, Redis (the pending hashes and
+ * the gate scripts) and the order of a scan. Its PostgreSQL and Kafka clients are
+ * order_recon_pg and order_recon_kafka, its decisions order_recon_rule. See
+ * order_reconcile.h for the design. */
 #include "order_reconcile.h"
 #include "order_msg.h"
+#include "order_recon_kafka.h"
+#include "order_recon_pg.h"
 #include "order_recon_rule.h"
+#include "order_time.h"
 #include "rcluster.h"
 #include "rlock.h"
-#include "sk_kafka_conf.h"
 #include "sk_log.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
-#include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,20 +22,11 @@
 #include <sys/time.h>
 #include <time.h>
 
-#define KAFKA_TIMEOUT_MS 3000
-
-typedef int32_t partitioner_fn(const rd_kafka_topic_t *rkt, const void *key, size_t keylen,
-                               int32_t partition_cnt, void *rkt_opaque, void *msg_opaque);
-
-typedef order_recon_mark mark;
-
 struct order_reconciler {
     const order_config *cfg;
-    const sk_cfg_kv *props;
     const order_scripts *scripts;
     order_metrics *metrics;
-    int64_t msg_timeout_ms; /* the producer's message.timeout.ms */
-    partitioner_fn *part;   /* NULL: PART_ANY */
+    int64_t wait_ms; /* the producer's message.timeout.ms + reconcile.margin_ms */
 
     pthread_t thread;
     pthread_mutex_t mu;
@@ -43,186 +37,37 @@ struct order_reconciler {
     rlock_t *lock;
     int leader;
     rcl_ctx *rc; /* plain or cluster (cfg->redis_url), routed by rcluster */
-    PGconn *pg;
-    rd_kafka_t *rk;
-    rd_kafka_topic_t *rkt;
-    int32_t nparts;
-    mark *marks;    /* nparts */
-    int64_t *cutoff; /* nparts: entries with ts + timeout + margin <= cutoff may go */
-    /* Live events whose gate (stock key) is missing in Redis, and since when we know. */
-    struct lost {
-        uint64_t id;
-        int64_t since_ms;
-    } *lost;
+    order_recon_pg *pg;
+    order_recon_kafka *kafka;
+    order_recon_lost *lost; /* live events whose gate is missing in Redis */
     int nlost;
 };
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* What one scan did, for the metrics and the log line. */
+typedef struct scan_counts {
+    int confirmed, cancelled, reloaded;
+} scan_counts;
 
-static const char *prop(const sk_cfg_kv *props, const char *key)
-{
-    const char *v = NULL;
-    for (const sk_cfg_kv *kv = props; kv; kv = kv->next) /* the last one wins */
-        if (strcmp(kv->key, key) == 0)
-            v = kv->value;
-    return v;
-}
-
-/* Drops every connection; the next scan opens them again. */
+/* Drops the Redis and PostgreSQL connections; the next scan opens them again. */
 static void disconnect(order_reconciler *r)
 {
     rcl_free(r->rc);
     r->rc = NULL;
-    if (r->pg)
-        PQfinish(r->pg);
-    r->pg = NULL;
+    order_recon_pg_disconnect(r->pg);
 }
 
-static int connect_kafka(order_reconciler *r)
+/* Drops Redis after a failed command (logged with its error). */
+static void redis_failed(order_reconciler *r)
 {
-    char why[512];
-    /* Only to read the writer group's committed offsets and the watermarks: it never
-     * subscribes, never joins the group, never commits. */
-    const char *const defaults[] = {"client.id", "seckill-order-reconciler", NULL};
-    const char *const forced[] = {"group.id", r->cfg->reconcile_group, "enable.auto.commit", "false",
-                                  NULL};
-    rd_kafka_conf_t *conf = sk_kafka_conf_new(SK_KAFKA_CONSUMER, defaults, r->props, forced, why,
-                                              sizeof(why));
-    if (!conf)
-        goto bad;
-    r->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
-    if (!r->rk)
-        goto bad;
-    conf = NULL;
-    r->rkt = rd_kafka_topic_new(r->rk, r->cfg->topic, NULL);
-    if (!r->rkt) {
-        rd_kafka_destroy(r->rk);
-        r->rk = NULL;
-        snprintf(why, sizeof(why), "topic handle");
-        goto bad;
-    }
-    return 0;
-bad:
-    if (conf)
-        rd_kafka_conf_destroy(conf);
-    sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "err=\"%s\"", why);
-    return -1;
-}
-
-/* Reads the topic's partition count (it may grow). @returns 0 or -1. */
-static int refresh_partitions(order_reconciler *r)
-{
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(r->rk, 0, r->rkt, &md, KAFKA_TIMEOUT_MS);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=metadata err=\"%s\"", rd_kafka_err2str(e));
-        return -1;
-    }
-    int32_t n = (md->topic_cnt == 1 && !md->topics[0].err) ? md->topics[0].partition_cnt : 0;
-    rd_kafka_metadata_destroy(md);
-    if (n <= 0) {
-        sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=metadata err=\"no such topic\"");
-        return -1;
-    }
-    if (n != r->nparts) {
-        mark *m = calloc((size_t)n, sizeof(*m));
-        int64_t *c = calloc((size_t)n, sizeof(*c));
-        if (!m || !c) {
-            free(m);
-            free(c);
-            return -1;
-        }
-        free(r->marks);
-        free(r->cutoff);
-        r->marks = m;
-        r->cutoff = c;
-        r->nparts = n;
-    }
-    return 0;
-}
-
-/* Fills r->cutoff[p] for every partition (INT64_MIN: nothing may be cancelled there).
- * Order matters: the time, then the high watermark, then the committed offset; the
- * caller reads PostgreSQL after this. @returns 0 or -1.
- *
- * The high watermarks come from rd_kafka_offsets_for_times() with the timestamp -1
- * ("latest"), one ListOffsets request per leader, not rd_kafka_query_watermark_offsets():
- * before librdkafka 2.3.0 (Debian 12 ships 2.0.2) the latter never returns while a
- * partition's leader is down (librdkafka #2588, fixed by #4460), which froze the
- * reconciler, and with it SIGTERM, for as long as a dead broker stayed the leader of
- * record. offsets_for_times honours its timeout. */
-static int compute_cutoffs(order_reconciler *r)
-{
-    rd_kafka_topic_partition_list_t *hw = rd_kafka_topic_partition_list_new(r->nparts);
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(r->nparts);
-    int rc = -1;
-    if (!hw || !l)
-        goto out;
-    for (int32_t p = 0; p < r->nparts; p++) {
-        rd_kafka_topic_partition_list_add(hw, r->cfg->topic, p)->offset = RD_KAFKA_OFFSET_END;
-        rd_kafka_topic_partition_list_add(l, r->cfg->topic, p);
-    }
-    int64_t t = wall_ms();
-    rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(r->rk, hw, KAFKA_TIMEOUT_MS);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=watermarks err=\"%s\"", rd_kafka_err2str(e));
-        goto out;
-    }
-    for (int i = 0; i < hw->cnt; i++) {
-        if (hw->elems[i].err || hw->elems[i].offset < 0) {
-            sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=watermarks partition=%d err=\"%s\"",
-                   (int)hw->elems[i].partition,
-                   hw->elems[i].err ? rd_kafka_err2str(hw->elems[i].err) : "no offset");
-            goto out;
-        }
-    }
-    e = rd_kafka_committed(r->rk, l, KAFKA_TIMEOUT_MS);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        sk_log(SK_LOG_WARN, "reconciler_kafka_failed", "what=committed err=\"%s\"", rd_kafka_err2str(e));
-        goto out;
-    }
-    for (int i = 0; i < l->cnt; i++) {
-        int32_t p = l->elems[i].partition;
-        rd_kafka_topic_partition_t *h = rd_kafka_topic_partition_list_find(hw, r->cfg->topic, p);
-        if (p < 0 || p >= r->nparts || !h)
-            continue;
-        int64_t c = l->elems[i].err ? -1 : l->elems[i].offset;
-        r->cutoff[p] = order_recon_cutoff(&r->marks[p], t, h->offset, c);
-    }
-    rc = 0;
-out:
-    if (l)
-        rd_kafka_topic_partition_list_destroy(l);
-    if (hw)
-        rd_kafka_topic_partition_list_destroy(hw);
-    return rc;
-}
-
-static int64_t event_cutoff(order_reconciler *r, uint64_t event_id)
-{
-    if (r->part) {
-        char key[24];
-        size_t klen = (size_t)snprintf(key, sizeof(key), "%" PRIu64, event_id);
-        int32_t p = r->part(r->rkt, key, klen, r->nparts, NULL, NULL);
-        if (p >= 0 && p < r->nparts)
-            return r->cutoff[p];
-    }
-    int64_t min = INT64_MAX;
-    for (int32_t p = 0; p < r->nparts; p++)
-        if (r->cutoff[p] < min)
-            min = r->cutoff[p];
-    return min;
+    sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
+    rcl_free(r->rc);
+    r->rc = NULL;
 }
 
 /* EVALSHA (rcluster loads the script on a node that answers NOSCRIPT). @returns the
  * integer answer, or INT64_MIN on error (r->rc is dropped on an I/O error). */
-static long long run_script(order_reconciler *r, int script, int nkeys, const char **keys, int nargs,
-                            const char **args)
+static long long run_script(order_reconciler *r, int script, int nkeys,
+                            const char *const *keys, int nargs, const char *const *args)
 {
     const char **argv = calloc((size_t)(3 + nkeys + nargs), sizeof(*argv));
     if (!argv)
@@ -241,9 +86,7 @@ static long long run_script(order_reconciler *r, int script, int nkeys, const ch
     free(argv);
     long long v = INT64_MIN;
     if (!rep) {
-        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
-        rcl_free(r->rc);
-        r->rc = NULL;
+        redis_failed(r);
         return v;
     }
     if (rep->type == REDIS_REPLY_INTEGER)
@@ -255,9 +98,40 @@ static long long run_script(order_reconciler *r, int script, int nkeys, const ch
     return v;
 }
 
-/* One event: its pending entries, checked against PostgreSQL. @returns 0 or -1 (a
- * connection failed: the scan stops, the next one starts again). */
-static int reconcile_event(order_reconciler *r, uint64_t event_id, int *confirmed, int *cancelled)
+/* One pending entry (field id, value "user_id:ts_ms"), its order stored or not. */
+static void settle_entry(order_reconciler *r, uint64_t event_id, const char *const keys[3],
+                         const char *id, const char *val, int stored, int64_t cutoff,
+                         scan_counts *sc)
+{
+    char user[24];
+    int64_t ts = 0;
+    if (!stored && order_recon_pending_parse(val, user, sizeof(user), &ts) != 0)
+        return; /* malformed: left alone */
+    switch (order_recon_decide(stored, ts, cutoff, r->wait_ms)) {
+    case ORDER_RECON_CONFIRM: {
+        const char *k[1] = {keys[2]}, *args[1] = {id};
+        if (run_script(r, ORDER_SCRIPT_CONFIRM, 1, k, 1, args) == 1)
+            sc->confirmed++;
+        break;
+    }
+    case ORDER_RECON_CANCEL: {
+        const char *args[2] = {id, user};
+        if (run_script(r, ORDER_SCRIPT_CANCEL, 3, keys, 2, args) == 1) {
+            sc->cancelled++;
+            sk_log(SK_LOG_INFO, "reconciler_cancelled",
+                   "event_id=%" PRIu64 " order_id=%s user_id=%s age_ms=%lld", event_id, id, user,
+                   (long long)(order_time_now_ms() - ts));
+        }
+        break;
+    }
+    case ORDER_RECON_KEEP:
+        break; /* it may still land */
+    }
+}
+
+/* One event: its pending entries, checked against PostgreSQL (read after the cutoffs).
+ * @returns 0 or -1 (a connection failed: the scan stops, the next one starts again). */
+static int reconcile_event(order_reconciler *r, uint64_t event_id, scan_counts *sc)
 {
     char kstock[ORDER_KEY_MAX], kbuyers[ORDER_KEY_MAX], kpending[ORDER_KEY_MAX];
     order_key(event_id, ORDER_KEY_STOCK, kstock, sizeof(kstock));
@@ -266,94 +140,39 @@ static int reconcile_event(order_reconciler *r, uint64_t event_id, int *confirme
     const char *hargv[2] = {"HGETALL", kpending};
     redisReply *h = rcl_command_argv(r->rc, 2, hargv, NULL);
     if (!h) {
-        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
-        rcl_free(r->rc);
-        r->rc = NULL;
+        redis_failed(r);
         return -1;
     }
     int rc = 0;
-    if (h->type != REDIS_REPLY_ARRAY || h->elements < 2)
-        goto out;
-    /* Which of these orders are in PostgreSQL: one query, ids as a bigint[] literal. */
-    size_t n = h->elements / 2;
-    char *arr = malloc(n * 21 + 3);
-    if (!arr) {
+    size_t n = h->type == REDIS_REPLY_ARRAY ? h->elements / 2 : 0;
+    const char **ids = n ? calloc(n, sizeof(*ids)) : NULL;
+    unsigned char *stored = n ? calloc(n, 1) : NULL;
+    if (n && (!ids || !stored))
         rc = -1;
-        goto out;
-    }
-    size_t off = 0;
-    arr[off++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        const char *id = h->element[2 * i]->str;
-        if (strspn(id, "0123456789") != strlen(id) || strlen(id) > 20 || !*id)
-            continue; /* not ours: never touched */
-        off += (size_t)sprintf(arr + off, "%s%s", off > 1 ? "," : "", id);
-    }
-    arr[off++] = '}';
-    arr[off] = 0;
-    const int64_t cutoff = event_cutoff(r, event_id);
-    const char *params[1] = {arr}; /* $1: the pending order ids */
-    PGresult *res = PQexecParams(r->pg, "SELECT order_id::text FROM seckill_order WHERE order_id = ANY($1::bigint[])",
-                                 1, NULL, params, NULL, NULL, 0);
-    free(arr);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(r->pg));
-        PQclear(res);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        ids[i] = h->element[2 * i]->str;
+    const int64_t cutoff = order_recon_kafka_event_cutoff(r->kafka, event_id);
+    if (rc == 0 && n && order_recon_pg_stored(r->pg, ids, n, stored) != 0)
         rc = -1;
-        goto out;
-    }
-    const int64_t wait_ms = r->msg_timeout_ms + r->cfg->reconcile_margin_ms;
-    for (size_t i = 0; i < n && r->rc; i++) {
-        const char *id = h->element[2 * i]->str, *val = h->element[2 * i + 1]->str;
-        int in_pg = 0;
-        for (int j = 0; j < PQntuples(res) && !in_pg; j++)
-            in_pg = strcmp(PQgetvalue(res, j, 0), id) == 0;
-        if (in_pg) {
-            const char *keys[1] = {kpending}, *args[1] = {id};
-            if (run_script(r, ORDER_SCRIPT_CONFIRM, 1, keys, 1, args) == 1)
-                (*confirmed)++;
-            continue;
-        }
-        /* val is "user_id:ts_ms" */
-        const char *colon = strchr(val, ':');
-        if (!colon || colon == val)
-            continue;
-        char user[24];
-        size_t ulen = (size_t)(colon - val);
-        if (ulen >= sizeof(user))
-            continue;
-        memcpy(user, val, ulen);
-        user[ulen] = 0;
-        char *end;
-        errno = 0;
-        long long ts = strtoll(colon + 1, &end, 10);
-        if (errno || *end || end == colon + 1)
-            continue;
-        if (!order_recon_may_cancel(ts, cutoff, wait_ms))
-            continue; /* it may still land */
-        const char *keys[3] = {kstock, kbuyers, kpending}, *args[2] = {id, user};
-        if (run_script(r, ORDER_SCRIPT_CANCEL, 3, keys, 2, args) == 1) {
-            (*cancelled)++;
-            sk_log(SK_LOG_INFO, "reconciler_cancelled",
-                   "event_id=%" PRIu64 " order_id=%s user_id=%s age_ms=%lld", event_id, id, user,
-                   (long long)(wall_ms() - ts));
-        }
-    }
-    PQclear(res);
+    const char *keys[3] = {kstock, kbuyers, kpending};
+    for (size_t i = 0; rc == 0 && i < n && r->rc; i++)
+        if (order_recon_is_order_id(ids[i])) /* anything else is not ours: never touched */
+            settle_entry(r, event_id, keys, ids[i], h->element[2 * i + 1]->str, stored[i], cutoff, sc);
     if (!r->rc)
         rc = -1;
-out:
+    free(ids);
+    free(stored);
     freeReplyObject(h);
     return rc;
 }
 
 /* Rebuilds a lost gate from PostgreSQL under the event's lock (the loader's lock), once
- * compute_cutoffs showed that everything sold before the loss is in PostgreSQL: stock =
+ * the cutoffs showed that everything sold before the loss is in PostgreSQL: stock =
  * stock_left, buyers = the users of its created orders. @returns 1 reloaded, 0 not
  * (loaded meanwhile, lock busy), -1 a connection failed. */
 static int reload_event(order_reconciler *r, uint64_t event_id)
 {
-    char name[ORDER_KEY_MAX], a[24];
+    char name[ORDER_KEY_MAX];
     snprintf(name, sizeof(name), "seckill:{e%" PRIu64 "}:lock", event_id);
     rlock_t *lock = rlock_new(r->locks, name, RLOCK_SIMPLE);
     if (!lock)
@@ -362,50 +181,21 @@ static int reload_event(order_reconciler *r, uint64_t event_id)
         rlock_free(lock);
         return 0;
     }
-    int rc = -1;
-    snprintf(a, sizeof(a), "%" PRIu64, event_id);
-    const char *params[1] = {a}; /* $1: the event id */
-    PGresult *e = PQexecParams(r->pg,
-                               "SELECT stock_left, (extract(epoch FROM starts_at) * 1000)::bigint, "
-                               "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit "
-                               "FROM seckill_event WHERE id = $1",
-                               1, NULL, params, NULL, NULL, 0);
-    PGresult *u = PQexecParams(r->pg,
-                               "SELECT user_id::text FROM seckill_order "
-                               "WHERE event_id = $1 AND status = 'created'",
-                               1, NULL, params, NULL, NULL, 0);
-    const char **argv = NULL;
-    if (PQresultStatus(e) != PGRES_TUPLES_OK || PQresultStatus(u) != PGRES_TUPLES_OK) {
-        sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(r->pg));
-        goto out;
+    order_recon_gate g;
+    int rc = order_recon_pg_gate(r->pg, event_id, &g);
+    if (rc == 1) {
+        char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX];
+        order_key(event_id, ORDER_KEY_STOCK, ks, sizeof(ks));
+        order_key(event_id, ORDER_KEY_META, km, sizeof(km));
+        order_key(event_id, ORDER_KEY_BUYERS, kb, sizeof(kb));
+        const char *keys[3] = {ks, km, kb};
+        long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 3, keys, 4 + g.nbuyers, g.argv);
+        if (v == 1)
+            sk_log(SK_LOG_INFO, "event_reloaded", "event_id=%" PRIu64 " stock=%s buyers=%d",
+                   event_id, g.argv[0], g.nbuyers);
+        rc = v == 1 ? 1 : r->rc ? 0 : -1;
     }
-    rc = 0;
-    if (PQntuples(e) != 1)
-        goto out;
-    int nu = PQntuples(u);
-    argv = calloc((size_t)nu + 4, sizeof(*argv));
-    if (!argv)
-        goto out;
-    for (int i = 0; i < 4; i++)
-        argv[i] = PQgetvalue(e, 0, i);
-    for (int i = 0; i < nu; i++)
-        argv[4 + i] = PQgetvalue(u, i, 0);
-    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX];
-    order_key(event_id, ORDER_KEY_STOCK, ks, sizeof(ks));
-    order_key(event_id, ORDER_KEY_META, km, sizeof(km));
-    order_key(event_id, ORDER_KEY_BUYERS, kb, sizeof(kb));
-    const char *keys[3] = {ks, km, kb};
-    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 3, keys, 4 + nu, argv);
-    if (v == 1) {
-        rc = 1;
-        sk_log(SK_LOG_INFO, "event_reloaded", "event_id=%" PRIu64 " stock=%s buyers=%d", event_id,
-               argv[0], nu);
-    } else if (!r->rc)
-        rc = -1;
-out:
-    free(argv);
-    PQclear(e);
-    PQclear(u);
+    order_recon_gate_clear(&g);
     if (rlock_unlock(lock) != RLOCK_OK)
         sk_log(SK_LOG_WARN, "reconciler_lock_failed", "lock=%s err=\"%s\"", name, rlock_errstr(lock));
     rlock_free(lock);
@@ -450,135 +240,138 @@ static int lead(order_reconciler *r)
     return r->leader;
 }
 
-static void scan(order_reconciler *r)
+/* Opens Redis (the scripts registered for rcluster's NOSCRIPT fallback), PostgreSQL and
+ * the Kafka handle, whichever is not up. @returns 0, or -1 (logged). */
+static int connect_all(order_reconciler *r)
 {
-    int leader = lead(r);
-    atomic_store_explicit(&r->metrics->reconcile_leader, leader, memory_order_relaxed);
-    if (!leader)
-        return;
-    char err[256];
     if (!r->rc) {
+        char err[256];
         struct timeval tv = {(time_t)(r->cfg->redis_timeout_ms / 1000),
                              (suseconds_t)((r->cfg->redis_timeout_ms % 1000) * 1000)};
         r->rc = rcl_connect(r->cfg->redis_url, tv, err, sizeof(err));
         if (!r->rc) {
             sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", err);
-            return;
+            return -1;
         }
         for (int i = 0; i < ORDER_SCRIPT_COUNT; i++) {
-            char sha[41]; /* registered for rcluster's NOSCRIPT fallback */
+            char sha[41];
             if (rcl_script_add(r->rc, r->scripts->body[i], sha) != 0) {
                 disconnect(r);
-                return;
+                return -1;
             }
         }
     }
-    if (!r->pg || PQstatus(r->pg) != CONNECTION_OK) {
-        if (r->pg)
-            PQfinish(r->pg);
-        r->pg = PQconnectdb(r->cfg->pg);
-        if (PQstatus(r->pg) != CONNECTION_OK) {
-            /* PQerrorMessage never holds the password */
-            sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(r->pg));
-            PQfinish(r->pg);
-            r->pg = NULL;
-            return;
-        }
+    if (order_recon_pg_connect(r->pg) != 0)
+        return -1;
+    return order_recon_kafka_connect(r->kafka);
+}
+
+/* One event's Redis state in one round trip (both keys are in the event's slot): *pending
+ * entries, *gate 1 if its stock key exists. @returns 0, or -1 (Redis dropped). */
+static int event_state(order_reconciler *r, uint64_t id, long long *pending, int *gate)
+{
+    char kp[ORDER_KEY_MAX], ks[ORDER_KEY_MAX];
+    order_key(id, ORDER_KEY_PENDING, kp, sizeof(kp));
+    order_key(id, ORDER_KEY_STOCK, ks, sizeof(ks));
+    const char *hl[2] = {"HLEN", kp}, *ex[2] = {"EXISTS", ks};
+    redisReply *n = NULL, *x = NULL;
+    if (rcl_append_argv(r->rc, 2, hl, NULL) != 0 || rcl_append_argv(r->rc, 2, ex, NULL) != 0 ||
+        rcl_get_reply(r->rc, &n) != 0 || rcl_get_reply(r->rc, &x) != 0) {
+        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
+        if (n)
+            freeReplyObject(n);
+        disconnect(r);
+        return -1;
     }
-    if (!r->rk && connect_kafka(r) != 0)
-        return;
-    /* Events that may still have reservations (their sale ended less than horizon ago),
-     * and whether the sale is still on (a lost gate is rebuilt only then). */
-    char hz[24];
-    snprintf(hz, sizeof(hz), "%lld", r->cfg->reconcile_horizon_s);
-    const char *params[1] = {hz}; /* $1: horizon in seconds */
-    PGresult *ev = PQexecParams(r->pg,
-                                "SELECT id::text, ends_at > now() FROM seckill_event "
-                                "WHERE ends_at > now() - make_interval(secs => $1::int)",
-                                1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(ev) != PGRES_TUPLES_OK) {
-        sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(r->pg));
-        PQclear(ev);
-        PQfinish(r->pg);
-        r->pg = NULL;
-        return;
-    }
-    /* Only events with something pending, or a lost gate, cost a Kafka round trip. */
-    int nev = PQntuples(ev), any = 0, nlost = 0;
-    uint64_t *ids = calloc((size_t)nev + 1, sizeof(*ids));
-    struct lost *lost = calloc((size_t)nev + 1, sizeof(*lost));
-    if (!ids || !lost) {
-        free(ids);
-        free(lost);
-        PQclear(ev);
-        return;
-    }
-    int64_t now = wall_ms();
+    *pending = n->type == REDIS_REPLY_INTEGER ? n->integer : 0;
+    *gate = !(x->type == REDIS_REPLY_INTEGER && x->integer == 0);
+    freeReplyObject(n);
+    freeReplyObject(x);
+    return 0;
+}
+
+/* Sorts the recent events into those with pending entries (ids, the count returned) and
+ * the live ones whose gate is lost (r->lost, replaced). Only these cost a Kafka round
+ * trip. @returns the number of ids, or -1 (nothing to do this scan). */
+static int survey(order_reconciler *r, const order_recon_event *ev, int nev, uint64_t *ids)
+{
+    order_recon_lost *lost = calloc((size_t)nev + 1, sizeof(*lost));
+    if (!lost)
+        return -1;
+    int any = 0, nlost = 0;
+    int64_t now = order_time_now_ms();
     for (int i = 0; i < nev && r->rc; i++) {
-        uint64_t id = strtoull(PQgetvalue(ev, i, 0), NULL, 10);
-        int live = PQgetvalue(ev, i, 1)[0] == 't';
-        char kp[ORDER_KEY_MAX], ks[ORDER_KEY_MAX];
-        order_key(id, ORDER_KEY_PENDING, kp, sizeof(kp));
-        order_key(id, ORDER_KEY_STOCK, ks, sizeof(ks));
-        /* One round trip: both keys are in the event's slot. */
-        const char *hl[2] = {"HLEN", kp}, *ex[2] = {"EXISTS", ks};
-        redisReply *n = NULL, *x = NULL;
-        if (rcl_append_argv(r->rc, 2, hl, NULL) != 0 || rcl_append_argv(r->rc, 2, ex, NULL) != 0 ||
-            rcl_get_reply(r->rc, &n) != 0 || rcl_get_reply(r->rc, &x) != 0) {
-            sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
-            if (n)
-                freeReplyObject(n);
-            disconnect(r);
+        long long pending = 0;
+        int gate = 1;
+        if (event_state(r, ev[i].id, &pending, &gate) != 0)
             break;
-        }
-        if (n->type == REDIS_REPLY_INTEGER && n->integer > 0)
-            ids[any++] = id;
-        if (live && x->type == REDIS_REPLY_INTEGER && x->integer == 0) {
-            /* Known lost since an earlier scan: keep that time (the earliest is what
-             * the wait below is counted from). */
-            lost[nlost].id = id;
-            lost[nlost].since_ms = now;
-            for (int j = 0; j < r->nlost; j++)
-                if (r->lost[j].id == id)
-                    lost[nlost].since_ms = r->lost[j].since_ms;
+        if (pending > 0)
+            ids[any++] = ev[i].id;
+        if (ev[i].live && !gate) {
+            /* Known lost since an earlier scan: keep that time (the wait counts from it). */
+            lost[nlost].id = ev[i].id;
+            lost[nlost].since_ms = order_recon_lost_since(r->lost, r->nlost, ev[i].id, now);
             if (lost[nlost].since_ms == now)
-                sk_log(SK_LOG_WARN, "event_gate_lost", "event_id=%" PRIu64, id);
+                sk_log(SK_LOG_WARN, "event_gate_lost", "event_id=%" PRIu64, ev[i].id);
             nlost++;
         }
-        freeReplyObject(n);
-        freeReplyObject(x);
     }
-    PQclear(ev);
     free(r->lost);
     r->lost = lost;
     r->nlost = nlost;
-    int confirmed = 0, cancelled = 0, reloaded = 0;
-    if ((any || nlost) && r->rc && refresh_partitions(r) == 0 && compute_cutoffs(r) == 0) {
-        for (int i = 0; i < any; i++)
-            if (reconcile_event(r, ids[i], &confirmed, &cancelled) != 0) {
-                disconnect(r);
-                break;
-            }
-        const int64_t wait_ms = r->msg_timeout_ms + r->cfg->reconcile_margin_ms;
-        for (int i = 0; i < nlost && r->rc && r->pg; i++) {
-            if (!order_recon_may_cancel(lost[i].since_ms, event_cutoff(r, lost[i].id), wait_ms))
-                continue; /* what was sold before the loss may still reach PostgreSQL */
-            int rr = reload_event(r, lost[i].id);
-            if (rr > 0)
-                reloaded++;
-            else if (rr < 0) {
-                disconnect(r);
-                break;
-            }
+    return any;
+}
+
+/* Settles the events with pending entries, then rebuilds the lost gates whose sales
+ * before the loss are all in PostgreSQL. Kafka first, PostgreSQL after. */
+static void settle(order_reconciler *r, const uint64_t *ids, int any, scan_counts *sc)
+{
+    if (!(any || r->nlost) || !r->rc || order_recon_kafka_cutoffs(r->kafka) != 0)
+        return;
+    for (int i = 0; i < any; i++)
+        if (reconcile_event(r, ids[i], sc) != 0) {
+            disconnect(r);
+            return;
+        }
+    for (int i = 0; i < r->nlost && r->rc && order_recon_pg_up(r->pg); i++) {
+        const order_recon_lost *l = &r->lost[i];
+        if (!order_recon_may_cancel(l->since_ms, order_recon_kafka_event_cutoff(r->kafka, l->id),
+                                    r->wait_ms))
+            continue; /* what was sold before the loss may still reach PostgreSQL */
+        int rr = reload_event(r, l->id);
+        if (rr > 0)
+            sc->reloaded++;
+        else if (rr < 0) {
+            disconnect(r);
+            return;
         }
     }
+}
+
+static void scan(order_reconciler *r)
+{
+    int leader = lead(r);
+    atomic_store_explicit(&r->metrics->reconcile_leader, leader, memory_order_relaxed);
+    if (!leader || connect_all(r) != 0)
+        return;
+    /* Events that may still have reservations (their sale ended less than horizon ago). */
+    order_recon_event *ev = NULL;
+    int nev = order_recon_pg_events(r->pg, r->cfg->reconcile_horizon_s, &ev);
+    if (nev < 0)
+        return;
+    uint64_t *ids = calloc((size_t)nev + 1, sizeof(*ids));
+    int any = ids ? survey(r, ev, nev, ids) : -1;
+    free(ev);
+    scan_counts sc = {0, 0, 0};
+    if (any >= 0)
+        settle(r, ids, any, &sc);
     free(ids);
-    atomic_fetch_add_explicit(&r->metrics->reconcile_confirmed, (uint64_t)confirmed, memory_order_relaxed);
-    atomic_fetch_add_explicit(&r->metrics->reconcile_cancelled, (uint64_t)cancelled, memory_order_relaxed);
-    atomic_fetch_add_explicit(&r->metrics->reconcile_reloaded, (uint64_t)reloaded, memory_order_relaxed);
-    if (confirmed || cancelled || reloaded)
+    atomic_fetch_add_explicit(&r->metrics->reconcile_confirmed, (uint64_t)sc.confirmed, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->metrics->reconcile_cancelled, (uint64_t)sc.cancelled, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->metrics->reconcile_reloaded, (uint64_t)sc.reloaded, memory_order_relaxed);
+    if (sc.confirmed || sc.cancelled || sc.reloaded)
         sk_log(SK_LOG_INFO, "reconciled", "events=%d confirmed=%d cancelled=%d reloaded=%d", any,
-               confirmed, cancelled, reloaded);
+               sc.confirmed, sc.cancelled, sc.reloaded);
 }
 
 static void *reconcile_main(void *arg)
@@ -601,27 +394,12 @@ static void *reconcile_main(void *arg)
     return NULL;
 }
 
-static partitioner_fn *partitioner_by_name(const char *name, int *ok)
+static void reconciler_free(order_reconciler *r)
 {
-    static const struct {
-        const char *name;
-        partitioner_fn *fn;
-    } tab[] = {
-        {"consistent_random", rd_kafka_msg_partitioner_consistent_random},
-        {"consistent", rd_kafka_msg_partitioner_consistent},
-        {"murmur2_random", rd_kafka_msg_partitioner_murmur2_random},
-        {"murmur2", rd_kafka_msg_partitioner_murmur2},
-        {"fnv1a_random", rd_kafka_msg_partitioner_fnv1a_random},
-        {"fnv1a", rd_kafka_msg_partitioner_fnv1a},
-    };
-    *ok = 1;
-    if (!name)
-        return rd_kafka_msg_partitioner_consistent_random; /* librdkafka's default */
-    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
-        if (strcmp(tab[i].name, name) == 0)
-            return tab[i].fn;
-    *ok = 0; /* random: an event's orders spread over every partition */
-    return NULL;
+    order_recon_pg_free(r->pg);
+    order_recon_kafka_free(r->kafka);
+    free(r->lost);
+    free(r);
 }
 
 order_reconciler *order_reconciler_start(const order_config *cfg, const sk_cfg_kv *props,
@@ -629,31 +407,28 @@ order_reconciler *order_reconciler_start(const order_config *cfg, const sk_cfg_k
                                          char *err, size_t errsz)
 {
     order_reconciler *r = calloc(1, sizeof(*r));
-    if (!r) {
+    if (r) {
+        r->pg = order_recon_pg_new(cfg->pg);
+        r->kafka = order_recon_kafka_new(cfg->topic, cfg->group_id, props);
+    }
+    if (!r || !r->pg || !r->kafka) {
+        if (r)
+            reconciler_free(r);
         snprintf(err, errsz, "out of memory");
         return NULL;
     }
     r->cfg = cfg;
-    r->props = props;
     r->scripts = scripts;
     r->metrics = metrics;
-    /* The producer's default (order_kafka.c) unless kafka.* says otherwise. */
-    const char *mt = prop(props, "message.timeout.ms");
-    if (!mt)
-        mt = prop(props, "delivery.timeout.ms");
-    r->msg_timeout_ms = mt ? strtoll(mt, NULL, 10) : 10000;
-    if (r->msg_timeout_ms <= 0) /* 0 is librdkafka's "infinite": never certain */
-        r->msg_timeout_ms = INT64_MAX / 4;
-    int ok;
-    r->part = partitioner_by_name(prop(props, "partitioner"), &ok);
-    (void)ok;
+    /* The producer's timeout (order_kafka.c's default unless kafka.* says otherwise). */
+    r->wait_ms = order_recon_kafka_msg_timeout_ms(props) + cfg->reconcile_margin_ms;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     if (pthread_create(&r->thread, NULL, reconcile_main, r) != 0) {
         snprintf(err, errsz, "cannot start the reconciler thread");
         pthread_mutex_destroy(&r->mu);
         pthread_cond_destroy(&r->cv);
-        free(r);
+        reconciler_free(r);
         return NULL;
     }
     return r;
@@ -672,15 +447,8 @@ void order_reconciler_stop(order_reconciler *r)
         rlock_unlock(r->lock); /* the next instance takes over at its next scan */
     rlock_free(r->lock);
     rlock_client_free(r->locks);
-    disconnect(r);
-    if (r->rkt)
-        rd_kafka_topic_destroy(r->rkt);
-    if (r->rk)
-        rd_kafka_destroy(r->rk);
-    free(r->marks);
-    free(r->cutoff);
-    free(r->lost);
+    rcl_free(r->rc);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
-    free(r);
+    reconciler_free(r);
 }

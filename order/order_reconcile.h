@@ -13,12 +13,16 @@
  * "Certain" means: the entry is older than the producer's message.timeout.ms plus
  * reconcile.margin_ms at a moment T, so its message was in Kafka before T or never will
  * be; the high watermark H of the event's partition was read after T; and the consumer
- * group's committed offset on that partition has reached H, so every message written
+ * group's (group.id, the consumer's own setting: sk_group.h) committed offset on that
+ * partition has reached H, so every message written
  * before T is in PostgreSQL (the consumer commits only after its PostgreSQL commit) --
  * and PostgreSQL is read after the committed offset. Hence an order that may still land
  * is never cancelled. The partition is computed with librdkafka's own partitioner
  * function named by kafka.partitioner (default consistent_random); with a partitioner
  * it cannot reproduce, every partition must have passed its mark.
+ *
+ * Files: this one holds the thread, the lock and Redis; order_recon_pg the SQL,
+ * order_recon_kafka the offsets and watermarks, order_recon_rule every decision (pure).
  *
  * Everything here blocks (hiredis sync, libpq, librdkafka admin calls): it runs on its
  * own thread, never on an event loop. */

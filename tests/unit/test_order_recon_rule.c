@@ -57,12 +57,73 @@ static void test_never_with_unbounded_timeout(void **state)
     assert_false(order_recon_may_cancel(0, 1800000000000LL, -1));
 }
 
+static void test_decide(void **state)
+{
+    (void)state;
+    /* stored: confirmed whatever its age or the cutoff */
+    assert_int_equal(order_recon_decide(1, 0, ORDER_RECON_NEVER, WAIT), ORDER_RECON_CONFIRM);
+    /* not stored: cancelled only once old enough under the cutoff */
+    assert_int_equal(order_recon_decide(0, 100000 - WAIT, 100000, WAIT), ORDER_RECON_CANCEL);
+    assert_int_equal(order_recon_decide(0, 100000 - WAIT + 1, 100000, WAIT), ORDER_RECON_KEEP);
+    assert_int_equal(order_recon_decide(0, 0, ORDER_RECON_NEVER, WAIT), ORDER_RECON_KEEP);
+}
+
+static void test_event_cutoff(void **state)
+{
+    (void)state;
+    int64_t c[3] = {500, ORDER_RECON_NEVER, 300};
+    assert_int_equal(order_recon_event_cutoff(c, 3, 0), 500);
+    assert_int_equal(order_recon_event_cutoff(c, 3, 2), 300);
+    /* a partition we cannot compute: every partition must have passed its mark */
+    assert_int_equal(order_recon_event_cutoff(c, 3, -1), ORDER_RECON_NEVER);
+    int64_t d[2] = {500, 300};
+    assert_int_equal(order_recon_event_cutoff(d, 2, 7), 300);
+    assert_int_equal(order_recon_event_cutoff(d, 0, -1), ORDER_RECON_NEVER);
+}
+
+static void test_pending_entries(void **state)
+{
+    (void)state;
+    assert_true(order_recon_is_order_id("1"));
+    assert_true(order_recon_is_order_id("12345678901234567890"));
+    assert_false(order_recon_is_order_id("123456789012345678901")); /* 21 digits */
+    assert_false(order_recon_is_order_id(""));
+    assert_false(order_recon_is_order_id("12a"));
+    assert_false(order_recon_is_order_id("-1"));
+    char user[24];
+    int64_t ts = 0;
+    assert_int_equal(order_recon_pending_parse("42:1700000000123", user, sizeof(user), &ts), 0);
+    assert_string_equal(user, "42");
+    assert_int_equal(ts, 1700000000123LL);
+    const char *bad[] = {"42", ":5", "42:", "42:5x", "42:99999999999999999999",
+                         "123456789012345678901234:5"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(order_recon_pending_parse(bad[i], user, sizeof(user), &ts), -1);
+}
+
+static void test_msg_timeout_and_lost(void **state)
+{
+    (void)state;
+    assert_int_equal(order_recon_msg_timeout_ms(NULL, NULL), 10000);
+    assert_int_equal(order_recon_msg_timeout_ms("2000", "9000"), 2000);
+    assert_int_equal(order_recon_msg_timeout_ms(NULL, "9000"), 9000);
+    assert_int_equal(order_recon_msg_timeout_ms("0", NULL), INT64_MAX / 4);
+    order_recon_lost prev[2] = {{7, 1000}, {9, 2000}};
+    assert_int_equal(order_recon_lost_since(prev, 2, 9, 5000), 2000);
+    assert_int_equal(order_recon_lost_since(prev, 2, 8, 5000), 5000);
+    assert_int_equal(order_recon_lost_since(NULL, 0, 7, 5000), 5000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_drained_partition),
         cmocka_unit_test(test_lagging_group_uses_the_passed_mark),
         cmocka_unit_test(test_never_with_unbounded_timeout),
+        cmocka_unit_test(test_decide),
+        cmocka_unit_test(test_event_cutoff),
+        cmocka_unit_test(test_pending_entries),
+        cmocka_unit_test(test_msg_timeout_and_lost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

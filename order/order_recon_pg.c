@@ -1,0 +1,166 @@
+/* order_recon_pg: the reconciler's SQL. See order_recon_pg.h. */
+#include "order_recon_pg.h"
+#include "order_recon_rule.h"
+#include "sk_log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct order_recon_pg {
+    const char *conninfo;
+    PGconn *conn;
+};
+
+order_recon_pg *order_recon_pg_new(const char *conninfo)
+{
+    order_recon_pg *p = calloc(1, sizeof(*p));
+    if (p)
+        p->conninfo = conninfo;
+    return p;
+}
+
+static void log_failure(const order_recon_pg *p)
+{
+    sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(p->conn));
+}
+
+int order_recon_pg_connect(order_recon_pg *p)
+{
+    if (p->conn && PQstatus(p->conn) == CONNECTION_OK)
+        return 0;
+    if (p->conn)
+        PQfinish(p->conn);
+    p->conn = PQconnectdb(p->conninfo);
+    if (PQstatus(p->conn) != CONNECTION_OK) {
+        log_failure(p); /* PQerrorMessage never holds the password */
+        order_recon_pg_disconnect(p);
+        return -1;
+    }
+    return 0;
+}
+
+int order_recon_pg_up(const order_recon_pg *p)
+{
+    return p->conn != NULL;
+}
+
+void order_recon_pg_disconnect(order_recon_pg *p)
+{
+    if (p->conn)
+        PQfinish(p->conn);
+    p->conn = NULL;
+}
+
+void order_recon_pg_free(order_recon_pg *p)
+{
+    if (!p)
+        return;
+    order_recon_pg_disconnect(p);
+    free(p);
+}
+
+int order_recon_pg_events(order_recon_pg *p, long long horizon_s, order_recon_event **out)
+{
+    char hz[24];
+    snprintf(hz, sizeof(hz), "%lld", horizon_s);
+    const char *params[1] = {hz}; /* $1: horizon in seconds */
+    PGresult *ev = PQexecParams(p->conn,
+                                "SELECT id::text, ends_at > now() FROM seckill_event "
+                                "WHERE ends_at > now() - make_interval(secs => $1::int)",
+                                1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(ev) != PGRES_TUPLES_OK) {
+        log_failure(p);
+        PQclear(ev);
+        order_recon_pg_disconnect(p);
+        return -1;
+    }
+    int n = PQntuples(ev);
+    order_recon_event *e = calloc((size_t)n + 1, sizeof(*e));
+    if (!e) {
+        PQclear(ev);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        e[i].id = strtoull(PQgetvalue(ev, i, 0), NULL, 10);
+        e[i].live = PQgetvalue(ev, i, 1)[0] == 't';
+    }
+    PQclear(ev);
+    *out = e;
+    return n;
+}
+
+int order_recon_pg_stored(order_recon_pg *p, const char *const *ids, size_t n,
+                          unsigned char *stored)
+{
+    /* One query for all: the ids as a bigint[] literal (20 digits and a comma each). */
+    char *arr = malloc(n * 21 + 3);
+    if (!arr)
+        return -1;
+    size_t off = 0;
+    arr[off++] = '{';
+    for (size_t i = 0; i < n; i++)
+        if (order_recon_is_order_id(ids[i]))
+            off += (size_t)sprintf(arr + off, "%s%s", off > 1 ? "," : "", ids[i]);
+    arr[off++] = '}';
+    arr[off] = 0;
+    const char *params[1] = {arr}; /* $1: the pending order ids */
+    PGresult *res = PQexecParams(
+        p->conn, "SELECT order_id::text FROM seckill_order WHERE order_id = ANY($1::bigint[])", 1,
+        NULL, params, NULL, NULL, 0);
+    free(arr);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        log_failure(p);
+        PQclear(res);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        stored[i] = 0;
+        for (int j = 0; j < PQntuples(res) && !stored[i]; j++)
+            stored[i] = strcmp(PQgetvalue(res, j, 0), ids[i]) == 0;
+    }
+    PQclear(res);
+    return 0;
+}
+
+int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *g)
+{
+    memset(g, 0, sizeof(*g));
+    char a[24];
+    snprintf(a, sizeof(a), "%" PRIu64, event_id);
+    const char *params[1] = {a}; /* $1: the event id */
+    g->event = PQexecParams(p->conn,
+                            "SELECT stock_left, (extract(epoch FROM starts_at) * 1000)::bigint, "
+                            "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit "
+                            "FROM seckill_event WHERE id = $1",
+                            1, NULL, params, NULL, NULL, 0);
+    g->buyers = PQexecParams(p->conn,
+                             "SELECT user_id::text FROM seckill_order "
+                             "WHERE event_id = $1 AND status = 'created'",
+                             1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(g->event) != PGRES_TUPLES_OK || PQresultStatus(g->buyers) != PGRES_TUPLES_OK) {
+        log_failure(p);
+        return -1;
+    }
+    if (PQntuples(g->event) != 1)
+        return 0;
+    int nu = PQntuples(g->buyers);
+    g->argv = calloc((size_t)nu + 4, sizeof(*g->argv));
+    if (!g->argv)
+        return 0;
+    for (int i = 0; i < 4; i++)
+        g->argv[i] = PQgetvalue(g->event, 0, i);
+    for (int i = 0; i < nu; i++)
+        g->argv[4 + i] = PQgetvalue(g->buyers, i, 0);
+    g->nbuyers = nu;
+    return 1;
+}
+
+void order_recon_gate_clear(order_recon_gate *g)
+{
+    free(g->argv);
+    PQclear(g->event);
+    PQclear(g->buyers);
+    memset(g, 0, sizeof(*g));
+}

@@ -1,0 +1,63 @@
+/* order_recon_pg: the reconciler's PostgreSQL client: the events still worth a look, which
+ * pending orders are stored, and what rebuilds a lost gate. Parameterised SQL only; one
+ * connection, opened lazily and dropped on a failure (the next scan opens it again).
+ *
+ * Blocking libpq calls: the reconciler's thread only. */
+#ifndef ORDER_RECON_PG_H
+#define ORDER_RECON_PG_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct order_recon_pg order_recon_pg;
+
+/** @brief A client of conninfo (borrowed, must outlive it). @returns it, or NULL on OOM. */
+order_recon_pg *order_recon_pg_new(const char *conninfo);
+
+/** @brief Opens the connection if it is not up. @returns 0, or -1 (logged, without the
+ *  password: PQerrorMessage never holds it). */
+int order_recon_pg_connect(order_recon_pg *p);
+
+/** @brief 1 while connected (it was opened and no call has dropped it since). */
+int order_recon_pg_up(const order_recon_pg *p);
+
+/** @brief Closes the connection (reopened by the next order_recon_pg_connect). */
+void order_recon_pg_disconnect(order_recon_pg *p);
+
+/** @brief Frees p, closing its connection. NULL is fine. */
+void order_recon_pg_free(order_recon_pg *p);
+
+/* An event that may still have reservations. */
+typedef struct order_recon_event {
+    uint64_t id;
+    int live; /* 1: its sale is still on (a lost gate is rebuilt only then) */
+} order_recon_event;
+
+/** @brief The events whose sale ended less than horizon_s ago. @returns their number, with
+ *  a malloc'd array in *out (the caller frees; one spare slot, never NULL on success), or
+ *  -1 (logged; the connection is dropped). */
+int order_recon_pg_events(order_recon_pg *p, long long horizon_s, order_recon_event **out);
+
+/** @brief Which of the n order ids (decimal strings) are in seckill_order, created or
+ *  rejected: stored[i] = 1 or 0. @returns 0, or -1 (logged). */
+int order_recon_pg_stored(order_recon_pg *p, const char *const *ids, size_t n,
+                          unsigned char *stored);
+
+/* What event_reload.lua takes after its keys: stock_left, starts_at_ms, ends_at_ms,
+ * per_user_limit, then the users of the event's created orders. */
+typedef struct order_recon_gate {
+    const char **argv; /* 4 + nbuyers strings, owned by the results below */
+    int nbuyers;
+    PGresult *event, *buyers;
+} order_recon_gate;
+
+/** @brief Reads what rebuilds event_id's gate into *g. @returns 1 (g filled: clear it
+ *  with order_recon_gate_clear), 0 (no such event, or OOM), or -1 (logged). *g needs
+ *  clearing in every case. */
+int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *g);
+
+/** @brief Frees what order_recon_pg_gate put in g. */
+void order_recon_gate_clear(order_recon_gate *g);
+
+#endif
