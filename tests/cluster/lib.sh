@@ -78,6 +78,7 @@ cl_start_fronts() {
             port=$(e2e_free_port)
             env SECKILL_HTTP_PORT="$port" SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$E2E_BROKERS" \
                 SECKILL_JWT_SECRET="$E2E_SECRET" SECKILL_REDIS_URL="$CL_URL" SECKILL_WORKERS=2 \
+                SECKILL_GROUP_ID="seckill-cluster-$$" \
                 SECKILL_RATELIMIT_RATE=1000000 SECKILL_RATELIMIT_BURST=1000000 "$@" \
                 "$BIN/seckill-order" >>"$E2E_TMP/order$i.log" 2>&1 &
             pid=$!

@@ -125,7 +125,9 @@ e2e_stop_consumer() {
 e2e_start_order() {
     E2E_HTTP_PORT=$(e2e_free_port)
     E2E_SECRET=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    # the consumer's group (group.id, one setting): the reconciler reads its offsets
     SECKILL_HTTP_PORT=$E2E_HTTP_PORT SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS=$E2E_BROKERS \
+        SECKILL_GROUP_ID="seckill-e2e-$$" \
         SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-order" >"$E2E_TMP/order.log" 2>&1 &
     E2E_PIDS+=($!)
     e2e_wait 60 "seckill-order /healthz" curl -fsS "http://127.0.0.1:$E2E_HTTP_PORT/healthz"
