@@ -55,6 +55,36 @@ static int load_config(order_config *cfg, sk_cfg_kv **kafka, const char *path)
     return 0;
 }
 
+/* Prints `count` tokens for users sub, sub+1, ... signed with the configuration's
+ * jwt.secret. @returns the exit status (0, 1 stdout failed, 2 no secret). */
+static int token_print(const char *config, uint64_t sub, int admin, long long ttl,
+                       long long count)
+{
+    order_config cfg = {0};
+    sk_cfg_kv *kafka = NULL;
+    int rc = 2;
+    if (load_config(&cfg, &kafka, config) != 0)
+        goto out;
+    if (!*cfg.jwt_secret) {
+        fprintf(stderr, "seckill-order token: jwt.secret is not set (SECKILL_JWT_SECRET)\n");
+        goto out;
+    }
+    int64_t exp = (int64_t)time(NULL) + ttl;
+    char tok[1024];
+    for (long long i = 0; i < count; i++) {
+        if (sk_jwt_mint((const unsigned char *)cfg.jwt_secret, strlen(cfg.jwt_secret),
+                        sub + (uint64_t)i, admin, exp, tok, sizeof(tok)) < 0) {
+            fprintf(stderr, "seckill-order token: cannot mint\n");
+            goto out;
+        }
+        puts(tok);
+    }
+    rc = fflush(stdout) == 0 ? 0 : 1;
+out:
+    sk_config_free(order_config_table, &cfg, kafka);
+    return rc;
+}
+
 static int cmd_token(int argc, char **argv)
 {
     const char *config = NULL;
@@ -113,29 +143,7 @@ static int cmd_token(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    order_config cfg = {0};
-    sk_cfg_kv *kafka = NULL;
-    int rc = 2;
-    if (load_config(&cfg, &kafka, config) != 0)
-        goto out;
-    if (!*cfg.jwt_secret) {
-        fprintf(stderr, "seckill-order token: jwt.secret is not set (SECKILL_JWT_SECRET)\n");
-        goto out;
-    }
-    int64_t exp = (int64_t)time(NULL) + ttl;
-    char tok[1024];
-    for (long long i = 0; i < count; i++) {
-        if (sk_jwt_mint((const unsigned char *)cfg.jwt_secret, strlen(cfg.jwt_secret),
-                        sub + (uint64_t)i, admin, exp, tok, sizeof(tok)) < 0) {
-            fprintf(stderr, "seckill-order token: cannot mint\n");
-            goto out;
-        }
-        puts(tok);
-    }
-    rc = fflush(stdout) == 0 ? 0 : 1;
-out:
-    sk_config_free(order_config_table, &cfg, kafka);
-    return rc;
+    return token_print(config, sub, admin, ttl, count);
 }
 
 static int online_cores(void)
