@@ -80,6 +80,15 @@ static void redirect(const char *path, int to)
     close(fd);
 }
 
+/* In the child: stdin from `path`. */
+static void redirect_in(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0 || dup2(fd, STDIN_FILENO) < 0)
+        _exit(126);
+    close(fd);
+}
+
 pid_t sk_test_spawn(const char *const *argv, const sk_test_spawn_opts *o)
 {
     static const sk_test_spawn_opts none = {0};
@@ -99,7 +108,12 @@ pid_t sk_test_spawn(const char *const *argv, const sk_test_spawn_opts *o)
             dup2(STDOUT_FILENO, STDERR_FILENO);
         else if (o->err_path)
             redirect(o->err_path, STDERR_FILENO);
-        execve(argv[0], (char *const *)argv, e);
+        if (o->null_stdin)
+            redirect_in("/dev/null");
+        if (strchr(argv[0], '/'))
+            execve(argv[0], (char *const *)argv, e);
+        else
+            execvpe(argv[0], (char *const *)argv, e);
         _exit(127);
     }
     free(e);

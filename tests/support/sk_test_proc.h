@@ -18,9 +18,11 @@ typedef struct sk_test_spawn_opts {
     int death_sig;          /* signal the child gets if the test dies (0: none) */
     const char *out_path;   /* stdout to this file (truncated), NULL inherited */
     const char *err_path;   /* stderr likewise; the same path as out_path: one file */
+    int null_stdin;         /* 1: stdin from /dev/null (a server must not hold the test's) */
 } sk_test_spawn_opts;
 
-/** @brief Starts argv[0] (a path) with argv. @returns the pid, or -1. */
+/** @brief Starts argv[0] (a path, or a name looked up in $PATH) with argv.
+ *  @returns the pid, or -1. */
 pid_t sk_test_spawn(const char *const *argv, const sk_test_spawn_opts *o);
 
 /** @brief Sends sig (0: none) and waits up to timeout_ms (< 0: for ever) for the exit.
