@@ -433,229 +433,311 @@ static ev_stock *ev_find(ev_stock *evs, size_t n, int64_t id)
     return bsearch(&key, evs, n, sizeof(*evs), cmp_ev);
 }
 
-/* One transaction. `safe`: SQL_INSERT (replays allowed) rather than SQL_INSERT_FAST.
- * @returns 0, -1 (error, rolled back), or -2 (fast path hit a unique violation,
- * rolled back: write again with safe = 1). */
-static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *res, int safe)
+/* One write_once call's working set: the batch, the transaction's choices and what
+ * the steps below learn from PostgreSQL. Owned by write_once (wr_free). */
+typedef struct wr_state {
+    consumer_db *db;
+    consumer_batch *b;
+    consumer_db_result *res;
+    int safe;          /* SQL_INSERT (replays allowed) rather than SQL_INSERT_FAST */
+    size_t n;          /* messages in the batch */
+    int64_t *events;   /* distinct event ids of the valid messages, sorted */
+    size_t nev;
+    ev_stock *evs;     /* the events that exist, sorted by id (SQL_LOCK's ORDER BY) */
+    size_t nknown;
+    int64_t *fresh;    /* order ids inserted now, sorted (safe path only) */
+    size_t nfresh;
+    size_t nrej;       /* entries of db->rejects used by this batch */
+} wr_state;
+
+static void wr_free(wr_state *w)
 {
-    int rc = -1;
-    memset(res, 0, sizeof(*res));
-    size_t n = consumer_batch_count(b);
-    int64_t *events = malloc((n ? n : 1) * sizeof(int64_t));
-    int64_t *fresh = NULL; /* order ids inserted now, sorted */
-    ev_stock *evs = NULL;
-    size_t nev = 0, nknown = 0, nfresh = 0;
-    PGresult *r = NULL;
-    int in_tx = 0;
-    if (!events) {
-        set_err(db, "out of memory");
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        consumer_batch_msg *m = consumer_batch_msg_at(b, i);
+    free(w->events);
+    free(w->evs);
+    free(w->fresh);
+}
+
+static int wr_oom(wr_state *w)
+{
+    set_err(w->db, "out of memory");
+    return -1;
+}
+
+/* Step 0: resets the messages' per-attempt marks and collects the batch's distinct
+ * event ids into w->events. @returns 0 or -1 (out of memory). */
+static int wr_collect(wr_state *w)
+{
+    w->events = malloc((w->n ? w->n : 1) * sizeof(int64_t));
+    if (!w->events)
+        return wr_oom(w);
+    size_t nev = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        consumer_batch_msg *m = consumer_batch_msg_at(w->b, i);
         if (m->err == CONSUMER_MSG_UNKNOWN_EVENT) /* from an earlier failed attempt */
             m->err = CONSUMER_MSG_OK;
         m->outcome = 0;
         if (m->err == CONSUMER_MSG_OK)
-            events[nev++] = m->order.event_id;
+            w->events[nev++] = m->order.event_id;
     }
-    qsort(events, nev, sizeof(*events), cmp_i64);
+    qsort(w->events, nev, sizeof(*w->events), cmp_i64);
     size_t u = 0;
     for (size_t i = 0; i < nev; i++)
-        if (u == 0 || events[u - 1] != events[i])
-            events[u++] = events[i];
-    nev = u;
-    if (nev == 0) { /* only poison: nothing to write */
-        free(events);
-        return 0;
-    }
-    if (db_connect(db) != 0 || prepare(db) != 0)
-        goto fail;
-    if (exec_cmd(db, "BEGIN", "begin") != 0)
-        goto fail;
-    in_tx = 1;
+        if (u == 0 || w->events[u - 1] != w->events[i])
+            w->events[u++] = w->events[i];
+    w->nev = u;
+    return 0;
+}
 
-    /* 1. Lock the events; learn which exist and their stock. */
+/* Step 1 (in the transaction): locks the events, learns which exist and their stock.
+ * @returns 0 or -1 (error set). */
+static int wr_lock(wr_state *w)
+{
+    consumer_db *db = w->db;
     if (barr_start(db, 0, OID_INT8) != 0)
-        goto oom;
-    for (size_t i = 0; i < nev; i++)
-        if (barr_add(db, 0, events[i]) != 0)
-            goto oom;
-    r = exec_arrays(db, "sk_lock", 1);
-    if (check(db, r, PGRES_TUPLES_OK, "lock events") != 0) {
-        r = NULL;
-        goto fail;
+        return wr_oom(w);
+    for (size_t i = 0; i < w->nev; i++)
+        if (barr_add(db, 0, w->events[i]) != 0)
+            return wr_oom(w);
+    PGresult *r = exec_arrays(db, "sk_lock", 1);
+    if (check(db, r, PGRES_TUPLES_OK, "lock events") != 0)
+        return -1;
+    w->nknown = (size_t)PQntuples(r);
+    w->evs = calloc(w->nknown ? w->nknown : 1, sizeof(*w->evs));
+    if (!w->evs) {
+        PQclear(r);
+        return wr_oom(w);
     }
-    nknown = (size_t)PQntuples(r);
-    evs = calloc(nknown ? nknown : 1, sizeof(*evs));
-    if (!evs)
-        goto oom;
-    for (size_t i = 0; i < nknown; i++) {
-        evs[i].id = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
-        evs[i].stock = strtol(PQgetvalue(r, (int)i, 1), NULL, 10);
+    for (size_t i = 0; i < w->nknown; i++) {
+        w->evs[i].id = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
+        w->evs[i].stock = strtol(PQgetvalue(r, (int)i, 1), NULL, 10);
     }
     PQclear(r);
-    r = NULL;
     /* Rows come back in id order (ORDER BY id), so evs is sorted for bsearch. */
+    return 0;
+}
 
-    /* 2. Insert the new orders, take them off the stock. */
+/* Step 2a: builds arrays $1..$6 from the messages to insert, marks those of unknown
+ * events, counts per event what is sent. @returns the rows to insert, or -1 (OOM). */
+static long wr_build_rows(wr_state *w)
+{
+    consumer_db *db = w->db;
     long rows = 0;
     static const uint32_t row_types[6] = {OID_INT8, OID_INT8, OID_INT8, OID_INT4, OID_INT8,
                                           OID_TIMESTAMPTZ};
     for (int i = 0; i < 6; i++)
         if (barr_start(db, i, row_types[i]) != 0)
-            goto oom;
-    for (size_t i = 0; i < n; i++) {
-        consumer_batch_msg *m = consumer_batch_msg_at(b, i);
+            return wr_oom(w);
+    for (size_t i = 0; i < w->n; i++) {
+        consumer_batch_msg *m = consumer_batch_msg_at(w->b, i);
         if (m->err != CONSUMER_MSG_OK)
             continue;
-        if (!ev_find(evs, nknown, m->order.event_id)) {
+        ev_stock *e = ev_find(w->evs, w->nknown, m->order.event_id);
+        if (!e) {
             m->err = CONSUMER_MSG_UNKNOWN_EVENT;
-            res->unknown_event++;
+            w->res->unknown_event++;
             continue;
         }
         if (m->dup)
             continue;
-        ev_find(evs, nknown, m->order.event_id)->sent++;
+        e->sent++;
         /* ts_ms is at most year 9999 (consumer_msg), so the microseconds fit. */
         if (barr_add(db, 0, m->order.order_id) || barr_add(db, 1, m->order.event_id) ||
             barr_add(db, 2, m->order.user_id) || barr_add(db, 3, m->partition) ||
             barr_add(db, 4, m->offset) || barr_add(db, 5, m->order.ts_ms * 1000 - PG_EPOCH_US))
-            goto oom;
+            return wr_oom(w);
         rows++;
     }
-    size_t nrej = 0;
-    if (rows > 0) {
-        if (safe) {
-            r = exec_arrays(db, "sk_insert", 6);
-            if (check(db, r, PGRES_TUPLES_OK, "insert orders") != 0) {
-                r = NULL;
-                goto fail;
-            }
-            nfresh = (size_t)PQntuples(r);
-            fresh = malloc((nfresh ? nfresh : 1) * sizeof(int64_t));
-            if (!fresh)
-                goto oom;
-            for (size_t i = 0; i < nfresh; i++) {
-                fresh[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
-                ev_stock *e = ev_find(evs, nknown, strtoll(PQgetvalue(r, (int)i, 1), NULL, 10));
-                if (e)
-                    e->inserted++;
-            }
-            PQclear(r);
-            r = NULL;
-            qsort(fresh, nfresh, sizeof(*fresh), cmp_i64);
-        } else {
-            /* Every row will go in (or the statement fails): counts are known now. */
-            /* $7, $8; $1..$6 are built */
-            if (barr_start(db, 6, OID_INT8) || barr_start(db, 7, OID_INT4))
-                goto oom;
-            for (size_t i = 0; i < nknown; i++) {
-                evs[i].inserted = evs[i].sent;
-                if (evs[i].sent > 0 && (barr_add(db, 6, evs[i].id) || barr_add(db, 7, evs[i].sent)))
-                    goto oom;
-            }
-            r = exec_arrays(db, "sk_insert_fast", 8);
-            if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-                const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-                int conflict = state && strcmp(state, "23505") == 0;
-                check(db, r, PGRES_COMMAND_OK, "insert orders");
-                r = NULL;
-                if (conflict)
-                    rc = -2;
-                goto fail;
-            }
-            PQclear(r);
-            r = NULL;
-        }
+    return rows;
+}
 
-        /* 3. Beyond an event's stock: the latest new orders of the batch (Kafka order)
-         *    become 'rejected'. Redis should never let this happen: it is logged. */
-        long surplus_total = 0;
-        for (size_t i = 0; i < nknown; i++) {
-            long created = evs[i].inserted < evs[i].stock ? evs[i].inserted : evs[i].stock;
-            res->created += created;
-            surplus_total += evs[i].inserted - created;
-        }
-        if (surplus_total > 0) {
-            if (barr_start(db, 0, OID_INT8) != 0)
-                goto oom;
-            /* Walk the batch backwards (latest first); a message whose order is in
-             * `fresh` and whose event still has surplus is rejected. */
-            for (size_t i = n; i-- > 0;) {
-                consumer_batch_msg *m = consumer_batch_msg_at(b, i);
-                if (m->err != CONSUMER_MSG_OK || m->dup)
-                    continue;
-                ev_stock *e = ev_find(evs, nknown, m->order.event_id);
-                if (!e || e->inserted <= e->stock)
-                    continue;
-                if (safe && !bsearch(&m->order.order_id, fresh, nfresh, sizeof(*fresh), cmp_i64))
-                    continue;
-                if (barr_add(db, 0, m->order.order_id) != 0)
-                    goto oom;
-                m->outcome = 'r';
-                e->inserted--; /* one fewer beyond the stock */
-                res->rejected++;
-                size_t j;
-                for (j = 0; j < nrej && db->rejects[j].event_id != e->id; j++)
-                    ;
-                if (j == nrej) {
-                    if (nrej == db->rejects_cap) {
-                        size_t cap = db->rejects_cap ? db->rejects_cap * 2 : 8;
-                        consumer_db_reject *q = realloc(db->rejects, cap * sizeof(*q));
-                        if (!q)
-                            goto oom;
-                        db->rejects = q;
-                        db->rejects_cap = cap;
-                    }
-                    db->rejects[nrej++] = (consumer_db_reject){.event_id = e->id, .count = 0};
-                }
-                db->rejects[j].count++;
-            }
-            r = exec_arrays(db, "sk_reject", 1);
-            if (check(db, r, PGRES_COMMAND_OK, "reject surplus") != 0) {
-                r = NULL;
-                goto fail;
-            }
-            PQclear(r);
-            r = NULL;
-        }
+/* Step 2b, safe path: SQL_INSERT skips replays and returns the orders stored now,
+ * which become w->fresh and the per-event counts. @returns 0 or -1 (error set). */
+static int wr_insert_safe(wr_state *w)
+{
+    PGresult *r = exec_arrays(w->db, "sk_insert", 6);
+    if (check(w->db, r, PGRES_TUPLES_OK, "insert orders") != 0)
+        return -1;
+    w->nfresh = (size_t)PQntuples(r);
+    w->fresh = malloc((w->nfresh ? w->nfresh : 1) * sizeof(int64_t));
+    if (!w->fresh) {
+        PQclear(r);
+        return wr_oom(w);
     }
-    if (exec_cmd(db, "COMMIT", "commit") != 0) {
-        in_tx = 0; /* a failed COMMIT ends the transaction (or the connection is gone) */
-        goto fail;
+    for (size_t i = 0; i < w->nfresh; i++) {
+        w->fresh[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
+        ev_stock *e = ev_find(w->evs, w->nknown, strtoll(PQgetvalue(r, (int)i, 1), NULL, 10));
+        if (e)
+            e->inserted++;
     }
-    for (size_t i = 0; i < n; i++) {
-        consumer_batch_msg *m = consumer_batch_msg_at(b, i);
+    PQclear(r);
+    qsort(w->fresh, w->nfresh, sizeof(*w->fresh), cmp_i64);
+    return 0;
+}
+
+/* Step 2b, fast path: every row will go in (or the statement fails), so the counts
+ * are known now and go in as $7, $8. @returns 0, -1 (error set) or -2 (a unique
+ * violation: a replay, write again on the safe path). */
+static int wr_insert_fast(wr_state *w)
+{
+    consumer_db *db = w->db;
+    if (barr_start(db, 6, OID_INT8) || barr_start(db, 7, OID_INT4))
+        return wr_oom(w);
+    for (size_t i = 0; i < w->nknown; i++) {
+        ev_stock *e = &w->evs[i];
+        e->inserted = e->sent;
+        if (e->sent > 0 && (barr_add(db, 6, e->id) || barr_add(db, 7, e->sent)))
+            return wr_oom(w);
+    }
+    PGresult *r = exec_arrays(db, "sk_insert_fast", 8);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        int conflict = state && strcmp(state, "23505") == 0;
+        check(db, r, PGRES_COMMAND_OK, "insert orders");
+        return conflict ? -2 : -1;
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* Counts one rejected order of event `id` in db->rejects (the per-event summary the
+ * caller logs). @returns 0 or -1 (OOM). */
+static int wr_reject_count(wr_state *w, int64_t id)
+{
+    consumer_db *db = w->db;
+    size_t j;
+    for (j = 0; j < w->nrej && db->rejects[j].event_id != id; j++)
+        ;
+    if (j == w->nrej) {
+        if (w->nrej == db->rejects_cap) {
+            size_t cap = db->rejects_cap ? db->rejects_cap * 2 : 8;
+            consumer_db_reject *q = realloc(db->rejects, cap * sizeof(*q));
+            if (!q)
+                return wr_oom(w);
+            db->rejects = q;
+            db->rejects_cap = cap;
+        }
+        db->rejects[w->nrej++] = (consumer_db_reject){.event_id = id, .count = 0};
+    }
+    db->rejects[j].count++;
+    return 0;
+}
+
+/* Step 3a: counts the created orders; beyond an event's stock, the latest new orders
+ * of the batch (Kafka order) are chosen for 'rejected' into array 0. Redis should
+ * never let this happen: it is logged. @returns 1 when there is a surplus (array 0
+ * holds the chosen orders, possibly none), 0 when there is none, or -1 (OOM). */
+static long wr_choose_rejects(wr_state *w)
+{
+    long surplus_total = 0;
+    for (size_t i = 0; i < w->nknown; i++) {
+        ev_stock *e = &w->evs[i];
+        long created = e->inserted < e->stock ? e->inserted : e->stock;
+        w->res->created += created;
+        surplus_total += e->inserted - created;
+    }
+    if (surplus_total == 0)
+        return 0;
+    if (barr_start(w->db, 0, OID_INT8) != 0)
+        return wr_oom(w);
+    /* Walk the batch backwards (latest first); a message whose order is in `fresh`
+     * and whose event still has surplus is rejected. */
+    for (size_t i = w->n; i-- > 0;) {
+        consumer_batch_msg *m = consumer_batch_msg_at(w->b, i);
+        if (m->err != CONSUMER_MSG_OK || m->dup)
+            continue;
+        ev_stock *e = ev_find(w->evs, w->nknown, m->order.event_id);
+        if (!e || e->inserted <= e->stock)
+            continue;
+        if (w->safe && !bsearch(&m->order.order_id, w->fresh, w->nfresh, sizeof(*w->fresh), cmp_i64))
+            continue;
+        if (barr_add(w->db, 0, m->order.order_id) != 0)
+            return wr_oom(w);
+        m->outcome = 'r';
+        e->inserted--; /* one fewer beyond the stock */
+        w->res->rejected++;
+        if (wr_reject_count(w, e->id) != 0)
+            return -1;
+    }
+    return 1;
+}
+
+/* Step 3b: flips the chosen orders (array 0) to 'rejected'. @returns 0 or -1. */
+static int wr_write_rejects(wr_state *w)
+{
+    PGresult *r = exec_arrays(w->db, "sk_reject", 1);
+    if (check(w->db, r, PGRES_COMMAND_OK, "reject surplus") != 0)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
+/* Step 4, after COMMIT: every valid message not created nor rejected now is a
+ * duplicate; sets each message's outcome, the one GET /api/v1/orders/{id} shows
+ * (consumer_oidx.h): a row written now is created unless rejected above; anything
+ * else is already in PostgreSQL (a replay) or never will be (a second order of a
+ * user), which the front asks PostgreSQL about. */
+static void wr_count_duplicates(wr_state *w)
+{
+    consumer_db_result *res = w->res;
+    for (size_t i = 0; i < w->n; i++) {
+        consumer_batch_msg *m = consumer_batch_msg_at(w->b, i);
         if (m->err != CONSUMER_MSG_OK)
             continue;
         res->duplicates++;
-        /* The outcome GET /api/v1/orders/{id} shows (consumer_oidx.h): a row written now
-         * is created unless rejected above; anything else is already in PostgreSQL (a
-         * replay) or never will be (a second order of a user), which the front asks
-         * PostgreSQL about. */
         if (!m->outcome)
-            m->outcome = !m->dup && (!safe || (fresh && bsearch(&m->order.order_id, fresh, nfresh,
-                                                       sizeof(*fresh), cmp_i64)))
+            m->outcome = !m->dup && (!w->safe || (w->fresh && bsearch(&m->order.order_id, w->fresh,
+                                                                     w->nfresh, sizeof(*w->fresh),
+                                                                     cmp_i64)))
                              ? 'c'
                              : 'd';
     }
     res->duplicates -= res->created + res->rejected;
-    res->rejects = db->rejects;
-    res->nrejects = nrej;
-    free(events);
-    free(evs);
-    free(fresh);
-    return 0;
-oom:
-    set_err(db, "out of memory");
-fail:
-    PQclear(r);
-    if (in_tx)
+    res->rejects = w->db->rejects;
+    res->nrejects = w->nrej;
+}
+
+/* Steps 1 to 3 inside the open transaction. @returns 0, -1 or -2 (as write_once). */
+static int wr_transaction(wr_state *w)
+{
+    if (wr_lock(w) != 0)
+        return -1;
+    long rows = wr_build_rows(w);
+    if (rows <= 0)
+        return (int)rows; /* 0: nothing new to insert (unknown events, duplicates) */
+    int rc = w->safe ? wr_insert_safe(w) : wr_insert_fast(w);
+    if (rc != 0)
+        return rc;
+    long surplus = wr_choose_rejects(w);
+    if (surplus < 0)
+        return -1;
+    return surplus > 0 ? wr_write_rejects(w) : 0;
+}
+
+/* One transaction. `safe`: SQL_INSERT (replays allowed) rather than SQL_INSERT_FAST.
+ * @returns 0, -1 (error, rolled back), or -2 (fast path hit a unique violation,
+ * rolled back: write again with safe = 1). */
+static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *res, int safe)
+{
+    memset(res, 0, sizeof(*res));
+    wr_state w = {.db = db, .b = b, .res = res, .safe = safe, .n = consumer_batch_count(b)};
+    int rc = wr_collect(&w);
+    if (rc != 0 || w.nev == 0) { /* nev 0: only poison, nothing to write */
+        wr_free(&w);
+        return rc;
+    }
+    if (db_connect(db) != 0 || prepare(db) != 0 || exec_cmd(db, "BEGIN", "begin") != 0) {
+        wr_free(&w);
+        return -1;
+    }
+    rc = wr_transaction(&w);
+    if (rc != 0) {
         rollback_quietly(db);
-    free(events);
-    free(evs);
-    free(fresh);
+    } else if (exec_cmd(db, "COMMIT", "commit") != 0) {
+        rc = -1; /* a failed COMMIT ends the transaction (or the connection is gone) */
+    } else {
+        wr_count_duplicates(&w);
+    }
+    wr_free(&w);
     return rc;
 }
 

@@ -643,17 +643,11 @@ static rd_kafka_conf_t *conf_build(consumer_loop *l, sk_kafka_role role, const s
     return conf;
 }
 
-consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka,
-                                 consumer_metrics *m, char *errstr, size_t errstr_size)
+/* Sets up the writer lanes: their batches, PostgreSQL writer and order index.
+ * @returns 0 or -1 (errstr set; consumer_loop_free cleans up). */
+static int loop_lanes_init(consumer_loop *l, char *errstr, size_t errstr_size)
 {
-    consumer_loop *l = calloc(1, sizeof(*l));
-    if (!l) {
-        snprintf(errstr, errstr_size, "out of memory");
-        return NULL;
-    }
-    l->cfg = cfg;
-    l->m = m;
-    l->nlanes = (int)(cfg->writers < 1 ? 1 : cfg->writers > MAX_LANES ? MAX_LANES : cfg->writers);
+    const consumer_cfg *cfg = l->cfg;
     for (int i = 0; i < l->nlanes; i++) {
         lane *ln = &l->lanes[i];
         ln->idx = i;
@@ -666,13 +660,22 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
         if (cfg->redis_url && *cfg->redis_url &&
             !(ln->oidx = consumer_oidx_new(cfg->redis_url, cfg->index_ttl_s, 1000))) {
             snprintf(errstr, errstr_size, "out of memory");
-            goto fail;
+            return -1;
         }
         if (!ln->filling || !ln->writing || !ln->db) {
             snprintf(errstr, errstr_size, "out of memory");
-            goto fail;
+            return -1;
         }
     }
+    return 0;
+}
+
+/* Makes l->rk, the group consumer, and subscribes it to the orders topic.
+ * @returns 0 or -1 (errstr set). */
+static int loop_consumer_new(consumer_loop *l, const sk_cfg_kv *kafka, char *errstr,
+                             size_t errstr_size)
+{
+    const consumer_cfg *cfg = l->cfg;
     /* max.partition.fetch.bytes 64 KB (librdkafka: 1 MB): the consumer queue hands out
      * a partition's fetched messages in one run, i.e. one writer's share at a time;
      * shorter runs keep both writers fed (drains +7 to +17%, README). */
@@ -690,25 +693,33 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
     rd_kafka_conf_t *conf = conf_build(l, SK_KAFKA_CONSUMER, kafka, cons_defaults, cons_forced,
                                       errstr, errstr_size);
     if (!conf)
-        goto fail;
+        return -1;
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
     rd_kafka_conf_set_offset_commit_cb(conf, on_commit);
     l->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, errstr_size);
     if (!l->rk) {
         rd_kafka_conf_destroy(conf);
-        goto fail;
+        return -1;
     }
-    conf = NULL; /* owned by rk now */
+    /* conf is owned by rk now */
     rd_kafka_poll_set_consumer(l->rk);
+    return 0;
+}
 
+/* Makes l->dlq, the dead-letter producer, and learns its message size bound.
+ * @returns 0 or -1 (errstr set). */
+static int loop_dlq_new(consumer_loop *l, const sk_cfg_kv *kafka, char *errstr,
+                        size_t errstr_size)
+{
     const char *dlq_defaults[] = {"client.id", "seckill-consumer-dlq", "linger.ms", "5", NULL};
     const char *dlq_forced[] = {"enable.idempotence", "true", "acks", "all", NULL};
     /* The operator's kafka.* apply to both clients; consumer-only properties only earn
      * a warning from the producer, so they are passed on (sk_kafka_conf.h leaves out only
      * producer-only ones, from the consumer). */
-    conf = conf_build(l, SK_KAFKA_PRODUCER, kafka, dlq_defaults, dlq_forced, errstr, errstr_size);
+    rd_kafka_conf_t *conf = conf_build(l, SK_KAFKA_PRODUCER, kafka, dlq_defaults, dlq_forced,
+                                       errstr, errstr_size);
     if (!conf)
-        goto fail;
+        return -1;
     char maxb[32];
     size_t maxb_len = sizeof(maxb);
     l->dlq_max_bytes = rd_kafka_conf_get(conf, "message.max.bytes", maxb, &maxb_len) == RD_KAFKA_CONF_OK
@@ -718,28 +729,54 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
     l->dlq = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, errstr_size);
     if (!l->dlq) {
         rd_kafka_conf_destroy(conf);
-        goto fail;
+        return -1;
     }
+    return 0;
+}
+
+/* Subscribes to the orders topic and starts the writer threads.
+ * @returns 0 or -1 (errstr set). */
+static int loop_subscribe_start(consumer_loop *l, char *errstr, size_t errstr_size)
+{
+    const consumer_cfg *cfg = l->cfg;
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(sub, cfg->topic, RD_KAFKA_PARTITION_UA);
     rd_kafka_resp_err_t err = rd_kafka_subscribe(l->rk, sub);
     rd_kafka_topic_partition_list_destroy(sub);
     if (err) {
         snprintf(errstr, errstr_size, "subscribe %s: %s", cfg->topic, rd_kafka_err2str(err));
-        goto fail;
+        return -1;
     }
     l->cq = rd_kafka_queue_get_consumer(l->rk);
     for (int i = 0; i < l->nlanes; i++) {
         if (pthread_create(&l->lanes[i].thread, NULL, lane_thread, &l->lanes[i]) != 0) {
             snprintf(errstr, errstr_size, "cannot start a writer thread");
-            goto fail;
+            return -1;
         }
         l->lanes[i].started = 1;
     }
+    return 0;
+}
+
+consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka,
+                                 consumer_metrics *m, char *errstr, size_t errstr_size)
+{
+    consumer_loop *l = calloc(1, sizeof(*l));
+    if (!l) {
+        snprintf(errstr, errstr_size, "out of memory");
+        return NULL;
+    }
+    l->cfg = cfg;
+    l->m = m;
+    l->nlanes = (int)(cfg->writers < 1 ? 1 : cfg->writers > MAX_LANES ? MAX_LANES : cfg->writers);
+    if (loop_lanes_init(l, errstr, errstr_size) != 0 ||
+        loop_consumer_new(l, kafka, errstr, errstr_size) != 0 ||
+        loop_dlq_new(l, kafka, errstr, errstr_size) != 0 ||
+        loop_subscribe_start(l, errstr, errstr_size) != 0) {
+        consumer_loop_free(l);
+        return NULL;
+    }
     return l;
-fail:
-    consumer_loop_free(l);
-    return NULL;
 }
 
 /* The lowest offset of partition p held in batch b (not yet committed), or -1. */
@@ -800,6 +837,74 @@ static void lag_update(consumer_loop *l)
     rd_kafka_topic_partition_list_destroy(parts);
 }
 
+/* When the main loop must look again at the latest: a retry or a batch.ms deadline
+ * of some lane, and at most 100 ms from `now` (the stop flag is checked this often). */
+static int64_t loop_next_wake(consumer_loop *l, int64_t now)
+{
+    int64_t wake = now + 100;
+    for (int i = 0; i < l->nlanes; i++) {
+        lane *ln = &l->lanes[i];
+        if (ln->failing && consumer_batch_count(ln->writing) > 0 && ln->next_retry_ms < wake)
+            wake = ln->next_retry_ms;
+        if (consumer_batch_count(ln->filling) > 0 && ln->filling_deadline_ms < wake)
+            wake = ln->filling_deadline_ms;
+    }
+    return wake;
+}
+
+/* Backpressure: a writer still busy with the previous batch and a full next one means
+ * the database is the bottleneck: take nothing more in until it is done (a write takes
+ * far less than max.poll.interval.ms). A failing writer is not busy (its partitions
+ * are paused instead), so polling goes on. @returns 1 when intake was held (waited up
+ * to 100 ms), 0 when no lane is full. */
+static int loop_hold_intake(consumer_loop *l, int64_t now)
+{
+    lane *full = NULL;
+    for (int i = 0; i < l->nlanes && !full; i++)
+        if (consumer_batch_count(l->lanes[i].filling) >= (size_t)l->cfg->batch_max &&
+            lane_get_state(&l->lanes[i]) == LANE_BUSY)
+            full = &l->lanes[i];
+    if (!full)
+        return 0;
+    /* Intake is stopped for every lane: the others get nothing more until the full one
+     * is done, so an idle lane writes what it holds now rather than idling until its
+     * batch.ms deadline (Kafka hands out partitions in long runs: one lane's partitions
+     * at a time). */
+    for (int i = 0; i < l->nlanes; i++) {
+        lane *ln = &l->lanes[i];
+        if (ln != full && consumer_batch_count(ln->filling) > 0) {
+            ln->filling_deadline_ms = now;
+            lane_service(l, ln);
+        }
+    }
+    lane_wait_ms(full, 100);
+    for (int i = 0; i < l->nlanes; i++)
+        lane_service(l, &l->lanes[i]);
+    return 1;
+}
+
+/* Adds a polled message to its partition's lane batch (and destroys it); errors of
+ * the consumer are logged. Sets l->fatal when out of memory. */
+static void loop_take(consumer_loop *l, rd_kafka_message_t *msg, int64_t now)
+{
+    if (msg->err) {
+        if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            sk_log(SK_LOG_WARN, "consume_error", "err=%s msg=\"%s\"",
+                   rd_kafka_err2name(msg->err), rd_kafka_message_errstr(msg));
+    } else {
+        lane *ln = &l->lanes[(msg->partition < 0 ? 0 : msg->partition) % l->nlanes];
+        if (consumer_batch_count(ln->filling) == 0)
+            ln->filling_deadline_ms = now + l->cfg->batch_ms;
+        if (consumer_batch_add(ln->filling, msg->partition, msg->offset, msg->key,
+                               msg->key_len, msg->payload, msg->len) != 0) {
+            sk_log(SK_LOG_ERROR, "out_of_memory", "where=batch_add");
+            l->fatal = 1;
+        }
+        atomic_fetch_add_explicit(&l->m->consumed, 1, memory_order_relaxed);
+    }
+    rd_kafka_message_destroy(msg);
+}
+
 int consumer_loop_run(consumer_loop *l, volatile sig_atomic_t *stop)
 {
     int64_t next_lag = 0;
@@ -808,61 +913,14 @@ int consumer_loop_run(consumer_loop *l, volatile sig_atomic_t *stop)
            l->cfg->group_id, l->cfg->dlq_topic, l->cfg->batch_max, l->cfg->batch_ms, l->nlanes);
     while (!*stop && !l->fatal) {
         int64_t now = now_ms();
-        int64_t wake = now + 100; /* the stop flag is checked at least this often */
-        for (int i = 0; i < l->nlanes; i++) {
-            lane *ln = &l->lanes[i];
-            if (ln->failing && consumer_batch_count(ln->writing) > 0 && ln->next_retry_ms < wake)
-                wake = ln->next_retry_ms;
-            if (consumer_batch_count(ln->filling) > 0 && ln->filling_deadline_ms < wake)
-                wake = ln->filling_deadline_ms;
-        }
-        /* Backpressure: a writer still busy with the previous batch and a full next
-         * one means the database is the bottleneck: take nothing more in until it is
-         * done (a write takes far less than max.poll.interval.ms). A failing writer
-         * is not busy (its partitions are paused instead), so polling goes on. */
-        lane *full = NULL;
-        for (int i = 0; i < l->nlanes && !full; i++)
-            if (consumer_batch_count(l->lanes[i].filling) >= (size_t)l->cfg->batch_max &&
-                lane_get_state(&l->lanes[i]) == LANE_BUSY)
-                full = &l->lanes[i];
-        if (full) {
-            /* Intake is stopped for every lane: the others get nothing more until the
-             * full one is done, so an idle lane writes what it holds now rather than
-             * idling until its batch.ms deadline (Kafka hands out partitions in long
-             * runs: one lane's partitions at a time). */
-            for (int i = 0; i < l->nlanes; i++) {
-                lane *ln = &l->lanes[i];
-                if (ln != full && consumer_batch_count(ln->filling) > 0) {
-                    ln->filling_deadline_ms = now;
-                    lane_service(l, ln);
-                }
-            }
-            lane_wait_ms(full, 100);
-            for (int i = 0; i < l->nlanes; i++)
-                lane_service(l, &l->lanes[i]);
+        int64_t wake = loop_next_wake(l, now);
+        if (loop_hold_intake(l, now))
             continue;
-        }
         int timeout = wake > now ? (int)(wake - now) : 0;
         /* Lane threads wake this poll (rd_kafka_queue_yield) when a write finishes. */
         rd_kafka_message_t *msg = rd_kafka_consumer_poll(l->rk, timeout);
-        if (msg) {
-            if (msg->err) {
-                if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                    sk_log(SK_LOG_WARN, "consume_error", "err=%s msg=\"%s\"",
-                           rd_kafka_err2name(msg->err), rd_kafka_message_errstr(msg));
-            } else {
-                lane *ln = &l->lanes[(msg->partition < 0 ? 0 : msg->partition) % l->nlanes];
-                if (consumer_batch_count(ln->filling) == 0)
-                    ln->filling_deadline_ms = now + l->cfg->batch_ms;
-                if (consumer_batch_add(ln->filling, msg->partition, msg->offset, msg->key,
-                                       msg->key_len, msg->payload, msg->len) != 0) {
-                    sk_log(SK_LOG_ERROR, "out_of_memory", "where=batch_add");
-                    l->fatal = 1;
-                }
-                atomic_fetch_add_explicit(&l->m->consumed, 1, memory_order_relaxed);
-            }
-            rd_kafka_message_destroy(msg);
-        }
+        if (msg)
+            loop_take(l, msg, now);
         now = now_ms();
         for (int i = 0; i < l->nlanes; i++)
             lane_service(l, &l->lanes[i]);

@@ -112,10 +112,11 @@ static int run_migrate(consumer_cfg *cfg)
     return n < 0 ? -1 : 0;
 }
 
-int main(int argc, char **argv)
+/* Reads the command line into *config_path and *migrate_only.
+ * @returns -1 to go on, or the exit status (0 after --help or --version, 2 on a bad
+ * argument). */
+static int parse_args(int argc, char **argv, const char **config_path, int *migrate_only)
 {
-    const char *config_path = NULL;
-    int migrate_only = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
@@ -127,51 +128,68 @@ int main(int argc, char **argv)
             printf("seckill-consumer %s (librdkafka %s)\n", SECKILL_VERSION, rd_kafka_version_str());
             return 0;
         } else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            config_path = argv[++i];
+            *config_path = argv[++i];
         } else if (strncmp(argv[i], "--config=", 9) == 0) {
-            config_path = argv[i] + 9;
+            *config_path = argv[i] + 9;
         } else if (strcmp(argv[i], "migrate") == 0) {
-            migrate_only = 1;
+            *migrate_only = 1;
         } else {
             fprintf(stderr, "seckill-consumer: unexpected argument \"%s\"\n", argv[i]);
             usage(stderr);
             return 2;
         }
     }
+    return -1;
+}
 
-    consumer_cfg cfg = {0};
-    sk_cfg_kv *kafka = NULL;
+/* Loads the configuration (file, then environment) into cfg and *kafka, sets the log
+ * level and checks what the table cannot. @returns 0, or 2 with a message on stderr
+ * (cfg and *kafka are then still the caller's to free). */
+static int load_config(consumer_cfg *cfg, sk_cfg_kv **kafka, const char *config_path)
+{
     char err[512];
     sk_log_init("seckill-consumer", SK_LOG_INFO);
-    if (sk_config_load(config_table, &cfg, config_path, &kafka, err, sizeof(err)) != 0) {
+    if (sk_config_load(config_table, cfg, config_path, kafka, err, sizeof(err)) != 0) {
         fprintf(stderr, "seckill-consumer: %s\n", err);
-        sk_config_free(config_table, &cfg, kafka);
         return 2;
     }
     sk_log_level level;
-    if (sk_log_level_parse(cfg.log_level, &level) != 0) {
-        fprintf(stderr, "seckill-consumer: log.level: unknown level \"%s\"\n", cfg.log_level);
-        sk_config_free(config_table, &cfg, kafka);
+    if (sk_log_level_parse(cfg->log_level, &level) != 0) {
+        fprintf(stderr, "seckill-consumer: log.level: unknown level \"%s\"\n", cfg->log_level);
         return 2;
     }
     sk_log_init("seckill-consumer", level);
     struct in_addr bind_addr;
-    if (inet_pton(AF_INET, cfg.http_bind, &bind_addr) != 1) {
+    if (inet_pton(AF_INET, cfg->http_bind, &bind_addr) != 1) {
         fprintf(stderr, "seckill-consumer: http.bind: \"%s\" is not a numeric IPv4 address\n",
-                cfg.http_bind);
-        sk_config_free(config_table, &cfg, kafka);
+                cfg->http_bind);
         return 2;
     }
-    if (cfg.retry_max_ms < cfg.retry_min_ms)
-        cfg.retry_max_ms = cfg.retry_min_ms;
+    if (cfg->retry_max_ms < cfg->retry_min_ms)
+        cfg->retry_max_ms = cfg->retry_min_ms;
+    return 0;
+}
 
-    int rc = 0;
-    if (migrate_only) {
-        rc = run_migrate(&cfg) == 0 ? 0 : 1;
-        sk_config_free(config_table, &cfg, kafka);
-        return rc;
+/* Migrations first: the order service's tests rely on the tables once we are up.
+ * A database that is not there yet is retried, with a doubling backoff, until it is
+ * or until a signal. @returns 0 (migrated) or -1 (stopped by a signal). */
+static int migrate_until_done(consumer_cfg *cfg)
+{
+    int64_t backoff = cfg->retry_min_ms;
+    while (run_migrate(cfg) != 0 && !stop_requested) {
+        struct timespec ts = {.tv_sec = backoff / 1000, .tv_nsec = (backoff % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        backoff = backoff * 2 > cfg->retry_max_ms ? cfg->retry_max_ms : backoff * 2;
     }
+    return stop_requested ? -1 : 0;
+}
 
+/* The service: migrations, /healthz and /metrics, then the consumer loop until a
+ * signal. @returns the exit status (0 or 1). */
+static int serve(consumer_cfg *cfg, sk_cfg_kv *kafka)
+{
+    char err[512];
+    int rc = 0;
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
@@ -182,32 +200,21 @@ int main(int argc, char **argv)
     consumer_metrics_init(&metrics);
     consumer_http *http = NULL;
     consumer_loop *loop = NULL;
-
-    /* Migrations first: the order service's tests rely on the tables once we are up.
-     * A database that is not there yet is retried until it is, or until a signal. */
-    if (cfg.migrate) {
-        int64_t backoff = cfg.retry_min_ms;
-        while (run_migrate(&cfg) != 0 && !stop_requested) {
-            struct timespec ts = {.tv_sec = backoff / 1000, .tv_nsec = (backoff % 1000) * 1000000};
-            nanosleep(&ts, NULL);
-            backoff = backoff * 2 > cfg.retry_max_ms ? cfg.retry_max_ms : backoff * 2;
-        }
-        if (stop_requested)
-            goto out;
-    }
-    if (cfg.http_port > 0) {
+    if (cfg->migrate && migrate_until_done(cfg) != 0)
+        goto out;
+    if (cfg->http_port > 0) {
         /* Descriptors besides the connections: Kafka's, each writer's PostgreSQL, Redis,
          * the loop's own, logs. */
-        sk_listen_fit_nofile(&cfg.max_connections, 64 + 2 * cfg.writers, "limits.connections");
-        http = consumer_http_start(&cfg, &metrics, err, sizeof(err));
+        sk_listen_fit_nofile(&cfg->max_connections, 64 + 2 * cfg->writers, "limits.connections");
+        http = consumer_http_start(cfg, &metrics, err, sizeof(err));
         if (!http) {
             sk_log(SK_LOG_ERROR, "start_failed", "err=\"%s\"", err);
             rc = 1;
             goto out;
         }
-        sk_log(SK_LOG_INFO, "listening", "addr=%s port=%lld", cfg.http_bind, cfg.http_port);
+        sk_log(SK_LOG_INFO, "listening", "addr=%s port=%lld", cfg->http_bind, cfg->http_port);
     }
-    loop = consumer_loop_new(&cfg, kafka, &metrics, err, sizeof(err));
+    loop = consumer_loop_new(cfg, kafka, &metrics, err, sizeof(err));
     if (!loop) {
         sk_log(SK_LOG_ERROR, "start_failed", "err=\"%s\"", err);
         rc = 1;
@@ -218,6 +225,23 @@ out:
     consumer_loop_free(loop);
     consumer_http_stop(http);
     consumer_metrics_destroy(&metrics);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *config_path = NULL;
+    int migrate_only = 0;
+    int rc = parse_args(argc, argv, &config_path, &migrate_only);
+    if (rc >= 0)
+        return rc;
+    consumer_cfg cfg = {0};
+    sk_cfg_kv *kafka = NULL;
+    rc = load_config(&cfg, &kafka, config_path);
+    if (rc == 0 && migrate_only)
+        rc = run_migrate(&cfg) == 0 ? 0 : 1;
+    else if (rc == 0)
+        rc = serve(&cfg, kafka);
     sk_config_free(config_table, &cfg, kafka);
     return rc;
 }

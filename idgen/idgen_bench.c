@@ -186,30 +186,41 @@ typedef struct result {
     int64_t p99;
 } result;
 
-static int run_one(const idgen_bench_args *a, int mode, int threads, result *res, FILE *err)
+/* The generator of an incr or segment run (NULL for the Redis-less modes), probed
+ * with one ID so that a Redis that is down fails fast and clearly.
+ * @returns 0, or the run's status (1 Redis, 2 bad arguments). */
+static int bench_gen_new(const idgen_bench_args *a, int mode, idgen_t **out, FILE *err)
 {
-    idgen_t *g = NULL;
-    if (mode == M_INCR || mode == M_SEGMENT) {
-        idgen_opts o;
-        idgen_opts_init(&o);
-        o.mode = mode == M_INCR ? IDGEN_MODE_INCR : IDGEN_MODE_SEGMENT;
-        o.timeout_ms = a->timeout_ms;
-        char prefix[160], e[256];
-        snprintf(prefix, sizeof(prefix), "%s-%s", a->prefix, mode_names[mode]);
-        g = idgen_new(a->redis_url, prefix, &o, e, sizeof(e));
-        if (!g) {
-            fprintf(err, "idgen bench: %s\n", e);
-            return 2;
-        }
-        uint64_t id;
-        int rc = idgen_next(g, &id); /* fail fast and clearly when Redis is down */
-        if (rc) {
-            fprintf(err, "idgen bench: %s: %s\n", idgen_strerror(rc), idgen_errstr(g));
-            idgen_free(g);
-            return 1;
-        }
+    *out = NULL;
+    if (mode != M_INCR && mode != M_SEGMENT)
+        return 0;
+    idgen_opts o;
+    idgen_opts_init(&o);
+    o.mode = mode == M_INCR ? IDGEN_MODE_INCR : IDGEN_MODE_SEGMENT;
+    o.timeout_ms = a->timeout_ms;
+    char prefix[160], e[256];
+    snprintf(prefix, sizeof(prefix), "%s-%s", a->prefix, mode_names[mode]);
+    idgen_t *g = idgen_new(a->redis_url, prefix, &o, e, sizeof(e));
+    if (!g) {
+        fprintf(err, "idgen bench: %s\n", e);
+        return 2;
     }
-    worker *w = calloc((size_t)threads, sizeof(*w));
+    uint64_t id;
+    int rc = idgen_next(g, &id);
+    if (rc) {
+        fprintf(err, "idgen bench: %s: %s\n", idgen_strerror(rc), idgen_errstr(g));
+        idgen_free(g);
+        return 1;
+    }
+    *out = g;
+    return 0;
+}
+
+/* Runs `threads` workers w[] of `mode` for a->seconds after a warm-up.
+ * @returns the measured time in ns. */
+static int64_t bench_threads_run(const idgen_bench_args *a, int mode, idgen_t *g, worker *w,
+                                 int threads)
+{
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
     _Atomic int stop = 0;
@@ -234,11 +245,13 @@ static int run_one(const idgen_bench_args *a, int mode, int threads, result *res
     for (int i = 0; i < threads; i++)
         pthread_join(w[i].th, NULL);
     int64_t t1 = now_ns(CLOCK_MONOTONIC);
+    pthread_barrier_destroy(&start);
+    return t1 - t0;
+}
 
-    memset(res, 0, sizeof(*res));
-    res->mode = mode;
-    res->threads = threads;
-    res->seconds = (double)(t1 - t0) / 1e9;
+/* Sums the workers' counts into res and takes the p99 of their latency samples. */
+static void bench_results(const worker *w, int threads, result *res)
+{
     size_t total = 0;
     for (int i = 0; i < threads; i++) {
         res->ids += w[i].ids;
@@ -257,7 +270,22 @@ static int run_one(const idgen_bench_args *a, int mode, int threads, result *res
         res->p99 = all[(size_t)((double)(total - 1) * 0.99)];
     }
     res->rate = (double)res->ids / res->seconds;
-    int status = 0;
+    free(all);
+}
+
+static int run_one(const idgen_bench_args *a, int mode, int threads, result *res, FILE *err)
+{
+    idgen_t *g = NULL;
+    int status = bench_gen_new(a, mode, &g, err);
+    if (status != 0)
+        return status;
+    worker *w = calloc((size_t)threads, sizeof(*w));
+    int64_t ns = bench_threads_run(a, mode, g, w, threads);
+    memset(res, 0, sizeof(*res));
+    res->mode = mode;
+    res->threads = threads;
+    res->seconds = (double)ns / 1e9;
+    bench_results(w, threads, res);
     for (int i = 0; i < threads; i++) {
         if (w[i].errors && !status) {
             fprintf(err, "idgen bench: %s: %llu errors, first: %s: %s\n", mode_names[mode],
@@ -266,9 +294,7 @@ static int run_one(const idgen_bench_args *a, int mode, int threads, result *res
         }
         free(w[i].samples);
     }
-    free(all);
     free(w);
-    pthread_barrier_destroy(&start);
     idgen_free(g);
     return status;
 }

@@ -84,6 +84,42 @@ static char *put_u64(char *p, uint64_t v)
 
 enum { OPT_TIMEOUT = 1000, OPT_JSON, OPT_SECONDS, OPT_THREADS, OPT_MODES };
 
+/* Prints n IDs of g, one a line, in chunks. @returns 0, EXIT_USAGE or EXIT_REDIS
+ * (an error, or stdout closed). */
+static int next_print(idgen_t *g, idgen_mode mode, long long n)
+{
+    enum { CHUNK = 4096 };
+    static uint64_t ids[CHUNK];
+    static char out[CHUNK * 21];
+    int status = 0;
+    for (long long done = 0; done < n;) {
+        size_t k = n - done < CHUNK ? (size_t)(n - done) : CHUNK;
+        /* incr mode: one INCR per ID, as the mode promises (a batch would be one INCRBY);
+         * segment mode: the batch call, which takes whole ranges of the block. */
+        int rc = IDGEN_OK;
+        if (mode == IDGEN_MODE_INCR)
+            for (size_t i = 0; i < k && rc == IDGEN_OK; i++)
+                rc = idgen_next(g, &ids[i]);
+        else
+            rc = idgen_next_batch(g, ids, k);
+        if (rc) {
+            fflush(stdout);
+            fprintf(stderr, "idgen: %s: %s\n", idgen_strerror(rc), idgen_errstr(g));
+            status = rc == IDGEN_ERR_ARG ? EXIT_USAGE : EXIT_REDIS;
+            break;
+        }
+        char *p = out;
+        for (size_t i = 0; i < k; i++)
+            p = put_u64(p, ids[i]);
+        if (fwrite(out, 1, (size_t)(p - out), stdout) != (size_t)(p - out)) {
+            status = EXIT_REDIS; /* stdout closed (a pipe reader left): stop quietly */
+            break;
+        }
+        done += (long long)k;
+    }
+    return status;
+}
+
 static int cmd_next(int argc, char **argv)
 {
     static const struct option lo[] = {{"redis", required_argument, NULL, 'r'},
@@ -142,35 +178,7 @@ static int cmd_next(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return EXIT_USAGE; /* only a bad URL, prefix or option fails here: connect is lazy */
     }
-    enum { CHUNK = 4096 };
-    static uint64_t ids[CHUNK];
-    static char out[CHUNK * 21];
-    int status = 0;
-    for (long long done = 0; done < n;) {
-        size_t k = n - done < CHUNK ? (size_t)(n - done) : CHUNK;
-        /* incr mode: one INCR per ID, as the mode promises (a batch would be one INCRBY);
-         * segment mode: the batch call, which takes whole ranges of the block. */
-        int rc = IDGEN_OK;
-        if (o.mode == IDGEN_MODE_INCR)
-            for (size_t i = 0; i < k && rc == IDGEN_OK; i++)
-                rc = idgen_next(g, &ids[i]);
-        else
-            rc = idgen_next_batch(g, ids, k);
-        if (rc) {
-            fflush(stdout);
-            fprintf(stderr, "idgen: %s: %s\n", idgen_strerror(rc), idgen_errstr(g));
-            status = rc == IDGEN_ERR_ARG ? EXIT_USAGE : EXIT_REDIS;
-            break;
-        }
-        char *p = out;
-        for (size_t i = 0; i < k; i++)
-            p = put_u64(p, ids[i]);
-        if (fwrite(out, 1, (size_t)(p - out), stdout) != (size_t)(p - out)) {
-            status = EXIT_REDIS; /* stdout closed (a pipe reader left): stop quietly */
-            break;
-        }
-        done += (long long)k;
-    }
+    int status = next_print(g, o.mode, n);
     idgen_free(g);
     if (fflush(stdout) != 0 && !status)
         status = EXIT_REDIS;

@@ -220,15 +220,10 @@ static int acquire_attempt(void *p, int64_t *hint)
     return rv;
 }
 
-int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fence)
+/* The token this acquisition writes: a fresh random one plus the owner for a simple
+ * lock (not reentrant), the owner itself otherwise. @returns 0 or an RLOCK_ERR_*. */
+static int lock_token(rlock_t *l, const char *owner, char token[RLOCK_TOKEN_SIZE])
 {
-    if (lease_ms < 0) {
-        snprintf(l->errstr, sizeof(l->errstr), "lease must be >= 0 (0: watchdog)");
-        return RLOCK_ERR_ARG;
-    }
-    char owner[RLOCK_OWNER_SIZE];
-    hold_field(l, owner);
-    char token[RLOCK_TOKEN_SIZE];
     if (l->kind == RLOCK_SIMPLE) {
         if (l->holds > 0) {
             snprintf(l->errstr, sizeof(l->errstr), "simple lock %s is not reentrant and already held here", l->name);
@@ -239,74 +234,70 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
             snprintf(l->errstr, sizeof(l->errstr), "no OS randomness for the token");
             return RLOCK_ERR_IO;
         }
-        snprintf(token, sizeof(token), "%s:%s", rnd, owner);
+        snprintf(token, RLOCK_TOKEN_SIZE, "%s:%s", rnd, owner);
+        return 0;
+    }
+    if (l->holds > 0 && strcmp(l->token, owner) != 0) {
+        snprintf(l->errstr, sizeof(l->errstr), "handle of %s held by another thread", l->name);
+        return RLOCK_ERR_STATE;
+    }
+    snprintf(token, RLOCK_TOKEN_SIZE, "%s", owner);
+    return 0;
+}
+
+/* RedissonFairLock: the waiter's wait (or the 5-minute default) fixes how long it
+ * stays queued; it is woken on its own channel, rs_chan:<owner>, which becomes
+ * l->channel. @returns 0 or RLOCK_ERR_NOMEM. */
+static int lock_rs_fair_prepare(rlock_t *l, const char *owner, struct acquire *a, int64_t wait_ms)
+{
+    snprintf(a->rs_wait, sizeof(a->rs_wait), "%" PRId64, wait_ms > 0 ? wait_ms : (int64_t)RS_FAIR_WAIT_MS);
+    size_t n = strlen(l->rs_chan) + 1 + strlen(owner) + 1;
+    char *ch = malloc(n);
+    if (ch == NULL) {
+        snprintf(l->errstr, sizeof(l->errstr), "out of memory");
+        return RLOCK_ERR_NOMEM;
+    }
+    snprintf(ch, n, "%s:%s", l->rs_chan, owner);
+    if (strcmp(ch, l->channel) == 0) {
+        free(ch);
     } else {
-        if (l->holds > 0 && strcmp(l->token, owner) != 0) {
-            snprintf(l->errstr, sizeof(l->errstr), "handle of %s held by another thread", l->name);
-            return RLOCK_ERR_STATE;
-        }
-        snprintf(token, sizeof(token), "%s", owner);
+        free(l->channel);
+        l->channel = ch;
+        rlock_waiter_close(&l->w); /* it listened for another owner */
     }
-    struct acquire a = {.l = l, .who = token};
-    char rtmo[RLOCK_KEY_SIZE_RS];
-    if (l->rs && l->kind == RLOCK_READ) {
-        snprintf(a.owner_write, sizeof(a.owner_write), "%s:write", owner);
-        rs_read_timeout_prefix(l, owner, rtmo, sizeof(rtmo));
-        a.rtmo = rtmo;
-    }
-    snprintf(a.ttl, sizeof(a.ttl), "%" PRId64, rlock_lease_or_watchdog(l->c, lease_ms));
-    if (l->rs && l->kind == RLOCK_FAIR) {
-        /* RedissonFairLock: the waiter's wait (or the 5-minute default) fixes how long
-         * it stays queued; it is woken on its own channel, rs_chan:<owner> */
-        snprintf(a.rs_wait, sizeof(a.rs_wait), "%" PRId64, wait_ms > 0 ? wait_ms : (int64_t)RS_FAIR_WAIT_MS);
-        size_t n = strlen(l->rs_chan) + 1 + strlen(owner) + 1;
-        char *ch = malloc(n);
-        if (ch == NULL) {
-            snprintf(l->errstr, sizeof(l->errstr), "out of memory");
-            return RLOCK_ERR_NOMEM;
-        }
-        snprintf(ch, n, "%s:%s", l->rs_chan, owner);
-        if (strcmp(ch, l->channel) == 0) {
-            free(ch);
-        } else {
-            free(l->channel);
-            l->channel = ch;
-            rlock_waiter_close(&l->w); /* it listened for another owner */
-        }
-    }
-    snprintf(a.waiter_ttl, sizeof(a.waiter_ttl), "%d", l->c->opts.fair_waiter_timeout_ms);
-    int64_t poll_ms = l->c->opts.wait_poll_ms;
-    /* A fair waiter keeps its place only by asking again within its waiter timeout. */
-    if (l->kind == RLOCK_FAIR && !l->rs && poll_ms > l->c->opts.fair_waiter_timeout_ms / 3)
-        poll_ms = l->c->opts.fair_waiter_timeout_ms / 3;
-    a.refresh_ms = poll_ms;
-    int rv = rlock_wait_until(l->c, NULL, l->c->tv, &l->w, l->channel, wait_ms, poll_ms, acquire_attempt, &a);
-    if (rv != 0) {
-        if (l->kind == RLOCK_FAIR && rv == RLOCK_ERR_TIMEOUT) {
-            const char *argv[4] = {l->queue_key, l->tmo_key, owner, l->rs ? a.rs_wait : l->channel};
-            redisReply *r;
-            char err[RLOCK_ERRSTR_SIZE];
-            if (rlock_client_eval(l->c, l->rs ? RLOCK_S_RS_FAIR_CANCEL : RLOCK_S_FAIR_CANCEL, 2, 4, argv, &r, err,
-                                  sizeof(err)) == 0)
-                freeReplyObject(r);
-        }
-        if (rv == RLOCK_ERR_TIMEOUT)
-            snprintf(l->errstr, sizeof(l->errstr), "lock %s not acquired within %" PRId64 " ms", l->name, wait_ms);
-        return rv;
-    }
+    return 0;
+}
+
+/* A fair waiter that gave up leaves the queue (best effort: its entry expires anyway). */
+static void lock_fair_cancel(rlock_t *l, const char *owner, const struct acquire *a)
+{
+    const char *argv[4] = {l->queue_key, l->tmo_key, owner, l->rs ? a->rs_wait : l->channel};
+    redisReply *r;
+    char err[RLOCK_ERRSTR_SIZE];
+    if (rlock_client_eval(l->c, l->rs ? RLOCK_S_RS_FAIR_CANCEL : RLOCK_S_FAIR_CANCEL, 2, 4, argv, &r, err,
+                          sizeof(err)) == 0)
+        freeReplyObject(r);
+}
+
+/* Records an acquisition on the handle and, for a watchdog lease (0), registers it
+ * for renewal; a lock that cannot be renewed is given back. @returns 0 or an
+ * RLOCK_ERR_*. */
+static int lock_taken(rlock_t *l, const char *token, const struct acquire *a, int64_t lease_ms,
+                      uint64_t *fence)
+{
     memcpy(l->token, token, sizeof(l->token));
-    l->fence = a.fence;
+    l->fence = a->fence;
     if (fence)
-        *fence = a.fence;
+        *fence = a->fence;
     if (l->holds++ == 0) {
         atomic_store(&l->lost, 0);
-        l->last_renew_ms = a.t0;
+        l->last_renew_ms = a->t0;
     }
     l->lease_ms = lease_ms;
     if (lease_ms > 0)
-        l->lease_end_ms = a.t0 + lease_ms;
+        l->lease_end_ms = a->t0 + lease_ms;
     if (lease_ms == 0 && !l->watched) {
-        rv = rlock_watchdog_register(l->c, l, l->errstr, sizeof(l->errstr));
+        int rv = rlock_watchdog_register(l->c, l, l->errstr, sizeof(l->errstr));
         if (rv != 0) {
             /* No renewal possible: do not keep a lock that would silently expire. */
             char keep[RLOCK_ERRSTR_SIZE];
@@ -318,6 +309,45 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
         l->watched = 1;
     }
     return 0;
+}
+
+int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fence)
+{
+    if (lease_ms < 0) {
+        snprintf(l->errstr, sizeof(l->errstr), "lease must be >= 0 (0: watchdog)");
+        return RLOCK_ERR_ARG;
+    }
+    char owner[RLOCK_OWNER_SIZE];
+    hold_field(l, owner);
+    char token[RLOCK_TOKEN_SIZE];
+    int rv = lock_token(l, owner, token);
+    if (rv != 0)
+        return rv;
+    struct acquire a = {.l = l, .who = token};
+    char rtmo[RLOCK_KEY_SIZE_RS];
+    if (l->rs && l->kind == RLOCK_READ) {
+        snprintf(a.owner_write, sizeof(a.owner_write), "%s:write", owner);
+        rs_read_timeout_prefix(l, owner, rtmo, sizeof(rtmo));
+        a.rtmo = rtmo;
+    }
+    snprintf(a.ttl, sizeof(a.ttl), "%" PRId64, rlock_lease_or_watchdog(l->c, lease_ms));
+    if (l->rs && l->kind == RLOCK_FAIR && (rv = lock_rs_fair_prepare(l, owner, &a, wait_ms)) != 0)
+        return rv;
+    snprintf(a.waiter_ttl, sizeof(a.waiter_ttl), "%d", l->c->opts.fair_waiter_timeout_ms);
+    int64_t poll_ms = l->c->opts.wait_poll_ms;
+    /* A fair waiter keeps its place only by asking again within its waiter timeout. */
+    if (l->kind == RLOCK_FAIR && !l->rs && poll_ms > l->c->opts.fair_waiter_timeout_ms / 3)
+        poll_ms = l->c->opts.fair_waiter_timeout_ms / 3;
+    a.refresh_ms = poll_ms;
+    rv = rlock_wait_until(l->c, NULL, l->c->tv, &l->w, l->channel, wait_ms, poll_ms, acquire_attempt, &a);
+    if (rv != 0) {
+        if (l->kind == RLOCK_FAIR && rv == RLOCK_ERR_TIMEOUT)
+            lock_fair_cancel(l, owner, &a);
+        if (rv == RLOCK_ERR_TIMEOUT)
+            snprintf(l->errstr, sizeof(l->errstr), "lock %s not acquired within %" PRId64 " ms", l->name, wait_ms);
+        return rv;
+    }
+    return lock_taken(l, token, &a, lease_ms, fence);
 }
 
 int rlock_lock(rlock_t *l, int64_t lease_ms, uint64_t *fence)

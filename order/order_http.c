@@ -1116,6 +1116,106 @@ static order_method method_of(struct evhttp_request *req)
     }
 }
 
+/* CONNECT and TRACE are never served, and their connection is closed: answered first,
+ * whatever their framing, as 405 with an Allow header (RFC 9110 asks for one): the
+ * path's methods, or the server's for a target that is no path of ours (CONNECT's
+ * host:port). */
+static void reply_connect_trace(order_worker *w, struct evhttp_request *req, int64_t start_us)
+{
+    const char *u = evhttp_request_get_uri(req);
+    order_route rt;
+    order_route_match(ORDER_METHOD_OTHER, u, strcspn(u, "?#"), &rt);
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Connection", "close");
+    evhttp_add_header(h, "Allow", rt.status == 405 ? rt.allow : "GET, HEAD, POST");
+    reply_error(w, req, rt.status == 405 ? rt.id : ORDER_ROUTE_NONE, start_us, ORDER_ERR_METHOD,
+                NULL, 0);
+}
+
+/* Answers what the route or the framing refuses: refused framing (sk_reqscan.h) first,
+ * with the connection closed, since what follows on it cannot be trusted to be a
+ * request, yet a method the path does not take is still said as such (405, closed
+ * too); then 404, 405 and 400 of the route. @returns 1 when answered. */
+static int reply_refused(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                         int64_t start_us)
+{
+    const char *framing = sk_httpguard_framing(req);
+    if (framing) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        if (rt->status != 405) {
+            reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_BAD_REQUEST, framing, 0);
+            return 1;
+        }
+    }
+    if (rt->status == 404) {
+        reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND, "no such path", 0);
+        return 1;
+    }
+    if (rt->status == 405) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", rt->allow);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_METHOD, NULL, 0);
+        return 1;
+    }
+    if (rt->status == 400) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST,
+                    "ids are decimal numbers from 1 to 9223372036854775807", 0);
+        return 1;
+    }
+    return 0;
+}
+
+static void handle_readyz(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                          int64_t start_us)
+{
+    order_app *app = w->app;
+    int redis_ok = order_redis_connected(w->redis), kafka_ok = order_kafka_ready(app->kafka);
+    if (redis_ok && kafka_ok && !atomic_load(&app->draining)) {
+        reply_json(w, req, rt->id, start_us, 200, "{\"status\":\"ready\"}", 18);
+        return;
+    }
+    char msg[128];
+    snprintf(msg, sizeof(msg), "redis: %s, kafka: %s%s", redis_ok ? "ok" : "down",
+             kafka_ok ? "ok" : "down", atomic_load(&app->draining) ? ", draining" : "");
+    reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, msg, 0);
+}
+
+static void handle_metrics(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                           int64_t start_us)
+{
+    order_app *app = w->app;
+    if (!metrics_allowed(app, req)) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED,
+                    "metrics.token is set: send Authorization: Bearer <metrics.token>", 0);
+        return;
+    }
+    size_t len = 0;
+    char *text = order_metrics_render(&app->metrics, &len);
+    if (!text) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_INTERNAL, NULL, 0);
+        return;
+    }
+    reply_raw(w, req, rt->id, start_us, 200, "text/plain; version=0.0.4", text, len);
+    free(text);
+}
+
+static void handle_console(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                           const char *uri, size_t plen, int64_t start_us)
+{
+    const char *ctype;
+    size_t len;
+    const char *file = order_console_find(uri, plen, &ctype, &len);
+    if (!file) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_NOT_FOUND, "no such file", 0);
+        return;
+    }
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Content-Security-Policy", ORDER_CONSOLE_CSP);
+    evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+    evhttp_add_header(h, "Referrer-Policy", "no-referrer");
+    evhttp_add_header(h, "Cache-Control", "no-cache");
+    reply_raw(w, req, rt->id, start_us, 200, ctype, file, len);
+}
+
 void order_http_handle(struct evhttp_request *req, void *arg)
 {
     order_worker *w = arg;
@@ -1124,99 +1224,30 @@ void order_http_handle(struct evhttp_request *req, void *arg)
     int64_t start_us = order_time_mono_us();
     int64_t inflight =
         atomic_fetch_add_explicit(&app->metrics.requests_inflight, 1, memory_order_relaxed) + 1;
-    /* CONNECT and TRACE are never served, and their connection is closed: answered first,
-     * whatever their framing, as 405 with an Allow header (RFC 9110 asks for one): the
-     * path's methods, or the server's for a target that is no path of ours (CONNECT's
-     * host:port). */
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     if (cmd == EVHTTP_REQ_CONNECT || cmd == EVHTTP_REQ_TRACE) {
-        const char *u = evhttp_request_get_uri(req);
-        order_route rt;
-        order_route_match(ORDER_METHOD_OTHER, u, strcspn(u, "?#"), &rt);
-        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-        evhttp_add_header(h, "Connection", "close");
-        evhttp_add_header(h, "Allow", rt.status == 405 ? rt.allow : "GET, HEAD, POST");
-        reply_error(w, req, rt.status == 405 ? rt.id : ORDER_ROUTE_NONE, start_us,
-                    ORDER_ERR_METHOD, NULL, 0);
+        reply_connect_trace(w, req, start_us);
         return;
     }
     const char *uri = evhttp_request_get_uri(req);
     size_t plen = strcspn(uri, "?#");
     order_route rt;
     order_route_match(method_of(req), uri, plen, &rt);
-    /* Framing the service refuses (sk_reqscan.h) is answered before anything else,
-     * and the connection closed: what follows on it cannot be trusted to be a request.
-     * A method the path does not take is still said as such (405, closed too). */
-    const char *framing = sk_httpguard_framing(req);
-    if (framing) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-        if (rt.status != 405) {
-            reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_BAD_REQUEST, framing, 0);
-            return;
-        }
-    }
-    if (rt.status == 404) {
-        reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND, "no such path", 0);
+    if (reply_refused(w, req, &rt, start_us))
         return;
-    }
-    if (rt.status == 405) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", rt.allow);
-        reply_error(w, req, rt.id, start_us, ORDER_ERR_METHOD, NULL, 0);
-        return;
-    }
-    if (rt.status == 400) {
-        reply_error(w, req, rt.id, start_us, ORDER_ERR_BAD_REQUEST,
-                    "ids are decimal numbers from 1 to 9223372036854775807", 0);
-        return;
-    }
     switch (rt.id) {
     case ORDER_ROUTE_HEALTHZ:
         reply_json(w, req, rt.id, start_us, 200, "{\"status\":\"ok\"}", 15);
         return;
-    case ORDER_ROUTE_READYZ: {
-        int redis_ok = order_redis_connected(w->redis), kafka_ok = order_kafka_ready(app->kafka);
-        if (redis_ok && kafka_ok && !atomic_load(&app->draining)) {
-            reply_json(w, req, rt.id, start_us, 200, "{\"status\":\"ready\"}", 18);
-        } else {
-            char msg[128];
-            snprintf(msg, sizeof(msg), "redis: %s, kafka: %s%s", redis_ok ? "ok" : "down",
-                     kafka_ok ? "ok" : "down", atomic_load(&app->draining) ? ", draining" : "");
-            reply_error(w, req, rt.id, start_us, ORDER_ERR_UNAVAILABLE, msg, 0);
-        }
+    case ORDER_ROUTE_READYZ:
+        handle_readyz(w, req, &rt, start_us);
         return;
-    }
-    case ORDER_ROUTE_METRICS: {
-        if (!metrics_allowed(app, req)) {
-            reply_error(w, req, rt.id, start_us, ORDER_ERR_UNAUTHORIZED,
-                        "metrics.token is set: send Authorization: Bearer <metrics.token>", 0);
-            return;
-        }
-        size_t len = 0;
-        char *text = order_metrics_render(&app->metrics, &len);
-        if (!text) {
-            reply_error(w, req, rt.id, start_us, ORDER_ERR_INTERNAL, NULL, 0);
-            return;
-        }
-        reply_raw(w, req, rt.id, start_us, 200, "text/plain; version=0.0.4", text, len);
-        free(text);
+    case ORDER_ROUTE_METRICS:
+        handle_metrics(w, req, &rt, start_us);
         return;
-    }
-    case ORDER_ROUTE_CONSOLE: {
-        const char *ctype;
-        size_t len;
-        const char *file = order_console_find(uri, plen, &ctype, &len);
-        if (!file) {
-            reply_error(w, req, rt.id, start_us, ORDER_ERR_NOT_FOUND, "no such file", 0);
-            return;
-        }
-        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-        evhttp_add_header(h, "Content-Security-Policy", ORDER_CONSOLE_CSP);
-        evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
-        evhttp_add_header(h, "Referrer-Policy", "no-referrer");
-        evhttp_add_header(h, "Cache-Control", "no-cache");
-        reply_raw(w, req, rt.id, start_us, 200, ctype, file, len);
+    case ORDER_ROUTE_CONSOLE:
+        handle_console(w, req, &rt, uri, plen, start_us);
         return;
-    }
     default:
         break;
     }

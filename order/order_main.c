@@ -55,6 +55,36 @@ static int load_config(order_config *cfg, sk_cfg_kv **kafka, const char *path)
     return 0;
 }
 
+/* Prints `count` tokens for users sub, sub+1, ... signed with the configuration's
+ * jwt.secret. @returns the exit status (0, 1 stdout failed, 2 no secret). */
+static int token_print(const char *config, uint64_t sub, int admin, long long ttl,
+                       long long count)
+{
+    order_config cfg = {0};
+    sk_cfg_kv *kafka = NULL;
+    int rc = 2;
+    if (load_config(&cfg, &kafka, config) != 0)
+        goto out;
+    if (!*cfg.jwt_secret) {
+        fprintf(stderr, "seckill-order token: jwt.secret is not set (SECKILL_JWT_SECRET)\n");
+        goto out;
+    }
+    int64_t exp = (int64_t)time(NULL) + ttl;
+    char tok[1024];
+    for (long long i = 0; i < count; i++) {
+        if (sk_jwt_mint((const unsigned char *)cfg.jwt_secret, strlen(cfg.jwt_secret),
+                        sub + (uint64_t)i, admin, exp, tok, sizeof(tok)) < 0) {
+            fprintf(stderr, "seckill-order token: cannot mint\n");
+            goto out;
+        }
+        puts(tok);
+    }
+    rc = fflush(stdout) == 0 ? 0 : 1;
+out:
+    sk_config_free(order_config_table, &cfg, kafka);
+    return rc;
+}
+
 static int cmd_token(int argc, char **argv)
 {
     const char *config = NULL;
@@ -113,29 +143,7 @@ static int cmd_token(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    order_config cfg = {0};
-    sk_cfg_kv *kafka = NULL;
-    int rc = 2;
-    if (load_config(&cfg, &kafka, config) != 0)
-        goto out;
-    if (!*cfg.jwt_secret) {
-        fprintf(stderr, "seckill-order token: jwt.secret is not set (SECKILL_JWT_SECRET)\n");
-        goto out;
-    }
-    int64_t exp = (int64_t)time(NULL) + ttl;
-    char tok[1024];
-    for (long long i = 0; i < count; i++) {
-        if (sk_jwt_mint((const unsigned char *)cfg.jwt_secret, strlen(cfg.jwt_secret),
-                        sub + (uint64_t)i, admin, exp, tok, sizeof(tok)) < 0) {
-            fprintf(stderr, "seckill-order token: cannot mint\n");
-            goto out;
-        }
-        puts(tok);
-    }
-    rc = fflush(stdout) == 0 ? 0 : 1;
-out:
-    sk_config_free(order_config_table, &cfg, kafka);
-    return rc;
+    return token_print(config, sub, admin, ttl, count);
 }
 
 static int online_cores(void)
@@ -156,10 +164,194 @@ static int64_t wait_idle(order_app *app, int64_t deadline_us)
     return n;
 }
 
+/* Checks what cannot work at all (exit 2): no JWT secret, a bad Redis URL. Fills
+ * app->redis_url. @returns 0 or 2. */
+static int run_check_config(order_app *app)
+{
+    char err[768];
+    if (!*app->cfg.jwt_secret) {
+        fprintf(stderr, "seckill-order: jwt.secret is not set (SECKILL_JWT_SECRET)\n");
+        return 2;
+    }
+    if (order_redis_url_check(app->cfg.redis_url, &app->redis_url, err, sizeof(err)) != 0) {
+        fprintf(stderr, "seckill-order: redis.url: %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
+/* Blocks the stop signals (`sigs`) in every thread, main waits for them with sigwait;
+ * ignores SIGPIPE; makes libevent thread-safe. @returns 0 or 1. */
+static int run_signals_threads(sigset_t *sigs)
+{
+    sigemptyset(sigs);
+    sigaddset(sigs, SIGTERM);
+    sigaddset(sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (evthread_use_pthreads() != 0) {
+        sk_log(SK_LOG_ERROR, "start_failed", "why=\"libevent without thread support\"");
+        return 1;
+    }
+    return 0;
+}
+
+/* Loads the Lua scripts (not fatal), makes the two id generators and the Kafka
+ * producer. `redacted`: the Redis URL without its password, for the logs.
+ * @returns 0, 1 (start failed) or 2 (a bad kafka.* setting). */
+static int run_open_clients(order_app *app, const char *redacted)
+{
+    char err[768];
+    if (order_scripts_load(&app->scripts, app->cfg.redis_url, (int)app->cfg.redis_timeout_ms, err,
+                           sizeof(err)) != 0)
+        /* Not fatal: workers reconnect, and a NOSCRIPT answer loads the script. */
+        sk_log(SK_LOG_WARN, "scripts_not_loaded", "redis=%s err=\"%s\"", redacted, err);
+    idgen_opts io;
+    idgen_opts_init(&io);
+    io.mode = IDGEN_MODE_SEGMENT;
+    io.timeout_ms = (int)app->cfg.redis_timeout_ms;
+    app->ids_order = idgen_new(app->cfg.redis_url, app->cfg.idgen_order_prefix, &io, err,
+                               sizeof(err));
+    if (app->ids_order) {
+        io.segment_max = 1000; /* events are few: small leases */
+        app->ids_event = idgen_new(app->cfg.redis_url, app->cfg.idgen_event_prefix, &io, err,
+                                   sizeof(err));
+    }
+    if (!app->ids_order || !app->ids_event) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=idgen err=\"%s\"", err);
+        return 1;
+    }
+    app->kafka = order_kafka_new(app->kafka_props, app->cfg.topic, order_http_on_delivery, err,
+                                 sizeof(err));
+    if (!app->kafka) {
+        fprintf(stderr, "seckill-order: %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
+/* Makes the script loader, the PostgreSQL pool (when pg is set) and the in-memory
+ * caches and limiters the workers share. @returns 0 or 1 (start failed). */
+static int run_make_shared(order_app *app)
+{
+    app->loader = order_loader_new(app->cfg.redis_url, &app->scripts,
+                                   (int)app->cfg.redis_timeout_ms);
+    if (!app->loader) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
+        return 1;
+    }
+    if (*app->cfg.pg && !(app->pg = order_pg_new(app->cfg.pg, (int)app->cfg.pg_pool))) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=pg");
+        return 1;
+    }
+    app->soldout = order_soldout_new(app->cfg.soldout_ttl_ms);
+    order_events_limits elim = {(size_t)app->cfg.events_cache_size,
+                                app->cfg.events_stock_refresh_ms, app->cfg.events_negative_ttl_ms,
+                                app->cfg.events_miss_per_s};
+    app->events = order_events_new(&elim);
+    app->evlist = order_evlist_new(app->cfg.events_list_refresh_ms);
+    /* Always made: besides outcomes (none kept when the size is 0) it bounds the
+     * PostgreSQL lookups of young orders. */
+    int keep = app->cfg.order_status_cache_size > 0;
+    if (!(app->ocache = order_ocache_new(keep ? (size_t)app->cfg.order_status_cache_size : 64,
+                                         keep ? app->cfg.order_status_cache_ms : 0,
+                                         app->cfg.order_pg_lookup_every_ms,
+                                         app->cfg.order_pg_lookups_per_s))) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
+        return 1;
+    }
+    app->buckets = order_bucket_new((size_t)app->cfg.ratelimit_users,
+                                    (double)app->cfg.ratelimit_rate,
+                                    (double)app->cfg.ratelimit_burst);
+    if (!app->soldout || !app->buckets || !app->events || !app->evlist) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
+        return 1;
+    }
+    return 0;
+}
+
+/* The graceful stop: stop accepting, wait for the requests in flight, flush Kafka
+ * (purging what is left), drain the PostgreSQL pool, free the workers, all within
+ * shutdown.timeout_ms. The reconciler must be stopped already. */
+static void run_drain(order_app *app)
+{
+    int64_t deadline = order_time_mono_us() + app->cfg.shutdown_timeout_ms * 1000;
+    atomic_store(&app->draining, 1);
+    if (app->workers)
+        order_workers_stop_accepting(app);
+    int64_t left = wait_idle(app, deadline);
+    if (app->kafka) {
+        order_workers_detach_kafka(app); /* reports are served on this thread from here */
+        int64_t ms = (deadline - order_time_mono_us()) / 1000;
+        int queued = order_kafka_flush(app->kafka, ms > 0 ? (int)ms : 0);
+        /* Whatever is still queued is purged now; its reports (NOT_PERSISTED) reach the
+         * workers, which give the stock back and answer 503. */
+        order_kafka_free(app->kafka);
+        app->kafka = NULL;
+        if (queued > 0 || left > 0)
+            left = wait_idle(app, order_time_mono_us() + 1000 * 1000);
+    }
+    order_pg_free(app->pg); /* finishes queued jobs; their answers go through the workers */
+    app->pg = NULL;
+    left = wait_idle(app, order_time_mono_us() + 500 * 1000);
+    order_workers_free(app);
+    sk_log(left ? SK_LOG_WARN : SK_LOG_INFO, "stopped", "unanswered=%" PRId64, left);
+}
+
+/* Frees what run made, in dependency order; each free takes NULL. */
+static void run_free(order_app *app)
+{
+    order_kafka_free(app->kafka);
+    order_pg_free(app->pg); /* before the loader, which its threads use */
+    order_loader_free(app->loader);
+    idgen_free(app->ids_order);
+    idgen_free(app->ids_event);
+    order_bucket_free(app->buckets);
+    order_soldout_free(app->soldout);
+    order_events_free(app->events);
+    order_evlist_free(app->evlist);
+    order_ocache_free(app->ocache);
+    sk_config_free(order_config_table, &app->cfg, app->kafka_props);
+    libevent_global_shutdown();
+}
+
+/* Starts the workers, serves until SIGTERM or SIGINT, then drains.
+ * @returns 0 (stopped on a signal) or 1 (the workers did not start). */
+static int run_serve(order_app *app, order_reconciler **reconciler, sigset_t *sigs,
+                     const char *redacted)
+{
+    int rc = 1;
+    char err[768];
+    app->nworkers = app->cfg.workers ? (int)app->cfg.workers : online_cores();
+    app->hooks = order_http_hooks;
+    /* Descriptors besides the connections: Redis, Kafka, PostgreSQL, each loop's own. */
+    sk_listen_fit_nofile(&app->cfg.max_connections, 64 + 8LL * app->nworkers + app->cfg.pg_pool,
+                         "limits.connections");
+    if (order_workers_start(app, err, sizeof(err)) != 0) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=workers err=\"%s\"", err);
+    } else {
+        sk_log(SK_LOG_INFO, "listening",
+               "addr=%s port=%d workers=%d event_method=%s redis=%s topic=%s ratelimit=%s "
+               "version=%s",
+               app->cfg.http_bind, app->port, app->nworkers, app->cfg.http_event_method, redacted,
+               app->cfg.topic, app->cfg.ratelimit_mode, SECKILL_VERSION);
+        int sig = 0;
+        sigwait(sigs, &sig);
+        sk_log(SK_LOG_INFO, "stopping", "signal=%d", sig);
+        rc = 0;
+    }
+    /* First, so that the lock is free for another instance while this one drains. */
+    order_reconciler_stop(*reconciler);
+    *reconciler = NULL;
+    run_drain(app);
+    return rc;
+}
+
+/* The service: configuration, clients, workers, then the wait for a stop signal.
+ * @returns the exit status (0, 1 start failed, 2 bad configuration). */
 static int run(const char *config)
 {
     static order_app app; /* static: big (metrics), and lives as long as the process */
-    int rc = 1;
     char err[768];
     order_reconciler *reconciler = NULL;
     if (load_config(&app.cfg, &app.kafka_props, config) != 0)
@@ -167,153 +359,34 @@ static int run(const char *config)
     sk_log_level lvl = SK_LOG_INFO;
     sk_log_level_parse(app.cfg.log_level, &lvl);
     sk_log_init("seckill-order", lvl);
-    if (!*app.cfg.jwt_secret) {
-        fprintf(stderr, "seckill-order: jwt.secret is not set (SECKILL_JWT_SECRET)\n");
-        rc = 2;
+    int rc = run_check_config(&app);
+    if (rc != 0)
         goto out;
-    }
-    if (order_redis_url_check(app.cfg.redis_url, &app.redis_url, err, sizeof(err)) != 0) {
-        fprintf(stderr, "seckill-order: redis.url: %s\n", err);
-        rc = 2;
-        goto out;
-    }
+    rc = 1;
     if (order_scripts_init(&app.scripts) != 0) {
         sk_log(SK_LOG_ERROR, "start_failed", "why=\"a Lua script is missing from the build\"");
         goto out;
     }
-    /* Block the stop signals in every thread; main waits for them with sigwait. */
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    if (evthread_use_pthreads() != 0) {
-        sk_log(SK_LOG_ERROR, "start_failed", "why=\"libevent without thread support\"");
+    if (run_signals_threads(&sigs) != 0)
         goto out;
-    }
-
     char redacted[600];
     order_redis_url_redacted(app.cfg.redis_url, redacted, sizeof(redacted));
-    if (order_scripts_load(&app.scripts, app.cfg.redis_url, (int)app.cfg.redis_timeout_ms, err,
-                           sizeof(err)) != 0)
-        /* Not fatal: workers reconnect, and a NOSCRIPT answer loads the script. */
-        sk_log(SK_LOG_WARN, "scripts_not_loaded", "redis=%s err=\"%s\"", redacted, err);
-    idgen_opts io;
-    idgen_opts_init(&io);
-    io.mode = IDGEN_MODE_SEGMENT;
-    io.timeout_ms = (int)app.cfg.redis_timeout_ms;
-    app.ids_order = idgen_new(app.cfg.redis_url, app.cfg.idgen_order_prefix, &io, err, sizeof(err));
-    if (app.ids_order) {
-        io.segment_max = 1000; /* events are few: small leases */
-        app.ids_event = idgen_new(app.cfg.redis_url, app.cfg.idgen_event_prefix, &io, err,
-                                  sizeof(err));
-    }
-    if (!app.ids_order || !app.ids_event) {
-        sk_log(SK_LOG_ERROR, "start_failed", "what=idgen err=\"%s\"", err);
+    if ((rc = run_open_clients(&app, redacted)) != 0)
         goto out;
-    }
-    app.kafka = order_kafka_new(app.kafka_props, app.cfg.topic, order_http_on_delivery, err,
-                                sizeof(err));
-    if (!app.kafka) {
-        fprintf(stderr, "seckill-order: %s\n", err);
-        rc = 2;
+    rc = 1;
+    if (run_make_shared(&app) != 0)
         goto out;
-    }
-    app.loader = order_loader_new(app.cfg.redis_url, &app.scripts, (int)app.cfg.redis_timeout_ms);
-    if (!app.loader) {
-        sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
-        goto out;
-    }
-    if (*app.cfg.pg && !(app.pg = order_pg_new(app.cfg.pg, (int)app.cfg.pg_pool))) {
-        sk_log(SK_LOG_ERROR, "start_failed", "what=pg");
-        goto out;
-    }
-    app.soldout = order_soldout_new(app.cfg.soldout_ttl_ms);
-    order_events_limits elim = {(size_t)app.cfg.events_cache_size, app.cfg.events_stock_refresh_ms,
-                                app.cfg.events_negative_ttl_ms, app.cfg.events_miss_per_s};
-    app.events = order_events_new(&elim);
-    app.evlist = order_evlist_new(app.cfg.events_list_refresh_ms);
-    /* Always made: besides outcomes (none kept when the size is 0) it bounds the
-     * PostgreSQL lookups of young orders. */
-    int keep = app.cfg.order_status_cache_size > 0;
-    if (!(app.ocache = order_ocache_new(keep ? (size_t)app.cfg.order_status_cache_size : 64,
-                                        keep ? app.cfg.order_status_cache_ms : 0,
-                                        app.cfg.order_pg_lookup_every_ms,
-                                        app.cfg.order_pg_lookups_per_s))) {
-        sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
-        goto out;
-    }
-    app.buckets = order_bucket_new((size_t)app.cfg.ratelimit_users, (double)app.cfg.ratelimit_rate,
-                                   (double)app.cfg.ratelimit_burst);
-    if (!app.soldout || !app.buckets || !app.events || !app.evlist) {
-        sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
-        goto out;
-    }
     if (*app.cfg.pg && app.cfg.reconcile_interval_ms > 0 &&
         !(reconciler = order_reconciler_start(&app.cfg, app.kafka_props, &app.scripts,
                                               &app.metrics, err, sizeof(err)))) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=reconciler err=\"%s\"", err);
         goto out;
     }
-    app.nworkers = app.cfg.workers ? (int)app.cfg.workers : online_cores();
-    app.hooks = order_http_hooks;
-    /* Descriptors besides the connections: Redis, Kafka, PostgreSQL, each loop's own. */
-    sk_listen_fit_nofile(&app.cfg.max_connections, 64 + 8LL * app.nworkers + app.cfg.pg_pool,
-                         "limits.connections");
-    if (order_workers_start(&app, err, sizeof(err)) != 0) {
-        sk_log(SK_LOG_ERROR, "start_failed", "what=workers err=\"%s\"", err);
-        goto stop;
-    }
-    sk_log(SK_LOG_INFO, "listening",
-           "addr=%s port=%d workers=%d event_method=%s redis=%s topic=%s ratelimit=%s version=%s",
-           app.cfg.http_bind, app.port, app.nworkers, app.cfg.http_event_method, redacted,
-           app.cfg.topic, app.cfg.ratelimit_mode, SECKILL_VERSION);
-
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    sk_log(SK_LOG_INFO, "stopping", "signal=%d", sig);
-    rc = 0;
-stop : {
-    int64_t deadline = order_time_mono_us() + app.cfg.shutdown_timeout_ms * 1000;
-    /* First, so that the lock is free for another instance while this one drains. */
-    order_reconciler_stop(reconciler);
-    reconciler = NULL;
-    atomic_store(&app.draining, 1);
-    if (app.workers)
-        order_workers_stop_accepting(&app);
-    int64_t left = wait_idle(&app, deadline);
-    if (app.kafka) {
-        order_workers_detach_kafka(&app); /* reports are served on this thread from here */
-        int64_t ms = (deadline - order_time_mono_us()) / 1000;
-        int queued = order_kafka_flush(app.kafka, ms > 0 ? (int)ms : 0);
-        /* Whatever is still queued is purged now; its reports (NOT_PERSISTED) reach the
-         * workers, which give the stock back and answer 503. */
-        order_kafka_free(app.kafka);
-        app.kafka = NULL;
-        if (queued > 0 || left > 0)
-            left = wait_idle(&app, order_time_mono_us() + 1000 * 1000);
-    }
-    order_pg_free(app.pg); /* finishes queued jobs; their answers go through the workers */
-    app.pg = NULL;
-    left = wait_idle(&app, order_time_mono_us() + 500 * 1000);
-    order_workers_free(&app);
-    sk_log(left ? SK_LOG_WARN : SK_LOG_INFO, "stopped", "unanswered=%" PRId64, left);
-}
+    rc = run_serve(&app, &reconciler, &sigs, redacted);
 out:
     order_reconciler_stop(reconciler);
-    order_kafka_free(app.kafka);
-    order_pg_free(app.pg); /* before the loader, which its threads use */
-    order_loader_free(app.loader);
-    idgen_free(app.ids_order);
-    idgen_free(app.ids_event);
-    order_bucket_free(app.buckets);
-    order_soldout_free(app.soldout);
-    order_events_free(app.events);
-    order_evlist_free(app.evlist);
-    order_ocache_free(app.ocache);
-    sk_config_free(order_config_table, &app.cfg, app.kafka_props);
-    libevent_global_shutdown();
+    run_free(&app);
     return rc;
 }
 

@@ -132,13 +132,10 @@ static int listen_socket(const char *bind_addr, int port, int first, int *bound_
     return fd;
 }
 
-static int worker_init(order_app *app, order_worker *w, int index, char *err, size_t errsz)
+/* Makes w->base with the event method of http.event_method and checks that libevent
+ * gave that one. @returns 0 or -1 (err set). */
+static int worker_base_new(order_app *app, order_worker *w, char *err, size_t errsz)
 {
-    w->index = index;
-    w->app = app;
-    pthread_mutex_init(&w->inbox_mu, NULL);
-    w->stop_accepting_task.fn = on_stop_accepting;
-    w->exit_task.fn = on_exit_task;
     /* The epoll changelist folds the add/del/modify churn that evhttp makes on every
      * request into one epoll_ctl per fd per loop: measured +40% on the sold-out path,
      * where half the CPU was kernel time. Its one hazard, fds cloned with dup(), does not
@@ -169,9 +166,15 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
                  got);
         return -1;
     }
-    w->inbox_ev = event_new(w->base, -1, 0, on_inbox, w);
+    return 0;
+}
+
+/* Makes w->http on w->base with its bounds, guard, methods and handler, and the
+ * worker's JWT key. @returns 0 or -1 (err set). */
+static int worker_http_new(order_app *app, order_worker *w, char *err, size_t errsz)
+{
     w->http = evhttp_new(w->base);
-    if (!w->inbox_ev || !w->http) {
+    if (!w->http) {
         snprintf(err, errsz, "out of memory");
         return -1;
     }
@@ -202,9 +205,17 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
                                              * evhttp's HTML 501 */
                                             EVHTTP_REQ_CONNECT | EVHTTP_REQ_TRACE);
     evhttp_set_gencb(w->http, app->hooks.handle, w);
+    return 0;
+}
+
+/* Binds worker `w`'s own listening socket (SO_REUSEPORT, the port of the first
+ * worker for the others) to w->http, with its accept backoff. Sets app->port.
+ * @returns 0 or -1 (err set). */
+static int worker_listen(order_app *app, order_worker *w, char *err, size_t errsz)
+{
     int port = 0;
     int fd = listen_socket(app->cfg.http_bind, app->port ? app->port : (int)app->cfg.http_port,
-                           index == 0, &port, err, errsz);
+                           w->index == 0, &port, err, errsz);
     if (fd < 0)
         return -1;
     app->port = port;
@@ -220,24 +231,48 @@ static int worker_init(order_app *app, order_worker *w, int index, char *err, si
         snprintf(err, errsz, "out of memory");
         return -1;
     }
+    return 0;
+}
+
+/* Worker 0 serves every delivery report: its own requests' go on inline, the others'
+ * through their worker's inbox (the producer's delivery callback). One producer for all
+ * keeps the batches (linger.ms) as full as they can be. @returns 0 or -1 (err set). */
+static int worker_watch_kafka(order_app *app, order_worker *w, char *err, size_t errsz)
+{
+    w->kafka_ev = event_new(w->base, order_kafka_report_fd(app->kafka), EV_READ | EV_PERSIST,
+                            on_kafka_reports, w);
+    if (!w->kafka_ev || event_add(w->kafka_ev, NULL) != 0) {
+        snprintf(err, errsz, "out of memory");
+        return -1;
+    }
+    event_active(w->kafka_ev, EV_READ, 0); /* anything queued before the fd was watched */
+    return 0;
+}
+
+static int worker_init(order_app *app, order_worker *w, int index, char *err, size_t errsz)
+{
+    w->index = index;
+    w->app = app;
+    pthread_mutex_init(&w->inbox_mu, NULL);
+    w->stop_accepting_task.fn = on_stop_accepting;
+    w->exit_task.fn = on_exit_task;
+    if (worker_base_new(app, w, err, errsz) != 0)
+        return -1;
+    w->inbox_ev = event_new(w->base, -1, 0, on_inbox, w);
+    if (!w->inbox_ev) {
+        snprintf(err, errsz, "out of memory");
+        return -1;
+    }
+    if (worker_http_new(app, w, err, errsz) != 0 || worker_listen(app, w, err, errsz) != 0)
+        return -1;
     w->redis = order_redis_new(w->base, app->cfg.redis_url, &app->scripts,
                                (int)app->cfg.redis_timeout_ms);
     if (!w->redis || app->hooks.chain_new(w) != 0) {
         snprintf(err, errsz, "out of memory");
         return -1;
     }
-    /* Worker 0 serves every delivery report: its own requests' go on inline, the others'
-     * through their worker's inbox (the producer's delivery callback). One producer for all keeps
-     * the batches (linger.ms) as full as they can be. */
-    if (index == 0 && app->kafka) {
-        w->kafka_ev = event_new(w->base, order_kafka_report_fd(app->kafka), EV_READ | EV_PERSIST,
-                                on_kafka_reports, w);
-        if (!w->kafka_ev || event_add(w->kafka_ev, NULL) != 0) {
-            snprintf(err, errsz, "out of memory");
-            return -1;
-        }
-        event_active(w->kafka_ev, EV_READ, 0); /* anything queued before the fd was watched */
-    }
+    if (index == 0 && app->kafka)
+        return worker_watch_kafka(app, w, err, errsz);
     return 0;
 }
 

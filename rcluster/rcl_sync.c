@@ -270,15 +270,108 @@ static redisReply *exec_one(rcl_ctx *c, int argc, const char **argv, const size_
     return NULL;
 }
 
+/* exec_cmd's retry state for one command. */
+typedef struct exec_state {
+    const char *body; /* the script's body when the command is EVALSHA of a known one */
+    int ask;          /* node of an ASK redirection, -1 none */
+    int asked, loaded, waits, redirects;
+} exec_state;
+
+/* No connection, or a lost one: waits (backoff), refreshes the map, forgets an ASK.
+ * @returns 0 to try again, -1 when the retries are spent. */
+static int exec_backoff(rcl_ctx *c, exec_state *s)
+{
+    if (s->waits >= RCL_RETRIES)
+        return -1;
+    sleep_ms(rcl_backoff_ms(s->waits++));
+    refresh_map(c);
+    s->ask = -1;
+    return 0;
+}
+
+/* Sends the command on `rc` (preceded by ASKING when `asking`) and reads its reply
+ * into *r (the caller frees it). @returns 1, or 0 when the connection failed. */
+static int exec_send(redisContext *rc, int asking, int argc, const char **argv, const size_t *lens,
+                     redisReply **r)
+{
+    if (!asking) {
+        *r = redisCommandArgv(rc, argc, argv, lens);
+        return *r != NULL;
+    }
+    int ok = redisAppendCommand(rc, "ASKING") == REDIS_OK &&
+             redisAppendCommandArgv(rc, argc, argv, lens) == REDIS_OK;
+    void *ar = NULL;
+    ok = ok && redisGetReply(rc, &ar) == REDIS_OK;
+    if (ar)
+        freeReplyObject(ar);
+    return ok && redisGetReply(rc, (void **)r) == REDIS_OK;
+}
+
+/* Acts on a reply from node `ni`: follows MOVED and ASK, waits out TRYAGAIN and
+ * CLUSTERDOWN, loads a missing script. @returns 1 to send again (r freed), or 0 with
+ * *out the answer: r itself, or NULL on an error (set). */
+static int exec_on_reply(rcl_ctx *c, exec_state *s, int ni, redisContext *rc, redisReply *r,
+                         redisReply **out)
+{
+    int rslot;
+    rcl_addr to;
+    *out = r;
+    switch (rcl_classify(r, &rslot, &to)) {
+    case RCL_R_MOVED:
+        if (s->redirects++ >= RCL_RETRIES + 8)
+            return 0;
+        freeReplyObject(r);
+        on_moved(c, rslot, &to);
+        s->ask = -1;
+        return 1;
+    case RCL_R_ASK:
+        if (s->asked)
+            return 0;
+        freeReplyObject(r);
+        s->asked = 1;
+        s->ask = node_find_add(c, to.host, to.port);
+        if (s->ask < 0) {
+            set_err(c, "out of memory", NULL);
+            *out = NULL;
+            return 0;
+        }
+        return 1;
+    case RCL_R_TRYAGAIN:
+    case RCL_R_CLUSTERDOWN:
+        if (s->waits >= RCL_RETRIES)
+            return 0;
+        freeReplyObject(r);
+        sleep_ms(rcl_backoff_ms(s->waits++));
+        if (s->ask < 0)
+            refresh_map(c);
+        return 1;
+    case RCL_R_NOSCRIPT:
+        if (!s->body || s->loaded)
+            return 0;
+        freeReplyObject(r);
+        s->loaded = 1;
+        redisReply *lr = script_load(c, rc, s->body); /* on the node that lacks it */
+        if (!lr) {
+            set_err(c, "SCRIPT LOAD", rc->errstr);
+            node_drop(c, ni);
+            *out = NULL;
+            return 0;
+        }
+        freeReplyObject(lr);
+        return 1; /* an ASK target is asked again (ask is kept) */
+    default:
+        return 0;
+    }
+}
+
 /* Cluster: route, send, follow MOVED/ASK, load scripts, retry with backoff. */
 static redisReply *exec_cmd(rcl_ctx *c, int argc, const char **argv, const size_t *lens, int slot)
 {
     if (!c->url.cluster)
         return exec_one(c, argc, argv, lens);
-    const char *body = rcl_scripts_body_for(&c->scripts, argc, argv, lens);
-    int ask = -1, asked = 0, loaded = 0, waits = 0, redirects = 0;
+    exec_state s = {.body = rcl_scripts_body_for(&c->scripts, argc, argv, lens), .ask = -1};
     for (;;) {
-        int ni = ask >= 0 ? ask : route(c, slot);
+        int ni = s.ask >= 0 ? s.ask : route(c, slot);
         redisContext *rc = NULL;
         if (ni < 0)
             set_err(c, "CLUSTERDOWN", "no node serves this slot");
@@ -286,27 +379,12 @@ static redisReply *exec_cmd(rcl_ctx *c, int argc, const char **argv, const size_
             rc = node_conn(c, ni);
         if (!rc) {
             /* Refused or unknown: after a failover the replica serves the slot. */
-            if (waits >= RCL_RETRIES)
+            if (exec_backoff(c, &s) != 0)
                 return NULL;
-            sleep_ms(rcl_backoff_ms(waits++));
-            refresh_map(c);
-            ask = -1;
             continue;
         }
         redisReply *r = NULL;
-        int ok = 1;
-        if (ask >= 0) {
-            ok = redisAppendCommand(rc, "ASKING") == REDIS_OK &&
-                 redisAppendCommandArgv(rc, argc, argv, lens) == REDIS_OK;
-            void *ar = NULL;
-            ok = ok && redisGetReply(rc, &ar) == REDIS_OK;
-            if (ar)
-                freeReplyObject(ar);
-            ok = ok && redisGetReply(rc, (void **)&r) == REDIS_OK;
-        } else {
-            r = redisCommandArgv(rc, argc, argv, lens);
-            ok = r != NULL;
-        }
+        int ok = exec_send(rc, s.ask >= 0, argc, argv, lens, &r);
         int en = errno;
         if (!ok) {
             set_err(c, "redis", rc->errstr);
@@ -314,59 +392,13 @@ static redisReply *exec_cmd(rcl_ctx *c, int argc, const char **argv, const size_
             node_drop(c, ni);
             if (r)
                 freeReplyObject(r);
-            if (!lost || waits >= RCL_RETRIES)
+            if (!lost || exec_backoff(c, &s) != 0)
                 return NULL;
-            sleep_ms(rcl_backoff_ms(waits++));
-            refresh_map(c);
-            ask = -1;
             continue;
         }
-        int rslot;
-        rcl_addr to;
-        switch (rcl_classify(r, &rslot, &to)) {
-        case RCL_R_MOVED:
-            if (redirects++ >= RCL_RETRIES + 8)
-                return r;
-            freeReplyObject(r);
-            on_moved(c, rslot, &to);
-            ask = -1;
-            continue;
-        case RCL_R_ASK:
-            if (asked)
-                return r;
-            freeReplyObject(r);
-            asked = 1;
-            ask = node_find_add(c, to.host, to.port);
-            if (ask < 0) {
-                set_err(c, "out of memory", NULL);
-                return NULL;
-            }
-            continue;
-        case RCL_R_TRYAGAIN:
-        case RCL_R_CLUSTERDOWN:
-            if (waits >= RCL_RETRIES)
-                return r;
-            freeReplyObject(r);
-            sleep_ms(rcl_backoff_ms(waits++));
-            if (ask < 0)
-                refresh_map(c);
-            continue;
-        case RCL_R_NOSCRIPT:
-            if (!body || loaded)
-                return r;
-            freeReplyObject(r);
-            loaded = 1;
-            redisReply *lr = script_load(c, rc, body); /* on the node that lacks it */
-            if (!lr) {
-                set_err(c, "SCRIPT LOAD", rc->errstr);
-                node_drop(c, ni);
-                return NULL;
-            }
-            freeReplyObject(lr);
-            continue; /* an ASK target is asked again (ask is kept) */
-        default:
-            return r;
-        }
+        redisReply *out;
+        if (!exec_on_reply(c, &s, ni, rc, r, &out))
+            return out;
     }
 }
 
@@ -490,82 +522,90 @@ int rcl_append_argv(rcl_ctx *c, int argc, const char **argv, const size_t *lens)
     return 0;
 }
 
-/* Sends q[nsent..nq) (each node's share in one write, at the read), reads every reply,
- * then re-runs what was redirected, lost, or NOSCRIPT through exec_cmd. */
-static void flush_batch(rcl_ctx *c)
+/* The single server's connection for a batch, reopened when broken; when it cannot be
+ * had, `p` fails now (refused or timed out: final for a single server, no second
+ * wait). @returns the connection or NULL. */
+static redisContext *batch_conn_one(rcl_ctx *c, pend *p)
 {
-    int from = c->nsent;
-    c->nsent = c->nq;
-    c->one_broke = 0;
-    for (int i = 0; i < c->nnodes; i++)
-        c->nodes[i].broke = 0;
+    if (c->one && c->one->err) {
+        redisFree(c->one);
+        c->one = NULL;
+    }
+    if (!c->one) {
+        c->one = sk_redis_url_connect(&c->url.plain, c->tv, c->err, sizeof(c->err));
+        c->one_used = 0;
+    }
+    p->node = 0;
+    if (!c->one) {
+        snprintf(p->err, sizeof(p->err), "%s", c->err);
+        p->node = -1;
+        p->failed = 1;
+    }
+    return c->one;
+}
+
+/* Appends q[from..nq) to their nodes' output buffers (sent at the first read); what
+ * cannot be appended is marked to be re-run. */
+static void batch_send(rcl_ctx *c, int from)
+{
     for (int i = from; i < c->nq; i++) {
         pend *p = &c->q[i];
         redisContext *rc;
         if (c->url.cluster) {
             p->node = route(c, p->slot);
             rc = p->node >= 0 ? node_conn(c, p->node) : NULL;
-        } else {
-            if (c->one && c->one->err) {
-                redisFree(c->one);
-                c->one = NULL;
-            }
-            if (!c->one) {
-                c->one = sk_redis_url_connect(&c->url.plain, c->tv, c->err, sizeof(c->err));
-                c->one_used = 0;
-            }
-            rc = c->one;
-            p->node = 0;
-            if (!rc) {
-                /* Refused or timed out: final for a single server (no second wait). */
-                snprintf(p->err, sizeof(p->err), "%s", c->err);
-                p->node = -1;
-                p->failed = 1;
-                continue;
-            }
+        } else if (!(rc = batch_conn_one(c, p))) {
+            continue;
         }
         if (!rc || redisAppendCommandArgv(rc, p->argc, p->argv, p->lens) != REDIS_OK) {
             p->node = -1;
             p->redo = 1;
         }
     }
-    for (int i = from; i < c->nq; i++) {
-        pend *p = &c->q[i];
-        if (p->node < 0)
-            continue;
-        redisContext *rc = c->url.cluster ? c->nodes[p->node].c : c->one;
-        void *r = NULL;
-        int *broke = c->url.cluster ? &c->nodes[p->node].broke : &c->one_broke;
-        if (!rc || rc->err || redisGetReply(rc, &r) != REDIS_OK) {
-            /* A timeout is final; a lost connection is retried (on a single server
-             * only if it had answered before: a restarted server, not a dead one).
-             * Later commands of the batch on that connection share the first verdict. */
-            if (!*broke)
-                *broke = rc && conn_lost(rc, errno) ? 1 : 2;
-            int lost = *broke == 1 && (c->url.cluster || c->one_used);
-            snprintf(p->err, sizeof(p->err), "redis: %.120s", rc ? rc->errstr : "connection lost");
-            p->redo = lost;
-            p->failed = !lost;
-            continue;
-        }
-        if (!c->url.cluster)
-            c->one_used = 1;
-        p->reply = r;
-        int slot;
-        rcl_addr to;
-        int k = rcl_classify(p->reply, &slot, &to);
-        if (k == RCL_R_NOSCRIPT && !rcl_scripts_body_for(&c->scripts, p->argc, p->argv, p->lens))
-            k = RCL_R_NONE;
-        if (k != RCL_R_NONE && (c->url.cluster || k == RCL_R_NOSCRIPT)) {
-            /* Not now: a map refresh would use connections whose replies are unread. */
-            if (k == RCL_R_MOVED)
-                p->moved_slot = slot, p->moved_to = to;
-            freeReplyObject(p->reply);
-            p->reply = NULL;
-            p->redo = 1;
-        }
+}
+
+/* Reads the reply of sent command `p`; a redirection, a NOSCRIPT or a lost connection
+ * marks it to be re-run, a timeout fails it. */
+static void batch_read_one(rcl_ctx *c, pend *p)
+{
+    redisContext *rc = c->url.cluster ? c->nodes[p->node].c : c->one;
+    void *r = NULL;
+    int *broke = c->url.cluster ? &c->nodes[p->node].broke : &c->one_broke;
+    if (!rc || rc->err || redisGetReply(rc, &r) != REDIS_OK) {
+        /* A timeout is final; a lost connection is retried (on a single server
+         * only if it had answered before: a restarted server, not a dead one).
+         * Later commands of the batch on that connection share the first verdict. */
+        if (!*broke)
+            *broke = rc && conn_lost(rc, errno) ? 1 : 2;
+        int lost = *broke == 1 && (c->url.cluster || c->one_used);
+        snprintf(p->err, sizeof(p->err), "redis: %.120s", rc ? rc->errstr : "connection lost");
+        p->redo = lost;
+        p->failed = !lost;
+        return;
     }
-    /* Connections whose batch broke are dropped (replies may be left on them). */
+    if (!c->url.cluster)
+        c->one_used = 1;
+    p->reply = r;
+    int slot;
+    rcl_addr to;
+    int k = rcl_classify(p->reply, &slot, &to);
+    if (k == RCL_R_NOSCRIPT && !rcl_scripts_body_for(&c->scripts, p->argc, p->argv, p->lens))
+        k = RCL_R_NONE;
+    if (k != RCL_R_NONE && (c->url.cluster || k == RCL_R_NOSCRIPT)) {
+        /* Not now: a map refresh would use connections whose replies are unread. */
+        if (k == RCL_R_MOVED)
+            p->moved_slot = slot, p->moved_to = to;
+        freeReplyObject(p->reply);
+        p->reply = NULL;
+        p->redo = 1;
+    }
+}
+
+/* Once every reply of the batch is read: drops the connections whose batch broke
+ * (replies may be left on them), applies the MOVED answers, and re-runs through
+ * exec_cmd what was redirected, lost or NOSCRIPT. */
+static void batch_redo(rcl_ctx *c, int from)
+{
     if (c->url.cluster) {
         for (int i = 0; i < c->nnodes; i++)
             if (c->nodes[i].c && c->nodes[i].c->err)
@@ -584,6 +624,22 @@ static void flush_batch(rcl_ctx *c)
             snprintf(p->err, sizeof(p->err), "%s", c->err);
         }
     }
+}
+
+/* Sends q[nsent..nq) (each node's share in one write, at the read), reads every reply,
+ * then re-runs what was redirected, lost, or NOSCRIPT through exec_cmd. */
+static void flush_batch(rcl_ctx *c)
+{
+    int from = c->nsent;
+    c->nsent = c->nq;
+    c->one_broke = 0;
+    for (int i = 0; i < c->nnodes; i++)
+        c->nodes[i].broke = 0;
+    batch_send(c, from);
+    for (int i = from; i < c->nq; i++)
+        if (c->q[i].node >= 0)
+            batch_read_one(c, &c->q[i]);
+    batch_redo(c, from);
 }
 
 int rcl_get_reply(rcl_ctx *c, redisReply **reply)

@@ -43,11 +43,9 @@ up_at=$(fault_now_ms)
 e2e_log "broker up after $((up_at - down_at)) ms"
 
 fault_bench_wait
-n503=$(e2e_outcome "503 unavailable")
+fault_broker_outage_verdict "$down_at" "$up_at"
 p50=$(fault_lat 503 unavailable p50_ms)
 max503=$(fault_lat 503 unavailable max_ms)
-e2e_log "503s: $n503 (p50 $p50 ms, p90 $(fault_lat 503 unavailable p90_ms) ms, max $max503 ms)"
-[ "$n503" -gt 0 ] || e2e_fail "no 503 while the broker was down: the fault did not land mid-burst"
 # Most 503s are the bound's, answered at once. The few orders that waited for Kafka get
 # theirs when librdkafka times their messages out: measured, not within message.timeout.ms
 # of the produce but within about that long after the broker is back (its idempotent
@@ -57,12 +55,6 @@ awk -v m="$p50" 'BEGIN { exit !(m <= 100) }' || e2e_fail "the median 503 took $p
 bound=$((DOWN_S * 1000 + FAULT_MSG_TIMEOUT_MS + SLACK_MS))
 awk -v m="$max503" -v t=$bound 'BEGIN { exit !(m <= t) }' ||
     e2e_fail "a 503 took $max503 ms, past the outage + message.timeout.ms + $SLACK_MS ms ($bound ms)"
-[ "$(e2e_outcome "0 io")" -eq 0 ] || e2e_fail "requests got no answer"
-during=$(fault_timeline_sum ok_202 "$((down_at + 1000))" "$up_at")
-[ "$during" -eq 0 ] || e2e_fail "$during 202s answered while the broker was down"
-after=$(fault_timeline_sum ok_202 "$up_at" 99999999999999)
-[ "$after" -gt 0 ] || e2e_fail "no 202 after the broker came back"
-e2e_log "no 202 during the outage, $after after it"
 fault_wait_pending_empty 30
 fault_check || e2e_fail "seckill-check found a violation"
 e2e_log "PASS"

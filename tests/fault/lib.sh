@@ -283,3 +283,22 @@ fault_check() {
     e2e_check --wait 60 --settle 3 "$@" | tee "$E2E_TMP/check.out" >&2
     return "${PIPESTATUS[0]}"
 }
+
+# fault_broker_outage_verdict DOWN_AT_MS UP_AT_MS: the verdict of a Kafka broker outage
+# during a burst (fault_bench_bg then fault_bench_wait), shared by tests/fault/broker_down.sh
+# (devkafka's broker down) and tests/kafka/broker_kill.sh (kill -9 of Apache Kafka):
+# some 503s (the fault landed mid-burst), every request answered, no 202 answered while
+# the broker was down, 202s again after it. 1 s of slack after DOWN_AT: a 202 whose
+# acknowledgement came just before the outage may be answered just after.
+fault_broker_outage_verdict() {
+    local down_at=$1 up_at=$2 n503 during after
+    n503=$(e2e_outcome "503 unavailable")
+    e2e_log "503s: $n503 (p50 $(fault_lat 503 unavailable p50_ms) ms, p90 $(fault_lat 503 unavailable p90_ms) ms, max $(fault_lat 503 unavailable max_ms) ms)"
+    [ "$n503" -gt 0 ] || e2e_fail "no 503 while the broker was down: the fault did not land mid-burst"
+    [ "$(e2e_outcome "0 io")" -eq 0 ] || e2e_fail "requests got no answer"
+    during=$(fault_timeline_sum ok_202 "$((down_at + 1000))" "$up_at")
+    [ "$during" -eq 0 ] || e2e_fail "$during 202s answered while the broker was down"
+    after=$(fault_timeline_sum ok_202 "$up_at" 99999999999999)
+    [ "$after" -gt 0 ] || e2e_fail "no 202 after the broker came back"
+    e2e_log "no 202 while the broker was down, $after after it"
+}

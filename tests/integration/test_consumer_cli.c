@@ -23,31 +23,21 @@
 static int run(const char *const *env, const char *const *args, char *out, size_t outsz)
 {
     char exe[512], path[] = "/tmp/sk-consumer-cli-XXXXXX";
-    const char *bin = getenv("SECKILL_BIN_DIR");
-    snprintf(exe, sizeof(exe), "%s/seckill-consumer", bin ? bin : "build/bin");
+    sk_test_bin(exe, sizeof(exe), "seckill-consumer");
     int fd = mkstemp(path);
     assert_true(fd >= 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        for (const char *const *e = env; e && *e; e++)
-            putenv((char *)*e);
-        const char *argv[16] = {exe};
-        int n = 1;
-        for (const char *const *a = args; a && *a && n < 15; a++)
-            argv[n++] = *a;
-        argv[n] = NULL;
-        execv(exe, (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    waitpid(pid, &status, 0);
+    const char *argv[16] = {exe};
+    int n = 1;
+    for (const char *const *a = args; a && *a && n < 15; a++)
+        argv[n++] = *a;
+    argv[n] = NULL;
+    sk_test_spawn_opts o = {.env = env, .out_path = path, .err_path = path};
+    int status = sk_test_proc_stop(sk_test_spawn(argv, &o), 0, -1);
     ssize_t len = pread(fd, out, outsz - 1, 0);
     out[len > 0 ? len : 0] = '\0';
     close(fd);
     unlink(path);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return status;
 }
 
 static void test_cli(void **state)

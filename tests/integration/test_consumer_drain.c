@@ -166,12 +166,12 @@ static void test_drain(void **state)
     snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
     const char *env[] = {env_pg, env_bs, env_port, "SECKILL_GROUP_ID=drain-test",
                          "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", NULL};
-    int64_t t0 = ctu_now_ms();
+    int64_t t0 = sk_test_now_ms();
     pid_t pid = ctu_consumer_spawn(env);
     assert_true(pid > 0);
 
     long long rows = ctu_pg_wait_ll(pg, "SELECT count(*) FROM seckill_order", NVALID, 180000);
-    fprintf(stderr, "# drained %lld orders in %.1f s\n", rows, (double)(ctu_now_ms() - t0) / 1000);
+    fprintf(stderr, "# drained %lld orders in %.1f s\n", rows, (double)(sk_test_now_ms() - t0) / 1000);
     assert_int_equal(rows, NVALID);
 
     /* Exactly the valid orders: same ids, users, events, all created, no extra row. */
@@ -215,16 +215,16 @@ static void test_drain(void **state)
 
     /* Metrics agree; the counters are updated before offsets commit, so poll a little. */
     char *body = NULL;
-    int64_t deadline = ctu_now_ms() + 10000;
+    int64_t deadline = sk_test_now_ms() + 10000;
     double dups = -1;
-    while (ctu_now_ms() < deadline) {
+    while (sk_test_now_ms() < deadline) {
         free(body);
         body = NULL;
         assert_int_equal(ctu_http_get(port, "/metrics", &body), 200);
         dups = ctu_metric(body, "seckill_consumer_duplicates_total");
         if (dups >= NREPLAY + NSECOND)
             break;
-        ctu_poll_pause(50);
+        sk_test_pause_ms(50);
     }
     assert_true(dups == NREPLAY + NSECOND);
     assert_true(ctu_metric(body, "seckill_consumer_orders_created_total") == NVALID);
@@ -240,27 +240,27 @@ static void test_drain(void **state)
     assert_int_equal(ctu_http_get(port, "/nope", NULL), 404);
 
     /* SIGTERM: finish, commit, leave, exit 0 within a few seconds. */
-    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 10000), 0);
+    assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 10000), 0);
 
     /* A restart reads nothing again (offsets were committed): no new duplicates. */
     pid = ctu_consumer_spawn(env);
-    deadline = ctu_now_ms() + 15000;
+    deadline = sk_test_now_ms() + 15000;
     body = NULL;
     assert_int_equal(ctu_wait_healthy(port, 15000), 0);
     /* Give it time to join and fetch: poll the lag metric until it appears, then read counters. */
     double consumed = -1;
-    while (ctu_now_ms() < deadline) {
+    while (sk_test_now_ms() < deadline) {
         free(body);
         body = NULL;
         if (ctu_http_get(port, "/metrics", &body) == 200 && strstr(body, "seckill_consumer_lag{"))
             break;
-        ctu_poll_pause(50);
+        sk_test_pause_ms(50);
     }
     if (body)
         consumed = ctu_metric(body, "seckill_consumer_messages_consumed_total");
     free(body);
     assert_true(consumed == 0);
-    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 10000), 0);
+    assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 10000), 0);
 
     free(poisons);
     PQfinish(pg);

@@ -78,11 +78,11 @@ static void test_group(void **state)
     assert_int_equal(ctu_wait_healthy(port_b, 30000), 0);
 
     /* Both take part: each has consumed something, and each holds 3 of the 6 partitions. */
-    int64_t deadline = ctu_now_ms() + 60000;
-    while (ctu_now_ms() < deadline &&
+    int64_t deadline = sk_test_now_ms() + 60000;
+    while (sk_test_now_ms() < deadline &&
            !(metric_of(port_a, "seckill_consumer_messages_consumed_total") > 0 &&
              metric_of(port_b, "seckill_consumer_messages_consumed_total") > 0))
-        ctu_poll_pause(20);
+        sk_test_pause_ms(20);
     assert_true(metric_of(port_a, "seckill_consumer_messages_consumed_total") > 0);
     assert_true(metric_of(port_b, "seckill_consumer_messages_consumed_total") > 0);
     long long mid = ctu_pg_ll(pg, "SELECT count(*) FROM seckill_order");
@@ -90,11 +90,11 @@ static void test_group(void **state)
             lag_partitions(port_a), lag_partitions(port_b));
 
     /* Stop A cleanly: B must take every partition and finish. */
-    assert_int_equal(ctu_proc_stop(a, SIGTERM, 15000), 0);
+    assert_int_equal(sk_test_proc_stop(a, SIGTERM, 15000), 0);
     assert_int_equal(ctu_pg_wait_ll(pg, "SELECT count(*) FROM seckill_order", N1, 120000), N1);
-    deadline = ctu_now_ms() + 30000;
-    while (ctu_now_ms() < deadline && lag_partitions(port_b) != 6)
-        ctu_poll_pause(50);
+    deadline = sk_test_now_ms() + 30000;
+    while (sk_test_now_ms() < deadline && lag_partitions(port_b) != 6)
+        sk_test_pause_ms(50);
     assert_int_equal(lag_partitions(port_b), 6);
 
     /* A second wave, drained by B alone. */
@@ -105,7 +105,7 @@ static void test_group(void **state)
     assert_int_equal(ctu_check_orders(pg, ORDER_BASE, N1 + N2, EVENT_BASE, NEVENTS, USER_BASE), 0);
     assert_int_equal(ctu_pg_ll(pg, "SELECT sum(stock_total - stock_left) FROM seckill_event"), N1 + N2);
 
-    assert_int_equal(ctu_proc_stop(b, SIGTERM, 15000), 0);
+    assert_int_equal(sk_test_proc_stop(b, SIGTERM, 15000), 0);
     PQfinish(pg);
     free(conninfo);
     ctu_db_drop(DB_NAME);

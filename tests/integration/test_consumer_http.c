@@ -26,12 +26,11 @@
 #define DB_NAME "sk_test_consumer_http"
 #define TIMEOUT_S 2
 
+/* A connection the test cannot do without (sk_test_connect_port). */
 static int connect_to(int port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    int fd = sk_test_connect_port(port);
+    assert_true(fd >= 0);
     return fd;
 }
 
@@ -39,11 +38,11 @@ static int connect_to(int port)
 static int read_until_closed(int fd, int timeout_ms, char *out, size_t outsz)
 {
     size_t got = 0;
-    int64_t deadline = ctu_now_ms() + timeout_ms;
+    int64_t deadline = sk_test_now_ms() + timeout_ms;
     out[0] = 0;
-    while (ctu_now_ms() < deadline) {
+    while (sk_test_now_ms() < deadline) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, (int)(deadline - ctu_now_ms())) <= 0)
+        if (poll(&p, 1, (int)(deadline - sk_test_now_ms())) <= 0)
             return 0;
         ssize_t r = recv(fd, out + got, outsz - 1 - got, 0);
         if (r <= 0)
@@ -123,9 +122,9 @@ static void test_http_limits(void **state)
     fd = connect_to(port);
     const char *part = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
     assert_int_equal(send(fd, part, strlen(part), MSG_NOSIGNAL), (ssize_t)strlen(part));
-    int64_t t0 = ctu_now_ms();
+    int64_t t0 = sk_test_now_ms();
     assert_int_equal(read_until_closed(fd, (TIMEOUT_S + 5) * 1000, out, sizeof(out)), 1);
-    assert_true(ctu_now_ms() - t0 < (TIMEOUT_S + 3) * 1000);
+    assert_true(sk_test_now_ms() - t0 < (TIMEOUT_S + 3) * 1000);
     close(fd);
 
     /* Not GET: 405, closed. */
@@ -144,7 +143,7 @@ static void test_http_limits(void **state)
     close(fd);
 
     assert_int_equal(ctu_http_get(port, "/healthz", NULL), 200);
-    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 15000), 0);
+    assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 15000), 0);
     free(conninfo);
     ctu_db_drop(DB_NAME);
     ctu_kafka_stop(&k);
@@ -185,8 +184,8 @@ static void second_refused(int port, const char *req, const char *status, int pi
         assert_int_equal(send(fd, first, strlen(first), MSG_NOSIGNAL), (ssize_t)strlen(first));
         /* the whole first answer (its body is "ok\n") before the second request */
         size_t got = 0;
-        int64_t t0 = ctu_now_ms();
-        while (!strstr(out, "\r\n\r\nok\n") && ctu_now_ms() - t0 < 5000) {
+        int64_t t0 = sk_test_now_ms();
+        while (!strstr(out, "\r\n\r\nok\n") && sk_test_now_ms() - t0 < 5000) {
             struct pollfd p = {.fd = fd, .events = POLLIN};
             if (poll(&p, 1, 100) == 1) {
                 ssize_t r = recv(fd, out + got, sizeof(out) - 1 - got, 0);
@@ -237,10 +236,10 @@ static void test_http_guard(void **state)
     /* A byte every 200 ms: cut at the read deadline, long before evhttp's 10 s. */
     int fd = connect_to(port);
     const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-    int64_t t0 = ctu_now_ms(), cut_at = -1;
-    for (size_t i = 0; req[i] && cut_at < 0 && ctu_now_ms() - t0 < 9000; i++) {
+    int64_t t0 = sk_test_now_ms(), cut_at = -1;
+    for (size_t i = 0; req[i] && cut_at < 0 && sk_test_now_ms() - t0 < 9000; i++) {
         if (send(fd, req + i, 1, MSG_NOSIGNAL) != 1 || read_until_closed(fd, 200, out, sizeof(out)))
-            cut_at = ctu_now_ms();
+            cut_at = sk_test_now_ms();
     }
     close(fd);
     fprintf(stderr, "# dribbling client cut after %lld ms\n", (long long)(cut_at - t0));
@@ -263,10 +262,10 @@ static void test_http_guard(void **state)
     close(fd);
     close(held[0]);
     int st = -1;
-    for (int64_t t1 = ctu_now_ms(); st != 200 && ctu_now_ms() - t1 < 5000;) {
+    for (int64_t t1 = sk_test_now_ms(); st != 200 && sk_test_now_ms() - t1 < 5000;) {
         st = ctu_http_get(port, "/healthz", NULL);
         if (st != 200)
-            ctu_poll_pause(50); /* the close reaches the server's loop */
+            sk_test_pause_ms(50); /* the close reaches the server's loop */
     }
     assert_int_equal(st, 200);
     for (int i = 1; i < 4; i++)
@@ -316,7 +315,7 @@ static void test_http_guard(void **state)
             second_refused(port, second[i], status[i], pipelined);
 
     assert_int_equal(ctu_http_get(port, "/healthz", NULL), 200);
-    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 15000), 0);
+    assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 15000), 0);
     free(conninfo);
     ctu_db_drop(DB_NAME);
     ctu_kafka_stop(&k);

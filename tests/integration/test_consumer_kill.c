@@ -73,12 +73,12 @@ static void test_kill(void **state)
     pid_t pid = ctu_consumer_spawn(env);
     for (int i = 0; i < KILLS; i++) {
         long long rows = 0;
-        int64_t deadline = ctu_now_ms() + 90000;
+        int64_t deadline = sk_test_now_ms() + 90000;
         while ((rows = ctu_pg_ll(pg, "SELECT count(*) FROM seckill_order")) < points[i] &&
-               ctu_now_ms() < deadline)
-            ctu_poll_pause(5);
+               sk_test_now_ms() < deadline)
+            sk_test_pause_ms(5);
         assert_true(rows >= points[i]);
-        assert_int_equal(ctu_proc_stop(pid, SIGKILL, 10000), 128 + SIGKILL);
+        assert_int_equal(sk_test_proc_stop(pid, SIGKILL, 10000), 128 + SIGKILL);
         fprintf(stderr, "# kill %d at %lld rows (point %lld)\n", i + 1, rows, points[i]);
         pid = ctu_consumer_spawn(env);
     }
@@ -99,7 +99,7 @@ static void test_kill(void **state)
     }
     ctu_dlq_free(dlq, nd);
 
-    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 15000), 0);
+    assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 15000), 0);
     PQfinish(pg);
     free(conninfo);
     ctu_db_drop(DB_NAME);

@@ -30,55 +30,6 @@
 #define NCONNS 200
 #define HOLD_MS 3000
 
-/* utime + stime of pid in seconds, or -1. */
-static double cpu_seconds(pid_t pid)
-{
-    char path[64], buf[2048];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    unsigned long ut = 0, st = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static long file_size(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
-}
-
-static int log_has(const char *path, const char *what)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char line[4096];
-    int found = 0;
-    while (!found && fgets(line, sizeof(line), f))
-        found = strstr(line, what) != NULL;
-    fclose(f);
-    return found;
-}
-
-static int connect_to(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 static void test_nofile(void **state)
 {
     (void)state;
@@ -115,8 +66,8 @@ static void test_nofile(void **state)
     close(logfd);
     assert_true(pid > 0);
     assert_int_equal(ctu_wait_healthy(port, 60000), 0);
-    assert_true(log_has(logpath, "event=nofile_raised") ||
-                log_has(logpath, "event=connection_cap_lowered"));
+    assert_true(sk_test_log_has(logpath, "event=nofile_raised") ||
+                sk_test_log_has(logpath, "event=connection_cap_lowered"));
     /* Then 128 for good, below the cap, so accept() runs out of descriptors with
      * connections still coming. */
     struct rlimit hard128 = {128, 128};
@@ -125,27 +76,27 @@ static void test_nofile(void **state)
     int fds[NCONNS];
     int opened = 0;
     for (int i = 0; i < NCONNS; i++) {
-        fds[i] = connect_to(port);
+        fds[i] = sk_test_connect_port(port);
         opened += fds[i] >= 0;
     }
-    long log0 = file_size(logpath);
-    double cpu0 = cpu_seconds(pid);
-    int64_t t0 = ctu_now_ms();
-    while (ctu_now_ms() - t0 < HOLD_MS)
+    long log0 = sk_test_file_size(logpath);
+    double cpu0 = sk_test_cpu_seconds(pid);
+    int64_t t0 = sk_test_now_ms();
+    while (sk_test_now_ms() - t0 < HOLD_MS)
         usleep(100 * 1000); /* measuring an interval: the wait is the point */
-    double cpu = cpu_seconds(pid) - cpu0;
-    long grew = file_size(logpath) - log0;
+    double cpu = sk_test_cpu_seconds(pid) - cpu0;
+    long grew = sk_test_file_size(logpath) - log0;
     fprintf(stderr, "# %d connections opened; over %d ms: cpu %.2f s, log +%ld bytes\n", opened,
             HOLD_MS, cpu, grew);
     assert_true(cpu0 >= 0 && cpu < 0.5 * HOLD_MS / 1000.0);
     assert_true(grew < 16 * 1024);
-    assert_true(log_has(logpath, "event=accept_failed"));
+    assert_true(sk_test_log_has(logpath, "event=accept_failed"));
     for (int i = 0; i < NCONNS; i++)
         if (fds[i] >= 0)
             close(fds[i]);
     /* Connections given back: it serves again. */
     assert_int_equal(ctu_wait_healthy(port, 5000), 0);
-    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 15000), 0);
+    assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 15000), 0);
     unlink(logpath);
     free(conninfo);
     ctu_db_drop(DB_NAME);

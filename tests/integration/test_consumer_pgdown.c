@@ -77,33 +77,33 @@ static void test_pgdown(void **state)
 
     /* Mid-drain: stop the server. */
     long long rows = 0;
-    int64_t deadline = ctu_now_ms() + 60000;
+    int64_t deadline = sk_test_now_ms() + 60000;
     while ((rows = ctu_pg_ll(pg, "SELECT count(*) FROM seckill_order")) < N / 5 &&
-           ctu_now_ms() < deadline)
-        ctu_poll_pause(5);
+           sk_test_now_ms() < deadline)
+        sk_test_pause_ms(5);
     assert_true(rows >= N / 5);
     PQfinish(pg);
     assert_int_equal(ctu_pgsrv_stop(&srv), 0);
-    int64_t down_at = ctu_now_ms();
+    int64_t down_at = sk_test_now_ms();
     fprintf(stderr, "# PostgreSQL stopped at %lld rows\n", rows);
 
     /* While down: the consumer notices, pauses, stays alive and healthy. */
     deadline = down_at + DOWN_MS;
     int saw_paused = 0;
     double consumed_paused = -1, consumed_late = -1;
-    while (ctu_now_ms() < deadline && !saw_paused) {
+    while (sk_test_now_ms() < deadline && !saw_paused) {
         if (metric_of(port, "seckill_consumer_paused") == 1 &&
             metric_of(port, "seckill_consumer_db_up") == 0) {
             saw_paused = 1;
             consumed_paused = metric_of(port, "seckill_consumer_messages_consumed_total");
         }
-        ctu_poll_pause(50);
+        sk_test_pause_ms(50);
     }
     assert_true(saw_paused);
     /* The stuck writer shows (refreshed every second). */
-    while (ctu_now_ms() < deadline && !(metric_of(port, "seckill_consumer_writers_retrying") >= 1 &&
+    while (sk_test_now_ms() < deadline && !(metric_of(port, "seckill_consumer_writers_retrying") >= 1 &&
                                         metric_of(port, "seckill_consumer_retrying_seconds") > 0))
-        ctu_poll_pause(50);
+        sk_test_pause_ms(50);
     assert_true(metric_of(port, "seckill_consumer_writers_retrying") >= 1);
     assert_true(metric_of(port, "seckill_consumer_retrying_seconds") > 0);
     /* A second member joins: the first is revoked with a batch it cannot write. */
@@ -114,12 +114,12 @@ static void test_pgdown(void **state)
                            "SECKILL_BATCH_MAX=200", "SECKILL_RETRY_MAX_MS=1000",
                            "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", "SECKILL_MIGRATE=false", NULL};
     pid_t pid_b = ctu_consumer_spawn(env_b);
-    while (ctu_now_ms() < deadline &&
+    while (sk_test_now_ms() < deadline &&
            metric_of(port, "seckill_consumer_batches_abandoned_total") < 1)
-        ctu_poll_pause(50);
+        sk_test_pause_ms(50);
     assert_true(metric_of(port, "seckill_consumer_batches_abandoned_total") >= 1);
-    while (ctu_now_ms() < deadline)
-        ctu_poll_pause(100);
+    while (sk_test_now_ms() < deadline)
+        sk_test_pause_ms(100);
     consumed_late = metric_of(port, "seckill_consumer_messages_consumed_total");
     fprintf(stderr, "# consumed %.0f when paused, %.0f at the end of the outage\n", consumed_paused,
             consumed_late);
@@ -136,17 +136,17 @@ static void test_pgdown(void **state)
     assert_int_equal(ctu_pg_wait_ll(pg, "SELECT count(*) FROM seckill_order", N, 120000), N);
     assert_int_equal(ctu_check_orders(pg, ORDER_BASE, N, EVENT_BASE, NEVENTS, USER_BASE), 0);
     assert_int_equal(ctu_pg_ll(pg, "SELECT sum(stock_total - stock_left) FROM seckill_event"), N);
-    deadline = ctu_now_ms() + 10000;
-    while (ctu_now_ms() < deadline && (metric_of(port, "seckill_consumer_paused") != 0 ||
+    deadline = sk_test_now_ms() + 10000;
+    while (sk_test_now_ms() < deadline && (metric_of(port, "seckill_consumer_paused") != 0 ||
                                        metric_of(port_b, "seckill_consumer_paused") != 0))
-        ctu_poll_pause(50);
+        sk_test_pause_ms(50);
     assert_true(metric_of(port, "seckill_consumer_paused") == 0);
     assert_true(metric_of(port_b, "seckill_consumer_paused") == 0);
     /* Both wrote: the second member took partitions over. */
     assert_true(metric_of(port_b, "seckill_consumer_orders_created_total") > 0);
 
-    assert_int_equal(ctu_proc_stop(pid_b, SIGTERM, 15000), 0);
-    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 15000), 0);
+    assert_int_equal(sk_test_proc_stop(pid_b, SIGTERM, 15000), 0);
+    assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 15000), 0);
     PQfinish(pg);
     ctu_kafka_stop(&k);
     ctu_pgsrv_destroy(&srv);

@@ -66,15 +66,15 @@ static rd_kafka_t *big_producer(const char *bootstrap)
 static double metric_wait(int port, const char *name, double want, int timeout_ms)
 {
     double v = -1;
-    int64_t deadline = ctu_now_ms() + timeout_ms;
-    while (ctu_now_ms() < deadline) {
+    int64_t deadline = sk_test_now_ms() + timeout_ms;
+    while (sk_test_now_ms() < deadline) {
         char *body = NULL;
         if (ctu_http_get(port, "/metrics", &body) == 200)
             v = ctu_metric(body, name);
         free(body);
         if (v == want)
             break;
-        ctu_poll_pause(100);
+        sk_test_pause_ms(100);
     }
     return v;
 }
@@ -150,7 +150,7 @@ static void test_poison_large(void **state)
     assert_true(metric_wait(port, "seckill_consumer_dead_letters_truncated_total", 1, 10000) == 1);
     assert_true(metric_wait(port, "seckill_consumer_writers_retrying", 0, 10000) == 0);
     assert_true(metric_wait(port, "seckill_consumer_lag{partition=\"0\"}", 0, 10000) == 0);
-    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 15000), 0);
+    assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 15000), 0);
 
     free(big);
     PQfinish(pg);
@@ -214,7 +214,7 @@ static void run_refused(int refusals, int64_t event, int64_t order)
     }
     ctu_dlq_free(dlq, nd);
     assert_true(metric_wait(port, "seckill_consumer_writers_retrying", 0, 10000) == 0);
-    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 15000), 0);
+    assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 15000), 0);
     PQfinish(pg);
     free(conninfo);
     ctu_db_drop(DB_NAME);

@@ -116,21 +116,21 @@ static void test_stock(void **state)
     assert_int_equal(ctu_producer_close(p), 0);
     char *body = NULL;
     double dups = -1;
-    int64_t deadline = ctu_now_ms() + 30000;
-    while (ctu_now_ms() < deadline) {
+    int64_t deadline = sk_test_now_ms() + 30000;
+    while (sk_test_now_ms() < deadline) {
         free(body);
         body = NULL;
         if (ctu_http_get(port, "/metrics", &body) == 200 &&
             (dups = ctu_metric(body, "seckill_consumer_duplicates_total")) >= 65)
             break;
-        ctu_poll_pause(50);
+        sk_test_pause_ms(50);
     }
     assert_true(dups == 65);
     assert_true(ctu_metric(body, "seckill_consumer_orders_rejected_total") == 25);
     assert_true(ctu_metric(body, "seckill_consumer_orders_created_total") == 40);
     free(body);
     check_state(pg);
-    assert_int_equal(ctu_proc_stop(pid, SIGTERM, 10000), 0);
+    assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 10000), 0);
 
     PQfinish(pg);
     free(conninfo);

@@ -7,7 +7,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -16,40 +15,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
-int64_t ctu_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void pause_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-void ctu_poll_pause(int ms)
-{
-    pause_ms(ms);
-}
-
 int ctu_wait_healthy(int port, int timeout_ms)
 {
-    int64_t deadline = ctu_now_ms() + timeout_ms;
-    while (ctu_now_ms() < deadline) {
+    int64_t deadline = sk_test_now_ms() + timeout_ms;
+    while (sk_test_now_ms() < deadline) {
         if (ctu_http_get(port, "/healthz", NULL) == 200)
             return 0;
-        pause_ms(20);
+        sk_test_pause_ms(20);
     }
     return -1;
 }
@@ -71,26 +49,7 @@ uint64_t ctu_rand(uint64_t *x)
     return *x * 2685821657736338717ULL;
 }
 
-static const char *bin_dir(void)
-{
-    const char *d = getenv("SECKILL_BIN_DIR");
-    return d && *d ? d : "build/bin";
-}
-
 /* ---- dev Kafka ---- */
-
-static int read_line(const char *path, char *buf, size_t sz)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    int ok = fgets(buf, (int)sz, f) != NULL;
-    fclose(f);
-    if (!ok)
-        return -1;
-    buf[strcspn(buf, "\r\n")] = '\0';
-    return buf[0] ? 0 : -1;
-}
 
 /* The orders topic of the test's Kafka (SECKILL_TOPIC when ctu_kafka_start set it). */
 static const char *orders_topic(void)
@@ -145,7 +104,7 @@ static int real_kafka_attach(ctu_kafka *k, const char *dir, int partitions)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/bootstrap", dir);
-    if (read_line(path, k->bootstrap, sizeof(k->bootstrap)) != 0) {
+    if (sk_test_read_line(path, k->bootstrap, sizeof(k->bootstrap)) != 0) {
         fprintf(stderr, "ctu_kafka_start: no %s (did the fixture kafka_broker_up run?)\n", path);
         return -1;
     }
@@ -168,60 +127,16 @@ int ctu_kafka_start(ctu_kafka *k, int partitions)
         return real_kafka_attach(k, real, partitions);
     snprintf(k->topic, sizeof(k->topic), "seckill.orders");
     snprintf(k->dlq, sizeof(k->dlq), "seckill.orders.dlq");
-    snprintf(k->dir, sizeof(k->dir), "/tmp/sk-consumer-kafka-XXXXXX");
-    if (!mkdtemp(k->dir))
+    if (sk_test_devkafka_start(&k->dev, partitions) != 0)
         return -1;
-    char bs[300], ctl[300], parts[16];
-    snprintf(bs, sizeof(bs), "%s/bootstrap", k->dir);
-    snprintf(ctl, sizeof(ctl), "%s/control", k->dir);
-    snprintf(parts, sizeof(parts), "%d", partitions);
-    char exe[512];
-    snprintf(exe, sizeof(exe), "%s/seckill-devkafka", bin_dir());
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        /* A failed assertion leaves the test early: never leave a Kafka behind. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0)
-            dup2(devnull, STDOUT_FILENO);
-        execl(exe, exe, "--partitions", parts, "--bootstrap-file", bs, "--control-file", ctl,
-              (char *)NULL);
-        _exit(127);
-    }
-    k->pid = pid;
-    int64_t deadline = ctu_now_ms() + 20000;
-    while (ctu_now_ms() < deadline) {
-        if (read_line(bs, k->bootstrap, sizeof(k->bootstrap)) == 0 &&
-            read_line(ctl, k->control, sizeof(k->control)) == 0)
-            return 0;
-        if (waitpid(pid, NULL, WNOHANG) == pid) {
-            k->pid = 0;
-            return -1;
-        }
-        pause_ms(20);
-    }
-    ctu_kafka_stop(k);
-    return -1;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
+    snprintf(k->bootstrap, sizeof(k->bootstrap), "%s", k->dev.bootstrap);
+    snprintf(k->control, sizeof(k->control), "%s", k->dev.control);
+    return 0;
 }
 
 void ctu_kafka_stop(ctu_kafka *k)
 {
-    if (k->pid > 0)
-        ctu_proc_stop(k->pid, SIGTERM, 10000);
-    k->pid = 0;
-    if (k->dir[0])
-        nftw(k->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-    k->dir[0] = '\0';
+    sk_test_devkafka_stop(&k->dev);
 }
 
 /* ---- PostgreSQL ---- */
@@ -262,15 +177,15 @@ long long ctu_pg_ll(PGconn *c, const char *sql)
 
 long long ctu_pg_wait_ll(PGconn *c, const char *sql, long long want, int timeout_ms)
 {
-    int64_t deadline = ctu_now_ms() + timeout_ms;
+    int64_t deadline = sk_test_now_ms() + timeout_ms;
     long long v;
     for (;;) {
         if (PQstatus(c) != CONNECTION_OK)
             PQreset(c);
         v = ctu_pg_ll(c, sql);
-        if (v == want || ctu_now_ms() >= deadline)
+        if (v == want || sk_test_now_ms() >= deadline)
             return v;
-        pause_ms(50);
+        sk_test_pause_ms(50);
     }
 }
 
@@ -293,52 +208,20 @@ int ctu_pg_add_event(PGconn *c, int64_t id, int stock)
     return ok ? 0 : -1;
 }
 
-static char *conninfo_with_db(const char *base, const char *db)
-{
-    size_t n = strlen(base) + strlen(db) + 16;
-    char *s = malloc(n);
-    if (s)
-        snprintf(s, n, "%s dbname=%s", base, db); /* a later keyword wins in a conninfo */
-    return s;
-}
-
-/* Database names carry our pid, so two runs of one test never share a database. */
-static void db_name(char *buf, size_t sz, const char *name)
-{
-    snprintf(buf, sz, "%s_%d", name, (int)getpid());
-}
-
 char *ctu_db_create(const char *name)
 {
-    const char *admin = getenv("SECKILL_PG_ADMIN"), *user = getenv("SECKILL_PG");
-    if (!admin || !user) {
-        fprintf(stderr, "SECKILL_PG / SECKILL_PG_ADMIN not set: source .run/env\n");
+    char db[128], conninfo[1024];
+    sk_test_pg_name(db, sizeof(db), name);
+    if (sk_test_pg_create(db, 0, conninfo, sizeof(conninfo)) != 0)
         return NULL;
-    }
-    char db[128];
-    db_name(db, sizeof(db), name);
-    PGconn *c = ctu_pg(admin);
-    char sql[512];
-    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
-    int rc = ctu_pg_exec(c, sql);
-    snprintf(sql, sizeof(sql), "CREATE DATABASE %s OWNER seckill", db);
-    rc = rc || ctu_pg_exec(c, sql);
-    PQfinish(c);
-    return rc ? NULL : conninfo_with_db(user, db);
+    return strdup(conninfo);
 }
 
 void ctu_db_drop(const char *name)
 {
-    const char *admin = getenv("SECKILL_PG_ADMIN");
-    if (!admin)
-        return;
     char db[128];
-    db_name(db, sizeof(db), name);
-    PGconn *c = ctu_pg(admin);
-    char sql[512];
-    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
-    ctu_pg_exec(c, sql);
-    PQfinish(c);
+    sk_test_pg_name(db, sizeof(db), name);
+    sk_test_pg_drop(db);
 }
 
 /* ---- throwaway PostgreSQL ---- */
@@ -352,7 +235,7 @@ static int run_as_pg(const char *const *argv)
     const char *full[32];
     int n = 0;
     if (geteuid() == 0) {
-        full[n++] = "runuser";
+        full[n++] = "/usr/sbin/runuser";
         full[n++] = "-u";
         full[n++] = "postgres";
         full[n++] = "--";
@@ -360,20 +243,9 @@ static int run_as_pg(const char *const *argv)
     for (const char *const *a = argv; *a && n < 31; a++)
         full[n++] = *a;
     full[n] = NULL;
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0)
-            dup2(devnull, STDOUT_FILENO);
-        execvp(full[0], (char *const *)full);
-        _exit(127);
-    }
-    int status;
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-        return -1;
-    return WEXITSTATUS(status);
+    sk_test_spawn_opts o = {.out_path = "/dev/null"};
+    pid_t pid = sk_test_spawn(full, &o);
+    return pid < 0 ? -1 : sk_test_proc_stop(pid, 0, -1);
 }
 
 static int pgsrv_ctl_start(ctu_pgsrv *s)
@@ -431,7 +303,7 @@ void ctu_pgsrv_destroy(ctu_pgsrv *s)
     if (!s->dir[0])
         return;
     ctu_pgsrv_stop(s); /* fails harmlessly when already stopped */
-    nftw(s->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    sk_test_rmtree(s->dir);
     s->dir[0] = '\0';
 }
 
@@ -571,8 +443,8 @@ size_t ctu_dlq_read(const char *bootstrap, const char *topic, size_t want, int t
 
     size_t n = 0, cap = want + 16;
     ctu_dlq_msg *v = calloc(cap, sizeof(*v));
-    int64_t deadline = ctu_now_ms() + timeout_ms, quiet_until = -1;
-    while (ctu_now_ms() < deadline && (quiet_until < 0 || ctu_now_ms() < quiet_until)) {
+    int64_t deadline = sk_test_now_ms() + timeout_ms, quiet_until = -1;
+    while (sk_test_now_ms() < deadline && (quiet_until < 0 || sk_test_now_ms() < quiet_until)) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 100);
         if (!m)
             continue;
@@ -619,7 +491,7 @@ size_t ctu_dlq_read(const char *bootstrap, const char *topic, size_t want, int t
                     snprintf(d->dlq_error, sizeof(d->dlq_error), "%.*s", (int)hs, (const char *)hv);
             }
             if (n >= want)
-                quiet_until = ctu_now_ms() + 1000;
+                quiet_until = sk_test_now_ms() + 1000;
         }
         rd_kafka_message_destroy(m);
     }
@@ -650,49 +522,15 @@ int ctu_consumer_migrate(const char *conninfo)
     char pg[1024];
     snprintf(pg, sizeof(pg), "SECKILL_PG=%s", conninfo);
     const char *env[] = {pg, NULL};
-    return ctu_proc_stop(ctu_consumer_spawn_arg(env, "migrate"), 0, 60000);
+    return sk_test_proc_stop(ctu_consumer_spawn_arg(env, "migrate"), 0, 60000);
 }
 
 pid_t ctu_consumer_spawn_arg(const char *const *env, const char *arg)
 {
     char exe[512];
-    snprintf(exe, sizeof(exe), "%s/seckill-consumer", bin_dir());
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        for (const char *const *e = env; e && *e; e++)
-            putenv((char *)*e);
-        execl(exe, exe, arg, (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
-int ctu_proc_stop(pid_t pid, int sig, int timeout_ms)
-{
-    if (pid <= 0)
-        return -1;
-    if (sig)
-        kill(pid, sig);
-    int64_t deadline = ctu_now_ms() + timeout_ms;
-    int status;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (ctu_now_ms() >= deadline) {
-            fprintf(stderr, "pid %d did not exit within %d ms: killing it\n", (int)pid, timeout_ms);
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        pause_ms(10);
-    }
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    return 128 + WTERMSIG(status);
+    const char *argv[] = {sk_test_bin(exe, sizeof(exe), "seckill-consumer"), arg, NULL};
+    sk_test_spawn_opts o = {.env = env, .death_sig = SIGKILL};
+    return sk_test_spawn(argv, &o);
 }
 
 int ctu_http_get(int port, const char *path, char **body)

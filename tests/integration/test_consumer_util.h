@@ -2,10 +2,16 @@
  *
  * Each test gets its own world: a seckill-devkafka process (own topics, own group
  * offsets), a database of its own on the shared PostgreSQL (created fresh, dropped at
- * the end), and seckill-consumer processes spawned from $SECKILL_BIN_DIR. Waits poll
- * a condition with a deadline, never a fixed sleep. Not thread-safe. */
+ * the end), and seckill-consumer processes spawned from $SECKILL_BIN_DIR, all through
+ * the launchers of tests/support (sk_test_devkafka, sk_test_pg, sk_test_proc: use
+ * sk_test_now_ms, sk_test_pause_ms, sk_test_proc_stop). Waits poll a condition with a
+ * deadline, never a fixed sleep. Not thread-safe. */
 #ifndef TEST_CONSUMER_UTIL_H
 #define TEST_CONSUMER_UTIL_H
+
+#include "sk_test_devkafka.h"
+#include "sk_test_pg.h"
+#include "sk_test_proc.h"
 
 #include <librdkafka/rdkafka.h>
 #include <libpq-fe.h>
@@ -15,15 +21,14 @@
 
 /* ---- a private dev Kafka ---- */
 typedef struct ctu_kafka {
-    pid_t pid;
-    char dir[256];
+    sk_test_devkafka dev; /* the dev Kafka (tests/support); pid 0 on Apache Kafka */
     char bootstrap[256];
-    char control[64];  /* empty on Apache Kafka: no fault injection there */
+    char control[128]; /* empty on Apache Kafka: no fault injection there */
     char topic[96];    /* the orders topic: seckill.orders, or the test's own on Apache Kafka */
     char dlq[112];     /* its dead-letter topic */
 } ctu_kafka;
 
-/** @brief Starts seckill-devkafka with `partitions` per topic; waits for its files.
+/** @brief Starts seckill-devkafka with `partitions` per topic (sk_test_devkafka_start).
  *  With $E2E_REAL_KAFKA set (the `kafka` label's fixture directory, tests/kafka.cmake),
  *  uses that Apache Kafka instead: creates topics of the test's own (`partitions` each)
  *  and exports SECKILL_TOPIC / SECKILL_DLQ_TOPIC for the consumers it spawns. */
@@ -32,7 +37,8 @@ int ctu_kafka_start(ctu_kafka *k, int partitions);
 void ctu_kafka_stop(ctu_kafka *k);
 
 /* ---- PostgreSQL ---- */
-/** @brief (Re)creates database `name`_<pid> owned by role seckill through $SECKILL_PG_ADMIN.
+/** @brief (Re)creates database `name`_<pid> owned by role seckill (sk_test_pg_create,
+ *  without migrations: the consumer applies them).
  *  @returns a malloc'd conninfo for it as the seckill role ($SECKILL_PG + dbname), or NULL. */
 char *ctu_db_create(const char *name);
 /** @brief Drops database `name`_<pid> (forcing out sessions). */
@@ -115,9 +121,6 @@ pid_t ctu_consumer_spawn(const char *const *env);
 pid_t ctu_consumer_spawn_arg(const char *const *env, const char *arg);
 /** @brief Runs `seckill-consumer migrate` against conninfo. @returns its exit code. */
 int ctu_consumer_migrate(const char *conninfo);
-/** @brief Sends sig (0: none) and waits up to timeout_ms for the exit.
- *  @returns the exit code, 128+signal if killed, or -1 if still running (then killed). */
-int ctu_proc_stop(pid_t pid, int sig, int timeout_ms);
 /** @brief GET http://127.0.0.1:port/path. @returns the status code (body in *body,
  *  malloc'd, may be NULL) or -1. */
 int ctu_http_get(int port, const char *path, char **body);
@@ -126,10 +129,6 @@ double ctu_metric(const char *text, const char *name);
 
 /** @brief Polls GET /healthz until 200 or timeout_ms. @returns 0 when it answered. */
 int ctu_wait_healthy(int port, int timeout_ms);
-/** @brief Pauses between two polls of a condition. */
-void ctu_poll_pause(int ms);
-/** @brief Milliseconds on a monotonic clock. */
-int64_t ctu_now_ms(void);
 /** @brief Seeds and returns a pseudo-random generator state (prints the seed). */
 uint64_t ctu_seed(void);
 uint64_t ctu_rand(uint64_t *state);

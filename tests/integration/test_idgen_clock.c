@@ -30,12 +30,12 @@ typedef struct host_clock {
 static int64_t sim_clock(void *arg)
 {
     const host_clock *h = arg;
-    return tu_mono_ms() + atomic_load(&sim_offset_ms) + h->skew_ms;
+    return sk_test_now_ms() + atomic_load(&sim_offset_ms) + h->skew_ms;
 }
 
 static int64_t sim_now(void)
 {
-    return tu_mono_ms() + atomic_load(&sim_offset_ms);
+    return sk_test_now_ms() + atomic_load(&sim_offset_ms);
 }
 
 typedef struct worker {
@@ -63,7 +63,7 @@ static void *worker_main(void *arg)
         }
         w->ids[w->n++] = id;
         if (w->n % (size_t)w->pace == 0)
-            tu_pause_ms(1);
+            sk_test_pause_ms(1);
     }
     return NULL;
 }
@@ -78,7 +78,7 @@ typedef struct run {
 
 static void run_start(run *r, idgen_mode mode, int64_t sim_start_ms, int pace)
 {
-    atomic_store(&sim_offset_ms, sim_start_ms - tu_mono_ms());
+    atomic_store(&sim_offset_ms, sim_start_ms - sk_test_now_ms());
     for (int i = 0; i < GENS; i++) {
         r->clk[i].skew_ms = i * 150 - 150; /* -150, 0, +150 ms */
         idgen_opts o;
@@ -177,12 +177,12 @@ static void midnight(idgen_mode mode, int pace)
     run_start(&r, mode, MIDNIGHT_MS - 1500, pace);
     /* Through midnight to 00:00:01 ... */
     while (sim_now() < MIDNIGHT_MS + 1000)
-        tu_pause_ms(5);
+        sk_test_pause_ms(5);
     /* ... back 2.5 s, across midnight, to 23:59:59.5 ... */
     atomic_fetch_sub(&sim_offset_ms, 2500);
     /* ... and on to 00:00:01.5. */
     while (sim_now() < MIDNIGHT_MS + 1500)
-        tu_pause_ms(5);
+        sk_test_pause_ms(5);
     run_finish(&r, DAY_D, DAY_D + 1);
 }
 
@@ -207,11 +207,11 @@ static void step_back(idgen_mode mode, int pace)
     int64_t noon = (DAY_D * 86400 + 43200) * 1000;
     run_start(&r, mode, noon, pace);
     while (sim_now() < noon + 700)
-        tu_pause_ms(5);
+        sk_test_pause_ms(5);
     atomic_fetch_sub(&sim_offset_ms, 10000); /* the clock steps back 10 s */
     int64_t until = sim_now() + 800;
     while (sim_now() < until)
-        tu_pause_ms(5);
+        sk_test_pause_ms(5);
     run_finish(&r, DAY_D, DAY_D);
 }
 

@@ -66,11 +66,11 @@ static void test_segment_4x1m_with_migration(void **state)
     }
     /* As soon as the counter exists, move its slot. */
     char key[128] = "";
-    int64_t deadline = tu_mono_ms() + 30000;
-    while (!key[0] && tu_mono_ms() < deadline) {
+    int64_t deadline = sk_test_now_ms() + 30000;
+    while (!key[0] && sk_test_now_ms() < deadline) {
         find_counter(c, prefix, key, sizeof(key));
         if (!key[0])
-            tu_pause_ms(5);
+            sk_test_pause_ms(5);
     }
     assert_true(key[0] != '\0');
     int slot = rcl_keyslot(key, strlen(key));

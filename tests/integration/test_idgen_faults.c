@@ -206,7 +206,7 @@ static void test_counter_deleted(void **state)
     freeReplyObject(r);
     redisFree(c);
     /* Both generators report it ... */
-    int64_t deadline = tu_mono_ms() + 30000;
+    int64_t deadline = sk_test_now_ms() + 30000;
     for (;;) {
         uint64_t r0 = 0, r1 = 0;
         for (int i = 0; i < THREADS; i++) {
@@ -215,10 +215,10 @@ static void test_counter_deleted(void **state)
         }
         if (r0 && r1)
             break;
-        if (tu_mono_ms() > deadline)
+        if (sk_test_now_ms() > deadline)
             fail_msg("reset not reported: incr %llu, segment %llu", (unsigned long long)r0,
                      (unsigned long long)r1);
-        tu_pause_ms(2);
+        sk_test_pause_ms(2);
     }
     /* ... and nothing handed out after the report reuses a number. Each thread goes on
      * for 600 more IDs; from 100 past the report every number must be above what was
@@ -229,14 +229,14 @@ static void test_counter_deleted(void **state)
     for (int m = 0; m < 2; m++)
         for (int i = 0; i < THREADS; i++)
             at_report[m][i] = atomic_load(&x.t[m][i].n);
-    deadline = tu_mono_ms() + 30000;
+    deadline = sk_test_now_ms() + 30000;
     for (int m = 0; m < 2; m++)
         for (int i = 0; i < THREADS; i++)
             while (atomic_load(&x.t[m][i].n) < at_report[m][i] + 600) {
-                if (tu_mono_ms() > deadline)
+                if (sk_test_now_ms() > deadline)
                     fail_msg("generator %d thread %d stalled after the reset: %s", m, i,
                              x.t[m][i].last_err);
-                tu_pause_ms(2);
+                sk_test_pause_ms(2);
             }
     for (int m = 0; m < 2; m++)
         for (int i = 0; i < THREADS; i++) {
@@ -301,9 +301,9 @@ static void test_wait_replicas(void **state)
     /* No replica: every lease is refused, in both modes, within the timeout. */
     for (int m = 0; m < 2; m++) {
         idgen_t *g = make_waiting(url, m ? IDGEN_MODE_SEGMENT : IDGEN_MODE_INCR);
-        int64_t t0 = tu_mono_ms();
+        int64_t t0 = sk_test_now_ms();
         assert_int_equal(idgen_next(g, &id), IDGEN_ERR_REDIS);
-        assert_true(tu_mono_ms() - t0 <= TIMEOUT_MS + 1000);
+        assert_true(sk_test_now_ms() - t0 <= TIMEOUT_MS + 1000);
         assert_non_null(strstr(idgen_errstr(g), "WAIT"));
         idgen_free(g);
     }

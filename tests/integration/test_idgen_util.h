@@ -24,19 +24,7 @@
 #include <unistd.h>
 
 #include "idgen.h"
-
-static inline int64_t tu_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static inline void tu_pause_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
+#include "sk_test_proc.h"
 
 /* The shared Redis of deploy/local.sh up, or NULL (the test then skips). */
 static inline const char *tu_shared_url(void)
@@ -130,29 +118,25 @@ static inline const char *tu_cli_path(void)
  * to err_path (or inherited). @returns the pid. */
 static inline pid_t tu_spawn(char *const argv[], const char *out_path, const char *err_path)
 {
-    pid_t pid = fork();
+    size_t n = 0;
+    while (argv[n])
+        n++;
+    const char **args = calloc(n + 1, sizeof(*args));
+    assert_non_null(args);
+    args[0] = tu_cli_path();
+    for (size_t i = 1; i < n; i++)
+        args[i] = argv[i];
+    sk_test_spawn_opts o = {.out_path = out_path ? out_path : "/dev/null", .err_path = err_path};
+    pid_t pid = sk_test_spawn(args, &o);
+    free(args);
     assert_true(pid >= 0);
-    if (pid == 0) {
-        int fd = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || dup2(fd, 1) < 0)
-            _exit(126);
-        if (err_path) {
-            int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            if (e < 0 || dup2(e, 2) < 0)
-                _exit(126);
-        }
-        execv(tu_cli_path(), argv);
-        _exit(127);
-    }
     return pid;
 }
 
+/* Waits for the CLI's exit. @returns its status, 128+signal if killed. */
 static inline int tu_wait(pid_t pid)
 {
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return sk_test_proc_stop(pid, 0, -1);
 }
 
 /* Reads decimal IDs, one a line, appending to *ids. @returns how many were read. */
@@ -197,16 +181,16 @@ static void *tu_gen_main(void *arg)
     tu_gen_thread *t = arg;
     while (!atomic_load(&t->stop) && atomic_load(&t->n) < t->cap) {
         uint64_t id;
-        int64_t t0 = tu_mono_ms();
+        int64_t t0 = sk_test_now_ms();
         int rc = idgen_next(t->g, &id);
         if (rc == IDGEN_OK) {
             t->ids[atomic_load(&t->n)] = id;
             /* 1 ms off every 100 IDs: segment mode would fill memory in a second. */
             if (atomic_fetch_add(&t->n, 1) % 100 == 99)
-                tu_pause_ms(1);
+                sk_test_pause_ms(1);
             continue;
         }
-        int64_t took = tu_mono_ms() - t0;
+        int64_t took = sk_test_now_ms() - t0;
         if (took > atomic_load(&t->max_fail_ms))
             atomic_store(&t->max_fail_ms, took);
         atomic_fetch_add(&t->errors, 1);
@@ -217,7 +201,7 @@ static void *tu_gen_main(void *arg)
         t->last_rc = rc;
         snprintf(t->last_err, sizeof(t->last_err), "%s", idgen_errstr(t->g));
         if (rc == IDGEN_ERR_REDIS)
-            tu_pause_ms(5); /* a real caller would back off too */
+            sk_test_pause_ms(5); /* a real caller would back off too */
     }
     return NULL;
 }
@@ -241,11 +225,11 @@ static inline void tu_gen_stop(tu_gen_thread *t)
 /* Polls cond(arg) until it holds or ms pass. @returns whether it held. */
 static inline int tu_wait_for(int (*cond)(void *), void *arg, int ms)
 {
-    int64_t deadline = tu_mono_ms() + ms;
+    int64_t deadline = sk_test_now_ms() + ms;
     while (!cond(arg)) {
-        if (tu_mono_ms() > deadline)
+        if (sk_test_now_ms() > deadline)
             return 0;
-        tu_pause_ms(2);
+        sk_test_pause_ms(2);
     }
     return 1;
 }

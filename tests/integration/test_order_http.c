@@ -456,10 +456,10 @@ static void test_soldout_flag_and_restock(void **state)
                                  stock, buyers, pending, u);
     assert_int_equal(r->integer, 1);
     freeReplyObject(r);
-    int64_t t0 = to_now_ms();
+    int64_t t0 = sk_test_now_ms();
     buy_arg b = {ev, user_base + 650};
     assert_int_equal(to_wait(buys, &b, 1000), 1); /* sellable again within 1 s */
-    fprintf(stderr, "restock sold again after %" PRId64 " ms\n", to_now_ms() - t0);
+    fprintf(stderr, "restock sold again after %" PRId64 " ms\n", sk_test_now_ms() - t0);
     assert_int_equal(event_key_int(ev, ORDER_KEY_STOCK, "GET %s"), 0);
 }
 
@@ -470,7 +470,7 @@ static void test_rate_limit(void **state)
     snprintf(path, sizeof(path), "/api/v1/events/%" PRIu64 "/orders", (uint64_t)7777777777ULL + user_base);
     to_token(&srv, user_base + 800, 0, 600, tok, sizeof(tok));
     int fd = to_http_connect(srv.port), notfound = 0, limited = 0;
-    int64_t t0 = to_now_ms();
+    int64_t t0 = sk_test_now_ms();
     for (int i = 0; i < 30; i++) {
         int st = to_http(fd, "POST", path, tok, NULL, NULL, 0, resp, sizeof(resp));
         if (st == 404)
@@ -480,7 +480,7 @@ static void test_rate_limit(void **state)
             error_code_is(resp, "rate_limited");
         }
     }
-    int64_t elapsed = to_now_ms() - t0;
+    int64_t elapsed = sk_test_now_ms() - t0;
     close(fd);
     /* burst 10, then 5 tokens a second: at most 10 + 5/s of the time the loop took */
     int most = 10 + (int)(elapsed * 5 / 1000) + 1;
@@ -784,7 +784,7 @@ static int setup(void **state)
     rc = to_redis(getenv("SECKILL_REDIS_URL"));
     if (!rc || to_kafka_start(&kafka) != 0 || to_pg_create(pg_conninfo, sizeof(pg_conninfo), pg_db, sizeof(pg_db)) != 0)
         return -1;
-    user_base = (uint64_t)getpid() * 10000000ULL + (uint64_t)(to_now_ms() % 1000) * 1000000000000ULL;
+    user_base = (uint64_t)getpid() * 10000000ULL + (uint64_t)(sk_test_now_ms() % 1000) * 1000000000000ULL;
     /* a generous Redis timeout: CI runs this beside other tests on 2 cores under ASan.
      * SECKILL_TEST_EVENT_METHOD runs the whole group on that http.event_method (ctest
      * registers the poll run as test_order_http_poll). */

@@ -144,9 +144,9 @@ static void test_in_flight_timeout_stays_pending(void **state)
     /* The broker receives the produce request but answers after the message timeout
      * (2 s here): the message was in flight, it may have been written. */
     assert_int_equal(to_kafka_control(&kafka, "rtt -1 8000"), 0);
-    int64_t t0 = to_now_ms();
+    int64_t t0 = sk_test_now_ms();
     int st = place_on(&srv, ev, 12, resp, sizeof(resp));
-    int64_t took = to_now_ms() - t0;
+    int64_t took = sk_test_now_ms() - t0;
     assert_int_equal(to_kafka_control(&kafka, "rtt -1 0"), 0);
     if (st != 503 || !strstr(resp, "\"error\":\"unavailable\""))
         fail_msg("want 503 unavailable, got %d %s", st, resp);
@@ -211,11 +211,11 @@ static void test_redis_down_and_back(void **state)
     redisFree(rc);
     rc = NULL;
     assert_int_equal(sk_test_redis_stop(tr, SIGTERM), 0);
-    int64_t t0 = to_now_ms();
+    int64_t t0 = sk_test_now_ms();
     int st = place_on(&srv, ev, 31, resp, sizeof(resp));
     assert_int_equal(st, 503);
     assert_non_null(strstr(resp, "\"error\":\"unavailable\""));
-    assert_true(to_now_ms() - t0 < 2000); /* answered, not hung */
+    assert_true(sk_test_now_ms() - t0 < 2000); /* answered, not hung */
     int want = 503;
     assert_int_equal(to_wait(ready_is, &want, 5000), 1);
     if (sk_test_redis_restart(tr, err, sizeof(err)) != 0)
@@ -237,7 +237,7 @@ static void test_global_rate_limit(void **state)
     char resp[512], path[64], tok[1024];
     snprintf(path, sizeof(path), "/api/v1/events/%d/orders", 999999); /* not loaded: 404 */
     int notfound = 0, limited = 0;
-    int64_t t0 = to_now_ms();
+    int64_t t0 = sk_test_now_ms();
     for (int i = 0; i < 10; i++) {
         const to_order *o = (i % 2) ? &b : &a;
         to_token(o, 555, 0, 600, tok, sizeof(tok));
@@ -247,7 +247,7 @@ static void test_global_rate_limit(void **state)
         else if (st == 429)
             limited++;
     }
-    int64_t elapsed = to_now_ms() - t0;
+    int64_t elapsed = sk_test_now_ms() - t0;
     assert_int_equal(to_stop(&a.proc, SIGTERM, 10000), 0);
     assert_int_equal(to_stop(&b.proc, SIGTERM, 10000), 0);
     /* burst 3 shared by both instances, plus 1 token a second of the time it took (two
@@ -303,10 +303,10 @@ static void overload_case(const char *env_setting, const char *want_msg)
     one_arg a = {&o, ev, 72, 0};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, one_order, &a), 0);
-    int64_t deadline = to_now_ms() + 5000;
+    int64_t deadline = sk_test_now_ms() + 5000;
     static char text[65536];
     int waiting = 0;
-    while (!waiting && to_now_ms() < deadline) { /* wait until the first order waits on Kafka */
+    while (!waiting && sk_test_now_ms() < deadline) { /* wait until the first order waits on Kafka */
         if (by_redis)
             waiting = to_key_int(rc, ev, ORDER_KEY_PENDING, "HLEN %s") == 1;
         else
@@ -321,9 +321,9 @@ static void overload_case(const char *env_setting, const char *want_msg)
         to_stop(&o.proc, SIGTERM, 10000);
         fail_msg("the first order was not seen waiting on Kafka within 5 s (its answer: %d)", a.status);
     }
-    int64_t t0 = to_now_ms();
+    int64_t t0 = sk_test_now_ms();
     int st = place_on(&o, ev, 73, resp, sizeof(resp));
-    int64_t took = to_now_ms() - t0;
+    int64_t took = sk_test_now_ms() - t0;
     pthread_join(th, NULL);
     assert_int_equal(to_kafka_control(&kafka, "rtt -1 0"), 0);
     if (st != 503 || !strstr(resp, want_msg))

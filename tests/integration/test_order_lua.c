@@ -536,7 +536,7 @@ static int setup(void **state)
     }
     rc = to_redis(getenv("SECKILL_REDIS_URL"));
     /* ids far above libidgen's (which start near 2^58 now) and unique per run */
-    next_event = 8000000000000000000ULL + (uint64_t)getpid() * 1000000ULL + (uint64_t)(to_now_ms() % 1000) * 1000;
+    next_event = 8000000000000000000ULL + (uint64_t)getpid() * 1000000ULL + (uint64_t)(sk_test_now_ms() % 1000) * 1000;
     return rc ? 0 : -1;
 }
 

@@ -24,44 +24,6 @@
 
 static to_order srv;
 
-/* utime + stime of pid in seconds, or -1. */
-static double cpu_seconds(pid_t pid)
-{
-    char path[64], buf[2048];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    unsigned long ut = 0, st = 0;
-    /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static long file_size(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
-}
-
-static int log_has(const char *path, const char *what)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char line[2048];
-    int found = 0;
-    while (!found && fgets(line, sizeof(line), f))
-        found = strstr(line, what) != NULL;
-    fclose(f);
-    return found;
-}
-
 static void test_nofile(void **state)
 {
     (void)state;
@@ -81,8 +43,8 @@ static void test_nofile(void **state)
     int rc = to_order_start(&srv, getenv("SECKILL_REDIS_URL"), getenv("SECKILL_KAFKA_BROKERS"), NULL, env);
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
     assert_int_equal(rc, 0);
-    assert_true(log_has(srv.proc.log, "event=nofile_raised") ||
-                log_has(srv.proc.log, "event=connection_cap_lowered"));
+    assert_true(sk_test_log_has(srv.proc.log, "event=nofile_raised") ||
+                sk_test_log_has(srv.proc.log, "event=connection_cap_lowered"));
     /* Then as `prlimit --pid --nofile=128:128` does: 128 for good, below the cap, so
      * accept() runs out of descriptors with connections still coming. */
     struct rlimit hard128 = {128, 128};
@@ -95,26 +57,26 @@ static void test_nofile(void **state)
         if (fds[i] >= 0)
             opened++;
     }
-    long log0 = file_size(srv.proc.log);
-    double cpu0 = cpu_seconds(srv.proc.pid);
-    int64_t t0 = to_now_ms();
-    while (to_now_ms() - t0 < HOLD_MS)
+    long log0 = sk_test_file_size(srv.proc.log);
+    double cpu0 = sk_test_cpu_seconds(srv.proc.pid);
+    int64_t t0 = sk_test_now_ms();
+    while (sk_test_now_ms() - t0 < HOLD_MS)
         usleep(100 * 1000); /* measuring an interval: the wait is the point */
-    double cpu = cpu_seconds(srv.proc.pid) - cpu0;
-    long grew = file_size(srv.proc.log) - log0;
+    double cpu = sk_test_cpu_seconds(srv.proc.pid) - cpu0;
+    long grew = sk_test_file_size(srv.proc.log) - log0;
     fprintf(stderr, "# %d connections opened; over %d ms: cpu %.2f s, log +%ld bytes\n", opened,
             HOLD_MS, cpu, grew);
     assert_true(cpu0 >= 0 && cpu < 0.5 * HOLD_MS / 1000.0);
     assert_true(grew < 16 * 1024);
-    assert_true(log_has(srv.proc.log, "event=accept_failed"));
+    assert_true(sk_test_log_has(srv.proc.log, "event=accept_failed"));
     for (int i = 0; i < NCONNS; i++)
         if (fds[i] >= 0)
             close(fds[i]);
     /* Connections given back: it serves again. */
     char resp[256];
     int st = -1;
-    int64_t deadline = to_now_ms() + 5000;
-    while (st != 200 && to_now_ms() < deadline) {
+    int64_t deadline = sk_test_now_ms() + 5000;
+    while (st != 200 && sk_test_now_ms() < deadline) {
         st = to_http1(srv.port, "GET", "/healthz", NULL, NULL, resp, sizeof(resp));
         if (st != 200)
             usleep(100 * 1000);

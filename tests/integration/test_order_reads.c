@@ -131,7 +131,7 @@ static int settled(void *arg)
 {
     settle *s = arg;
     long long v = xact_commit();
-    int64_t now = to_now_ms();
+    int64_t now = sk_test_now_ms();
     if (v != s->v) {
         s->v = v;
         s->since_ms = now;
@@ -142,7 +142,7 @@ static int settled(void *arg)
 
 static long long xacts_settled(void)
 {
-    settle s = {xact_commit(), to_now_ms()};
+    settle s = {xact_commit(), sk_test_now_ms()};
     assert_int_equal(to_wait(settled, &s, 60000), 1);
     return s.v;
 }
@@ -184,11 +184,11 @@ static void test_event_page(void **state)
     to_token(&fa, user_base + 2, 0, 600, tok_a, sizeof(tok_a));
     snprintf(opath, sizeof(opath), "/api/v1/events/%" PRIu64 "/orders", ev);
     assert_int_equal(to_http1(fa.port, "POST", opath, tok_a, NULL, resp, sizeof(resp)), 202);
-    int64_t sold_ms = to_now_ms(), seen_ms = 0;
-    while (to_now_ms() - sold_ms < 2000) {
+    int64_t sold_ms = sk_test_now_ms(), seen_ms = 0;
+    while (sk_test_now_ms() - sold_ms < 2000) {
         assert_int_equal(get(fb.port, path, tok_b, NULL, &b), 200);
         if (json_int(b.body, "stock_left") == 4) {
-            seen_ms = to_now_ms();
+            seen_ms = sk_test_now_ms();
             break;
         }
     }
@@ -231,15 +231,15 @@ static void test_order_status_and_pg_cost(void **state)
     /* queued -> created: measured from the moment the row is visible */
     row_poll p = {PQconnectdb(pg_conninfo), oid};
     assert_int_equal(PQstatus(p.c), CONNECTION_OK);
-    int64_t t0 = to_now_ms(), row_ms = 0, created_ms = 0;
+    int64_t t0 = sk_test_now_ms(), row_ms = 0, created_ms = 0;
     int saw_queued = 0;
-    while (to_now_ms() - t0 < 20000 && !(row_ms && created_ms)) {
+    while (sk_test_now_ms() - t0 < 20000 && !(row_ms && created_ms)) {
         if (!row_ms && row_exists(&p))
-            row_ms = to_now_ms();
+            row_ms = sk_test_now_ms();
         if (!created_ms) {
             assert_int_equal(to_http1(fa.port, "GET", path, tok, NULL, resp, sizeof(resp)), 200);
             if (strstr(resp, "\"status\":\"created\""))
-                created_ms = to_now_ms();
+                created_ms = sk_test_now_ms();
             else if (strstr(resp, "\"status\":\"queued\""))
                 saw_queued = 1;
             else
@@ -300,7 +300,7 @@ static void test_order_status_and_pg_cost(void **state)
     print_message("transactions for 400 page reads and 40 polls of a young order: %lld\n", x1 - x0);
     assert_int_equal(x1 - x0, 0);
     /* ... and a bounded number for a flood of random ids (events.miss_per_s = 50) */
-    int64_t f0 = to_now_ms();
+    int64_t f0 = sk_test_now_ms();
     int n404 = 0, n503 = 0;
     srand((unsigned)getpid());
     for (int i = 0; i < 3000; i++) {
@@ -313,7 +313,7 @@ static void test_order_status_and_pg_cost(void **state)
         n503 += st == 503;
         assert_true(st == 404 || st == 503);
     }
-    double secs = (double)(to_now_ms() - f0) / 1000.0;
+    double secs = (double)(sk_test_now_ms() - f0) / 1000.0;
     close(fd);
     close(fdb);
     long long x2 = xacts_settled();
@@ -359,12 +359,12 @@ static void test_event_list(void **state)
     assert_string_equal(a.cache_control, "public, max-age=1");
     assert_int_equal(get(fb.port, "/api/v1/events", tok, a.etag, &b), 304);
     uint64_t ev2 = create_on_a("upcoming");
-    int64_t t0 = to_now_ms(), seen = 0;
+    int64_t t0 = sk_test_now_ms(), seen = 0;
     snprintf(needle, sizeof(needle), "\"event_id\":\"%" PRIu64 "\"", ev2);
-    while (to_now_ms() - t0 < 5000) {
+    while (sk_test_now_ms() - t0 < 5000) {
         assert_int_equal(get(fb.port, "/api/v1/events", tok, NULL, &b), 200);
         if (strstr(b.body, needle)) {
-            seen = to_now_ms();
+            seen = sk_test_now_ms();
             break;
         }
     }
@@ -420,9 +420,9 @@ static void test_lost_outcome(void **state)
     order_key_index(oid, key, sizeof(key));
     snprintf(field, sizeof(field), "%" PRIu64 ":o", oid);
     /* the consumer writes the field right after its commit: wait for it, then drop it */
-    int64_t t1 = to_now_ms();
+    int64_t t1 = sk_test_now_ms();
     long long have = 0;
-    while (!have && to_now_ms() - t1 < 5000) {
+    while (!have && sk_test_now_ms() - t1 < 5000) {
         redisReply *r = redisCommand(rc, "HEXISTS %s %s", key, field);
         have = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
         freeReplyObject(r);
@@ -461,7 +461,7 @@ static void test_stuck_queued_bounded(void **state)
     snprintf(path, sizeof(path), "/api/v1/orders/%" PRIu64, oid);
     int fd = to_http_connect(fa.port), fdb = to_http_connect(fb.port);
     long long x0 = xacts_settled();
-    int64_t t0 = to_now_ms();
+    int64_t t0 = sk_test_now_ms();
     int queued = 0, n404 = 0;
     srand((unsigned)getpid() + 1);
     for (int i = 0; i < 400; i++) {
@@ -477,7 +477,7 @@ static void test_stuck_queued_bounded(void **state)
         assert_true(st == 404 || st == 503); /* 503: this second's lookups are spent */
         n404 += st == 404;
     }
-    double secs = (double)(to_now_ms() - t0) / 1000.0;
+    double secs = (double)(sk_test_now_ms() - t0) / 1000.0;
     close(fd);
     close(fdb);
     long long x1 = xacts_settled();
@@ -512,7 +512,7 @@ static int setup(void **state)
         return -1;
     if (consumer_start() != 0)
         return -1;
-    user_base = (uint64_t)getpid() * 10000000ULL + (uint64_t)(to_now_ms() % 1000) * 1000000000000ULL;
+    user_base = (uint64_t)getpid() * 10000000ULL + (uint64_t)(sk_test_now_ms() % 1000) * 1000000000000ULL;
     const char *env[] = {"SECKILL_REDIS_TIMEOUT_MS=5000", "SECKILL_RECONCILE_INTERVAL_MS=0",
                          "SECKILL_EVENTS_STOCK_REFRESH_MS=100", "SECKILL_EVENTS_LIST_REFRESH_MS=300", "SECKILL_ORDER_QUEUED_PG_AFTER_S=2",
                          "SECKILL_ORDER_PG_LOOKUPS_PER_S=20", NULL};

@@ -70,7 +70,7 @@ static int setup(void **state)
         return -1;
     }
     snprintf(lockenv, sizeof(lockenv), "SECKILL_RECONCILE_LOCK=test:reconciler:%d:%lld",
-             (int)getpid(), (long long)to_now_ms());
+             (int)getpid(), (long long)sk_test_now_ms());
     if (to_pg_create(pg, sizeof(pg), dbname, sizeof(dbname)) != 0)
         return -1;
     if (to_kafka_start(&kafka) != 0)
@@ -240,7 +240,7 @@ static void test_kill_then_takeover(void **state)
     if (to_wait(pending_is, &six, 10000) != 1 && !pending_is(&(hlen_arg){ev, 5}))
         fail_msg("pending: %lld", to_key_int(rc, ev, ORDER_KEY_PENDING, "HLEN %s"));
     assert_int_equal(to_stop(&inst_a.proc, SIGKILL, 5000), 128 + SIGKILL);
-    int64_t killed = to_now_ms();
+    int64_t killed = sk_test_now_ms();
     for (int i = 0; i < 5; i++)
         close(fds[i]);
     assert_int_equal(to_kafka_control(&kafka, "broker up -1"), 0);
@@ -251,7 +251,7 @@ static void test_kill_then_takeover(void **state)
     const int bound = MSG_TIMEOUT_MS + MARGIN_MS + INTERVAL_MS + WATCHDOG_MS + 5000;
     hlen_arg zero = {ev, 0};
     int ok = to_wait(pending_is, &zero, bound);
-    int64_t took = to_now_ms() - killed;
+    int64_t took = sk_test_now_ms() - killed;
     if (ok != 1)
         fail_msg("pending still %lld after %lld ms", to_key_int(rc, ev, ORDER_KEY_PENDING, "HLEN %s"), (long long)took);
     fprintf(stderr, "orphans released %lld ms after the kill (bound %d)\n", (long long)took, bound);
@@ -282,8 +282,8 @@ static void test_kill_then_takeover(void **state)
     back_to_pending(ev, oid, 400, placed_ms);
     /* Past the age rule (message timeout + margin) and several scans: it must stay. */
     hlen_arg one = {ev, 1};
-    int64_t t0 = to_now_ms();
-    while (to_now_ms() - t0 < MSG_TIMEOUT_MS + MARGIN_MS + 4 * INTERVAL_MS)
+    int64_t t0 = sk_test_now_ms();
+    while (sk_test_now_ms() - t0 < MSG_TIMEOUT_MS + MARGIN_MS + 4 * INTERVAL_MS)
         assert_int_equal(to_wait(pending_is, &one, 50), 1);
     assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), STOCK - 5);
     assert_int_equal(consumer_start(), 0);
@@ -313,7 +313,7 @@ static void test_lost_gate_reloaded(void **state)
     for (int i = 0; i < ORDER_KEY_COUNT; i++)
         order_key(ev, (order_key_kind)i, k[i], sizeof(k[i]));
     freeReplyObject(redisCommand(rc, "DEL %s %s %s %s", k[0], k[1], k[2], k[3]));
-    int64_t lost_at = to_now_ms();
+    int64_t lost_at = sk_test_now_ms();
     /* Not sold from nothing, and not "unknown event" either. */
     int st = place(&inst_b, ev, 503, resp, sizeof(resp));
     if (st != 503 || !strstr(resp, "\"error\":\"unavailable\""))
@@ -324,7 +324,7 @@ static void test_lost_gate_reloaded(void **state)
     const int bound = MSG_TIMEOUT_MS + MARGIN_MS + INTERVAL_MS + 8000;
     if (to_wait(gate_loaded, &ev, bound) != 1)
         fail_msg("gate not reloaded within %d ms", bound);
-    fprintf(stderr, "gate reloaded %lld ms after the loss\n", (long long)(to_now_ms() - lost_at));
+    fprintf(stderr, "gate reloaded %lld ms after the loss\n", (long long)(sk_test_now_ms() - lost_at));
     assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 7);
     assert_int_equal(to_key_int(rc, ev, ORDER_KEY_BUYERS, "SCARD %s"), 3);
     for (uint64_t u = 500; u < 503; u++)

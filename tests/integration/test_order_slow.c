@@ -74,9 +74,9 @@ static int closed_within(int fd, int timeout_ms, char *out, size_t outsz)
 static int healthz_fast(void)
 {
     char resp[256];
-    int64_t t0 = to_now_ms();
+    int64_t t0 = sk_test_now_ms();
     int st = to_http1(srv.port, "GET", "/healthz", NULL, NULL, resp, sizeof(resp));
-    return st == 200 && to_now_ms() - t0 < 1000;
+    return st == 200 && sk_test_now_ms() - t0 < 1000;
 }
 
 static void test_slow_headers_cut(void **state)
@@ -85,7 +85,7 @@ static void test_slow_headers_cut(void **state)
     int fd = to_http_connect(srv.port);
     assert_true(fd >= 0);
     const char *req = "GET /healthz HTTP/1.1\r\nHost: slow\r\nX-Pad: aaaaaaaaaaaaaaaaaaaa\r\n\r\n";
-    int64_t first = to_now_ms();
+    int64_t first = sk_test_now_ms();
     int cut = 0;
     char buf[512];
     for (size_t i = 0; req[i] && !cut; i++) {
@@ -100,7 +100,7 @@ static void test_slow_headers_cut(void **state)
             fail_msg("answered a request that never ended its headers: %s", buf);
         cut = c == 1;
     }
-    int64_t took = to_now_ms() - first;
+    int64_t took = sk_test_now_ms() - first;
     close(fd);
     if (!cut)
         fail_msg("a client sending a byte a second was never cut");
@@ -133,11 +133,11 @@ static int raw_exchange(const char *req, size_t len, int timeout_ms, char *out, 
     assert_int_equal(send(fd, req, len, MSG_NOSIGNAL), (ssize_t)len);
     size_t got = 0;
     int closed = 0;
-    int64_t deadline = to_now_ms() + timeout_ms;
+    int64_t deadline = sk_test_now_ms() + timeout_ms;
     out[0] = 0;
-    while (!closed && to_now_ms() < deadline) {
+    while (!closed && sk_test_now_ms() < deadline) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, (int)(deadline - to_now_ms())) <= 0)
+        if (poll(&p, 1, (int)(deadline - sk_test_now_ms())) <= 0)
             break;
         ssize_t r = recv(fd, out + got, outsz - 1 - got, 0);
         if (r <= 0)
@@ -195,11 +195,11 @@ static void second_refused(const char *req, const char *status, const char *code
     }
     size_t got = 0;
     int closed = 0;
-    int64_t deadline = to_now_ms() + 5000;
+    int64_t deadline = sk_test_now_ms() + 5000;
     out[0] = 0;
-    while (!closed && to_now_ms() < deadline) {
+    while (!closed && sk_test_now_ms() < deadline) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, (int)(deadline - to_now_ms())) <= 0)
+        if (poll(&p, 1, (int)(deadline - sk_test_now_ms())) <= 0)
             break;
         ssize_t r = recv(fd, out + got, sizeof(out) - 1 - got, 0);
         if (r <= 0)
@@ -328,9 +328,9 @@ static void test_framing_refused(void **state)
                              "TRACE / HTTP/1.1\r\nHost: x\r\n\r\n",
                              "TRACE /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"};
     for (int i = 0; i < 3; i++) {
-        int64_t t0 = to_now_ms();
+        int64_t t0 = sk_test_now_ms();
         assert_int_equal(raw_exchange(methods[i], strlen(methods[i]), 5000, out, sizeof(out)), 1);
-        assert_true(to_now_ms() - t0 < 3000);
+        assert_true(sk_test_now_ms() - t0 < 3000);
         assert_true(strncmp(out, "HTTP/1.1 405 ", 13) == 0);
         assert_non_null(strstr(out, "\"error\":\"method_not_allowed\""));
         assert_non_null(strstr(out, i == 2 ? "Allow: GET, HEAD, POST\r\n" : "Allow: "));
@@ -346,13 +346,13 @@ static void test_framing_refused(void **state)
     const char *head = "POST /api/v1/events/1/orders HTTP/1.1\r\nHost: x\r\n"
                        "Transfer-Encoding: chunked\r\n\r\n1\r\n\n\r\n";
     assert_int_equal(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
-    int64_t t0 = to_now_ms(), cut_at = -1;
-    while (to_now_ms() - t0 < READ_TIMEOUT_MS * 3 && cut_at < 0) {
+    int64_t t0 = sk_test_now_ms(), cut_at = -1;
+    while (sk_test_now_ms() - t0 < READ_TIMEOUT_MS * 3 && cut_at < 0) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, 500) > 0 && recv(fd, out, sizeof(out), 0) <= 0)
-            cut_at = to_now_ms();
+            cut_at = sk_test_now_ms();
         else if (send(fd, "1\r\n\n\r\n", 6, MSG_NOSIGNAL) < 0)
-            cut_at = to_now_ms();
+            cut_at = sk_test_now_ms();
     }
     close(fd);
     assert_true(cut_at > 0 && cut_at - t0 < READ_TIMEOUT_MS + 1500);

@@ -8,7 +8,6 @@
 #include "sk_test_redis.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -25,62 +24,25 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
 int to_stack_available(void)
 {
     return getenv("SECKILL_REDIS_URL") && getenv("SECKILL_PG") && getenv("SECKILL_PG_ADMIN");
 }
 
-int64_t to_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 int to_wait(int (*cond)(void *), void *arg, int timeout_ms)
 {
-    int64_t deadline = to_now_ms() + timeout_ms;
+    int64_t deadline = sk_test_now_ms() + timeout_ms;
     int r;
-    while (!(r = cond(arg)) && to_now_ms() < deadline)
-        sleep_ms(20);
+    while (!(r = cond(arg)) && sk_test_now_ms() < deadline)
+        sk_test_pause_ms(20);
     return r;
 }
 
 int to_spawn(to_proc *p, const char *const *argv, const char *const *env, const char *log_path)
 {
-    size_t n = 0, m = 0;
-    while (environ[n])
-        n++;
-    while (env && env[m])
-        m++;
-    char **e = calloc(n + m + 1, sizeof(char *));
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "SECKILL_", 8) != 0)
-            e[k++] = environ[i];
-    for (size_t i = 0; i < m; i++)
-        e[k++] = (char *)env[i];
     snprintf(p->log, sizeof(p->log), "%s", log_path);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execve(argv[0], (char *const *)argv, e);
-        _exit(127);
-    }
-    free(e);
+    sk_test_spawn_opts o = {.env = env, .clean_env = 1, .out_path = log_path, .err_path = log_path};
+    pid_t pid = sk_test_spawn(argv, &o);
     if (pid < 0)
         return -1;
     p->pid = pid;
@@ -91,33 +53,11 @@ int to_stop(to_proc *p, int sig, int timeout_ms)
 {
     if (p->pid <= 0)
         return -1;
-    kill(p->pid, sig);
-    int64_t deadline = to_now_ms() + timeout_ms;
-    int st;
-    for (;;) {
-        pid_t r = waitpid(p->pid, &st, WNOHANG);
-        if (r == p->pid)
-            break;
-        if (to_now_ms() > deadline) {
-            kill(p->pid, SIGKILL);
-            waitpid(p->pid, &st, 0);
-            p->pid = 0;
-            return -1;
-        }
-        sleep_ms(10);
-    }
+    int st = sk_test_proc_stop(p->pid, sig, timeout_ms);
     p->pid = 0;
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+    if (st == 0)
         unlink(p->log); /* a clean exit: the log is of no further use (kept otherwise) */
-    if (WIFEXITED(st))
-        return WEXITSTATUS(st);
-    return 128 + WTERMSIG(st);
-}
-
-static const char *bin_dir(void)
-{
-    const char *d = getenv("SECKILL_BIN_DIR");
-    return d ? d : "./bin";
+    return st;
 }
 
 static int healthz_ok(void *arg)
@@ -145,8 +85,7 @@ int to_consumer_start(to_proc *p, const char *pg, const char *brokers,
     for (int i = 0, k = 4; extra_env && extra_env[i] && k < 15; i++)
         env[k++] = extra_env[i];
     char path[512], log[256];
-    const char *bin = getenv("SECKILL_BIN_DIR");
-    snprintf(path, sizeof(path), "%s/seckill-consumer", bin ? bin : "./bin");
+    sk_test_bin(path, sizeof(path), "seckill-consumer");
     snprintf(log, sizeof(log), "/tmp/%s_consumer_%d.log", tag, (int)getpid());
     const char *argv[] = {path, NULL};
     return to_spawn(p, argv, env, log);
@@ -209,7 +148,7 @@ int to_order_start(to_order *o, const char *redis_url, const char *kafka_brokers
         envp[k++] = extra_env[i];
     envp[k] = NULL;
     char path[512], log[256];
-    snprintf(path, sizeof(path), "%s/seckill-order", bin_dir());
+    sk_test_bin(path, sizeof(path), "seckill-order");
     snprintf(log, sizeof(log), "/tmp/test_order_%d_%d.log", (int)getpid(), o->port);
     const char *argv[] = {path, NULL};
     if (to_spawn(&o->proc, argv, envp, log) != 0)
@@ -402,123 +341,26 @@ void to_redis_snapshot(redisContext *c, const char *pattern, char *out, size_t o
     freeReplyObject(keys);
 }
 
-static int pg_exec(const char *conninfo, const char *sql)
-{
-    PGconn *c = PQconnectdb(conninfo);
-    int rc = -1;
-    if (PQstatus(c) == CONNECTION_OK) {
-        PGresult *r = PQexec(c, sql);
-        rc = (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK) ? 0 : -1;
-        if (rc)
-            fprintf(stderr, "pg: %s", PQresultErrorMessage(r));
-        PQclear(r);
-    } else {
-        fprintf(stderr, "pg: %s", PQerrorMessage(c));
-    }
-    PQfinish(c);
-    return rc;
-}
-
 int to_pg_create(char *conninfo, size_t size, char *dbname, size_t dbsize)
 {
-    const char *admin = getenv("SECKILL_PG_ADMIN"), *user = getenv("SECKILL_PG");
-    if (!admin || !user)
-        return -1;
-    snprintf(dbname, dbsize, "seckill_order_t%d_%" PRId64, (int)getpid(), to_now_ms() % 1000000);
-    char sql[256];
-    snprintf(sql, sizeof(sql), "CREATE DATABASE %s OWNER seckill", dbname);
-    if (pg_exec(admin, sql) != 0)
-        return -1;
-    snprintf(conninfo, size, "%s dbname=%s", user, dbname);
-    /* Apply deploy/sql/NNN_*.sql in name order, as seckill-consumer migrate would. */
-    const char *src = getenv("SECKILL_SOURCE_DIR");
-    char dir[512];
-    snprintf(dir, sizeof(dir), "%s/deploy/sql", src ? src : ".");
-    struct dirent **list;
-    int n = scandir(dir, &list, NULL, alphasort);
-    int rc = n < 0 ? -1 : 0;
-    for (int i = 0; i < n; i++) {
-        size_t len = strlen(list[i]->d_name);
-        if (rc == 0 && len > 4 && strcmp(list[i]->d_name + len - 4, ".sql") == 0) {
-            char path[1024];
-            snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name);
-            FILE *f = fopen(path, "r");
-            char *text = calloc(1, 1 << 20);
-            size_t r = f ? fread(text, 1, (1 << 20) - 1, f) : 0;
-            if (f)
-                fclose(f);
-            if (!r || pg_exec(conninfo, text) != 0)
-                rc = -1;
-            free(text);
-        }
-        free(list[i]);
-    }
-    free(list);
-    return rc;
+    /* A new name each time: a test may want several databases. */
+    snprintf(dbname, dbsize, "seckill_order_t%d_%" PRId64, (int)getpid(), sk_test_now_ms() % 1000000);
+    return sk_test_pg_create(dbname, 1, conninfo, size);
 }
 
 void to_pg_drop(const char *dbname)
 {
-    const char *admin = getenv("SECKILL_PG_ADMIN");
-    char sql[256];
-    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", dbname);
-    if (admin)
-        pg_exec(admin, sql);
-}
-
-static int read_file_line(const char *path, char *out, size_t outsz)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    int ok = fgets(out, (int)outsz, f) != NULL;
-    fclose(f);
-    if (ok)
-        out[strcspn(out, "\r\n")] = '\0';
-    return ok && out[0];
-}
-
-static int kafka_files_ready(void *arg)
-{
-    to_kafka *k = arg;
-    char p1[256], p2[256];
-    snprintf(p1, sizeof(p1), "%s/bootstrap", k->dir);
-    snprintf(p2, sizeof(p2), "%s/control", k->dir);
-    return read_file_line(p1, k->bootstrap, sizeof(k->bootstrap)) &&
-           read_file_line(p2, k->control, sizeof(k->control));
+    sk_test_pg_drop(dbname);
 }
 
 int to_kafka_start(to_kafka *k)
 {
-    memset(k, 0, sizeof(*k));
-    snprintf(k->dir, sizeof(k->dir), "/tmp/test_order_kafka.XXXXXX");
-    if (!mkdtemp(k->dir))
-        return -1;
-    char path[512], bf[256], cf[256], log[256];
-    snprintf(path, sizeof(path), "%s/seckill-devkafka", bin_dir());
-    snprintf(bf, sizeof(bf), "%s/bootstrap", k->dir);
-    snprintf(cf, sizeof(cf), "%s/control", k->dir);
-    snprintf(log, sizeof(log), "%s/log", k->dir);
-    const char *argv[] = {path, "--bootstrap-file", bf, "--control-file", cf, NULL};
-    if (to_spawn(&k->proc, argv, NULL, log) != 0)
-        return -1;
-    if (!to_wait(kafka_files_ready, k, 15000))
-        return -1;
-    return to_kafka_control(k, "ping");
+    return sk_test_devkafka_start(k, 0);
 }
 
 void to_kafka_stop(to_kafka *k)
 {
-    if (k->proc.pid)
-        to_stop(&k->proc, SIGTERM, 5000);
-    char cmd[300];
-    snprintf(cmd, sizeof(cmd), "%s/bootstrap", k->dir);
-    unlink(cmd);
-    snprintf(cmd, sizeof(cmd), "%s/control", k->dir);
-    unlink(cmd);
-    snprintf(cmd, sizeof(cmd), "%s/log", k->dir);
-    unlink(cmd);
-    rmdir(k->dir);
+    sk_test_devkafka_stop(k);
 }
 
 int to_kafka_control(const to_kafka *k, const char *line)
@@ -529,7 +371,7 @@ int to_kafka_control(const to_kafka *k, const char *line)
 int to_kafka_find_order(const char *brokers, const char *topic, uint64_t order_id, int timeout_ms)
 {
     char errstr[512], group[64], needle[64];
-    snprintf(group, sizeof(group), "test-order-%d-%" PRId64, (int)getpid(), to_now_ms());
+    snprintf(group, sizeof(group), "test-order-%d-%" PRId64, (int)getpid(), sk_test_now_ms());
     snprintf(needle, sizeof(needle), "\"order_id\":\"%" PRIu64 "\"", order_id);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr));
@@ -545,8 +387,8 @@ int to_kafka_find_order(const char *brokers, const char *topic, uint64_t order_i
     rd_kafka_subscribe(rk, subs);
     rd_kafka_topic_partition_list_destroy(subs);
     int found = 0;
-    int64_t deadline = to_now_ms() + timeout_ms;
-    while (!found && to_now_ms() < deadline) {
+    int64_t deadline = sk_test_now_ms() + timeout_ms;
+    while (!found && sk_test_now_ms() < deadline) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
         if (!m)
             continue;

@@ -1,10 +1,15 @@
-/* test_order_support: what the seckill-order integration tests share: child processes
- * (seckill-order, seckill-devkafka) with a clean SECKILL_* environment, a tiny blocking
- * HTTP/1.1 client with keep-alive, a private PostgreSQL database per test, the devkafka
- * control port, a Kafka reader, and condition waits with deadlines (no bare sleeps).
+/* test_order_support: what the seckill-order integration tests share: seckill-order
+ * and seckill-consumer children with a clean SECKILL_* environment and a log, a tiny
+ * blocking HTTP/1.1 client with keep-alive, a Kafka reader, and condition waits with
+ * deadlines (no bare sleeps). Processes, the dev Kafka and the database per test come
+ * from tests/support (sk_test_proc, sk_test_devkafka, sk_test_pg).
  * Not thread-safe except the HTTP client, which is per connection. */
 #ifndef TEST_ORDER_SUPPORT_H
 #define TEST_ORDER_SUPPORT_H
+
+#include "sk_test_devkafka.h"
+#include "sk_test_pg.h"
+#include "sk_test_proc.h"
 
 #include <hiredis/hiredis.h>
 #include <stddef.h>
@@ -14,16 +19,15 @@
 /* 1 when deploy/local.sh's stack is reachable through the environment (.run/env). */
 int to_stack_available(void);
 
-int64_t to_now_ms(void);
-
 /* ---- child processes ---- */
 typedef struct to_proc {
     pid_t pid;
     char log[256]; /* stderr+stdout of the child */
 } to_proc;
 
-/** @brief Starts `argv` with the environment stripped of SECKILL_* and then `env`
- *  ("K=V" strings, NULL-terminated) added. @returns 0 or -1. */
+/** @brief Starts `argv` (sk_test_spawn) with the environment stripped of SECKILL_* and
+ *  then `env` ("K=V" strings, NULL-terminated) added, stdout and stderr to log_path.
+ *  @returns 0 or -1. */
 int to_spawn(to_proc *p, const char *const *argv, const char *const *env, const char *log_path);
 /** @brief Sends sig and waits up to timeout_ms. @returns the exit status (0..255),
  *  128+signal if killed, or -1 if it did not exit in time (then it is SIGKILLed).
@@ -92,18 +96,13 @@ long long to_cmd_int(redisContext *c, const char *fmt, const char *key);
 long long to_acked_orders(redisContext *c, uint64_t event);
 
 /* ---- PostgreSQL ---- */
-/** @brief Creates a fresh database (owner seckill) on the shared PostgreSQL, applies
- *  deploy/sql/NNN_*.sql, and writes its conninfo to out. @returns 0 or -1. */
+/** @brief Creates a fresh database of a new name (sk_test_pg_create with migrations)
+ *  and writes its name and conninfo. @returns 0 or -1. */
 int to_pg_create(char *conninfo, size_t size, char *dbname, size_t dbsize);
 void to_pg_drop(const char *dbname);
 
-/* ---- devkafka ---- */
-typedef struct to_kafka {
-    to_proc proc;
-    char dir[128];
-    char bootstrap[128];
-    char control[128];
-} to_kafka;
+/* ---- devkafka (tests/support/sk_test_devkafka) ---- */
+typedef sk_test_devkafka to_kafka;
 int to_kafka_start(to_kafka *k);
 void to_kafka_stop(to_kafka *k);
 /** @brief Sends one control line. @returns 0 if it answered "ok". */

@@ -1,5 +1,6 @@
 /* sk_test_cluster: a throwaway Redis Cluster for tests. See sk_test_cluster.h. */
 #include "sk_test_cluster.h"
+#include "sk_test_proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -301,20 +302,10 @@ static int cluster_create(sk_test_cluster *c, char *err, size_t errsz)
         snprintf(err, errsz, "mkstemp: %s", strerror(errno));
         return -1;
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            dup2(devnull, STDIN_FILENO);
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        execvp("redis-cli", (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    int ok = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    sk_test_spawn_opts o = {.out_path = out, .err_path = out, .null_stdin = 1};
+    pid_t pid = sk_test_spawn(argv, &o);
+    int status = pid > 0 ? sk_test_proc_stop(pid, 0, -1) : -1;
+    int ok = status == 0;
     if (!ok) {
         char buf[4096] = "";
         ssize_t got = pread(fd, buf, sizeof(buf) - 1, 0);

@@ -1,5 +1,6 @@
 /* sk_test_redis: throwaway redis-server processes for tests. See sk_test_redis.h. */
 #include "sk_test_redis.h"
+#include "sk_test_proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -107,24 +108,13 @@ static int spawn(sk_test_redis *r, int wait, char *err, size_t errsz)
     for (int i = 0; r->extra[i]; i++)
         argv[n++] = r->extra[i];
     argv[n] = NULL;
-    pid_t pid = fork();
+    /* Redis logs to its logfile; its stdio must not hold the test's output pipe open,
+     * or a server orphaned by a test that died keeps ctest waiting for its timeout. */
+    sk_test_spawn_opts o = {.out_path = "/dev/null", .err_path = "/dev/null", .null_stdin = 1};
+    pid_t pid = sk_test_spawn((const char *const *)argv, &o);
     if (pid < 0) {
         snprintf(err, errsz, "fork: %s", strerror(errno));
         return -1;
-    }
-    if (pid == 0) {
-        /* Redis logs to its logfile; its stdio must not hold the test's output pipe open,
-         * or a server orphaned by a test that died keeps ctest waiting for its timeout. */
-        int devnull = open("/dev/null", O_RDWR);
-        if (devnull >= 0) {
-            dup2(devnull, STDIN_FILENO);
-            dup2(devnull, STDOUT_FILENO);
-            dup2(devnull, STDERR_FILENO);
-            if (devnull > STDERR_FILENO)
-                close(devnull);
-        }
-        execvp("redis-server", argv);
-        _exit(127);
     }
     r->pid = pid;
     return wait ? wait_ready(r, err, errsz) : 0;
