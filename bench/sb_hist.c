@@ -68,3 +68,17 @@ uint64_t sb_hist_quantile(const sb_hist *h, double q)
     }
     return h->max;
 }
+
+void sb_hist_write_prom(FILE *f, const char *name, const sk_prom_label *labels, int nlabels,
+                        const sb_hist *h)
+{
+    uint64_t cum = 0;
+    for (int i = 0; i < SB_HIST_BUCKETS; i++) {
+        if (!h->b[i])
+            continue; /* empty buckets add no line: the cumulative counts stay exact */
+        cum += h->b[i];
+        sk_prom_bucket_line(f, name, labels, nlabels, (double)sb_hist_bucket_upper(i) / 1e6, cum);
+    }
+    sk_prom_bucket_line(f, name, labels, nlabels, INFINITY, h->count);
+    sk_prom_hist_tail(f, name, labels, nlabels, (double)h->sum / 1e6, h->count);
+}

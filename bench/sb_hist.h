@@ -8,7 +8,10 @@
 #ifndef SB_HIST_H
 #define SB_HIST_H
 
+#include "sk_prom.h"
+
 #include <stdint.h>
+#include <stdio.h>
 
 #define SB_HIST_SUB 16
 #define SB_HIST_MAX_POW 40 /* values are clamped to 2^40 us (12 days) */
@@ -33,6 +36,12 @@ void sb_hist_merge(sb_hist *dst, const sb_hist *src);
 /** @brief The value at quantile q (0 < q <= 1): the upper edge of the bucket holding the
  *  ceil(q * count)-th smallest value, capped by the exact max. 0 when empty. */
 uint64_t sb_hist_quantile(const sb_hist *h, double q);
+
+/** @brief Writes h as the samples of a Prometheus histogram `name` in seconds (no head),
+ *  through the services' writer (common/sk_prom.h): a cumulative `_bucket` line at the
+ *  upper edge of each non-empty bucket, `+Inf`, `_sum` and `_count`. */
+void sb_hist_write_prom(FILE *f, const char *name, const sk_prom_label *labels, int nlabels,
+                        const sb_hist *h);
 
 /* Bucket mapping, exposed for tests. */
 int sb_hist_bucket(uint64_t us);

@@ -77,7 +77,7 @@ static const sk_cfg_entry bench_table[] = {
     {"threads", SK_CFG_INT, 1, 16, "1", "worker threads (each runs its own event loop)", F(threads)},
     {"pipeline", SK_CFG_INT, 1, 64, "1", "requests in flight per connection (HTTP/1.1 pipelining; 1: none)", F(pipeline)},
     {"seed", SK_CFG_INT, 0, 9223372036854775807LL, "1", "seed of the user permutation", F(seed)},
-    {"out", SK_CFG_STRING, 0, 0, ".", "directory for summary.json, timeline.csv, outcomes.csv, accepted.txt, event_id (created if missing)", F(out)},
+    {"out", SK_CFG_STRING, 0, 0, ".", "directory for summary.json, timeline.csv, outcomes.csv, latency.prom, accepted.txt, event_id (created if missing)", F(out)},
     {"drain.wait", SK_CFG_INT, 0, 3600, "120", "after the load, wait up to this many seconds for PostgreSQL to hold every 202 (0: do not wait)", F(drain_wait)},
     {"stall", SK_CFG_INT, 1, 3600, "30", "give up when no answer comes for this many seconds", F(stall)},
     {"progress", SK_CFG_BOOL, 0, 0, "true", "a progress line on stderr (only when it is a terminal)", F(progress)},
@@ -211,6 +211,24 @@ static int write_outcomes(FILE *f, const sb_stats *st)
                 (unsigned long long)o->n, sb_hist_quantile(&o->lat, 0.5) / 1000.0,
                 sb_hist_quantile(&o->lat, 0.9) / 1000.0, sb_hist_quantile(&o->lat, 0.99) / 1000.0,
                 o->lat.max / 1000.0);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+/* latency.prom: each outcome's latencies as one Prometheus histogram, the text the
+ * services' /metrics pages are written in (sk_prom), to be read beside them. */
+static int write_latency_prom(FILE *f, const sb_stats *st)
+{
+    const char *name = "seckill_bench_response_seconds";
+    sk_prom_head(f, name, "histogram",
+                 "Answers' latency seen by the load generator, by HTTP status and error code "
+                 "(status 0: no answer)");
+    for (int i = 0; i < st->noutcomes; i++) {
+        const sb_outcome *o = &st->outcomes[i];
+        char status[12];
+        snprintf(status, sizeof(status), "%d", o->status);
+        sk_prom_label l[2] = {{"status", status}, {"code", o->code}};
+        sb_hist_write_prom(f, name, l, 2, &o->lat);
     }
     return ferror(f) ? -1 : 0;
 }
@@ -495,6 +513,12 @@ int main(int argc, char **argv)
         sk_log(SK_LOG_ERROR, "write_failed", "path=%s", path);
         load_failed = 1;
     }
+    snprintf(path, sizeof(path), "%s/latency.prom", cfg.out);
+    FILE *lf = fopen(path, "w");
+    if (!lf || write_latency_prom(lf, &st) != 0 || fclose(lf) != 0) {
+        sk_log(SK_LOG_ERROR, "write_failed", "path=%s", path);
+        load_failed = 1;
+    }
     json_t *js = json_pack(
         "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:o, s:I, s:I,"
         " s:{s:f, s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f, s:I, s:f, s:f, s:b}",
@@ -576,7 +600,7 @@ int main(int argc, char **argv)
             printf("  drain            not over: %lld of %llu rows after the wait\n",
                    (long long)(samples[nsamples - 1].rows - baseline), (unsigned long long)accepted);
     }
-    printf("  files            %s/{summary.json,timeline.csv,outcomes.csv,accepted.txt}\n", cfg.out);
+    printf("  files            %s/{summary.json,timeline.csv,outcomes.csv,latency.prom,accepted.txt}\n", cfg.out);
     fflush(stdout);
     rc = load_failed ? 1 : 0;
 out:

@@ -2,6 +2,7 @@
 #include "sk_prom.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 
 int sk_prom_text_open(sk_prom_text *t)
@@ -130,21 +131,34 @@ void sk_prom_hist_observe_micro(sk_prom_hist *h, const sk_prom_bounds *b, int64_
     atomic_fetch_add_explicit(&h->sum_micro, micro > 0 ? (uint64_t)micro : 0, memory_order_relaxed);
 }
 
+void sk_prom_bucket_line(FILE *f, const char *name, const sk_prom_label *labels, int nlabels,
+                         double le, uint64_t cum)
+{
+    char s[32] = "+Inf";
+    if (!isinf(le))
+        snprintf(s, sizeof(s), "%g", le);
+    put_series(f, name, "_bucket", labels, nlabels, s);
+    fprintf(f, "%" PRIu64 "\n", cum);
+}
+
+void sk_prom_hist_tail(FILE *f, const char *name, const sk_prom_label *labels, int nlabels,
+                       double sum, uint64_t count)
+{
+    put_series(f, name, "_sum", labels, nlabels, NULL);
+    fprintf(f, "%.6f\n", sum);
+    put_series(f, name, "_count", labels, nlabels, NULL);
+    fprintf(f, "%" PRIu64 "\n", count);
+}
+
 void sk_prom_hist_write(FILE *f, const char *name, const sk_prom_label *labels, int nlabels,
                         const sk_prom_hist *h, const sk_prom_bounds *b)
 {
     uint64_t cum = 0;
-    char le[32];
     for (int i = 0; i <= b->n; i++) {
         cum += atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
-        if (i < b->n)
-            snprintf(le, sizeof(le), "%g", b->le[i]);
-        put_series(f, name, "_bucket", labels, nlabels, i < b->n ? le : "+Inf");
-        fprintf(f, "%" PRIu64 "\n", cum);
+        sk_prom_bucket_line(f, name, labels, nlabels, i < b->n ? b->le[i] : INFINITY, cum);
     }
-    put_series(f, name, "_sum", labels, nlabels, NULL);
-    fprintf(f, "%.6f\n", (double)atomic_load_explicit(&h->sum_micro, memory_order_relaxed) / 1e6);
     /* the count is the +Inf bucket of this same pass: a scrape never shows them apart */
-    put_series(f, name, "_count", labels, nlabels, NULL);
-    fprintf(f, "%" PRIu64 "\n", cum);
+    sk_prom_hist_tail(f, name, labels, nlabels,
+                      (double)atomic_load_explicit(&h->sum_micro, memory_order_relaxed) / 1e6, cum);
 }

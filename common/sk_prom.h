@@ -3,8 +3,9 @@
  * Both services' /metrics pages are written through it: HELP/TYPE heads, samples with
  * escaped label values, and fixed-bound histograms (per-bucket atomic counts, a sum kept
  * in millionths of the unit so that it stays an integer atomic, cumulative _bucket lines,
- * _sum, _count). The load generator's quantile histogram (bench/sb_hist) is a different
- * thing: log-linear buckets for percentiles, not exposed as Prometheus text.
+ * _sum, _count). The load generator's quantile histogram (bench/sb_hist: log-linear
+ * buckets for percentiles, per thread) keeps its own buckets and is written through the
+ * same bucket and sum/count lines (seckill-bench's latency.prom).
  *
  * Threads: sk_prom_hist_observe* may run on any number of threads at once (relaxed
  * atomics: each number is exact, a scrape is not one snapshot across numbers); the
@@ -80,6 +81,14 @@ void sk_prom_hist_observe(sk_prom_hist *h, const sk_prom_bounds *b, double v);
 /** @brief Records one observation given in millionths of the unit (microseconds for a
  *  histogram of seconds): the sum stays exact, no float round trip. */
 void sk_prom_hist_observe_micro(sk_prom_hist *h, const sk_prom_bounds *b, int64_t micro);
+
+/** @brief One cumulative bucket sample `name_bucket{labels,le="%g"} cum` (INFINITY: "+Inf"),
+ *  and the `name_sum{labels}` (6 decimals) and `name_count{labels}` pair: the pieces of a
+ *  histogram whose buckets are kept elsewhere (the load generator's, bench/sb_hist). */
+void sk_prom_bucket_line(FILE *f, const char *name, const sk_prom_label *labels, int nlabels,
+                         double le, uint64_t cum);
+void sk_prom_hist_tail(FILE *f, const char *name, const sk_prom_label *labels, int nlabels,
+                       double sum, uint64_t count);
 
 /** @brief Writes h's samples (no head): `name_bucket{labels,le="%g"}` cumulative for each
  *  bound and +Inf, `name_sum{labels}` (6 decimals) and `name_count{labels}`, equal to the

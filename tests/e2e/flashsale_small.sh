@@ -21,6 +21,10 @@ refused=$(( $(e2e_outcome "409 sold_out") + $(e2e_outcome "409 duplicate") ))
 [ $((accepted + refused)) -eq 20000 ] ||
     e2e_fail "$((20000 - accepted - refused)) answers were neither 202 nor 409 sold_out/duplicate"
 [ "$(e2e_outcome "409 duplicate")" -gt 0 ] || e2e_fail "no 409 duplicate: repeat tries of winners were not refused as such"
+# latency.prom (the services' Prometheus writer): each outcome's _count is its answers
+prom_count() { sed -n "s/^seckill_bench_response_seconds_count{status=\"$1\",code=\"$2\"} //p" "$E2E_TMP/out/latency.prom"; }
+[ "$(prom_count 202 "")" = "$accepted" ] || e2e_fail "latency.prom: 202 count $(prom_count 202 "") != $accepted"
+[ "$(prom_count 409 sold_out)" = "$(e2e_outcome "409 sold_out")" ] || e2e_fail "latency.prom: 409 sold_out count differs"
 
 e2e_check --wait 90 || e2e_fail "seckill-check found a violation"
 e2e_log "PASS"

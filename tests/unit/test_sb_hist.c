@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,31 @@ static void test_quantiles_within_precision(void **state)
     assert_int_equal(sb_hist_quantile(g, 1.0), 5000000);
     free(g);
     free(h);
+}
+
+/* latency.prom: the non-empty buckets' upper edges in seconds, cumulative, through sk_prom */
+static void test_prom_text(void **state)
+{
+    (void)state;
+    sb_hist h;
+    sb_hist_reset(&h);
+    uint64_t us[4] = {3, 20, 20, 1000}; /* buckets with upper edges 3, 20 and 1023 us */
+    for (int i = 0; i < 4; i++)
+        sb_hist_record(&h, us[i]);
+    sk_prom_text t;
+    assert_int_equal(sk_prom_text_open(&t), 0);
+    sk_prom_label l[2] = {{"status", "409"}, {"code", "sold\"out"}};
+    sb_hist_write_prom(t.f, "x", l, 2, &h);
+    size_t len;
+    char *txt = sk_prom_text_close(&t, &len);
+    assert_non_null(txt);
+    assert_string_equal(txt, "x_bucket{status=\"409\",code=\"sold\\\"out\",le=\"3e-06\"} 1\n"
+                             "x_bucket{status=\"409\",code=\"sold\\\"out\",le=\"2e-05\"} 3\n"
+                             "x_bucket{status=\"409\",code=\"sold\\\"out\",le=\"0.001023\"} 4\n"
+                             "x_bucket{status=\"409\",code=\"sold\\\"out\",le=\"+Inf\"} 4\n"
+                             "x_sum{status=\"409\",code=\"sold\\\"out\"} 0.001043\n"
+                             "x_count{status=\"409\",code=\"sold\\\"out\"} 4\n");
+    free(txt);
 }
 
 static void test_plan_every_user_tries_equally(void **state)
@@ -120,6 +146,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bucket_bounds),
         cmocka_unit_test(test_quantiles_within_precision),
+        cmocka_unit_test(test_prom_text),
         cmocka_unit_test(test_plan_every_user_tries_equally),
         cmocka_unit_test(test_urls),
     };
