@@ -1,0 +1,55 @@
+-- 002: after the 202 (issue 22): the payment window, cancel, expiry, and the unit given
+-- back. Applied by `seckill-consumer migrate` like 001, once, inside its transaction.
+-- Idempotent on its own too (IF NOT EXISTS, DROP ... IF EXISTS before each ADD, OR
+-- REPLACE), so a half-applied run can be repeated.
+
+-- Each event's payment window (seconds a buyer has to pay after the order is written)
+-- and whether a buyer whose order was cancelled or expired may buy the event again.
+ALTER TABLE seckill_event ADD COLUMN IF NOT EXISTS payment_window_s int NOT NULL DEFAULT 900;
+ALTER TABLE seckill_event ADD COLUMN IF NOT EXISTS rebuy_after_release boolean NOT NULL DEFAULT false;
+ALTER TABLE seckill_event DROP CONSTRAINT IF EXISTS seckill_event_payment_window_s_check;
+ALTER TABLE seckill_event ADD CONSTRAINT seckill_event_payment_window_s_check
+    CHECK (payment_window_s > 0);
+
+-- created (awaiting payment) -> paid | cancelled | expired; rejected stays.
+-- 001's inline CHECK got PostgreSQL's default name, seckill_order_status_check.
+ALTER TABLE seckill_order DROP CONSTRAINT IF EXISTS seckill_order_status_check;
+ALTER TABLE seckill_order ADD CONSTRAINT seckill_order_status_check
+    CHECK (status IN ('created', 'paid', 'cancelled', 'expired', 'rejected'));
+
+ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS pay_by timestamptz;      -- created + window
+ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS paid_at timestamptz;     -- when paid
+ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS payment_ref text;        -- the payer's reference
+ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS closed_at timestamptz;   -- cancelled or expired at
+-- The "released in Redis" marker: set once the unit of a cancelled or expired order is
+-- back in the Redis gate (release.lua, idempotent by order id). NULL on a closed order
+-- means the PostgreSQL side committed and the Redis side is still owed: the release
+-- sweep retries exactly those, so a crash between the two commits loses nothing.
+ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS released_at timestamptz;
+
+-- pay_by is set when the order row is written, from its event's window, by the database
+-- itself: the consumer's batched insert stays as it is (one lookup by primary key per
+-- row, in the same transaction), and no writer can forget it.
+CREATE OR REPLACE FUNCTION seckill_order_set_pay_by() RETURNS trigger AS $$
+BEGIN
+    IF NEW.pay_by IS NULL AND NEW.status = 'created' THEN
+        SELECT NEW.created_at + make_interval(secs => e.payment_window_s)
+          INTO NEW.pay_by FROM seckill_event e WHERE e.id = NEW.event_id;
+    END IF;
+    RETURN NEW;
+END
+$$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS seckill_order_pay_by ON seckill_order;
+CREATE TRIGGER seckill_order_pay_by BEFORE INSERT ON seckill_order
+    FOR EACH ROW EXECUTE FUNCTION seckill_order_set_pay_by();
+
+-- Orders written before this migration get their window now (their events have 900 s).
+UPDATE seckill_order o SET pay_by = o.created_at + make_interval(secs => e.payment_window_s)
+  FROM seckill_event e WHERE e.id = o.event_id AND o.status = 'created' AND o.pay_by IS NULL;
+
+-- The expiry's scan (status = 'created' AND pay_by <= now()) and the release sweep's
+-- (closed, not yet released) read only these small partial indexes.
+CREATE INDEX IF NOT EXISTS seckill_order_pay_by_idx ON seckill_order (pay_by)
+    WHERE status = 'created';
+CREATE INDEX IF NOT EXISTS seckill_order_unreleased_idx ON seckill_order (closed_at)
+    WHERE status IN ('cancelled', 'expired') AND released_at IS NULL;
