@@ -22,7 +22,10 @@ typedef struct order_ocache order_ocache;
 order_ocache *order_ocache_new(size_t slots, int64_t ttl_ms);
 void order_ocache_free(order_ocache *c);
 
-/** @brief Remembers a final outcome ('c' created or 'r' rejected; anything else is ignored). */
+/** @brief Remembers an outcome: a status letter of order_msg.h ('c' created, 'r'
+ *  rejected, 'P' paid, 'X' cancelled, 'E' expired; anything else is ignored). A pay or
+ *  cancel made on this instance replaces the entry at once; on the others an entry
+ *  says "created" for at most ttl_ms after it changed. */
 void order_ocache_put(order_ocache *c, uint64_t order_id, uint64_t event_id, uint64_t user_id,
                       char outcome, int64_t now_ms);
 

@@ -17,6 +17,14 @@ ALTER TABLE seckill_order DROP CONSTRAINT IF EXISTS seckill_order_status_check;
 ALTER TABLE seckill_order ADD CONSTRAINT seckill_order_status_check
     CHECK (status IN ('created', 'paid', 'cancelled', 'expired', 'rejected'));
 
+-- One order per (event, user) still, but a cancelled or expired order no longer counts:
+-- with the event's rebuy_after_release the buyer may buy again (the Redis buyers set
+-- decides; this index is the database's own guard). The consumer's ON CONFLICT DO
+-- NOTHING (no target) covers every unique index, this partial one included.
+ALTER TABLE seckill_order DROP CONSTRAINT IF EXISTS seckill_order_event_id_user_id_key;
+CREATE UNIQUE INDEX IF NOT EXISTS seckill_order_one_per_user ON seckill_order (event_id, user_id)
+    WHERE status NOT IN ('cancelled', 'expired');
+
 ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS pay_by timestamptz;      -- created + window
 ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS paid_at timestamptz;     -- when paid
 ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS payment_ref text;        -- the payer's reference
