@@ -2,6 +2,7 @@
  * pipeline). This file is the program: configuration table, command line, signals,
  * start-up order (migrations, HTTP, consumer loop) and clean exit. */
 #include "consumer_db.h"
+#include "consumer_expiry.h"
 #include "consumer_http.h"
 #include "consumer_loop.h"
 #include "consumer_metrics.h"
@@ -71,6 +72,13 @@ static const sk_cfg_entry config_table[] = {
     {"order.index_ttl_s", SK_CFG_INT, 60, 31536000, "604800",
      "expiry of the order index hashes (the same as seckill-order's)",
      offsetof(consumer_cfg, index_ttl_s)},
+    {"expiry.interval_ms", SK_CFG_INT, 0, 60000, "500",
+     "between rounds of the payment-window expiry and the release sweep (issue 22; "
+     "0: off, for a consumer that should only drain)",
+     offsetof(consumer_cfg, expiry_interval_ms)},
+    {"expiry.batch", SK_CFG_INT, 1, 100000, "1000",
+     "orders expired per statement and released per sweep, at most",
+     offsetof(consumer_cfg, expiry_batch)},
     {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error",
      offsetof(consumer_cfg, log_level)},
     {NULL, 0, 0, 0, NULL, NULL, 0},
@@ -182,6 +190,7 @@ int main(int argc, char **argv)
     consumer_metrics_init(&metrics);
     consumer_http *http = NULL;
     consumer_loop *loop = NULL;
+    consumer_expiry *expiry = NULL;
 
     /* Migrations first: the order service's tests rely on the tables once we are up.
      * A database that is not there yet is retried until it is, or until a signal. */
@@ -213,8 +222,11 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
+    if (cfg.expiry_interval_ms > 0 && !(expiry = consumer_expiry_start_cfg(&cfg, err, sizeof(err))))
+        sk_log(SK_LOG_WARN, "expiry_off", "err=\"%s\"", err);
     rc = consumer_loop_run(loop, &stop_requested) == 0 ? 0 : 1;
 out:
+    consumer_expiry_free(expiry);
     consumer_loop_free(loop);
     consumer_http_stop(http);
     consumer_metrics_destroy(&metrics);

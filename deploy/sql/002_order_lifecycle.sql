@@ -35,13 +35,16 @@ ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS closed_at timestamptz;   -- c
 -- sweep retries exactly those, so a crash between the two commits loses nothing.
 ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS released_at timestamptz;
 
--- pay_by is set when the order row is written, from its event's window, by the database
--- itself: the consumer's batched insert stays as it is (one lookup by primary key per
--- row, in the same transaction), and no writer can forget it.
+-- pay_by is set when the order row is written, by the database itself: the window
+-- starts when the order is durable in PostgreSQL (the first moment it can be paid: an
+-- order still queued answers 409 not_ready), so a lagging consumer never eats into the
+-- buyer's window, and a replayed old message does not arrive already expired. The
+-- consumer's batched insert stays as it is (one lookup by primary key per row, in the
+-- same transaction), and no writer can forget it.
 CREATE OR REPLACE FUNCTION seckill_order_set_pay_by() RETURNS trigger AS $$
 BEGIN
     IF NEW.pay_by IS NULL AND NEW.status = 'created' THEN
-        SELECT NEW.created_at + make_interval(secs => e.payment_window_s)
+        SELECT now() + make_interval(secs => e.payment_window_s)
           INTO NEW.pay_by FROM seckill_event e WHERE e.id = NEW.event_id;
     END IF;
     RETURN NEW;
@@ -51,8 +54,9 @@ DROP TRIGGER IF EXISTS seckill_order_pay_by ON seckill_order;
 CREATE TRIGGER seckill_order_pay_by BEFORE INSERT ON seckill_order
     FOR EACH ROW EXECUTE FUNCTION seckill_order_set_pay_by();
 
--- Orders written before this migration get their window now (their events have 900 s).
-UPDATE seckill_order o SET pay_by = o.created_at + make_interval(secs => e.payment_window_s)
+-- Orders written before this migration get a full window from now (their events have
+-- the default 900 s): none expires the moment the upgrade lands.
+UPDATE seckill_order o SET pay_by = now() + make_interval(secs => e.payment_window_s)
   FROM seckill_event e WHERE e.id = o.event_id AND o.status = 'created' AND o.pay_by IS NULL;
 
 -- The expiry's scan (status = 'created' AND pay_by <= now()) and the release sweep's

@@ -75,8 +75,8 @@ EV=$(make_event 3 900 false)
 [ "$(sql "select payment_window_s || ' ' || rebuy_after_release from seckill_event where id = $EV")" = "900 false" ] ||
     e2e_fail "event settings not stored"
 O1=$(buy "$EV" "${T[0]}")
-[ "$(sql "select (pay_by - created_at) = interval '900 seconds' from seckill_order where order_id = $O1")" = t ] ||
-    e2e_fail "pay_by is not created_at + payment_window_s"
+[ "$(sql "select pay_by - created_at between interval '900 seconds' and interval '960 seconds' from seckill_order where order_id = $O1")" = t ] ||
+    e2e_fail "pay_by is not the insert's time + payment_window_s"
 expect 200 created GET "/api/v1/orders/$O1" "${T[0]}"
 expect 403 forbidden POST "/api/v1/orders/$O1/pay" "${T[1]}" '{"payment_ref":"x"}'
 expect 200 paid POST "/api/v1/orders/$O1/pay" "${T[0]}" '{"payment_ref":"ref-1"}'
@@ -145,4 +145,17 @@ expect 200 cancelled POST "/api/v1/orders/$O5/cancel" "$ADMIN"
 O6=$(buy "$EV2" "${T[4]}")
 [ "$O6" != "$O5" ] || e2e_fail "same order id"
 e2e_log "rebuy_after_release: the buyer bought again ($O6)"
+# ---- expiry by the consumer: within payment_window_s + 5 s, unit back once ---------
+EV3=$(make_event 1 2 false)
+O7=$(buy "$EV3" "${T[5]}")
+t0=$SECONDS
+expired() { [ "$(sql "select status || ' ' || (released_at is not null) from seckill_order where order_id = $O7")" = 'expired true' ]; }
+e2e_wait 7 "order $O7 expired and released within the 2 s window + 5 s" expired
+e2e_log "expired after $((SECONDS - t0)) s"
+[ "$(gate "$EV3")" = 1 ] || e2e_fail "gate after the expiry: $(gate "$EV3")"
+[ "$(stock_left "$EV3")" = 1 ] || e2e_fail "stock_left after the expiry: $(stock_left "$EV3")"
+expect 200 expired GET "/api/v1/orders/$O7" "${T[5]}"
+expect 409 closed POST "/api/v1/orders/$O7/pay" "${T[5]}" '{"payment_ref":"late"}'
+O8=$(buy "$EV3" "${T[6]}")
+e2e_log "expiry: $O7 expired by the consumer, the unit sold again ($O8)"
 e2e_log "PASS"
