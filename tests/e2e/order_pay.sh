@@ -12,8 +12,11 @@
 #     buyer stays a buyer (rebuy_after_release false: 409 duplicate), and may buy again
 #     on an event with rebuy_after_release true.
 #   - bad ids and bodies: 400 / 404 / 401 / 403, and nothing changed.
+#   - the consumer's expiry within the window + 5 s, and its release sweep after a
+#     crash between the PostgreSQL commit and Redis (release.lua once per order id).
 . "$(dirname "$0")/lib.sh"
 e2e_require
+: "${SECKILL_SOURCE_DIR:?SECKILL_SOURCE_DIR is not set (ctest sets it)}"
 command -v redis-cli >/dev/null || e2e_skip "redis-cli not installed"
 e2e_start_kafka
 e2e_start_consumer
@@ -158,4 +161,21 @@ expect 200 expired GET "/api/v1/orders/$O7" "${T[5]}"
 expect 409 closed POST "/api/v1/orders/$O7/pay" "${T[5]}" '{"payment_ref":"late"}'
 O8=$(buy "$EV3" "${T[6]}")
 e2e_log "expiry: $O7 expired by the consumer, the unit sold again ($O8)"
+
+# ---- a crash between the PostgreSQL commit and the Redis release -----------------
+# What a front killed right after its cancel's COMMIT leaves: the order cancelled and
+# stock_left + 1 in PostgreSQL, released_at NULL, nothing given back in Redis. The
+# consumer's release sweep must give the unit back exactly once.
+EV4=$(make_event 1 900 false)
+O9=$(buy "$EV4" "${T[7]}")
+sql "begin; update seckill_order set status = 'cancelled', closed_at = now() where order_id = $O9; update seckill_event set stock_left = stock_left + 1 where id = $EV4; commit"
+swept() { [ "$(sql "select released_at is not null from seckill_order where order_id = $O9")" = t ]; }
+e2e_wait 10 "the sweep released $O9" swept
+[ "$(gate "$EV4")" = 1 ] || e2e_fail "gate after the sweep: $(gate "$EV4")"
+# A second release of the same order (a retry after a lost answer) changes nothing.
+[ "$(rcli EVAL "$(cat "$SECKILL_SOURCE_DIR/lua/release.lua")" 3 "seckill:{e$EV4}:stock" "seckill:{e$EV4}:buyers" "seckill:{e$EV4}:released" "$O9" 1 0)" = 0 ] ||
+    e2e_fail "release.lua released $O9 twice"
+[ "$(gate "$EV4")" = 1 ] || e2e_fail "gate after a repeated release: $(gate "$EV4")"
+expect 200 cancelled GET "/api/v1/orders/$O9" "${T[7]}"
+e2e_log "sweep: a release owed after a crash came back once ($O9)"
 e2e_log "PASS"
