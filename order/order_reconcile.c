@@ -370,9 +370,13 @@ static int reload_event(order_reconciler *r, uint64_t event_id)
                                "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit "
                                "FROM seckill_event WHERE id = $1",
                                1, NULL, params, NULL, NULL, 0);
+    /* The buyers: users holding an order (created or paid), and those whose order was
+     * cancelled or expired when the event keeps them out (rebuy_after_release false). */
     PGresult *u = PQexecParams(r->pg,
-                               "SELECT user_id::text FROM seckill_order "
-                               "WHERE event_id = $1 AND status = 'created'",
+                               "SELECT DISTINCT o.user_id::text FROM seckill_order o "
+                               "JOIN seckill_event e ON e.id = o.event_id WHERE o.event_id = $1 "
+                               "AND (o.status IN ('created', 'paid') OR (o.status IN "
+                               "('cancelled', 'expired') AND NOT e.rebuy_after_release))",
                                1, NULL, params, NULL, NULL, 0);
     const char **argv = NULL;
     if (PQresultStatus(e) != PGRES_TUPLES_OK || PQresultStatus(u) != PGRES_TUPLES_OK) {
