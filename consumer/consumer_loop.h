@@ -43,6 +43,9 @@ typedef struct consumer_cfg {
     long long index_ttl_s; /* the order index's expiry, as seckill-order's order.index_ttl_s */
     long long expiry_interval_ms; /* between expiry rounds (consumer_expiry.h); 0: off */
     long long expiry_batch;       /* orders per expiry statement and per release sweep */
+    char *events_topic;           /* seckill.order-events (consumer_events.h); "" : off */
+    long long events_interval_ms; /* between outbox batches */
+    long long events_batch;       /* outbox rows per batch */
     int migrate;
     char *log_level;
 } consumer_cfg;

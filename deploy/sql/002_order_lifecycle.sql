@@ -65,3 +65,30 @@ CREATE INDEX IF NOT EXISTS seckill_order_pay_by_idx ON seckill_order (pay_by)
     WHERE status = 'created';
 CREATE INDEX IF NOT EXISTS seckill_order_unreleased_idx ON seckill_order (closed_at)
     WHERE status IN ('cancelled', 'expired') AND released_at IS NULL;
+
+-- The transitions for seckill.order-events (issue 22), as a transactional outbox: a
+-- trigger adds a row in the same transaction as every insert of an order and every
+-- change of its status (created, rejected, paid, cancelled, expired), whoever wrote it
+-- (the consumer's batch, a front's pay or cancel, the expiry). seckill-consumer's
+-- publisher (consumer/consumer_events.c) produces the rows in id order and deletes them
+-- once Kafka acknowledged them: at least once, never lost with a committed transition.
+CREATE TABLE IF NOT EXISTS seckill_order_outbox (
+    id       bigserial PRIMARY KEY,
+    order_id bigint NOT NULL,
+    event_id bigint NOT NULL,
+    user_id  bigint NOT NULL,
+    status   text NOT NULL,
+    at       timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE OR REPLACE FUNCTION seckill_order_outbox_add() RETURNS trigger AS $$
+BEGIN
+    IF TG_OP = 'INSERT' OR NEW.status IS DISTINCT FROM OLD.status THEN
+        INSERT INTO seckill_order_outbox (order_id, event_id, user_id, status)
+            VALUES (NEW.order_id, NEW.event_id, NEW.user_id, NEW.status);
+    END IF;
+    RETURN NULL;
+END
+$$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS seckill_order_outbox ON seckill_order;
+CREATE TRIGGER seckill_order_outbox AFTER INSERT OR UPDATE OF status ON seckill_order
+    FOR EACH ROW EXECUTE FUNCTION seckill_order_outbox_add();
