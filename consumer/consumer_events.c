@@ -1,29 +1,23 @@
 /* consumer_events: the outbox publisher. See consumer_events.h. */
 #include "consumer_events.h"
+#include "consumer_every.h"
 #include "consumer_loop.h"
 
 #include "sk_kafka_conf.h"
 #include "sk_log.h"
 
-#include <errno.h>
 #include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct consumer_events {
     char *pg, *topic;
     long long interval_ms, batch;
     PGconn *conn;
     rd_kafka_t *rk;
-    pthread_t thread;
-    int inited, started;
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    int stop;
+    consumer_every *thread; /* NULL until started */
     char err[256];
 };
 
@@ -141,29 +135,14 @@ rollback:
     return n;
 }
 
-static void *events_main(void *arg)
+static long events_tick(void *arg)
 {
     consumer_events *e = arg;
-    pthread_mutex_lock(&e->mu);
-    while (!e->stop) {
-        pthread_mutex_unlock(&e->mu);
-        e->err[0] = '\0';
-        long n = publish_batch(e);
-        if (n < 0)
-            sk_log(SK_LOG_WARN, "events_failed", "err=\"%s\"", e->err);
-        pthread_mutex_lock(&e->mu);
-        if (n >= e->batch)
-            continue; /* more is waiting */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long)(e->interval_ms % 1000) * 1000000L;
-        ts.tv_sec += (time_t)(e->interval_ms / 1000) + ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
-        while (!e->stop && pthread_cond_timedwait(&e->cond, &e->mu, &ts) != ETIMEDOUT)
-            ;
-    }
-    pthread_mutex_unlock(&e->mu);
-    return NULL;
+    e->err[0] = '\0';
+    long n = publish_batch(e);
+    if (n < 0)
+        sk_log(SK_LOG_WARN, "events_failed", "err=\"%s\"", e->err);
+    return n;
 }
 
 consumer_events *consumer_events_start(const struct consumer_cfg *cfg, const sk_cfg_kv *kafka,
@@ -178,9 +157,6 @@ consumer_events *consumer_events_start(const struct consumer_cfg *cfg, const sk_
     }
     e->interval_ms = cfg->events_interval_ms;
     e->batch = cfg->events_batch;
-    pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->cond, NULL);
-    e->inited = 1;
     const char *defaults[] = {"client.id", "seckill-consumer-events", "linger.ms", "5", NULL};
     const char *forced[] = {"enable.idempotence", "true", "acks", "all", NULL};
     rd_kafka_conf_t *conf = sk_kafka_conf_new(SK_KAFKA_PRODUCER, defaults, kafka, forced, err, errsz);
@@ -194,12 +170,10 @@ consumer_events *consumer_events_start(const struct consumer_cfg *cfg, const sk_
         consumer_events_free(e);
         return NULL;
     }
-    if (pthread_create(&e->thread, NULL, events_main, e) != 0) {
-        snprintf(err, errsz, "events: cannot start its thread");
+    if (!(e->thread = consumer_every_start(events_tick, e, e->interval_ms, e->batch, err, errsz))) {
         consumer_events_free(e);
         return NULL;
     }
-    e->started = 1;
     return e;
 }
 
@@ -207,17 +181,7 @@ void consumer_events_free(consumer_events *e)
 {
     if (!e)
         return;
-    if (e->started) {
-        pthread_mutex_lock(&e->mu);
-        e->stop = 1;
-        pthread_cond_signal(&e->cond);
-        pthread_mutex_unlock(&e->mu);
-        pthread_join(e->thread, NULL);
-    }
-    if (e->inited) {
-        pthread_mutex_destroy(&e->mu);
-        pthread_cond_destroy(&e->cond);
-    }
+    consumer_every_stop(e->thread);
     if (e->rk) {
         rd_kafka_flush(e->rk, 5000);
         rd_kafka_destroy(e->rk);

@@ -1,5 +1,6 @@
 /* consumer_expiry: expiry and the release sweep. See consumer_expiry.h. */
 #include "consumer_expiry.h"
+#include "consumer_every.h"
 #include "consumer_loop.h"
 
 #include "order_msg.h"
@@ -7,15 +8,12 @@
 #include "seckill_lua.h"
 #include "sk_log.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct consumer_expiry {
     char *pg, *redis_url;
@@ -23,11 +21,7 @@ struct consumer_expiry {
     PGconn *conn;
     rcl_ctx *rc;
     char release_sha[41];
-    pthread_t thread;
-    int started;
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    int stop;
+    consumer_every *thread; /* NULL until started */
     atomic_uint_fast64_t expired_total, released_total;
     char err[256];
 };
@@ -76,8 +70,6 @@ consumer_expiry *consumer_expiry_new(const consumer_expiry_cfg *cfg)
     e->interval_ms = cfg->interval_ms > 0 ? cfg->interval_ms : 500;
     e->batch = cfg->batch > 0 ? cfg->batch : 1000;
     e->index_ttl_s = cfg->index_ttl_s > 0 ? cfg->index_ttl_s : 604800;
-    pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->cond, NULL);
     return e;
 }
 
@@ -280,62 +272,33 @@ long consumer_expiry_round(consumer_expiry *e, long *released)
     return given < 0 ? -1 : expired;
 }
 
-static void *expiry_main(void *arg)
+/* One round on the task's thread: the larger of the two counts decides whether the next
+ * round starts at once (consumer_every.h). */
+static long expiry_tick(void *arg)
 {
     consumer_expiry *e = arg;
-    pthread_mutex_lock(&e->mu);
-    while (!e->stop) {
-        pthread_mutex_unlock(&e->mu);
-        long released;
-        long expired = consumer_expiry_round(e, &released);
-        if (expired < 0)
-            sk_log(SK_LOG_WARN, "expiry_failed", "err=\"%s\"", e->err);
-        else if (expired > 0 || released > 0)
-            sk_log(SK_LOG_INFO, "expiry", "expired=%ld released=%ld", expired, released);
-        pthread_mutex_lock(&e->mu);
-        /* A full batch: go again at once, the rest is due too. */
-        if (expired >= e->batch || released >= e->batch)
-            continue;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += (time_t)(e->interval_ms / 1000);
-        ts.tv_nsec += (long)(e->interval_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        while (!e->stop && pthread_cond_timedwait(&e->cond, &e->mu, &ts) != ETIMEDOUT)
-            ;
-    }
-    pthread_mutex_unlock(&e->mu);
-    return NULL;
+    long released;
+    long expired = consumer_expiry_round(e, &released);
+    if (expired < 0)
+        sk_log(SK_LOG_WARN, "expiry_failed", "err=\"%s\"", e->err);
+    else if (expired > 0 || released > 0)
+        sk_log(SK_LOG_INFO, "expiry", "expired=%ld released=%ld", expired, released);
+    return expired > released ? expired : released;
 }
 
 int consumer_expiry_start(consumer_expiry *e, char *err, size_t errsz)
 {
-    if (pthread_create(&e->thread, NULL, expiry_main, e) != 0) {
-        snprintf(err, errsz, "expiry: cannot start its thread");
-        return -1;
-    }
-    e->started = 1;
-    return 0;
+    e->thread = consumer_every_start(expiry_tick, e, e->interval_ms, e->batch, err, errsz);
+    return e->thread ? 0 : -1;
 }
 
 void consumer_expiry_free(consumer_expiry *e)
 {
     if (!e)
         return;
-    if (e->started) {
-        pthread_mutex_lock(&e->mu);
-        e->stop = 1;
-        pthread_cond_signal(&e->cond);
-        pthread_mutex_unlock(&e->mu);
-        pthread_join(e->thread, NULL);
-    }
+    consumer_every_stop(e->thread);
     PQfinish(e->conn);
     rcl_free(e->rc);
-    pthread_mutex_destroy(&e->mu);
-    pthread_cond_destroy(&e->cond);
     free(e->pg);
     free(e->redis_url);
     free(e);
