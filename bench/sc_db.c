@@ -50,8 +50,9 @@ int sc_db_load(PGconn *c, uint64_t event_id, int *found, long long *stock_total,
     }
     PQclear(r);
     r = PQexecParams(c,
-                     "SELECT order_id, user_id, status = 'created' FROM seckill_order "
-                     "WHERE event_id = $1",
+                     "SELECT order_id, user_id, status IN ('created', 'paid'), "
+                     "status IN ('cancelled', 'expired'), released_at IS NOT NULL "
+                     "FROM seckill_order WHERE event_id = $1",
                      1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         pg_error(c, r, err, errsz);
@@ -69,6 +70,8 @@ int sc_db_load(PGconn *c, uint64_t event_id, int *found, long long *stock_total,
         v[i].order_id = strtoull(PQgetvalue(r, (int)i, 0), NULL, 10);
         v[i].user_id = strtoull(PQgetvalue(r, (int)i, 1), NULL, 10);
         v[i].created = PQgetvalue(r, (int)i, 2)[0] == 't';
+        v[i].closed = PQgetvalue(r, (int)i, 3)[0] == 't';
+        v[i].released = PQgetvalue(r, (int)i, 4)[0] == 't';
     }
     PQclear(r);
     *rows = v;

@@ -22,6 +22,7 @@ int sc_match(const sc_ids *acc, sc_row *rows, size_t nrows, sc_figures *f)
     qsort(rows, nrows, sizeof(*rows), cmp_order);
     f->rows = nrows;
     f->created = f->missing = f->not_created = f->extra_created = f->dup_users = 0;
+    f->closed = f->closed_released = 0;
     /* Both sorted: one merge walk. */
     size_t i = 0, j = 0;
     while (i < acc->n || j < nrows) {
@@ -34,18 +35,25 @@ int sc_match(const sc_ids *acc, sc_row *rows, size_t nrows, sc_figures *f)
             j++;
         } else {
             f->created += rows[j].created;
-            f->not_created += !rows[j].created;
+            f->not_created += !rows[j].created && !rows[j].closed;
             i++;
             j++;
         }
     }
+    for (size_t k = 0; k < nrows; k++) {
+        f->closed += rows[k].closed != 0;
+        f->closed_released += rows[k].closed && rows[k].released;
+    }
     uint64_t *users = malloc((nrows ? nrows : 1) * sizeof(*users));
     if (!users)
         return -1;
+    /* One unit per user at a time: a closed order no longer holds one. */
+    size_t nu = 0;
     for (size_t k = 0; k < nrows; k++)
-        users[k] = rows[k].user_id;
-    qsort(users, nrows, sizeof(*users), cmp_u64);
-    for (size_t k = 1; k < nrows; k++)
+        if (rows[k].created)
+            users[nu++] = rows[k].user_id;
+    qsort(users, nu, sizeof(*users), cmp_u64);
+    for (size_t k = 1; k < nu; k++)
         if (users[k] == users[k - 1] && (k == 1 || users[k - 1] != users[k - 2]))
             f->dup_users++;
     free(users);
@@ -88,15 +96,18 @@ int sc_judge(const sc_figures *f, FILE *out)
                 (unsigned long long)f->accepted_bad_lines);
     /* 1. No oversell, in PostgreSQL and in Redis. */
     long long over_pg = (long long)f->created - total;
-    long long over_redis = f->redis_ok ? (f->buyers - total) : 0;
+    /* Buyers may also name users of closed orders (rebuy_after_release false keeps them). */
+    long long over_redis = f->redis_ok ? (f->buyers - total - (long long)f->closed) : 0;
     long long oversold = over_pg > 0 ? over_pg : 0;
     if (over_redis > oversold)
         oversold = over_redis;
     if (f->redis_ok && f->stock_present && f->redis_stock < 0 && -f->redis_stock > oversold)
         oversold = -f->redis_stock;
     bad += line(out, oversold == 0 && f->event_found, "oversold", oversold,
-                "created %llu of stock_total %lld; redis buyers %lld, redis stock %lld",
-                (unsigned long long)f->created, total, f->buyers, f->redis_stock);
+                "held (created + paid) %llu of stock_total %lld; redis buyers %lld "
+                "(closed orders %llu), redis stock %lld",
+                (unsigned long long)f->created, total, f->buyers,
+                (unsigned long long)f->closed, f->redis_stock);
     /* 2. One per user. */
     bad += line(out, f->dup_users == 0, "duplicates", (long long)f->dup_users,
                 "users with more than one order for the event (rows %llu)",
@@ -104,7 +115,7 @@ int sc_judge(const sc_figures *f, FILE *out)
     /* PostgreSQL's stock agrees with its orders. */
     long long stock_diff = f->stock_left - (total - (long long)f->created);
     bad += line(out, stock_diff == 0 && f->event_found, "stock_left", stock_diff,
-                "seckill_event.stock_left %lld vs stock_total %lld - created %llu",
+                "seckill_event.stock_left %lld vs stock_total %lld - held %llu",
                 f->stock_left, total, (unsigned long long)f->created);
     /* 4. No leaked stock: once drained, what Redis still holds plus what waits plus what
      * was created is the whole stock. */
@@ -114,9 +125,20 @@ int sc_judge(const sc_figures *f, FILE *out)
     } else {
         long long diff = f->redis_stock + f->pending + (long long)f->created - total;
         bad += line(out, diff == 0, "redis_balance", diff,
-                    "redis stock %lld + pending %lld + created %llu vs stock_total %lld",
+                    "redis stock %lld + pending %lld + held %llu vs stock_total %lld",
                     f->redis_stock, f->pending, (unsigned long long)f->created, total);
     }
+    /* Issue 22: every cancelled or expired order gave its unit back exactly once: all
+     * released in PostgreSQL, and the gate's released set names each of them once. */
+    long long unreleased = (long long)(f->closed - f->closed_released);
+    long long set_diff = f->redis_ok && f->redis_released >= 0
+                             ? f->redis_released - (long long)f->closed
+                             : 0;
+    bad += line(out, unreleased == 0 && set_diff == 0 && (!f->redis_ok || f->redis_released >= 0),
+                "releases", unreleased ? unreleased : set_diff,
+                "closed orders %llu, released in PostgreSQL %llu, in the gate's released set %lld",
+                (unsigned long long)f->closed, (unsigned long long)f->closed_released,
+                f->redis_released);
     /* 5. Nothing in the dead-letter topic for this event. */
     if (f->dlq_checked == 0)
         fprintf(out, "%-4s %-14s %-8s %s\n", "skip", "dlq", "-", "not checked (dlq = false)");

@@ -14,7 +14,9 @@
 typedef struct sc_row {
     uint64_t order_id;
     uint64_t user_id;
-    int created; /* status = 'created' (else 'rejected' or anything else) */
+    int created;  /* holds its unit: status 'created' or 'paid' (issue 22) */
+    int closed;   /* 'cancelled' or 'expired': its unit went back on sale */
+    int released; /* closed, and released_at is set (the unit is back in the gate) */
 } sc_row;
 
 typedef struct sc_figures {
@@ -24,15 +26,17 @@ typedef struct sc_figures {
     /* PostgreSQL */
     int event_found;
     long long stock_total, stock_left;
-    uint64_t rows, created;
+    uint64_t rows, created; /* created: rows holding a unit (created or paid) */
+    uint64_t closed, closed_released; /* cancelled or expired rows; of those, released */
     uint64_t missing;       /* accepted ids with no row for this event */
-    uint64_t not_created;   /* accepted ids whose row is not 'created' */
+    uint64_t not_created;   /* accepted ids whose row holds no unit and is not closed (rejected) */
     uint64_t extra_created; /* created rows not in accepted.txt (a 202 lost on the way back) */
-    uint64_t dup_users;     /* users holding more than one row for the event */
+    uint64_t dup_users;     /* users holding more than one unit of the event */
     /* Redis (redis_ok 0: unreachable, then the Redis lines fail) */
     int redis_ok;
     int stock_present; /* the stock key exists */
     long long redis_stock, pending, buyers;
+    long long redis_released; /* SCARD of the event's released set (release.lua), -1 unread */
     /* the dead-letter topic (dlq_checked 0: not checked, -1: could not be read) */
     int dlq_checked;
     long long dlq;

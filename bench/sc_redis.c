@@ -55,3 +55,19 @@ int sc_redis_figures(rcl_ctx *c, uint64_t event_id, int *present, long long *sto
             freeReplyObject(r[i]);
     return rc;
 }
+
+int sc_redis_released(struct rcl_ctx *c, uint64_t event_id, long long *n, char *err, size_t errsz)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "seckill:{e%llu}:released", (unsigned long long)event_id);
+    const char *argv[2] = {"SCARD", key};
+    redisReply *r = rcl_command_argv(c, 2, argv, NULL);
+    if (!r || r->type != REDIS_REPLY_INTEGER) {
+        snprintf(err, errsz, "redis: SCARD released: %s", r && r->type == REDIS_REPLY_ERROR ? r->str : rcl_errstr(c));
+        freeReplyObject(r);
+        return -1;
+    }
+    *n = r->integer;
+    freeReplyObject(r);
+    return 0;
+}

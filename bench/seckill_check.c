@@ -213,6 +213,9 @@ int main(int argc, char **argv)
                                   &f.buyers, err, sizeof(err)) == 0;
     if (!f.redis_ok)
         fprintf(stderr, "seckill-check: %s\n", err);
+    f.redis_released = -1;
+    if (f.redis_ok && sc_redis_released(rc, f.event_id, &f.redis_released, err, sizeof(err)) != 0)
+        fprintf(stderr, "seckill-check: %s\n", err);
     snprintf(f.dlq_topic, sizeof(f.dlq_topic), "%s", cfg.dlq_topic);
     if (cfg.dlq) {
         char eid[24];

@@ -41,6 +41,11 @@ typedef struct consumer_cfg {
     long long max_connections;       /* on the HTTP port at once (sk_httpguard) */
     char *redis_url;       /* "" : outcomes are not recorded in the order index (consumer_oidx.h) */
     long long index_ttl_s; /* the order index's expiry, as seckill-order's order.index_ttl_s */
+    long long expiry_interval_ms; /* between expiry rounds (consumer_expiry.h); 0: off */
+    long long expiry_batch;       /* orders per expiry statement and per release sweep */
+    char *events_topic;           /* seckill.order-events (consumer_events.h); "" : off */
+    long long events_interval_ms; /* between outbox batches */
+    long long events_batch;       /* outbox rows per batch */
     int migrate;
     char *log_level;
 } consumer_cfg;

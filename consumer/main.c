@@ -2,6 +2,8 @@
  * pipeline). This file is the program: configuration table, command line, signals,
  * start-up order (migrations, HTTP, consumer loop) and clean exit. */
 #include "consumer_db.h"
+#include "consumer_events.h"
+#include "consumer_expiry.h"
 #include "consumer_http.h"
 #include "consumer_loop.h"
 #include "consumer_metrics.h"
@@ -71,6 +73,20 @@ static const sk_cfg_entry config_table[] = {
     {"order.index_ttl_s", SK_CFG_INT, 60, 31536000, "604800",
      "expiry of the order index hashes (the same as seckill-order's)",
      offsetof(consumer_cfg, index_ttl_s)},
+    {"expiry.interval_ms", SK_CFG_INT, 0, 60000, "500",
+     "between rounds of the payment-window expiry and the release sweep (issue 22; "
+     "0: off, for a consumer that should only drain)",
+     offsetof(consumer_cfg, expiry_interval_ms)},
+    {"expiry.batch", SK_CFG_INT, 1, 100000, "1000",
+     "orders expired per statement and released per sweep, at most",
+     offsetof(consumer_cfg, expiry_batch)},
+    {"events.topic", SK_CFG_STRING, 0, 0, "seckill.order-events",
+     "topic of the order transitions, published from the outbox (issue 22; empty: off)",
+     offsetof(consumer_cfg, events_topic)},
+    {"events.interval_ms", SK_CFG_INT, 1, 60000, "200", "between outbox batches when idle (ms)",
+     offsetof(consumer_cfg, events_interval_ms)},
+    {"events.batch", SK_CFG_INT, 1, 100000, "1000", "outbox rows published per batch, at most",
+     offsetof(consumer_cfg, events_batch)},
     {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error",
      offsetof(consumer_cfg, log_level)},
     {NULL, 0, 0, 0, NULL, NULL, 0},
@@ -200,6 +216,8 @@ static int serve(consumer_cfg *cfg, sk_cfg_kv *kafka)
     consumer_metrics_init(&metrics);
     consumer_http *http = NULL;
     consumer_loop *loop = NULL;
+    consumer_expiry *expiry = NULL;
+    consumer_events *events = NULL;
     if (cfg->migrate && migrate_until_done(cfg) != 0)
         goto out;
     if (cfg->http_port > 0) {
@@ -220,8 +238,14 @@ static int serve(consumer_cfg *cfg, sk_cfg_kv *kafka)
         rc = 1;
         goto out;
     }
+    if (cfg->expiry_interval_ms > 0 && !(expiry = consumer_expiry_start_cfg(cfg, err, sizeof(err))))
+        sk_log(SK_LOG_WARN, "expiry_off", "err=\"%s\"", err);
+    if (cfg->events_topic[0] && !(events = consumer_events_start(cfg, kafka, err, sizeof(err))))
+        sk_log(SK_LOG_WARN, "events_off", "err=\"%s\"", err);
     rc = consumer_loop_run(loop, &stop_requested) == 0 ? 0 : 1;
 out:
+    consumer_events_free(events);
+    consumer_expiry_free(expiry);
     consumer_loop_free(loop);
     consumer_http_stop(http);
     consumer_metrics_destroy(&metrics);

@@ -20,21 +20,28 @@ static int parse_time(json_t *root, const char *key, int64_t *ms, char *err, siz
     return 0;
 }
 
+/* A body within ORDER_BODY_MAX parsed as JSON, or NULL with err. REJECT_DUPLICATES:
+ * {"stock":1,"stock":1000} is ambiguous, refuse it. The caller decrefs. */
+static json_t *load_body(const char *body, size_t len, char *err, size_t errsz)
+{
+    if (len > ORDER_BODY_MAX) {
+        snprintf(err, errsz, "body over %d bytes", ORDER_BODY_MAX);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        snprintf(err, errsz, "invalid JSON");
+    return root;
+}
+
 int order_body_parse_event(const char *body, size_t len, order_event_spec *out, char *err,
                            size_t errsz)
 {
     memset(out, 0, sizeof(*out));
-    if (len > ORDER_BODY_MAX) {
-        snprintf(err, errsz, "body over %d bytes", ORDER_BODY_MAX);
+    json_t *root = load_body(body, len, err, errsz);
+    if (!root)
         return -1;
-    }
-    json_error_t jerr;
-    /* REJECT_DUPLICATES: {"stock":1,"stock":1000} is ambiguous, refuse it. */
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        snprintf(err, errsz, "invalid JSON");
-        return -1;
-    }
     int rc = -1;
     if (!json_is_object(root)) {
         snprintf(err, errsz, "body must be a JSON object");
@@ -68,6 +75,23 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
         snprintf(err, errsz, "per_user_limit: only 1 is supported (one order per user)");
         goto out;
     }
+    out->payment_window_s = ORDER_PAYMENT_WINDOW_DEFAULT;
+    json_t *win = json_object_get(root, "payment_window_s");
+    if (win) {
+        if (!json_is_integer(win) || json_integer_value(win) < 1 ||
+            json_integer_value(win) > ORDER_PAYMENT_WINDOW_MAX) {
+            snprintf(err, errsz, "payment_window_s: an integer from 1 to %d",
+                     ORDER_PAYMENT_WINDOW_MAX);
+            goto out;
+        }
+        out->payment_window_s = (int)json_integer_value(win);
+    }
+    json_t *rebuy = json_object_get(root, "rebuy_after_release");
+    if (rebuy && !json_is_boolean(rebuy)) {
+        snprintf(err, errsz, "rebuy_after_release: true or false");
+        goto out;
+    }
+    out->rebuy_after_release = rebuy && json_is_true(rebuy);
     rc = 0;
 out:
     json_decref(root);
@@ -95,6 +119,30 @@ int order_body_check_order(const char *body, size_t len, char *err, size_t errsz
     json_decref(root);
     if (!ok) {
         snprintf(err, errsz, "body must be a JSON object");
+        return -1;
+    }
+    return 0;
+}
+
+int order_body_parse_pay(const char *body, size_t len, char *ref, char *err, size_t errsz)
+{
+    ref[0] = '\0';
+    json_t *root = load_body(body, len, err, errsz);
+    if (!root)
+        return -1;
+    json_t *v = json_is_object(root) ? json_object_get(root, "payment_ref") : NULL;
+    size_t n = json_is_string(v) ? json_string_length(v) : 0;
+    const char *s = n ? json_string_value(v) : "";
+    int ok = n >= 1 && n <= ORDER_PAYMENT_REF_MAX;
+    /* Printable ASCII only: the reference goes into logs, events and the database as is. */
+    for (size_t i = 0; ok && i < n; i++)
+        ok = s[i] >= 0x20 && s[i] < 0x7f;
+    if (ok)
+        memcpy(ref, s, n + 1);
+    json_decref(root);
+    if (!ok) {
+        snprintf(err, errsz, "payment_ref: required, 1 to %d printable ASCII bytes",
+                 ORDER_PAYMENT_REF_MAX);
         return -1;
     }
     return 0;

@@ -18,11 +18,23 @@ typedef struct order_event_spec {
     int64_t stock;                       /* 0 .. INT32_MAX (a PostgreSQL int) */
     int64_t starts_at_ms, ends_at_ms;    /* ends_at_ms > starts_at_ms */
     int per_user_limit;                  /* 1: the schema allows one order per user */
+    int payment_window_s;                /* seconds to pay after the order is written,
+                                            1 .. ORDER_PAYMENT_WINDOW_MAX, default 900 */
+    int rebuy_after_release;             /* 1: a buyer whose order was cancelled or
+                                            expired may buy again (default 0) */
 } order_event_spec;
+
+#define ORDER_PAYMENT_WINDOW_DEFAULT 900
+#define ORDER_PAYMENT_WINDOW_MAX 604800 /* a week */
+#define ORDER_PAYMENT_REF_MAX 128
 
 /** @brief Parses a create-event body. @returns 0, or -1 with a message in err. */
 int order_body_parse_event(const char *body, size_t len, order_event_spec *out, char *err,
                            size_t errsz);
+
+/** @brief Parses a pay body {"payment_ref":"<1 to ORDER_PAYMENT_REF_MAX printable ASCII
+ *  bytes>"} into ref (>= ORDER_PAYMENT_REF_MAX + 1 bytes). @returns 0, or -1 with err. */
+int order_body_parse_pay(const char *body, size_t len, char *ref, char *err, size_t errsz);
 
 /** @brief Checks a place-order body: empty, or a JSON object (its fields are ignored:
  *  the event is in the path and the user in the token). @returns 0, or -1 with err. */

@@ -20,6 +20,7 @@
 #include "order_gate.h"
 #include "order_index.h"
 #include "order_msg.h"
+#include "order_pay_http.h"
 #include "order_reply.h"
 #include "sk_httpguard.h"
 #include "order_route.h"
@@ -565,19 +566,22 @@ static int young_lookup_allowed(order_req *r)
 static void on_order_index(redisReply *reply, void *arg)
 {
     order_req *r = arg;
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     order_index_entry e, o;
     int has_entry = index_field(reply->element[0], &e) && !e.outcome;
-    int has_outcome = index_field(reply->element[1], &o) && o.outcome;
+    /* A pay, cancel or expiry ("<id>:s", order_msg.h) comes after the consumer's outcome. */
+    int has_outcome = index_field(reply->element[2], &o) && o.outcome;
+    if (!has_outcome)
+        has_outcome = index_field(reply->element[1], &o) && o.outcome;
     if (has_outcome && o.outcome != 'd') { /* the consumer committed it */
         r->event_id = o.event_id;
         order_ocache_put(r->w->app->ocache, r->order_id, o.event_id, o.user_id, o.outcome,
                          order_time_now_ms());
         if (order_owner_ok(r, o.user_id))
-            order_answer(r, o.user_id, o.outcome == 'c' ? "created" : "rejected");
+            order_answer(r, o.user_id, order_index_status_name(o.outcome));
         return;
     }
     int64_t age_s = time(NULL) - ((int64_t)(r->order_id >> 32) + 1704067200LL); /* libidgen */
@@ -627,13 +631,15 @@ static void on_order_index(redisReply *reply, void *arg)
 
 static void order_lookup_redis(order_req *r)
 {
-    char key[ORDER_KEY_MAX], oid[24], oout[32];
-    const char *argv[4] = {"HMGET", key, oid, oout};
-    size_t lens[4] = {5, order_key_index(r->order_id, key, sizeof(key)),
+    char key[ORDER_KEY_MAX], oid[24], oout[32], ostat[32];
+    const char *argv[5] = {"HMGET", key, oid, oout, ostat};
+    size_t lens[5] = {5, order_key_index(r->order_id, key, sizeof(key)),
                       (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id),
                       (size_t)snprintf(oout, sizeof(oout), "%" PRIu64 "%s", r->order_id,
-                                       ORDER_INDEX_OUTCOME_SUFFIX)};
-    if (order_redis_command(r->w->redis, 4, argv, lens, on_order_index, r) != 0)
+                                       ORDER_INDEX_OUTCOME_SUFFIX),
+                      (size_t)snprintf(ostat, sizeof(ostat), "%" PRIu64 "%s", r->order_id,
+                                       ORDER_INDEX_STATUS_SUFFIX)};
+    if (order_redis_command(r->w->redis, 5, argv, lens, on_order_index, r) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
@@ -654,11 +660,15 @@ static void after_pg_order(order_task *t)
         return;
     }
     r->event_id = j->event_id;
-    if (!strcmp(j->order_status, "created") || !strcmp(j->order_status, "rejected"))
-        order_ocache_put(r->w->app->ocache, r->order_id, j->event_id, j->user_id,
-                         j->order_status[0], order_time_now_ms());
-    if (order_owner_ok(r, j->user_id))
-        order_answer(r, j->user_id, j->order_status);
+    /* kept like an index outcome (a lookup's finding answers until the next lookup) */
+    order_ocache_put(r->w->app->ocache, r->order_id, j->event_id, j->user_id,
+                     order_index_status_letter(j->order_status), order_time_now_ms());
+    if (order_owner_ok(r, j->user_id)) {
+        char body[320]; /* PostgreSQL knows pay_by: the answer carries it */
+        size_t n = order_reply_order_pay_by(body, sizeof(body), r->order_id, r->event_id,
+                                            j->user_id, j->order_status, j->pay_by_ms);
+        req_json(r, 200, body, n);
+    }
 }
 
 static void on_pg_done(order_pg_job *job)
@@ -698,7 +708,7 @@ static void handle_order_get(order_worker *w, struct evhttp_request *req, const 
                          &outcome)) {
         r->event_id = ev; /* a final outcome seen lately: no Redis round trip */
         if (order_owner_ok(r, owner))
-            order_answer(r, owner, outcome == 'c' ? "created" : "rejected");
+            order_answer(r, owner, order_index_status_name(outcome));
         return;
     }
     order_lookup_redis(r);
@@ -1273,9 +1283,37 @@ void order_http_handle(struct evhttp_request *req, void *arg)
     case ORDER_ROUTE_EVENT_LIST:
         handle_event_list(w, req, &rt, start_us);
         break;
+    case ORDER_ROUTE_ORDER_PAY:
+    case ORDER_ROUTE_ORDER_CANCEL:
+        order_pay_http_handle(w, req, &rt, start_us);
+        break;
     default:
         reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND, "no such path", 0);
     }
+}
+
+/* ---- for the other handler files (order_http.h) --------------------------------- */
+
+int order_http_authenticate(order_worker *w, struct evhttp_request *req, sk_jwt_claims *claims)
+{
+    return authenticate(w, req, claims);
+}
+
+void order_http_reply_error(order_worker *w, struct evhttp_request *req, order_route_id route,
+                            int64_t start_us, order_err e, const char *msg, uint64_t order_id)
+{
+    reply_error(w, req, route, start_us, e, msg, order_id);
+}
+
+void order_http_reply_json(order_worker *w, struct evhttp_request *req, order_route_id route,
+                           int64_t start_us, int status, const char *body, size_t len)
+{
+    reply_json(w, req, route, start_us, status, body, len);
+}
+
+const char *order_http_body(struct evhttp_request *req, size_t *len)
+{
+    return request_body(req, len);
 }
 
 /* ---- the worker's order chain (order_app.h's hooks) ------------------------------ */

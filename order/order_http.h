@@ -7,6 +7,8 @@
 #define ORDER_HTTP_H
 
 #include "order_app.h"
+#include "order_reply.h"
+#include "order_route.h"
 
 /* The worker hooks of seckill-order (order_app.h): set app->hooks to this. */
 extern const order_worker_hooks order_http_hooks;
@@ -17,5 +19,17 @@ void order_http_handle(struct evhttp_request *req, void *worker);
 /* The producer's delivery callback (order_kafka_new's dr): opaque is the request. */
 void order_http_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg_status_t status,
                             int32_t partition, int64_t offset);
+
+/* Shared with the other handler files of the front (order_pay_http.c). */
+/** @brief Verifies the bearer token. @returns 0 and the claims, or -1. */
+int order_http_authenticate(order_worker *w, struct evhttp_request *req, sk_jwt_claims *claims);
+/** @brief Answers an error (JSON body, counted in the metrics, request done). */
+void order_http_reply_error(order_worker *w, struct evhttp_request *req, order_route_id route,
+                            int64_t start_us, order_err e, const char *msg, uint64_t order_id);
+/** @brief Answers `status` with a JSON body (counted in the metrics, request done). */
+void order_http_reply_json(order_worker *w, struct evhttp_request *req, order_route_id route,
+                           int64_t start_us, int status, const char *body, size_t len);
+/** @brief The request body (contiguous; len bytes, not NUL-terminated). */
+const char *order_http_body(struct evhttp_request *req, size_t *len);
 
 #endif

@@ -43,7 +43,8 @@ static size_t sb_done(const strbuf *b)
 
 size_t order_key(uint64_t event_id, order_key_kind kind, char *out, size_t outsz)
 {
-    static const char *names[ORDER_KEY_COUNT] = {"stock", "buyers", "meta", "pending"};
+    static const char *names[ORDER_KEY_COUNT] = {"stock", "buyers", "meta", "pending",
+                                                  "released"};
     const char *name = (unsigned)kind < ORDER_KEY_COUNT ? names[kind] : "?";
     strbuf b = {out, outsz, 0};
     SB_LIT(&b, "seckill:{e");
@@ -81,12 +82,35 @@ int order_index_decode(const char *s, size_t len, order_index_entry *e)
 {
     const char *c1 = memchr(s, ':', len);
     const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - s)) : NULL;
-    if (!c2 || s + len - c2 != 2 || !strchr("apcrd", c2[1]) || c2[1] == '\0' ||
+    if (!c2 || s + len - c2 != 2 || !strchr("apcrdPXE", c2[1]) || c2[1] == '\0' ||
         sk_id_parse(s, (size_t)(c1 - s), &e->event_id) != 0 ||
         sk_id_parse(c1 + 1, (size_t)(c2 - c1 - 1), &e->user_id) != 0)
         return -1;
     e->acked = c2[1] == 'a';
-    e->outcome = c2[1] == 'c' || c2[1] == 'r' || c2[1] == 'd' ? c2[1] : 0;
+    e->outcome = c2[1] == 'a' || c2[1] == 'p' ? 0 : c2[1];
+    return 0;
+}
+
+/* One table for both directions: letter <-> API status. */
+static const struct {
+    char letter;
+    const char *status;
+} status_letters[] = {{'c', "created"}, {'r', "rejected"}, {'P', "paid"},
+                      {'X', "cancelled"}, {'E', "expired"}};
+
+const char *order_index_status_name(char outcome)
+{
+    for (size_t i = 0; i < sizeof(status_letters) / sizeof(status_letters[0]); i++)
+        if (status_letters[i].letter == outcome)
+            return status_letters[i].status;
+    return NULL;
+}
+
+char order_index_status_letter(const char *status)
+{
+    for (size_t i = 0; i < sizeof(status_letters) / sizeof(status_letters[0]); i++)
+        if (strcmp(status_letters[i].status, status) == 0)
+            return status_letters[i].letter;
     return 0;
 }
 

@@ -16,6 +16,7 @@ typedef enum {
     ORDER_KEY_BUYERS,
     ORDER_KEY_META,
     ORDER_KEY_PENDING,
+    ORDER_KEY_RELEASED, /* set of order ids whose unit release.lua gave back (issue 22) */
     ORDER_KEY_COUNT
 } order_key_kind;
 
@@ -39,14 +40,27 @@ size_t order_key_index(uint64_t order_id, char *out, size_t outsz);
  * may not have landed (a 503 carrying the id; GET asks the event's pending hash).
  * The consumer writes the order's outcome after its PostgreSQL commit into the field
  * "<order_id>:o" of the same hash (consumer_oidx.h): "<event_id>:<user_id>:c" created,
- * ":r" rejected, ":d" in PostgreSQL with a status this writer did not learn (a replay). */
+ * ":r" rejected, ":d" in PostgreSQL with a status this writer did not learn (a replay).
+ * What happens after created (issue 22: a pay, cancel or expiry, written by whoever made
+ * the transition, after its PostgreSQL commit) goes into the field "<order_id>:s":
+ * ":P" paid, ":X" cancelled, ":E" expired. A field of its own, so the consumer's ":o"
+ * write, which may land just after a quick payment, never hides the later status. */
 typedef struct order_index_entry {
     uint64_t event_id, user_id;
     int acked;     /* 'a' (1) or 'p' (0), when outcome is 0 */
-    char outcome;  /* 'c', 'r' or 'd' for an outcome field; 0 for the front's entry */
+    char outcome;  /* 'c', 'r' or 'd' for an outcome field, 'P', 'X' or 'E' for a status
+                      field; 0 for the front's entry */
 } order_index_entry;
 
 #define ORDER_INDEX_OUTCOME_SUFFIX ":o"
+#define ORDER_INDEX_STATUS_SUFFIX ":s"
+
+/** @brief The API status of an outcome letter ("created", "rejected", "paid",
+ *  "cancelled", "expired"), or NULL for 'd', 0 or anything else. */
+const char *order_index_status_name(char outcome);
+
+/** @brief The outcome letter of an API status ('c', 'r', 'P', 'X', 'E'), or 0. */
+char order_index_status_letter(const char *status);
 #define ORDER_INDEX_VALUE_MAX 48
 
 /** @returns the length written into out (>= ORDER_INDEX_VALUE_MAX), NUL-terminated. */

@@ -1,5 +1,6 @@
 /* order_ocache: final order outcomes in memory (see order_ocache.h). */
 #include "order_ocache.h"
+#include "order_msg.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -63,7 +64,7 @@ static size_t index_of(const order_ocache *c, uint64_t id)
 void order_ocache_put(order_ocache *c, uint64_t order_id, uint64_t event_id, uint64_t user_id,
                       char outcome, int64_t now_ms)
 {
-    if (!c || (outcome != 'c' && outcome != 'r'))
+    if (!c || !order_index_status_name(outcome)) /* a status letter of order_msg.h, not 'd' */
         return;
     size_t i = index_of(c, order_id);
     pthread_mutex_t *mu = &c->mu[i % STRIPES];

@@ -30,9 +30,12 @@ typedef struct order_ocache order_ocache; /* calls take NULL: nothing kept, look
 order_ocache *order_ocache_new(size_t slots, int64_t ttl_ms, int64_t every_ms, int64_t per_s);
 void order_ocache_free(order_ocache *c);
 
-/** @brief Remembers a final outcome ('c' created or 'r' rejected; anything else is ignored)
- *  for ttl_ms, or until the order's lookup mark ends if that is later (the outcome a
- *  lookup found answers until the next lookup may start). */
+/** @brief Remembers an outcome: a status letter of order_msg.h ('c' created, 'r'
+ *  rejected, 'P' paid, 'X' cancelled, 'E' expired; anything else is ignored), for ttl_ms,
+ *  or until the order's lookup mark ends if that is later (the outcome a lookup found
+ *  answers until the next lookup may start). A pay or cancel made on this instance
+ *  replaces the entry at once; on the others an entry may say "created" for at most
+ *  ttl_ms after it changed (order.pg_lookup_every_ms for an order found in PostgreSQL). */
 void order_ocache_put(order_ocache *c, uint64_t order_id, uint64_t event_id, uint64_t user_id,
                       char outcome, int64_t now_ms);
 

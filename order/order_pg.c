@@ -1,5 +1,6 @@
 /* order_pg: PostgreSQL job pool. See order_pg.h. */
 #include "order_pg.h"
+#include "order_pay_pg.h"
 
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -19,8 +20,10 @@ struct order_pg {
     int stopping;
 };
 
-static void fail(order_pg_job *job, PGconn *c, PGresult *res, const char *what)
+void order_pg_fail(order_pg_job *job, void *pgconn, const void *pgres, const char *what)
 {
+    PGconn *c = pgconn;
+    const PGresult *res = pgres;
     job->status = ORDER_PG_ERROR;
     const char *msg = res ? PQresultErrorMessage(res) : "";
     if (!*msg)
@@ -33,28 +36,32 @@ static void fail(order_pg_job *job, PGconn *c, PGresult *res, const char *what)
 
 static void run_create_event(PGconn *c, order_pg_job *job)
 {
-    char id[24], stock[24], starts[24], ends[24], lim[12];
+    char id[24], stock[24], starts[24], ends[24], lim[12], win[12];
     snprintf(id, sizeof(id), "%" PRIu64, job->id);
     snprintf(stock, sizeof(stock), "%" PRId64, job->spec.stock);
     snprintf(starts, sizeof(starts), "%" PRId64, job->spec.starts_at_ms);
     snprintf(ends, sizeof(ends), "%" PRId64, job->spec.ends_at_ms);
     snprintf(lim, sizeof(lim), "%d", job->spec.per_user_limit);
-    const char *params[6] = {
+    snprintf(win, sizeof(win), "%d", job->spec.payment_window_s);
+    const char *params[8] = {
         id,             /* $1 event id from libidgen */
         job->spec.name, /* $2 name */
         stock,          /* $3 stock_total = stock_left at creation */
         starts,         /* $4 starts_at, ms since the epoch */
         ends,           /* $5 ends_at, ms since the epoch */
         lim,            /* $6 per_user_limit */
+        win,            /* $7 payment_window_s */
+        job->spec.rebuy_after_release ? "true" : "false", /* $8 rebuy_after_release */
     };
     PGresult *res = PQexecParams(
         c,
         "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at, "
-        "per_user_limit) VALUES ($1::bigint, $2, $3::int, $3::int, "
-        "to_timestamp($4::bigint / 1000.0), to_timestamp($5::bigint / 1000.0), $6::int)",
-        6, NULL, params, NULL, NULL, 0);
+        "per_user_limit, payment_window_s, rebuy_after_release) VALUES ($1::bigint, $2, "
+        "$3::int, $3::int, to_timestamp($4::bigint / 1000.0), "
+        "to_timestamp($5::bigint / 1000.0), $6::int, $7::int, $8::boolean)",
+        8, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        fail(job, c, res, "insert event");
+        order_pg_fail(job, c, res, "insert event");
     else
         job->status = ORDER_PG_OK;
     PQclear(res);
@@ -86,7 +93,7 @@ static void run_get_event(PGconn *c, order_pg_job *job)
         "FROM seckill_event WHERE id = $1::bigint",
         1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        fail(job, c, res, "select event");
+        order_pg_fail(job, c, res, "select event");
     } else if (PQntuples(res) == 0) {
         job->status = ORDER_PG_NOT_FOUND;
     } else {
@@ -109,7 +116,7 @@ static void run_list_events(PGconn *c, order_pg_job *job)
         "FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
         1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        fail(job, c, res, "list events");
+        order_pg_fail(job, c, res, "list events");
         PQclear(res);
         return;
     }
@@ -137,16 +144,20 @@ static void run_get_order(PGconn *c, order_pg_job *job)
     snprintf(id, sizeof(id), "%" PRIu64, job->id);
     const char *params[1] = {id /* $1 order id */};
     PGresult *res = PQexecParams(
-        c, "SELECT event_id, user_id, status FROM seckill_order WHERE order_id = $1::bigint", 1,
-        NULL, params, NULL, NULL, 0);
+        c,
+        "SELECT event_id, user_id, status, "
+        "coalesce((extract(epoch from pay_by) * 1000)::bigint, 0) "
+        "FROM seckill_order WHERE order_id = $1::bigint",
+        1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        fail(job, c, res, "select order");
+        order_pg_fail(job, c, res, "select order");
     } else if (PQntuples(res) == 0) {
         job->status = ORDER_PG_NOT_FOUND;
     } else {
         job->event_id = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
         job->user_id = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
         snprintf(job->order_status, sizeof(job->order_status), "%s", PQgetvalue(res, 0, 2));
+        job->pay_by_ms = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
         job->status = ORDER_PG_OK;
     }
     PQclear(res);
@@ -168,6 +179,13 @@ void order_pg_run(void *pgconn, order_pg_job *job)
         break;
     case ORDER_PG_LIST_EVENTS:
         run_list_events(c, job);
+        break;
+    case ORDER_PG_PAY_ORDER:
+    case ORDER_PG_CANCEL_ORDER:
+        order_pay_pg_run(c, job);
+        break;
+    case ORDER_PG_MARK_RELEASED:
+        order_pay_pg_mark_released(c, job);
         break;
     default:
         job->status = ORDER_PG_ERROR;
@@ -200,14 +218,17 @@ static void *pool_main(void *arg)
         if (!c)
             c = PQconnectdb(p->conninfo);
         if (PQstatus(c) != CONNECTION_OK) {
-            fail(job, c, NULL, "connect");
+            order_pg_fail(job, c, NULL, "connect");
             PQfinish(c);
             c = NULL;
         } else {
             order_pg_run(c, job);
             /* A query that failed on a broken connection: one retry on a fresh one,
              * every job here is a single statement that is safe to repeat (the insert
-             * of a new id either happened, then the retry fails on the key, or not). */
+             * of a new id either happened, then the retry fails on the key, or not),
+             * or a pay/cancel transaction whose repeat reads what the first one did
+             * (order_pay_pg.h: a repeat answers the same, and a release it cannot know
+             * it owes is the release sweep's). */
             if (job->status == ORDER_PG_ERROR && PQstatus(c) != CONNECTION_OK) {
                 PQfinish(c);
                 c = PQconnectdb(p->conninfo);

@@ -135,9 +135,13 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
                             "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit "
                             "FROM seckill_event WHERE id = $1",
                             1, NULL, params, NULL, NULL, 0);
+    /* The buyers: users holding an order (created or paid), and those whose order was
+     * cancelled or expired when the event keeps them out (rebuy_after_release false). */
     g->buyers = PQexecParams(p->conn,
-                             "SELECT user_id::text FROM seckill_order "
-                             "WHERE event_id = $1 AND status = 'created'",
+                             "SELECT DISTINCT o.user_id::text FROM seckill_order o "
+                             "JOIN seckill_event e ON e.id = o.event_id WHERE o.event_id = $1 "
+                             "AND (o.status IN ('created', 'paid') OR (o.status IN "
+                             "('cancelled', 'expired') AND NOT e.rebuy_after_release))",
                              1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(g->event) != PGRES_TUPLES_OK || PQresultStatus(g->buyers) != PGRES_TUPLES_OK) {
         log_failure(p);

@@ -34,6 +34,7 @@ typedef enum {
     ORDER_SCRIPT_RATELIMIT,
     ORDER_SCRIPT_EVENT_LOAD,
     ORDER_SCRIPT_EVENT_RELOAD, /* the reconciler's, after an event's keys were lost */
+    ORDER_SCRIPT_RELEASE,      /* a cancelled or expired order's unit back (issue 22) */
     ORDER_SCRIPT_COUNT
 } order_script_id;
 

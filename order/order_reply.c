@@ -27,6 +27,9 @@ static const struct {
     [ORDER_ERR_RATE_LIMITED] = {429, "rate_limited", "too many requests, slow down"},
     [ORDER_ERR_UNAVAILABLE] = {503, "unavailable", "the service cannot take this request now"},
     [ORDER_ERR_INTERNAL] = {500, "internal", "internal error"},
+    [ORDER_ERR_CLOSED] = {409, "closed", "the order is closed (cancelled, expired or rejected)"},
+    [ORDER_ERR_ALREADY_PAID] = {409, "already_paid", "the order is paid"},
+    [ORDER_ERR_NOT_READY] = {409, "not_ready", "the order is still queued, retry shortly"},
 };
 
 int order_err_status(order_err e)
@@ -108,6 +111,20 @@ size_t order_reply_order(char *out, size_t outsz, uint64_t order_id, uint64_t ev
                           "\",\"user_id\":\"%" PRIu64 "\",\"status\":\"%s\"}",
                           order_id, event_id, user_id, status),
                  outsz);
+}
+
+size_t order_reply_order_pay_by(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
+                                uint64_t user_id, const char *status, int64_t pay_by_ms)
+{
+    size_t n = order_reply_order(out, outsz, order_id, event_id, user_id, status);
+    if (pay_by_ms <= 0 || (strcmp(status, "created") != 0 && strcmp(status, "paid") != 0) ||
+        n < 1 || n + 48 >= outsz)
+        return n;
+    char t[32];
+    /* n - 1: over the closing brace of the object just written. */
+    return n - 1 + clamp(snprintf(out + n - 1, outsz - (n - 1), ",\"pay_by\":\"%s\"}",
+                                  order_time_format_rfc3339(pay_by_ms, t, sizeof(t))),
+                         outsz - (n - 1));
 }
 
 size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id)

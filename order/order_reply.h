@@ -23,6 +23,9 @@ typedef enum {
     ORDER_ERR_RATE_LIMITED,    /* 429 rate_limited */
     ORDER_ERR_UNAVAILABLE,     /* 503 unavailable */
     ORDER_ERR_INTERNAL,        /* 500 internal */
+    ORDER_ERR_CLOSED,          /* 409 closed: the order is cancelled, expired or rejected */
+    ORDER_ERR_ALREADY_PAID,    /* 409 already_paid: paid (with another payment_ref) */
+    ORDER_ERR_NOT_READY,       /* 409 not_ready: still queued, not in PostgreSQL yet */
     ORDER_ERR_COUNT
 } order_err;
 
@@ -44,6 +47,11 @@ size_t order_reply_order_queued(char *out, size_t outsz, uint64_t order_id);
 /** @brief {"order_id","event_id","user_id","status"} @returns the length. */
 size_t order_reply_order(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
                          uint64_t user_id, const char *status);
+
+/** @brief {"order_id","event_id","user_id","status"[,"pay_by"]}: pay_by (RFC 3339) only
+ *  when pay_by_ms > 0 and the order is created or paid. @returns the length. */
+size_t order_reply_order_pay_by(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
+                                uint64_t user_id, const char *status, int64_t pay_by_ms);
 
 /** @brief {"event_id":"<id>"} @returns the length. */
 size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id);

@@ -83,9 +83,21 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
     if (prefix(path, len, "/api/v1/orders/", &off)) {
         const char *seg = path + off;
         size_t seglen = len - off;
-        if (seglen == 0 || memchr(seg, '/', seglen))
+        const char *slash = memchr(seg, '/', seglen);
+        if (seglen == 0 || slash == seg)
             goto none;
-        rc = set_route(out, ORDER_ROUTE_ORDER_GET, method, ORDER_METHOD_GET, "GET, HEAD");
+        if (!slash) {
+            rc = set_route(out, ORDER_ROUTE_ORDER_GET, method, ORDER_METHOD_GET, "GET, HEAD");
+        } else {
+            size_t idlen = (size_t)(slash - seg);
+            if (is(slash, seglen - idlen, "/pay"))
+                rc = set_route(out, ORDER_ROUTE_ORDER_PAY, method, ORDER_METHOD_POST, "POST");
+            else if (is(slash, seglen - idlen, "/cancel"))
+                rc = set_route(out, ORDER_ROUTE_ORDER_CANCEL, method, ORDER_METHOD_POST, "POST");
+            else
+                goto none;
+            seglen = idlen;
+        }
         if (rc != 0)
             return rc;
         if (order_parse_id(seg, seglen, &out->arg) != 0)
@@ -105,7 +117,8 @@ const char *order_route_name(order_route_id id)
         [ORDER_ROUTE_ORDER_GET] = "order_get",   [ORDER_ROUTE_HEALTHZ] = "healthz",
         [ORDER_ROUTE_READYZ] = "readyz",         [ORDER_ROUTE_METRICS] = "metrics",
         [ORDER_ROUTE_CONSOLE] = "console",
-        [ORDER_ROUTE_EVENT_LIST] = "event_list",
+        [ORDER_ROUTE_EVENT_LIST] = "event_list", [ORDER_ROUTE_ORDER_PAY] = "order_pay",
+        [ORDER_ROUTE_ORDER_CANCEL] = "order_cancel",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

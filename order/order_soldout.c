@@ -44,6 +44,13 @@ void order_soldout_set(order_soldout *s, uint64_t event_id, int64_t now_ms)
     atomic_store_explicit(&sl->until_ms, now_ms + s->ttl_ms, memory_order_relaxed);
 }
 
+void order_soldout_clear(order_soldout *s, uint64_t event_id)
+{
+    slot *sl = slot_of(s, event_id);
+    if (atomic_load_explicit(&sl->event_id, memory_order_relaxed) == event_id)
+        atomic_store_explicit(&sl->until_ms, 0, memory_order_relaxed);
+}
+
 int order_soldout_get(order_soldout *s, uint64_t event_id, int64_t now_ms)
 {
     slot *sl = slot_of(s, event_id);

@@ -20,6 +20,9 @@ void order_soldout_free(order_soldout *s);
 /** @brief Marks event_id sold out from now_ms for ttl_ms. */
 void order_soldout_set(order_soldout *s, uint64_t event_id, int64_t now_ms);
 
+/** @brief Lifts event_id's flag on this instance now (a unit came back: issue 22). */
+void order_soldout_clear(order_soldout *s, uint64_t event_id);
+
 /** @brief @returns 1 if event_id is flagged sold out at now_ms. */
 int order_soldout_get(order_soldout *s, uint64_t event_id, int64_t now_ms);
 

@@ -15,6 +15,14 @@ if(TARGET seckill_consumer_core)
     # The tests spawn these binaries: build them first.
     add_dependencies(test_consumer_${t} seckill-consumer seckill-devkafka)
   endforeach()
+  # seckill.order-events read back with seckill-check's topic scan (bench/sc_dlq.c).
+  if(TARGET seckill_check_core)
+    seckill_add_test(NAME test_consumer_events SOURCES integration/test_consumer_events.c
+                     ${CMAKE_SOURCE_DIR}/bench/sc_dlq.c
+                     LIBS seckill_consumer_test_util seckill_check_core seckill_kafka_conf
+                     LABELS integration TIMEOUT 240)
+    add_dependencies(test_consumer_events seckill-consumer seckill-devkafka)
+  endif()
   foreach(t kill pgdown)
     seckill_add_test(NAME test_consumer_${t} SOURCES integration/test_consumer_${t}.c
                      LIBS seckill_consumer_test_util LABELS fault TIMEOUT 240)

@@ -72,7 +72,7 @@ static int judge(const sc_figures *f, char **text)
 static void test_all_hold(void **state)
 {
     sc_ids acc = ids_from("3\n1\n2\n");
-    sc_row rows[3] = {{2, 20, 1}, {1, 10, 1}, {3, 30, 1}};
+    sc_row rows[3] = {{2, 20, 1, 0, 0}, {1, 10, 1, 0, 0}, {3, 30, 1, 0, 0}};
     sc_figures f = healthy(&acc, rows);
     assert_int_equal(f.created, 3);
     assert_int_equal(f.missing, 0);
@@ -87,12 +87,62 @@ static void test_all_hold(void **state)
     sc_ids_free(&acc);
 }
 
+/* Issue 22: paid orders hold their unit, cancelled and expired ones gave it back (and
+ * may be resold, one user holding again after a rebuy); every release must be recorded
+ * in PostgreSQL and in the gate's released set exactly once. */
+static void test_after_the_202(void **state)
+{
+    (void)state;
+    char *text;
+    /* 3 stock: 1 paid, 2 closed and released, resold to 2 new orders (one by user 20 again) */
+    sc_ids acc = ids_from("1\n2\n3\n4\n5\n");
+    sc_row rows[5] = {{1, 10, 1, 0, 0}, {2, 20, 0, 1, 1}, {3, 30, 0, 1, 1},
+                      {4, 40, 1, 0, 0}, {5, 20, 1, 0, 0}};
+    sc_figures f;
+    memset(&f, 0, sizeof(f));
+    f.event_id = 7;
+    f.event_found = 1;
+    f.stock_total = 3;
+    f.accepted = acc.n;
+    assert_int_equal(sc_match(&acc, rows, 5, &f), 0);
+    assert_int_equal(f.created, 3);
+    assert_int_equal(f.closed, 2);
+    assert_int_equal(f.not_created, 0);
+    assert_int_equal(f.dup_users, 0);
+    f.redis_ok = 1;
+    f.stock_present = 1;
+    f.buyers = 4; /* 10, 20, 30 (kept after its cancel), 40 */
+    f.redis_released = 2;
+    f.dlq_checked = 1;
+    f.drained = 1;
+    assert_int_equal(judge(&f, &text), 0);
+    assert_non_null(strstr(text, "ok   releases"));
+    free(text);
+    /* a release given twice in the gate, and one not recorded in PostgreSQL */
+    f.redis_released = 3;
+    assert_int_equal(judge(&f, &text), 1);
+    assert_non_null(strstr(text, "FAIL releases"));
+    free(text);
+    rows[1].released = 0;
+    assert_int_equal(sc_match(&acc, rows, 5, &f), 0);
+    f.redis_released = 2;
+    assert_int_equal(judge(&f, &text), 1);
+    assert_non_null(strstr(text, "FAIL releases       1 "));
+    free(text);
+    /* two held units of one user at once is a duplicate */
+    rows[1].closed = 0;
+    rows[1].created = 1;
+    assert_int_equal(sc_match(&acc, rows, 5, &f), 0);
+    assert_int_equal(f.dup_users, 1);
+    sc_ids_free(&acc);
+}
+
 static void test_each_violation_is_named(void **state)
 {
     char *text;
     /* lost: an accepted id with no row, and one row rejected */
     sc_ids acc = ids_from("1\n2\n3\n4\n");
-    sc_row rows[3] = {{1, 10, 1}, {2, 20, 0}, {3, 30, 1}};
+    sc_row rows[3] = {{1, 10, 1, 0, 0}, {2, 20, 0, 0, 0}, {3, 30, 1, 0, 0}};
     sc_figures f = healthy(&acc, rows);
     f.accepted = acc.n;
     assert_int_equal(f.missing, 1);
@@ -108,7 +158,7 @@ static void test_each_violation_is_named(void **state)
 
     /* oversold + duplicate user + stock_left off + leaked stock + dead letters */
     acc = ids_from("1\n2\n3\n");
-    sc_row rows2[3] = {{1, 10, 1}, {2, 10, 1}, {3, 30, 1}};
+    sc_row rows2[3] = {{1, 10, 1, 0, 0}, {2, 10, 1, 0, 0}, {3, 30, 1, 0, 0}};
     f = healthy(&acc, rows2);
     assert_int_equal(f.dup_users, 1);
     f.stock_total = 2;
@@ -125,7 +175,7 @@ static void test_each_violation_is_named(void **state)
     free(text);
 
     /* Redis unreachable and dlq unreadable fail rather than pass silently */
-    sc_row rows3[3] = {{1, 10, 1}, {2, 20, 1}, {3, 30, 1}};
+    sc_row rows3[3] = {{1, 10, 1, 0, 0}, {2, 20, 1, 0, 0}, {3, 30, 1, 0, 0}};
     f = healthy(&acc, rows3);
     f.redis_ok = 0;
     f.dlq_checked = -1;
@@ -140,7 +190,7 @@ static void test_extra_rows_are_reported_not_failed(void **state)
 {
     /* a created row whose 202 never reached the bench is not a lost order */
     sc_ids acc = ids_from("1\n2\n");
-    sc_row rows[3] = {{1, 10, 1}, {2, 20, 1}, {3, 30, 1}};
+    sc_row rows[3] = {{1, 10, 1, 0, 0}, {2, 20, 1, 0, 0}, {3, 30, 1, 0, 0}};
     sc_figures f = healthy(&acc, rows);
     assert_int_equal(f.extra_created, 1);
     assert_int_equal(f.created, 3);
@@ -176,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_each_violation_is_named),
         cmocka_unit_test(test_extra_rows_are_reported_not_failed),
         cmocka_unit_test(test_dlq_match),
+        cmocka_unit_test(test_after_the_202),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

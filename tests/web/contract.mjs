@@ -30,6 +30,8 @@ const UNREACHED = new Map([
   ['placeOrder 503', 'Redis or Kafka down (fault tests)'],
   ['getOrder 503', 'PostgreSQL or Redis down'],
   ['readyz 503', 'Redis or Kafka down (fault tests)'],
+  ['payOrder 503', 'PostgreSQL or Redis down'],
+  ['cancelOrder 503', 'PostgreSQL or Redis down'],
 ]);
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -133,7 +135,7 @@ await call('list events, no token', 'GET', '/api/v1/events', { expect: 401 });
 // Orders
 const o1 = await call('buy', 'POST', `/api/v1/events/${A}/orders`, { token: u[0], expect: 202 });
 await call('buy, duplicate', 'POST', `/api/v1/events/${A}/orders`, { token: u[0], expect: 409 });
-await call('buy, second buyer', 'POST', `/api/v1/events/${A}/orders`, { token: u[1], body: {}, expect: 202 });
+const o2 = await call('buy, second buyer', 'POST', `/api/v1/events/${A}/orders`, { token: u[1], body: {}, expect: 202 });
 await call('buy, sold out', 'POST', `/api/v1/events/${A}/orders`, { token: u[2], expect: 409 });
 await call('buy, not started', 'POST', `/api/v1/events/${B}/orders`, { token: u[0], expect: 403 });
 await call('buy, ended', 'POST', `/api/v1/events/${C}/orders`, { token: u[0], expect: 403 });
@@ -159,6 +161,39 @@ await call('read order, unknown', 'GET', '/api/v1/orders/999999999', { token: u[
 await call('read order, bad id', 'GET', '/api/v1/orders/9223372036854775808', { token: u[0], expect: 400 });
 await call('read order, no token', 'GET', `/api/v1/orders/${O}`, { expect: 401 });
 await call('read order, wrong method', 'POST', `/api/v1/orders/${O}`, { token: u[0], expect: 405 });
+
+// After the 202 (issue 22): pay and cancel, once the consumer wrote the orders.
+const O2 = o2 && o2.json.order_id;
+const written = async (id, tok) => {
+  for (let i = 0; i < 600; i++) {
+    const res = await fetch(`${base}/api/v1/orders/${id}`, { headers: { Authorization: 'Bearer ' + tok } });
+    const j = await res.json().catch(() => ({}));
+    if (j.status && j.status !== 'queued') return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+};
+if (!(await written(O, u[0])) || !(await written(O2, u[1]))) fail('pay', 'the orders were not written within 30 s');
+await call('pay', 'POST', `/api/v1/orders/${O}/pay`, { token: u[0], body: { payment_ref: 'c-1' }, expect: 200 });
+await call('pay again', 'POST', `/api/v1/orders/${O}/pay`, { token: u[0], body: { payment_ref: 'c-1' }, expect: 200 });
+await call('pay, another reference', 'POST', `/api/v1/orders/${O}/pay`, { token: u[0], body: { payment_ref: 'c-2' }, expect: 409 });
+await call('pay, another user', 'POST', `/api/v1/orders/${O}/pay`, { token: u[1], body: { payment_ref: 'c-1' }, expect: 403 });
+await call('pay, bad body', 'POST', `/api/v1/orders/${O}/pay`, { token: u[0], body: { payment_ref: '' }, expect: 400 });
+await call('pay, unknown', 'POST', '/api/v1/orders/999999999/pay', { token: u[0], body: { payment_ref: 'x' }, expect: 404 });
+await call('pay, no token', 'POST', `/api/v1/orders/${O}/pay`, { body: { payment_ref: 'x' }, expect: 401 });
+await call('pay, wrong method', 'GET', `/api/v1/orders/${O}/pay`, { token: u[0], expect: 405 });
+await call('pay, body too large', 'POST', `/api/v1/orders/${O}/pay`, { token: u[0], raw: '{"payment_ref":"' + 'y'.repeat(5000) + '"}', expect: 413 });
+await call('read order, paid', 'GET', `/api/v1/orders/${O}`, { token: u[0], expect: 200 });
+await call('cancel', 'POST', `/api/v1/orders/${O2}/cancel`, { token: u[1], expect: 200 });
+await call('cancel again', 'POST', `/api/v1/orders/${O2}/cancel`, { token: u[1], expect: 200 });
+await call('pay, cancelled', 'POST', `/api/v1/orders/${O2}/pay`, { token: u[1], body: { payment_ref: 'late' }, expect: 409 });
+await call('cancel, paid', 'POST', `/api/v1/orders/${O}/cancel`, { token: u[0], expect: 409 });
+await call('cancel, another user', 'POST', `/api/v1/orders/${O}/cancel`, { token: u[1], expect: 403 });
+await call('cancel, body not an object', 'POST', `/api/v1/orders/${O2}/cancel`, { token: u[1], raw: '[1]', expect: 400 });
+await call('cancel, unknown', 'POST', '/api/v1/orders/999999999/cancel', { token: u[1], expect: 404 });
+await call('cancel, no token', 'POST', `/api/v1/orders/${O2}/cancel`, { expect: 401 });
+await call('cancel, wrong method', 'GET', `/api/v1/orders/${O2}/cancel`, { token: u[1], expect: 405 });
+await call('cancel, body too large', 'POST', `/api/v1/orders/${O2}/cancel`, { token: u[1], raw: '{"x":"' + 'y'.repeat(5000) + '"}', expect: 413 });
 
 // Coverage: every documented answer was produced, or is listed with its reason.
 for (const { item } of routes) {

@@ -1,0 +1,250 @@
+/* order_pay_http: pay and cancel over HTTP. See order_pay_http.h. */
+#include "order_pay_http.h"
+#include "order_body.h"
+#include "order_http.h"
+#include "order_msg.h"
+#include "order_pay.h"
+#include "order_reply.h"
+#include "order_time.h"
+#include "sk_log.h"
+
+#include <event2/http.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One pay or cancel, from the token check to the answer (and, for a release, past it
+ * until released_at is recorded). */
+typedef struct pay_req {
+    order_task task;
+    order_worker *w;
+    struct evhttp_request *req; /* NULL once answered */
+    order_route_id route;
+    int64_t start_us;
+    order_pg_job job;
+} pay_req;
+
+#define PAY_REQ_OF(t) ((pay_req *)((char *)(t) - offsetof(pay_req, task)))
+
+static void pay_error(pay_req *p, order_err e, const char *msg)
+{
+    order_http_reply_error(p->w, p->req, p->route, p->start_us, e, msg, 0);
+    free(p);
+}
+
+static void on_pg_done(order_pg_job *job)
+{
+    pay_req *p = job->arg;
+    order_worker_post(p->w, &p->task);
+}
+
+static int submit(pay_req *p, void (*next)(order_task *))
+{
+    p->task.fn = next;
+    p->job.done = on_pg_done;
+    p->job.arg = p;
+    return order_pg_submit(p->w->app->pg, &p->job, 4096);
+}
+
+/* The status a transition made, into the order index's "<id>:s" field (read by every
+ * front's GET) and this instance's outcome cache. Fire and forget like the front's
+ * index writes: a lost write leaves the index saying created, and GET asks PostgreSQL
+ * once the index entry expired. */
+static void index_status(pay_req *p)
+{
+    order_app *app = p->w->app;
+    order_index_entry e = {p->job.event_id, p->job.user_id, 0,
+                           order_index_status_letter(p->job.order_status)};
+    char key[ORDER_KEY_MAX], field[32], val[ORDER_INDEX_VALUE_MAX], ttl[24];
+    size_t klen = order_key_index(p->job.id, key, sizeof(key));
+    const char *argv[4] = {"HSET", key, field, val};
+    size_t lens[4] = {4, klen,
+                      (size_t)snprintf(field, sizeof(field), "%" PRIu64 "%s", p->job.id,
+                                       ORDER_INDEX_STATUS_SUFFIX),
+                      order_index_encode(&e, val, sizeof(val))};
+    order_redis_command(p->w->redis, 4, argv, lens, NULL, NULL);
+    const char *ex[3] = {"EXPIRE", key, ttl};
+    size_t exlens[3] = {6, klen, (size_t)snprintf(ttl, sizeof(ttl), "%lld", app->cfg.index_ttl_s)};
+    order_redis_command(p->w->redis, 3, ex, exlens, NULL, NULL);
+    if (app->ocache)
+        order_ocache_put(app->ocache, p->job.id, e.event_id, e.user_id, e.outcome,
+                         order_time_now_ms());
+}
+
+/* The answer of a pay or cancel that PostgreSQL decided. */
+static void answer(pay_req *p)
+{
+    order_pg_job *j = &p->job;
+    char msg[96];
+    switch ((order_pay_answer)j->pay_answer) {
+    case ORDER_PAY_OK: {
+        char body[320];
+        size_t n = order_reply_order_pay_by(body, sizeof(body), j->id, j->event_id, j->user_id,
+                                            j->order_status, j->pay_by_ms);
+        order_http_reply_json(p->w, p->req, p->route, p->start_us, 200, body, n);
+        break;
+    }
+    case ORDER_PAY_FORBIDDEN:
+        order_http_reply_error(p->w, p->req, p->route, p->start_us, ORDER_ERR_FORBIDDEN,
+                               "only the buyer or an admin may pay or cancel this order", 0);
+        break;
+    case ORDER_PAY_CLOSED:
+        /* The winner's status, so a late payer knows why (and the payment side refunds). */
+        snprintf(msg, sizeof(msg), "the order is %s", j->order_status);
+        order_http_reply_error(p->w, p->req, p->route, p->start_us, ORDER_ERR_CLOSED, msg, 0);
+        break;
+    case ORDER_PAY_ALREADY_PAID:
+        order_http_reply_error(p->w, p->req, p->route, p->start_us, ORDER_ERR_ALREADY_PAID,
+                               p->route == ORDER_ROUTE_ORDER_PAY
+                                   ? "the order is paid with another payment_ref"
+                                   : "the order is paid: it cannot be cancelled",
+                               0);
+        break;
+    }
+    p->req = NULL;
+}
+
+static void after_mark(order_task *t)
+{
+    pay_req *p = PAY_REQ_OF(t);
+    if (p->job.status != ORDER_PG_OK) /* the release sweep retries it */
+        sk_log(SK_LOG_WARN, "pg_failed", "op=mark_released order_id=%" PRIu64 " err=\"%s\"",
+               p->job.id, p->job.err);
+    p->job.status = ORDER_PG_OK;
+    answer(p);
+    free(p);
+}
+
+/* release.lua answered: 1 given back now, 0 given back before, -1 the event's keys are
+ * not loaded (the reconciler's reload counts PostgreSQL's stock_left, which holds the
+ * unit already). All three are settled: record released_at, then answer (the request
+ * stays in flight until then, so SIGTERM waits for it). No answer: leave it to the
+ * release sweep (released_at stays NULL). The answer comes after the unit is back: a
+ * buyer told "cancelled" sees the unit on sale at once. */
+static void on_release(redisReply *reply, void *arg)
+{
+    pay_req *p = arg;
+    int settled = reply && reply->type == REDIS_REPLY_INTEGER;
+    if (settled && reply->integer == 1)
+        order_soldout_clear(p->w->app->soldout, p->job.event_id);
+    sk_log(settled ? SK_LOG_INFO : SK_LOG_WARN, "order_released",
+           "order_id=%" PRIu64 " event_id=%" PRIu64 " status=%s redis=%lld", p->job.id,
+           p->job.event_id, p->job.order_status, settled ? (long long)reply->integer : -2LL);
+    order_pg_job saved = p->job;
+    if (settled) {
+        p->job.kind = ORDER_PG_MARK_RELEASED;
+        if (submit(p, after_mark) == 0)
+            return;
+    }
+    p->job = saved;
+    answer(p);
+    free(p);
+}
+
+static void release(pay_req *p)
+{
+    char stock[ORDER_KEY_MAX], buyers[ORDER_KEY_MAX], released[ORDER_KEY_MAX], oid[24], uid[24];
+    const char *args[6] = {stock, buyers, released, oid, uid, p->job.rebuy ? "1" : "0"};
+    size_t lens[6] = {order_key(p->job.event_id, ORDER_KEY_STOCK, stock, sizeof(stock)),
+                      order_key(p->job.event_id, ORDER_KEY_BUYERS, buyers, sizeof(buyers)),
+                      order_key(p->job.event_id, ORDER_KEY_RELEASED, released, sizeof(released)),
+                      sk_id_format(oid, p->job.id), sk_id_format(uid, p->job.user_id), 1};
+    if (order_redis_script(p->w->redis, ORDER_SCRIPT_RELEASE, 3, 6, args, lens, on_release, p) !=
+        0)
+        on_release(NULL, p);
+}
+
+/* The index's entry of an order PostgreSQL does not hold: queued (409 not_ready) or
+ * unknown (404). */
+static void on_index(redisReply *reply, void *arg)
+{
+    pay_req *p = arg;
+    order_index_entry e;
+    if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
+        pay_error(p, ORDER_ERR_UNAVAILABLE, "redis is unavailable");
+        return;
+    }
+    if (reply->type == REDIS_REPLY_NIL || order_index_decode(reply->str, reply->len, &e) != 0 ||
+        e.outcome) {
+        pay_error(p, ORDER_ERR_NOT_FOUND, "no such order");
+        return;
+    }
+    if (e.user_id != p->job.actor && !p->job.actor_admin) {
+        pay_error(p, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may pay or cancel this order");
+        return;
+    }
+    evhttp_add_header(evhttp_request_get_output_headers(p->req), "Retry-After", "1");
+    pay_error(p, ORDER_ERR_NOT_READY, NULL);
+}
+
+static void after_pg(order_task *t)
+{
+    pay_req *p = PAY_REQ_OF(t);
+    order_pg_job *j = &p->job;
+    if (j->status == ORDER_PG_ERROR) {
+        sk_log(SK_LOG_WARN, "pg_failed", "op=%s order_id=%" PRIu64 " err=\"%s\"",
+               order_route_name(p->route), j->id, j->err);
+        pay_error(p, ORDER_ERR_UNAVAILABLE, "the database is unavailable");
+        return;
+    }
+    if (j->status == ORDER_PG_NOT_FOUND) {
+        char key[ORDER_KEY_MAX], oid[24];
+        const char *argv[3] = {"HGET", key, oid};
+        size_t lens[3] = {4, order_key_index(j->id, key, sizeof(key)), sk_id_format(oid, j->id)};
+        if (order_redis_command(p->w->redis, 3, argv, lens, on_index, p) != 0)
+            pay_error(p, ORDER_ERR_UNAVAILABLE, "redis is unavailable");
+        return;
+    }
+    if (j->changed) {
+        sk_log(SK_LOG_INFO, "order_status", "order_id=%" PRIu64 " event_id=%" PRIu64 " status=%s",
+               j->id, j->event_id, j->order_status);
+        index_status(p);
+        if (order_pay_releases(j->order_status)) {
+            release(p);
+            return;
+        }
+    }
+    answer(p);
+    free(p);
+}
+
+void order_pay_http_handle(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                           int64_t start_us)
+{
+    sk_jwt_claims claims;
+    if (order_http_authenticate(w, req, &claims) != 0) {
+        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+        return;
+    }
+    size_t blen;
+    const char *body = order_http_body(req, &blen);
+    if (blen > ORDER_BODY_MAX) {
+        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_TOO_LARGE, NULL, 0);
+        return;
+    }
+    pay_req *p = calloc(1, sizeof(*p));
+    if (!p) {
+        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return;
+    }
+    *p = (pay_req){.w = w, .req = req, .route = rt->id, .start_us = start_us};
+    char msg[160];
+    int bad = rt->id == ORDER_ROUTE_ORDER_PAY
+                  ? order_body_parse_pay(body, blen, p->job.payment_ref, msg, sizeof(msg))
+                  : order_body_check_order(body, blen, msg, sizeof(msg));
+    if (bad) {
+        pay_error(p, ORDER_ERR_BAD_REQUEST, msg);
+        return;
+    }
+    if (!w->app->pg) {
+        pay_error(p, ORDER_ERR_UNAVAILABLE, "no database configured");
+        return;
+    }
+    p->job.kind = rt->id == ORDER_ROUTE_ORDER_PAY ? ORDER_PG_PAY_ORDER : ORDER_PG_CANCEL_ORDER;
+    p->job.id = rt->arg;
+    p->job.actor = claims.sub;
+    p->job.actor_admin = claims.is_admin;
+    if (submit(p, after_pg) != 0)
+        pay_error(p, ORDER_ERR_UNAVAILABLE, "the database is busy");
+}
