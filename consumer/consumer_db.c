@@ -62,7 +62,8 @@ static const char SQL_LOCK[] =
 
 /* $1 order ids, $2 event ids, $3 user ids, $4 Kafka partitions, $5 Kafka offsets,
  * $6 created_at (the message's ts_ms as a timestamptz): parallel arrays, one element per order (deduplicated within the batch,
- * events known to exist and locked by SQL_LOCK in this transaction).
+ * events known to exist and locked by SQL_LOCK in this transaction; the join with them
+ * gives each row its pay_by, the payment window counted from this write, deploy/sql/002).
  * Every new order goes in as 'created'; ON CONFLICT DO NOTHING (no target: every
  * unique key, so the primary key and (event_id, user_id)) skips replays and second
  * orders. The same statement takes min(new orders, stock_left) off each event, so
@@ -73,10 +74,12 @@ static const char SQL_LOCK[] =
 static const char SQL_INSERT[] =
     "WITH ins AS ("
     "  INSERT INTO seckill_order (order_id, event_id, user_id, status, created_at,"
-    "                             kafka_partition, kafka_offset)"
-    "  SELECT order_id, event_id, user_id, 'created', ts, kpart, koff"
+    "                             kafka_partition, kafka_offset, pay_by)"
+    "  SELECT order_id, event_id, user_id, 'created', ts, kpart, koff,"
+    "         now() + make_interval(secs => e.payment_window_s)"
     "  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[],"
     "              $6::timestamptz[]) AS t(order_id, event_id, user_id, kpart, koff, ts)"
+    "  JOIN seckill_event e ON e.id = t.event_id"
     "  ON CONFLICT DO NOTHING"
     "  RETURNING order_id, event_id"
     "), cnt AS ("
@@ -100,10 +103,12 @@ static const char SQL_INSERT_FAST[] =
     "  FROM unnest($7::bigint[], $8::int[]) AS d(id, n) WHERE e.id = d.id"
     "  RETURNING 1"
     ") INSERT INTO seckill_order (order_id, event_id, user_id, status, created_at,"
-    "                             kafka_partition, kafka_offset)"
-    "  SELECT order_id, event_id, user_id, 'created', ts, kpart, koff"
+    "                             kafka_partition, kafka_offset, pay_by)"
+    "  SELECT order_id, event_id, user_id, 'created', ts, kpart, koff,"
+    "         now() + make_interval(secs => e.payment_window_s)"
     "  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[],"
-    "              $6::timestamptz[]) AS t(order_id, event_id, user_id, kpart, koff, ts)";
+    "              $6::timestamptz[]) AS t(order_id, event_id, user_id, kpart, koff, ts)"
+    "  JOIN seckill_event e ON e.id = t.event_id";
 
 /* $1: the order ids stored in this transaction beyond their event's stock. */
 static const char SQL_REJECT[] =

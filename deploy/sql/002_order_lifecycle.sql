@@ -39,8 +39,10 @@ ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS released_at timestamptz;
 -- starts when the order is durable in PostgreSQL (the first moment it can be paid: an
 -- order still queued answers 409 not_ready), so a lagging consumer never eats into the
 -- buyer's window, and a replayed old message does not arrive already expired. The
--- consumer's batched insert stays as it is (one lookup by primary key per row, in the
--- same transaction), and no writer can forget it.
+-- consumer's batched insert computes it itself (a join with the events it has locked,
+-- once per batch), because a row trigger doing that lookup cost the drain about a fifth
+-- of its rate; the trigger stays for any other writer, and its WHEN clause keeps it from
+-- even being called for rows that carry pay_by.
 CREATE OR REPLACE FUNCTION seckill_order_set_pay_by() RETURNS trigger AS $$
 BEGIN
     IF NEW.pay_by IS NULL AND NEW.status = 'created' THEN
@@ -52,7 +54,8 @@ END
 $$ LANGUAGE plpgsql;
 DROP TRIGGER IF EXISTS seckill_order_pay_by ON seckill_order;
 CREATE TRIGGER seckill_order_pay_by BEFORE INSERT ON seckill_order
-    FOR EACH ROW EXECUTE FUNCTION seckill_order_set_pay_by();
+    FOR EACH ROW WHEN (NEW.pay_by IS NULL AND NEW.status = 'created')
+    EXECUTE FUNCTION seckill_order_set_pay_by();
 
 -- Orders written before this migration get a full window from now (their events have
 -- the default 900 s): none expires the moment the upgrade lands.
@@ -80,15 +83,30 @@ CREATE TABLE IF NOT EXISTS seckill_order_outbox (
     status   text NOT NULL,
     at       timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+-- Inserts (the consumer's batches: the drain) are copied by one statement per batch
+-- from the statement's transition table, not by a plpgsql call per row; status changes
+-- (pay, cancel, expiry, the consumer's rare rejects) by a row trigger that fires only
+-- when the status really changed.
 CREATE OR REPLACE FUNCTION seckill_order_outbox_add() RETURNS trigger AS $$
 BEGIN
-    IF TG_OP = 'INSERT' OR NEW.status IS DISTINCT FROM OLD.status THEN
-        INSERT INTO seckill_order_outbox (order_id, event_id, user_id, status)
-            VALUES (NEW.order_id, NEW.event_id, NEW.user_id, NEW.status);
-    END IF;
+    INSERT INTO seckill_order_outbox (order_id, event_id, user_id, status)
+        VALUES (NEW.order_id, NEW.event_id, NEW.user_id, NEW.status);
+    RETURN NULL;
+END
+$$ LANGUAGE plpgsql;
+CREATE OR REPLACE FUNCTION seckill_order_outbox_add_rows() RETURNS trigger AS $$
+BEGIN
+    INSERT INTO seckill_order_outbox (order_id, event_id, user_id, status)
+        SELECT order_id, event_id, user_id, status FROM new_rows ORDER BY order_id;
     RETURN NULL;
 END
 $$ LANGUAGE plpgsql;
 DROP TRIGGER IF EXISTS seckill_order_outbox ON seckill_order;
-CREATE TRIGGER seckill_order_outbox AFTER INSERT OR UPDATE OF status ON seckill_order
-    FOR EACH ROW EXECUTE FUNCTION seckill_order_outbox_add();
+DROP TRIGGER IF EXISTS seckill_order_outbox_ins ON seckill_order;
+DROP TRIGGER IF EXISTS seckill_order_outbox_upd ON seckill_order;
+CREATE TRIGGER seckill_order_outbox_ins AFTER INSERT ON seckill_order
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION seckill_order_outbox_add_rows();
+CREATE TRIGGER seckill_order_outbox_upd AFTER UPDATE OF status ON seckill_order
+    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
+    EXECUTE FUNCTION seckill_order_outbox_add();
