@@ -1,6 +1,6 @@
 -- borrow.lua: a segmented event's unit taken from a segment that is not the users' home
 -- (issue 19), for users whose home segment held their claim (reserve.lua's code 6).
--- KEYS[1] the lending segment's stock  KEYS[2] its pending
+-- KEYS[1] seckill:{e<ID>.<k>}:stock  KEYS[2] ...:pending (the lending segment k's keys)
 -- ARGV[1] now_ms, then one or more pairs: ARGV[2k] user_id, ARGV[2k+1] order_id
 -- Returns an array with one code per pair, in order: 0 taken, 1 this segment is empty,
 -- 5 this segment is not loaded. An ARGV that is not now_ms plus pairs is an error reply.
