@@ -49,10 +49,17 @@ struct order_reconciler {
     int32_t nparts;
     mark *marks;    /* nparts */
     int64_t *cutoff; /* nparts: entries with ts + timeout + margin <= cutoff may go */
-    /* Live events whose gate (stock key) is missing in Redis, and since when we know. */
+    /* Live events' segments whose gate (stock key) is missing in Redis, and since when
+     * we know. A segment of a segmented event (k > 1) also keeps its snapshot of the
+     * other segments (reload_segment): taken at snap_ms (0: not yet), their stock summed,
+     * the order ids of their pending units. */
     struct lost {
         uint64_t id;
-        int64_t since_ms;
+        unsigned seg, k;
+        int64_t since_ms, snap_ms;
+        long long snap_stock;
+        char **snap_ids;
+        size_t nsnap;
     } *lost;
     int nlost;
 };
@@ -257,12 +264,13 @@ static long long run_script(order_reconciler *r, int script, int nkeys, const ch
 
 /* One event: its pending entries, checked against PostgreSQL. @returns 0 or -1 (a
  * connection failed: the scan stops, the next one starts again). */
-static int reconcile_event(order_reconciler *r, uint64_t event_id, int *confirmed, int *cancelled)
+static int reconcile_event(order_reconciler *r, uint64_t event_id, unsigned seg, int *confirmed,
+                           int *cancelled)
 {
     char kstock[ORDER_KEY_MAX], kbuyers[ORDER_KEY_MAX], kpending[ORDER_KEY_MAX];
-    order_key(event_id, ORDER_KEY_STOCK, kstock, sizeof(kstock));
-    order_key(event_id, ORDER_KEY_BUYERS, kbuyers, sizeof(kbuyers));
-    order_key(event_id, ORDER_KEY_PENDING, kpending, sizeof(kpending));
+    order_key_seg(event_id, seg, ORDER_KEY_STOCK, kstock, sizeof(kstock));
+    order_key_seg(event_id, seg, ORDER_KEY_BUYERS, kbuyers, sizeof(kbuyers));
+    order_key_seg(event_id, seg, ORDER_KEY_PENDING, kpending, sizeof(kpending));
     const char *hargv[2] = {"HGETALL", kpending};
     redisReply *h = rcl_command_argv(r->rc, 2, hargv, NULL);
     if (!h) {
@@ -314,7 +322,9 @@ static int reconcile_event(order_reconciler *r, uint64_t event_id, int *confirme
                 (*confirmed)++;
             continue;
         }
-        /* val is "user_id:ts_ms" */
+        /* val is "user_id:ts_ms", or "user_id:ts_ms:c" for the claim of a segmented
+         * event's borrowed unit (reserve.lua): cancel.lua releases a claim without stock,
+         * and the borrowed unit's own entry, in its lending segment, is an ordinary one */
         const char *colon = strchr(val, ':');
         if (!colon || colon == val)
             continue;
@@ -327,7 +337,7 @@ static int reconcile_event(order_reconciler *r, uint64_t event_id, int *confirme
         char *end;
         errno = 0;
         long long ts = strtoll(colon + 1, &end, 10);
-        if (errno || *end || end == colon + 1)
+        if (errno || (*end && strcmp(end, ":c") != 0) || end == colon + 1)
             continue;
         if (!order_recon_may_cancel(ts, cutoff, wait_ms))
             continue; /* it may still land */
@@ -335,8 +345,8 @@ static int reconcile_event(order_reconciler *r, uint64_t event_id, int *confirme
         if (run_script(r, ORDER_SCRIPT_CANCEL, 3, keys, 2, args) == 1) {
             (*cancelled)++;
             sk_log(SK_LOG_INFO, "reconciler_cancelled",
-                   "event_id=%" PRIu64 " order_id=%s user_id=%s age_ms=%lld", event_id, id, user,
-                   (long long)(wall_ms() - ts));
+                   "event_id=%" PRIu64 " segment=%u order_id=%s user_id=%s age_ms=%lld%s", event_id,
+                   seg, id, user, (long long)(wall_ms() - ts), *end ? " claim=yes" : "");
         }
     }
     PQclear(res);
@@ -347,6 +357,26 @@ out:
     return rc;
 }
 
+/* The event's lock (the loader's), its name into name; NULL when busy or out of memory. */
+static rlock_t *event_lock(order_reconciler *r, uint64_t event_id, char *name, size_t namesz)
+{
+    snprintf(name, namesz, "seckill:{e%" PRIu64 "}:lock", event_id);
+    rlock_t *lock = rlock_new(r->locks, name, RLOCK_SIMPLE);
+    if (lock && rlock_try_lock(lock, 1000, 10000, NULL) != RLOCK_OK) {
+        sk_log(SK_LOG_DEBUG, "event_lock_busy", "lock=%s err=\"%s\"", name, rlock_errstr(lock));
+        rlock_free(lock);
+        return NULL;
+    }
+    return lock;
+}
+
+static void event_unlock(rlock_t *lock, const char *name)
+{
+    if (rlock_unlock(lock) != RLOCK_OK)
+        sk_log(SK_LOG_WARN, "reconciler_lock_failed", "lock=%s err=\"%s\"", name, rlock_errstr(lock));
+    rlock_free(lock);
+}
+
 /* Rebuilds a lost gate from PostgreSQL under the event's lock (the loader's lock), once
  * compute_cutoffs showed that everything sold before the loss is in PostgreSQL: stock =
  * stock_left, buyers = the users of its created orders. @returns 1 reloaded, 0 not
@@ -354,14 +384,9 @@ out:
 static int reload_event(order_reconciler *r, uint64_t event_id)
 {
     char name[ORDER_KEY_MAX], a[24];
-    snprintf(name, sizeof(name), "seckill:{e%" PRIu64 "}:lock", event_id);
-    rlock_t *lock = rlock_new(r->locks, name, RLOCK_SIMPLE);
+    rlock_t *lock = event_lock(r, event_id, name, sizeof(name));
     if (!lock)
         return 0;
-    if (rlock_try_lock(lock, 1000, 10000, NULL) != RLOCK_OK) {
-        rlock_free(lock);
-        return 0;
-    }
     int rc = -1;
     snprintf(a, sizeof(a), "%" PRIu64, event_id);
     const char *params[1] = {a}; /* $1: the event id */
@@ -406,9 +431,180 @@ out:
     free(argv);
     PQclear(e);
     PQclear(u);
-    if (rlock_unlock(lock) != RLOCK_OK)
-        sk_log(SK_LOG_WARN, "reconciler_lock_failed", "lock=%s err=\"%s\"", name, rlock_errstr(lock));
-    rlock_free(lock);
+    event_unlock(lock, name);
+    return rc;
+}
+
+static void snap_drop(struct lost *l)
+{
+    for (size_t j = 0; j < l->nsnap; j++)
+        free(l->snap_ids[j]);
+    free(l->snap_ids);
+    l->snap_ids = NULL;
+    l->nsnap = 0;
+    l->snap_ms = 0;
+}
+
+static void lost_free(struct lost *l, int n)
+{
+    for (int i = 0; l && i < n; i++)
+        snap_drop(&l[i]);
+    free(l);
+}
+
+/* A lost segment's snapshot of the other segments of its event (issue 19): their stock
+ * summed (a missing one counts 0) and the order ids of their pending units (not claims),
+ * at snap_ms, read after them. Once everything produced before snap_ms is in PostgreSQL
+ * (the reload waits for that), every unit the snapshot shows taken is either in
+ * stock_left's count or one of these ids not in PostgreSQL, so
+ *   lost segment's stock = stock_left - snapshot stock - (ids not created in PostgreSQL)
+ * and what the others sell after the snapshot only makes it smaller: never oversold.
+ * @returns 0, or -1 when the connection failed. */
+static int take_snapshot(order_reconciler *r, struct lost *l)
+{
+    long long sum = 0;
+    char **ids = NULL;
+    size_t n = 0, cap = 0;
+    for (unsigned j = 0; j < l->k; j++) {
+        if (j == l->seg)
+            continue;
+        char ks[ORDER_KEY_MAX], kp[ORDER_KEY_MAX];
+        order_key_seg(l->id, j, ORDER_KEY_STOCK, ks, sizeof(ks));
+        order_key_seg(l->id, j, ORDER_KEY_PENDING, kp, sizeof(kp));
+        const char *g[2] = {"GET", ks}, *h[2] = {"HGETALL", kp};
+        redisReply *a = rcl_command_argv(r->rc, 2, g, NULL);
+        redisReply *b = a ? rcl_command_argv(r->rc, 2, h, NULL) : NULL;
+        int ok = b && b->type == REDIS_REPLY_ARRAY;
+        if (ok && a->type == REDIS_REPLY_STRING)
+            sum += strtoll(a->str, NULL, 10);
+        for (size_t i = 0; ok && i + 1 < b->elements; i += 2) {
+            const redisReply *v = b->element[i + 1];
+            if (v->type != REDIS_REPLY_STRING || (v->len >= 2 && strcmp(v->str + v->len - 2, ":c") == 0))
+                continue;
+            if (n == cap) {
+                char **m = realloc(ids, (cap = cap ? 2 * cap : 64) * sizeof(*ids));
+                ok = m != NULL;
+                if (m)
+                    ids = m;
+            }
+            if (ok && !(ids[n++] = strdup(b->element[i]->str)))
+                ok = 0, n--;
+        }
+        if (a)
+            freeReplyObject(a);
+        if (b)
+            freeReplyObject(b);
+        if (!ok) {
+            sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
+            for (size_t i = 0; i < n; i++)
+                free(ids[i]);
+            free(ids);
+            return -1;
+        }
+    }
+    l->snap_ms = wall_ms();
+    l->snap_stock = sum;
+    l->snap_ids = ids;
+    l->nsnap = n;
+    sk_log(SK_LOG_INFO, "segment_snapshot", "event_id=%" PRIu64 " segment=%u others_stock=%lld others_pending=%zu",
+           l->id, l->seg, sum, n);
+    return 0;
+}
+
+/* Rebuilds a lost segment from PostgreSQL and its snapshot (take_snapshot), under the
+ * event's lock: its stock as take_snapshot says, its buyers the users of created orders
+ * whose home it is, K in its meta before event_reload.lua writes the stock key.
+ * @returns 1 reloaded, 0 not, -1 a connection failed. */
+static int reload_segment(order_reconciler *r, struct lost *l)
+{
+    char name[ORDER_KEY_MAX], a[24];
+    rlock_t *lock = event_lock(r, l->id, name, sizeof(name));
+    if (!lock)
+        return 0;
+    int rc = -1;
+    snprintf(a, sizeof(a), "%" PRIu64, l->id);
+    /* the snapshot's ids as a bigint[] literal */
+    char *arr = malloc(l->nsnap * 22 + 3);
+    const char **argv = NULL;
+    PGresult *e = NULL, *u = NULL, *c = NULL;
+    if (!arr)
+        goto out;
+    size_t off = 0;
+    arr[off++] = '{';
+    for (size_t i = 0; i < l->nsnap; i++)
+        if (strspn(l->snap_ids[i], "0123456789") == strlen(l->snap_ids[i]) && strlen(l->snap_ids[i]) <= 20 &&
+            l->snap_ids[i][0])
+            off += (size_t)sprintf(arr + off, "%s%s", off > 1 ? "," : "", l->snap_ids[i]);
+    arr[off++] = '}';
+    arr[off] = 0;
+    const char *p1[1] = {a}, *p2[2] = {a, arr};
+    e = PQexecParams(r->pg,
+                     "SELECT stock_left, (extract(epoch FROM starts_at) * 1000)::bigint, "
+                     "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit "
+                     "FROM seckill_event WHERE id = $1",
+                     1, NULL, p1, NULL, NULL, 0);
+    u = PQexecParams(r->pg, "SELECT user_id::text FROM seckill_order WHERE event_id = $1 AND status = 'created'",
+                     1, NULL, p1, NULL, NULL, 0);
+    c = PQexecParams(r->pg,
+                     "SELECT count(*) FROM seckill_order WHERE event_id = $1 AND status = 'created' "
+                     "AND order_id = ANY($2::bigint[])",
+                     2, NULL, p2, NULL, NULL, 0);
+    if (PQresultStatus(e) != PGRES_TUPLES_OK || PQresultStatus(u) != PGRES_TUPLES_OK ||
+        PQresultStatus(c) != PGRES_TUPLES_OK) {
+        sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(r->pg));
+        goto out;
+    }
+    rc = 0;
+    if (PQntuples(e) != 1)
+        goto out;
+    long long in_pg = strtoll(PQgetvalue(c, 0, 0), NULL, 10);
+    long long stock = strtoll(PQgetvalue(e, 0, 0), NULL, 10) - l->snap_stock - ((long long)l->nsnap - in_pg);
+    if (stock < 0)
+        stock = 0;
+    char stock_s[24], k_s[12];
+    snprintf(stock_s, sizeof(stock_s), "%lld", stock);
+    snprintf(k_s, sizeof(k_s), "%u", l->k);
+    int nu = PQntuples(u), nb = 0;
+    argv = calloc((size_t)nu + 4, sizeof(*argv));
+    if (!argv)
+        goto out;
+    argv[0] = stock_s;
+    for (int i = 1; i < 4; i++)
+        argv[i] = PQgetvalue(e, 0, i);
+    for (int i = 0; i < nu; i++) {
+        const char *user = PQgetvalue(u, i, 0);
+        if (order_seg_home(strtoull(user, NULL, 10), l->k) == l->seg)
+            argv[4 + nb++] = user;
+    }
+    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX];
+    order_key_seg(l->id, l->seg, ORDER_KEY_STOCK, ks, sizeof(ks));
+    order_key_seg(l->id, l->seg, ORDER_KEY_META, km, sizeof(km));
+    order_key_seg(l->id, l->seg, ORDER_KEY_BUYERS, kb, sizeof(kb));
+    /* K first: reserve.lua answers "not loaded" until the stock key exists, and then
+     * must find the event's K in this segment's meta */
+    const char *hs[4] = {"HSET", km, "segments", k_s};
+    redisReply *h = rcl_command_argv(r->rc, 4, hs, NULL);
+    if (!h) {
+        rc = -1;
+        goto out;
+    }
+    freeReplyObject(h);
+    const char *keys[3] = {ks, km, kb};
+    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 3, keys, 4 + nb, argv);
+    if (v == 1) {
+        rc = 1;
+        sk_log(SK_LOG_INFO, "event_reloaded",
+               "event_id=%" PRIu64 " segment=%u stock=%lld buyers=%d others_stock=%lld others_pending=%zu in_pg=%lld",
+               l->id, l->seg, stock, nb, l->snap_stock, l->nsnap, in_pg);
+    } else if (!r->rc)
+        rc = -1;
+out:
+    free(arr);
+    free(argv);
+    PQclear(e);
+    PQclear(u);
+    PQclear(c);
+    event_unlock(lock, name);
     return rc;
 }
 
@@ -493,7 +689,7 @@ static void scan(order_reconciler *r)
     snprintf(hz, sizeof(hz), "%lld", r->cfg->reconcile_horizon_s);
     const char *params[1] = {hz}; /* $1: horizon in seconds */
     PGresult *ev = PQexecParams(r->pg,
-                                "SELECT id::text, ends_at > now() FROM seckill_event "
+                                "SELECT id::text, ends_at > now(), segments FROM seckill_event "
                                 "WHERE ends_at > now() - make_interval(secs => $1::int)",
                                 1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(ev) != PGRES_TUPLES_OK) {
@@ -503,10 +699,19 @@ static void scan(order_reconciler *r)
         r->pg = NULL;
         return;
     }
-    /* Only events with something pending, or a lost gate, cost a Kafka round trip. */
-    int nev = PQntuples(ev), any = 0, nlost = 0;
-    uint64_t *ids = calloc((size_t)nev + 1, sizeof(*ids));
-    struct lost *lost = calloc((size_t)nev + 1, sizeof(*lost));
+    /* Only events with something pending, or a lost gate, cost a Kafka round trip. Each
+     * segment of a segmented event (issue 19) is looked at alone: its keys are in its
+     * own slot. */
+    int nev = PQntuples(ev), any = 0, nlost = 0, nseg = 0;
+    for (int i = 0; i < nev; i++) {
+        int k = atoi(PQgetvalue(ev, i, 2));
+        nseg += k > 1 && k <= ORDER_SEGMENTS_MAX ? k : 1;
+    }
+    struct pend {
+        uint64_t id;
+        unsigned seg;
+    } *ids = calloc((size_t)nseg + 1, sizeof(*ids));
+    struct lost *lost = calloc((size_t)nseg + 1, sizeof(*lost));
     if (!ids || !lost) {
         free(ids);
         free(lost);
@@ -517,53 +722,88 @@ static void scan(order_reconciler *r)
     for (int i = 0; i < nev && r->rc; i++) {
         uint64_t id = strtoull(PQgetvalue(ev, i, 0), NULL, 10);
         int live = PQgetvalue(ev, i, 1)[0] == 't';
-        char kp[ORDER_KEY_MAX], ks[ORDER_KEY_MAX];
-        order_key(id, ORDER_KEY_PENDING, kp, sizeof(kp));
-        order_key(id, ORDER_KEY_STOCK, ks, sizeof(ks));
-        /* One round trip: both keys are in the event's slot. */
-        const char *hl[2] = {"HLEN", kp}, *ex[2] = {"EXISTS", ks};
-        redisReply *n = NULL, *x = NULL;
-        if (rcl_append_argv(r->rc, 2, hl, NULL) != 0 || rcl_append_argv(r->rc, 2, ex, NULL) != 0 ||
-            rcl_get_reply(r->rc, &n) != 0 || rcl_get_reply(r->rc, &x) != 0) {
-            sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
-            if (n)
-                freeReplyObject(n);
-            disconnect(r);
-            break;
+        int kk = atoi(PQgetvalue(ev, i, 2));
+        unsigned k = kk > 1 && kk <= ORDER_SEGMENTS_MAX ? (unsigned)kk : 1;
+        for (unsigned seg = 0; seg < k && r->rc; seg++) {
+            char kp[ORDER_KEY_MAX], ks[ORDER_KEY_MAX];
+            order_key_seg(id, seg, ORDER_KEY_PENDING, kp, sizeof(kp));
+            order_key_seg(id, seg, ORDER_KEY_STOCK, ks, sizeof(ks));
+            /* One round trip: both keys are in the segment's slot. */
+            const char *hl[2] = {"HLEN", kp}, *ex[2] = {"EXISTS", ks};
+            redisReply *n = NULL, *x = NULL;
+            if (rcl_append_argv(r->rc, 2, hl, NULL) != 0 || rcl_append_argv(r->rc, 2, ex, NULL) != 0 ||
+                rcl_get_reply(r->rc, &n) != 0 || rcl_get_reply(r->rc, &x) != 0) {
+                sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
+                if (n)
+                    freeReplyObject(n);
+                disconnect(r);
+                break;
+            }
+            if (n->type == REDIS_REPLY_INTEGER && n->integer > 0)
+                ids[any++] = (struct pend){id, seg};
+            if (live && x->type == REDIS_REPLY_INTEGER && x->integer == 0) {
+                /* Known lost since an earlier scan: keep that time (the earliest is what
+                 * the wait below is counted from) and the snapshot taken since. */
+                struct lost *l = &lost[nlost++];
+                *l = (struct lost){.id = id, .seg = seg, .k = k, .since_ms = now};
+                for (int j = 0; j < r->nlost; j++)
+                    if (r->lost[j].id == id && r->lost[j].seg == seg) {
+                        struct lost *o = &r->lost[j];
+                        l->since_ms = o->since_ms;
+                        l->snap_ms = o->snap_ms;
+                        l->snap_stock = o->snap_stock;
+                        l->snap_ids = o->snap_ids;
+                        l->nsnap = o->nsnap;
+                        o->snap_ids = NULL;
+                        o->nsnap = 0;
+                    }
+                if (l->since_ms == now)
+                    sk_log(SK_LOG_WARN, "event_gate_lost", "event_id=%" PRIu64 " segment=%u", id, seg);
+            }
+            freeReplyObject(n);
+            freeReplyObject(x);
         }
-        if (n->type == REDIS_REPLY_INTEGER && n->integer > 0)
-            ids[any++] = id;
-        if (live && x->type == REDIS_REPLY_INTEGER && x->integer == 0) {
-            /* Known lost since an earlier scan: keep that time (the earliest is what
-             * the wait below is counted from). */
-            lost[nlost].id = id;
-            lost[nlost].since_ms = now;
-            for (int j = 0; j < r->nlost; j++)
-                if (r->lost[j].id == id)
-                    lost[nlost].since_ms = r->lost[j].since_ms;
-            if (lost[nlost].since_ms == now)
-                sk_log(SK_LOG_WARN, "event_gate_lost", "event_id=%" PRIu64, id);
-            nlost++;
-        }
-        freeReplyObject(n);
-        freeReplyObject(x);
     }
     PQclear(ev);
-    free(r->lost);
+    lost_free(r->lost, r->nlost);
     r->lost = lost;
     r->nlost = nlost;
     int confirmed = 0, cancelled = 0, reloaded = 0;
     if ((any || nlost) && r->rc && refresh_partitions(r) == 0 && compute_cutoffs(r) == 0) {
         for (int i = 0; i < any; i++)
-            if (reconcile_event(r, ids[i], &confirmed, &cancelled) != 0) {
+            if (reconcile_event(r, ids[i].id, ids[i].seg, &confirmed, &cancelled) != 0) {
                 disconnect(r);
                 break;
             }
         const int64_t wait_ms = r->msg_timeout_ms + r->cfg->reconcile_margin_ms;
         for (int i = 0; i < nlost && r->rc && r->pg; i++) {
-            if (!order_recon_may_cancel(lost[i].since_ms, event_cutoff(r, lost[i].id), wait_ms))
-                continue; /* what was sold before the loss may still reach PostgreSQL */
-            int rr = reload_event(r, lost[i].id);
+            struct lost *l = &lost[i];
+            int rr;
+            if (l->k > 1) {
+                /* one lost segment of an event at a time, the lowest first: its snapshot
+                 * counts the others (a lost one as 0) */
+                if (i > 0 && lost[i - 1].id == l->id) {
+                    snap_drop(l); /* taken while that one was live: stale once it is rebuilt */
+                    continue;
+                }
+                if (!l->snap_ms) {
+                    if (take_snapshot(r, l) != 0) {
+                        disconnect(r);
+                        break;
+                    }
+                    continue;
+                }
+                if (!order_recon_may_cancel(l->snap_ms, event_cutoff(r, l->id), wait_ms)) {
+                    sk_log(SK_LOG_DEBUG, "segment_wait", "event_id=%" PRIu64 " segment=%u snap_ms=%lld cutoff=%lld",
+                           l->id, l->seg, (long long)l->snap_ms, (long long)event_cutoff(r, l->id));
+                    continue; /* what was sold before the snapshot may still reach PostgreSQL */
+                }
+                rr = reload_segment(r, l);
+            } else {
+                if (!order_recon_may_cancel(l->since_ms, event_cutoff(r, l->id), wait_ms))
+                    continue; /* what was sold before the loss may still reach PostgreSQL */
+                rr = reload_event(r, l->id);
+            }
             if (rr > 0)
                 reloaded++;
             else if (rr < 0) {
@@ -679,7 +919,7 @@ void order_reconciler_stop(order_reconciler *r)
         rd_kafka_destroy(r->rk);
     free(r->marks);
     free(r->cutoff);
-    free(r->lost);
+    lost_free(r->lost, r->nlost);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);
