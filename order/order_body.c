@@ -1,5 +1,6 @@
 /* order_body: request body parsing. See order_body.h. */
 #include "order_body.h"
+#include "order_msg.h"
 #include "order_time.h"
 
 #include <jansson.h>
@@ -67,6 +68,16 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
     if (lim && !(json_is_integer(lim) && json_integer_value(lim) == 1)) {
         snprintf(err, errsz, "per_user_limit: only 1 is supported (one order per user)");
         goto out;
+    }
+    out->segments = 1;
+    json_t *segs = json_object_get(root, "segments");
+    if (segs) {
+        if (!json_is_integer(segs) || json_integer_value(segs) < 1 ||
+            json_integer_value(segs) > ORDER_SEGMENTS_MAX) {
+            snprintf(err, errsz, "segments: an integer from 1 to %d", ORDER_SEGMENTS_MAX);
+            goto out;
+        }
+        out->segments = (int)json_integer_value(segs);
     }
     rc = 0;
 out:

@@ -18,6 +18,7 @@ typedef struct order_event_spec {
     int64_t stock;                       /* 0 .. INT32_MAX (a PostgreSQL int) */
     int64_t starts_at_ms, ends_at_ms;    /* ends_at_ms > starts_at_ms */
     int per_user_limit;                  /* 1: the schema allows one order per user */
+    int segments;                        /* stock segments K, 1 .. ORDER_SEGMENTS_MAX (issue 19) */
 } order_event_spec;
 
 /** @brief Parses a create-event body. @returns 0, or -1 with a message in err. */

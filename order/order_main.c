@@ -230,6 +230,7 @@ static int run(const char *config)
         goto out;
     }
     app.soldout = order_soldout_new(app.cfg.soldout_ttl_ms);
+    app.segs = order_segs_new();
     order_events_limits elim = {(size_t)app.cfg.events_cache_size, app.cfg.events_stock_refresh_ms,
                                 app.cfg.events_negative_ttl_ms, app.cfg.events_miss_per_s};
     app.events = order_events_new(&elim);
@@ -246,7 +247,7 @@ static int run(const char *config)
     }
     app.buckets = order_bucket_new((size_t)app.cfg.ratelimit_users, (double)app.cfg.ratelimit_rate,
                                    (double)app.cfg.ratelimit_burst);
-    if (!app.soldout || !app.buckets || !app.events || !app.evlist) {
+    if (!app.soldout || !app.segs || !app.buckets || !app.events || !app.evlist) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
         goto out;
     }
@@ -309,6 +310,7 @@ out:
     idgen_free(app.ids_event);
     order_bucket_free(app.buckets);
     order_soldout_free(app.soldout);
+    order_segs_free(app.segs);
     order_events_free(app.events);
     order_evlist_free(app.evlist);
     order_ocache_free(app.ocache);

@@ -11,7 +11,7 @@
 #define MAX_ARGS (ORDER_REDIS_SCRIPT_MAX_ARGS + 3) /* a batched index HSET */
 
 static const char *script_names[ORDER_SCRIPT_COUNT] = {
-    "reserve", "cancel", "confirm", "ratelimit", "event_load", "event_reload"};
+    "reserve", "cancel", "confirm", "ratelimit", "event_load", "event_reload", "borrow"};
 
 int order_scripts_init(order_scripts *s)
 {
