@@ -15,8 +15,14 @@
 # the ratio cluster / single. On one 2-core machine the 6 nodes, the front and wrk share
 # the cores: the figure is the cost of routing (and of the replicas' work), not scaling;
 # README.md says how to measure scaling.
+# Then segmented stock (issue 19) on the cluster side: one hot event with K = 1 (every
+# order on one master) against one with K = 3 whose segments sit on the three masters,
+# alternating, BENCH_REPEAT runs each: accepted orders/s and each master's CPU time per
+# accepted order (how evenly the segments spread the gate's work). On 2 cores this is
+# the cost of the segments, not the scaling (docs/redis-cluster.md).
 # Environment: BENCH_SECONDS (10) BENCH_CONNS (64) BENCH_REPEAT (3) BENCH_BIN (default
-# $SECKILL_BIN_DIR; use a Release build) BENCH_WORKERS (0: one per core).
+# $SECKILL_BIN_DIR; use a Release build) BENCH_WORKERS (0: one per core) BENCH_SEGMENTS
+# (3; 0 skips the segments runs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BENCH_BIN:-${SECKILL_BIN_DIR:-$ROOT/build/bin}}
@@ -73,11 +79,11 @@ start_front cluster "$CL_URL"
 now_ms=$(($(date +%s) * 1000))
 next_ev=$((8600000000000000000 + $(date +%s) * 1000))
 LUA=$(cat "$ROOT/lua/event_load.lua")
-load() { # side id stock
-    local cli=(redis-cli -p "$RPORT")
+load() { # side id stock [tag K]: the event, or its segment with hash tag `tag` of K
+    local cli=(redis-cli -p "$RPORT") tag=${4:-e$2}
     [ "$1" = cluster ] && cli=(redis-cli -c -p "${CL_PORTS[0]}")
-    "${cli[@]}" EVAL "$LUA" 2 "seckill:{e$2}:stock" "seckill:{e$2}:meta" "$3" $((now_ms - 60000)) \
-        $((now_ms + 3600000)) 1 >/dev/null
+    "${cli[@]}" EVAL "$LUA" 2 "seckill:{$tag}:stock" "seckill:{$tag}:meta" "$3" $((now_ms - 60000)) \
+        $((now_ms + 3600000)) 1 ${5:+"$5"} >/dev/null
 }
 new_event() { next_ev=$((next_ev + 1)); load "$1" "$next_ev" "$2"; EV=$next_ev; }
 
@@ -150,5 +156,70 @@ for path in accept sold_out; do
     printf '%-10s cluster / single = %s\n' "$path" "$(ratio "$rc" "$rs")"
     json="$json\"${path}_single_rps\":$rs,\"${path}_cluster_rps\":$rc,\"${path}_ratio\":$(ratio "$rc" "$rs"),"
 done
+
+# ---- segmented stock: one hot event, K = 1 against K = 3, on the cluster ----
+KSEG=${BENCH_SEGMENTS:-3}
+if [ "$KSEG" -gt 1 ]; then
+    seg_tag() { if [ "$2" -eq 0 ]; then echo "e$1"; else echo "e$1.$2"; fi; }
+    # an event id whose KSEG segment tags sit on KSEG different masters (when there are
+    # that many), loaded with its stock split
+    new_segmented() { # stock
+        local k n
+        while :; do
+            next_ev=$((next_ev + 1))
+            n=$(for ((k = 0; k < KSEG; k++)); do cl_master_of_event "$(seg_tag "$next_ev" $k | sed 's/^e//')"; done | sort -u | wc -l)
+            [ "$n" -ge $((KSEG < 3 ? KSEG : 3)) ] && break
+        done
+        for ((k = KSEG - 1; k >= 0; k--)); do load cluster "$next_ev" $(($1 / KSEG)) "$(seg_tag "$next_ev" $k)" "$KSEG"; done
+        EV=$next_ev
+    }
+    mapfile -t MASTERS < <(cl_masters)
+    declare -A MPID
+    for m in "${MASTERS[@]}"; do MPID[$m]=$(redis-cli -p "$m" info server | sed -n 's/^process_id:\([0-9]*\).*/\1/p'); done
+    run_seg() { # K event run
+        local f=$WORK/seg$1-$3 m
+        for m in "${MASTERS[@]}"; do echo "$m $(cpu_ticks "${MPID[$m]}")"; done >"$f.m0"
+        run_wrk cluster "seg$1" "$2" "$3"
+        mv "$WORK/cluster-seg$1-$3.wrk" "$f.wrk"
+        for m in "${MASTERS[@]}"; do echo "$m $(cpu_ticks "${MPID[$m]}")"; done >"$f.m1"
+    }
+    for ((r = 1; r <= REPEAT; r++)); do
+        new_event cluster 2000000000
+        run_seg 1 "$EV" "$r"
+        new_segmented 2000000000
+        run_seg "$KSEG" "$EV" "$r"
+        echo "bench-cluster: run $r segments: K=1 $(rps "$WORK/seg1-$r.wrk")/s, K=$KSEG $(rps "$WORK/seg$KSEG-$r.wrk")/s" >&2
+    done
+    # accepted orders/s of a run: 2xx answers over its seconds
+    acc() { awk -v t="$(total "$1")" -v b="$(non2xx "$1")" -v s="$SECS" 'BEGIN { printf "%.0f", (t - b) / s }'; }
+    # master CPU us per accepted order in a run, one figure per master
+    mcpu() { # file-prefix master
+        awk -v m="$2" -v hz="$TICK" -v n="$(awk -v t="$(total "$1.wrk")" -v b="$(non2xx "$1.wrk")" 'BEGIN { print t - b }')" \
+            'FNR == NR { if ($1 == m) a = $2; next } $1 == m { if (n > 0) printf "%.1f", ($2 - a) / hz * 1e6 / n; else print 0 }' "$1.m0" "$1.m1"
+    }
+    smed() { # K what [master]
+        local r
+        for ((r = 1; r <= REPEAT; r++)); do
+            case $2 in
+            acc) acc "$WORK/seg$1-$r.wrk" ;;
+            p99) lat_ms "$WORK/seg$1-$r.wrk" 99% ;;
+            cpu) mcpu "$WORK/seg$1-$r" "$3" ;;
+            esac
+            echo
+        done | grep . | median
+    }
+    printf '\none hot event on the cluster, K = 1 vs K = %s segments (on %s masters), medians of %s runs, alternating\n' \
+        "$KSEG" "${#MASTERS[@]}" "$REPEAT"
+    printf '%-6s %12s %9s   %s\n' K "accepted/s" "p99 ms" "us CPU per accepted order on each master (port)"
+    for k in 1 "$KSEG"; do
+        line=""
+        for m in "${MASTERS[@]}"; do line="$line $m:$(smed "$k" cpu "$m")"; done
+        printf '%-6s %12s %9s  %s\n' "$k" "$(smed "$k" acc)" "$(smed "$k" p99)" "$line"
+    done
+    a1=$(smed 1 acc)
+    ak=$(smed "$KSEG" acc)
+    printf 'accepted K=%s / K=1 = %s\n' "$KSEG" "$(ratio "$ak" "$a1")"
+    json="$json\"seg_k1_accepted_rps\":$a1,\"seg_k${KSEG}_accepted_rps\":$ak,\"seg_ratio\":$(ratio "$ak" "$a1"),"
+fi
 printf '{"bench":"cluster","seconds":%s,"connections":%s,"repeat":%s,%s"loadavg_1m":%s}\n' \
     "$SECS" "$CONNS" "$REPEAT" "$json" "$(cut -d' ' -f1 /proc/loadavg)"

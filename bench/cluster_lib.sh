@@ -117,15 +117,16 @@ cl_master_of_event() {
     return 1
 }
 
-# cl_create_event NAME STOCK: creates an event on sale from a minute ago for an hour,
-# through CL_FRONT with an admin token; prints its id.
+# cl_create_event NAME STOCK [JSON]: creates an event on sale from a minute ago for an
+# hour, through CL_FRONT with an admin token (JSON: more fields, e.g. ',"segments":3');
+# prints its id.
 cl_create_event() {
     local tok from to body
     tok=$(SECKILL_JWT_SECRET=$CL_SECRET "$BIN/seckill-order" token --sub 1 --admin --ttl 600)
     from=$(date -u +%Y-%m-%dT%H:%M:%SZ -d '-1 minute')
     to=$(date -u +%Y-%m-%dT%H:%M:%SZ -d '+1 hour')
     body=$(curl -fsS -X POST -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
-        -d "{\"name\":\"$1\",\"stock\":$2,\"starts_at\":\"$from\",\"ends_at\":\"$to\"}" \
+        -d "{\"name\":\"$1\",\"stock\":$2,\"starts_at\":\"$from\",\"ends_at\":\"$to\"${3:-}}" \
         "$CL_FRONT/api/v1/events") || return 1
     echo "$body" | sed -n 's/.*"event_id":"\([0-9]*\)".*/\1/p'
 }

@@ -2,14 +2,76 @@
 #include "sc_redis.h"
 #include "rcluster.h"
 
+#include "order_msg.h"
+
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* A segmented event's figures (issue 19): the sums over its k segments, each read on
+ * its own master. Pending counts units: a claim ("user:ts:c", a home segment's entry
+ * for a unit borrowed elsewhere) is not one. */
+static int figures_segments(rcl_ctx *c, uint64_t event_id, unsigned k, int *present,
+                            long long *stock, long long *pending, long long *buyers, char *err,
+                            size_t errsz)
+{
+    *present = 1;
+    *stock = *pending = *buyers = 0;
+    for (unsigned seg = 0; seg < k; seg++) {
+        char ks[64], kp[64], kb[64];
+        order_key_seg(event_id, seg, ORDER_KEY_STOCK, ks, sizeof(ks));
+        order_key_seg(event_id, seg, ORDER_KEY_PENDING, kp, sizeof(kp));
+        order_key_seg(event_id, seg, ORDER_KEY_BUYERS, kb, sizeof(kb));
+        const char *g[2] = {"GET", ks}, *h[2] = {"HVALS", kp}, *b[2] = {"SCARD", kb};
+        redisReply *r1 = rcl_command_argv(c, 2, g, NULL);
+        redisReply *r2 = r1 ? rcl_command_argv(c, 2, h, NULL) : NULL;
+        redisReply *r3 = r2 ? rcl_command_argv(c, 2, b, NULL) : NULL;
+        int ok = r3 && (r1->type == REDIS_REPLY_NIL || r1->type == REDIS_REPLY_STRING) &&
+                 r2->type == REDIS_REPLY_ARRAY && r3->type == REDIS_REPLY_INTEGER;
+        if (ok) {
+            if (r1->type == REDIS_REPLY_NIL)
+                *present = 0;
+            else
+                *stock += strtoll(r1->str, NULL, 10);
+            for (size_t i = 0; i < r2->elements; i++) {
+                const redisReply *v = r2->element[i];
+                if (v->type == REDIS_REPLY_STRING && !(v->len >= 2 && strcmp(v->str + v->len - 2, ":c") == 0))
+                    (*pending)++;
+            }
+            *buyers += r3->integer;
+        } else {
+            const char *why = rcl_errstr(c);
+            snprintf(err, errsz, "redis: segment %u: %s", seg, why[0] ? why : "unexpected reply");
+        }
+        if (r1)
+            freeReplyObject(r1);
+        if (r2)
+            freeReplyObject(r2);
+        if (r3)
+            freeReplyObject(r3);
+        if (!ok)
+            return -1;
+    }
+    return 0;
+}
 
 int sc_redis_figures(rcl_ctx *c, uint64_t event_id, int *present, long long *stock,
                      long long *pending, long long *buyers, char *err, size_t errsz)
 {
-    char k_stock[64], k_pending[64], k_buyers[64];
+    char k_stock[64], k_pending[64], k_buyers[64], k_meta[64];
     unsigned long long id = (unsigned long long)event_id;
+    order_key(event_id, ORDER_KEY_META, k_meta, sizeof(k_meta));
+    const char *hg[3] = {"HGET", k_meta, "segments"}; /* written when K > 1 (event_load.lua) */
+    redisReply *m = rcl_command_argv(c, 3, hg, NULL);
+    if (!m) {
+        const char *why = rcl_errstr(c);
+        snprintf(err, errsz, "redis: %s", why[0] ? why : "no reply");
+        return -1;
+    }
+    unsigned k = m->type == REDIS_REPLY_STRING ? (unsigned)strtoul(m->str, NULL, 10) : 1;
+    freeReplyObject(m);
+    if (k > 1)
+        return figures_segments(c, event_id, k, present, stock, pending, buyers, err, errsz);
     snprintf(k_stock, sizeof(k_stock), "seckill:{e%llu}:stock", id);
     snprintf(k_pending, sizeof(k_pending), "seckill:{e%llu}:pending", id);
     snprintf(k_buyers, sizeof(k_buyers), "seckill:{e%llu}:buyers", id);

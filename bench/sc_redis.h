@@ -11,7 +11,10 @@
 struct rcl_ctx;
 
 /** @brief GET stock (present 0 if missing), HLEN pending, SCARD buyers of event_id, in
- *  one pipelined round trip. @returns 0, or -1 with a message in errstr. */
+ *  one pipelined round trip after reading its segment count K (meta "segments"). A
+ *  segmented event (K > 1, issue 19) answers the sums over its segments (present 0 if
+ *  any is missing), pending counting units (not the claims of borrowed ones).
+ *  @returns 0, or -1 with a message in errstr. */
 int sc_redis_figures(struct rcl_ctx *c, uint64_t event_id, int *present, long long *stock,
                      long long *pending, long long *buyers, char *errstr, size_t errstr_size);
 

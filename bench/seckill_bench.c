@@ -24,6 +24,7 @@
 
 #include "sb_admin.h"
 #include "sb_hist.h"
+#include "order_msg.h"
 #include "sb_load.h"
 #include "sb_pg.h"
 #include "sb_plan.h"
@@ -57,6 +58,7 @@ typedef struct bench_cfg {
     int progress;
     char *log_level;
     long long reads_page, reads_polls;
+    long long home_segment, home_of;
 } bench_cfg;
 
 #define F(x) offsetof(bench_cfg, x)
@@ -76,6 +78,8 @@ static const sk_cfg_entry bench_table[] = {
     {"connections", SK_CFG_INT, 1, 20000, "64", "keep-alive connections in total", F(connections)},
     {"threads", SK_CFG_INT, 1, 16, "1", "worker threads (each runs its own event loop)", F(threads)},
     {"pipeline", SK_CFG_INT, 1, 64, "1", "requests in flight per connection (HTTP/1.1 pipelining; 1: none)", F(pipeline)},
+    {"home.segment", SK_CFG_INT, -1, 63, "-1", "with home.of = K: every user is one whose home segment among K is this one (segmented stock, issue 19: the skewed case); -1: users 1..N", F(home_segment)},
+    {"home.of", SK_CFG_INT, 1, 64, "1", "the event's segment count K for home.segment", F(home_of)},
     {"seed", SK_CFG_INT, 0, 9223372036854775807LL, "1", "seed of the user permutation", F(seed)},
     {"out", SK_CFG_STRING, 0, 0, ".", "directory for summary.json, timeline.csv, outcomes.csv, latency.prom, accepted.txt, event_id (created if missing)", F(out)},
     {"drain.wait", SK_CFG_INT, 0, 3600, "120", "after the load, wait up to this many seconds for PostgreSQL to hold every 202 (0: do not wait)", F(drain_wait)},
@@ -164,7 +168,15 @@ static int mint_tokens(const bench_cfg *cfg, sb_tokens *tk)
     size_t slen = strlen(cfg->jwt_secret);
     int64_t exp = (int64_t)time(NULL) + 86400;
     tk->off[0] = 0;
+    if (cfg->home_segment >= cfg->home_of)
+        return -1; /* no user is homed there */
+    uint64_t sub = 0;
     for (uint64_t u = 1; u <= n; u++) {
+        /* user u's id: u, or the u-th id homed on home.segment */
+        sub++;
+        if (cfg->home_segment >= 0)
+            while (order_seg_home(sub, (unsigned)cfg->home_of) != (unsigned)cfg->home_segment)
+                sub++;
         if (cap - used < 400) {
             if (cap > 0xF0000000u)
                 return -1; /* offsets are 32-bit */
@@ -174,7 +186,7 @@ static int mint_tokens(const bench_cfg *cfg, sb_tokens *tk)
             tk->arena = a;
             cap *= 2;
         }
-        int len = sk_jwt_mint(secret, slen, u, 0, exp, tk->arena + used, cap - used);
+        int len = sk_jwt_mint(secret, slen, sub, 0, exp, tk->arena + used, cap - used);
         if (len < 0)
             return -1;
         used += (size_t)len;

@@ -6,6 +6,10 @@
 -- pending entry belongs to another user (nothing changed). One pair answers its code as
 -- an integer (DESIGN.md's form); several answer an array of codes, in order. An ARGV that
 -- is not pairs is an error reply, and nothing is touched.
+-- A claim of a segmented event (pending "user:ts:c", reserve.lua) took no unit in this
+-- segment: it is removed with its buyer (code 1 too) and gives no stock back here; a
+-- borrowed unit goes back to its lending segment by a cancel there, whose entry is an
+-- ordinary "user:ts" (borrow.lua).
 -- Only the pending entry proves the stock was taken for this order, so without it
 -- nothing is touched: a second call, or a call after confirm, changes nothing.
 if #ARGV < 2 or #ARGV % 2 == 1 then
@@ -22,7 +26,9 @@ for i = 1, #ARGV / 2 do
     else
         redis.call('HDEL', KEYS[3], order)
         redis.call('SREM', KEYS[2], user)
-        given = given + 1
+        if string.sub(v, -2) ~= ':c' then
+            given = given + 1
+        end
         codes[i] = 1
     end
 end

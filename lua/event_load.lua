@@ -1,6 +1,7 @@
 -- event_load.lua: puts a new event's gate into Redis (after its PostgreSQL row exists).
 -- KEYS[1] seckill:{e<ID>}:stock  KEYS[2] seckill:{e<ID>}:meta
 -- ARGV[1] stock  ARGV[2] starts_at_ms  ARGV[3] ends_at_ms  ARGV[4] per_user_limit
+-- [ARGV[5] segments K > 1: the keys are one segment's, ARGV[1] its share of the stock]
 -- Returns 1 loaded, 0 already loaded (nothing changed: a live gate's stock is never
 -- overwritten, since reservations may already have taken some of it).
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -8,5 +9,8 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 redis.call('HSET', KEYS[2], 'starts_at_ms', ARGV[2], 'ends_at_ms', ARGV[3],
            'per_user_limit', ARGV[4])
+if ARGV[5] and tonumber(ARGV[5]) > 1 then
+    redis.call('HSET', KEYS[2], 'segments', ARGV[5])
+end
 redis.call('SET', KEYS[1], ARGV[1])
 return 1

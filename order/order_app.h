@@ -26,6 +26,7 @@
 #include "order_metrics.h"
 #include "order_pg.h"
 #include "order_redis.h"
+#include "order_segs.h"
 #include "order_soldout.h"
 #include "sk_jwt.h"
 #include "sk_redis_url.h"
@@ -98,6 +99,7 @@ struct order_app {
     order_loader *loader; /* used by the pg pool threads after an event's INSERT */
     order_bucket_table *buckets;
     order_soldout *soldout;
+    order_segs *segs; /* each event's stock segments as this instance knows them */
     order_events *events; /* GET /api/v1/events/{id} from memory (order_events.h) */
     order_evlist *evlist; /* GET /api/v1/events from memory (order_evlist.h) */
     order_ocache *ocache; /* final order outcomes, young orders' lookup bound (order_ocache.h) */

@@ -1,5 +1,6 @@
 /* order_body: request body parsing. See order_body.h. */
 #include "order_body.h"
+#include "order_msg.h"
 #include "order_time.h"
 
 #include <jansson.h>
@@ -92,6 +93,23 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
         goto out;
     }
     out->rebuy_after_release = rebuy && json_is_true(rebuy);
+    out->segments = 1;
+    json_t *segs = json_object_get(root, "segments");
+    if (segs) {
+        if (!json_is_integer(segs) || json_integer_value(segs) < 1 ||
+            json_integer_value(segs) > ORDER_SEGMENTS_MAX) {
+            snprintf(err, errsz, "segments: an integer from 1 to %d", ORDER_SEGMENTS_MAX);
+            goto out;
+        }
+        out->segments = (int)json_integer_value(segs);
+    }
+    /* A released unit goes back to segment 0 (release.lua, issue 22) while a buyer is
+     * kept in its home segment's set: buying again after a release would need the two to
+     * be one, so the pair is refused rather than half done. */
+    if (out->segments > 1 && out->rebuy_after_release) {
+        snprintf(err, errsz, "rebuy_after_release: only for an event of one segment");
+        goto out;
+    }
     rc = 0;
 out:
     json_decref(root);

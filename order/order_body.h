@@ -22,6 +22,7 @@ typedef struct order_event_spec {
                                             1 .. ORDER_PAYMENT_WINDOW_MAX, default 900 */
     int rebuy_after_release;             /* 1: a buyer whose order was cancelled or
                                             expired may buy again (default 0) */
+    int segments;                        /* stock segments K, 1 .. ORDER_SEGMENTS_MAX (issue 19) */
 } order_event_spec;
 
 #define ORDER_PAYMENT_WINDOW_DEFAULT 900

@@ -64,10 +64,11 @@ static void send_one(order_gate *g, order_gate_op op, int64_t now_ms)
     c->op = op;
     c->n = 0;
     uint64_t event_id = q->head->event_id;
+    unsigned seg = q->head->seg;
     order_gate_item **pp = &q->head;
     while (*pp && c->n < ORDER_GATE_BATCH_MAX) {
         order_gate_item *it = *pp;
-        if (it->event_id != event_id) {
+        if (it->event_id != event_id || it->seg != seg) {
             pp = &it->next;
             continue;
         }
@@ -83,12 +84,10 @@ static void send_one(order_gate *g, order_gate_op op, int64_t now_ms)
     if (g->metrics)
         order_metrics_gate(g->metrics, op, c->n);
     order_gate_args a;
+    static const order_script_id script[ORDER_GATE_OPS] = {
+        ORDER_SCRIPT_RESERVE, ORDER_SCRIPT_CANCEL, ORDER_SCRIPT_CONFIRM, ORDER_SCRIPT_BORROW};
     if (order_gate_args_build(&a, op, now_ms, (const order_gate_item *const *)c->items, c->n) != 0 ||
-        order_redis_script(g->redis,
-                           op == ORDER_GATE_RESERVE  ? ORDER_SCRIPT_RESERVE
-                           : op == ORDER_GATE_CANCEL ? ORDER_SCRIPT_CANCEL
-                                                     : ORDER_SCRIPT_CONFIRM,
-                           a.nkeys, a.n, a.argv, a.lens, on_reply, c) != 0)
+        order_redis_script(g->redis, script[op], a.nkeys, a.n, a.argv, a.lens, on_reply, c) != 0)
         answer(c, NULL);
 }
 

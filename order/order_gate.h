@@ -28,6 +28,7 @@ typedef enum {
     ORDER_GATE_RESERVE = 0, /* reserve.lua: codes 0..5 (order_err_from_reserve) */
     ORDER_GATE_CANCEL,      /* cancel.lua: 1 cancelled, 0 nothing to cancel, -1 not the owner */
     ORDER_GATE_CONFIRM,     /* confirm.lua: 0 for every item once the call answered */
+    ORDER_GATE_BORROW,      /* borrow.lua: 0 taken, 1 segment empty, 5 segment not loaded */
     ORDER_GATE_OPS
 } order_gate_op;
 
@@ -44,6 +45,10 @@ typedef struct order_gate_item {
     struct order_gate_item *next; /* the gate's queue */
     uint64_t event_id, user_id, order_id;
     int64_t now_ms; /* reserve: set by the gate to the now_ms its call carried */
+    /* Segmented stock (issue 19): the segment this call goes to, and the event's K as
+     * the front knows it (0 or 1: one segment, the keys and arguments of before). One
+     * call carries items of one event and one segment. */
+    unsigned seg, segs;
 } order_gate_item;
 
 /* ---- pure: arguments and codes (order_gate_args.c) ---- */
@@ -55,20 +60,23 @@ typedef struct order_gate_args {
     const char *argv[ORDER_REDIS_SCRIPT_MAX_ARGS];
     size_t lens[ORDER_REDIS_SCRIPT_MAX_ARGS];
     char keys[4][ORDER_KEY_MAX];
-    char words[ORDER_REDIS_SCRIPT_MAX_ARGS][24];
+    char words[ORDER_REDIS_SCRIPT_MAX_ARGS][32];
 } order_gate_args;
 
 /** @brief The arguments of one `op` call for items[0..n-1], all of event items[0]'s
- *  (reserve: KEYS stock, buyers, meta, pending; ARGV now_ms, then user_id, order_id per
- *  item. cancel: KEYS stock, buyers, pending; ARGV order_id, user_id per item. confirm:
- *  KEYS pending; ARGV order_id per item). now_ms is used by reserve only.
- *  @returns 0, or -1 if n is 0 or above ORDER_GATE_BATCH_MAX, or the items' events differ. */
+ *  segment items[0]->seg (reserve: KEYS stock, buyers, meta, pending; ARGV now_ms, or
+ *  "now_ms:K" when segs > 1, then user_id, order_id per item. cancel: KEYS stock, buyers,
+ *  pending; ARGV order_id, user_id per item. confirm: KEYS pending; ARGV order_id per
+ *  item. borrow: KEYS stock, pending; ARGV now_ms, then user_id, order_id per item).
+ *  now_ms is used by reserve and borrow only.
+ *  @returns 0, or -1 if n is 0 or above ORDER_GATE_BATCH_MAX, or the items' events or
+ *  segments differ. */
 int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
                           const order_gate_item *const *items, size_t n);
 
 /** @brief The per-item codes of one `op` call for n items from its reply (NULL: none
  *  came). reserve answers an array of n integers; cancel an integer for one item and an
- *  array for several; confirm an integer (how many were pending), which is 0 per item.
+ *  array for several (borrow an array, like reserve); confirm an integer (how many were pending), which is 0 per item.
  *  @returns 0 with codes[0..n-1] set, or -1 (every code is then ORDER_GATE_FAILED). */
 int order_gate_codes(order_gate_op op, const redisReply *reply, size_t n, long long *codes);
 

@@ -11,10 +11,10 @@ static void add(order_gate_args *a, const char *s, size_t len)
     a->n++;
 }
 
-static void add_key(order_gate_args *a, uint64_t event_id, order_key_kind kind)
+static void add_key(order_gate_args *a, uint64_t event_id, unsigned seg, order_key_kind kind)
 {
     char *k = a->keys[a->nkeys];
-    add(a, k, order_key(event_id, kind, k, ORDER_KEY_MAX));
+    add(a, k, order_key_seg(event_id, seg, kind, k, ORDER_KEY_MAX));
     a->nkeys++;
 }
 
@@ -30,18 +30,33 @@ int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
     if (n == 0 || n > ORDER_GATE_BATCH_MAX || op < 0 || op >= ORDER_GATE_OPS)
         return -1;
     uint64_t event_id = items[0]->event_id;
+    unsigned seg = items[0]->seg, segs = items[0]->segs;
     for (size_t i = 1; i < n; i++)
-        if (items[i]->event_id != event_id)
+        if (items[i]->event_id != event_id || items[i]->seg != seg)
             return -1;
     a->nkeys = a->n = 0;
     switch (op) {
     case ORDER_GATE_RESERVE: {
-        add_key(a, event_id, ORDER_KEY_STOCK);
-        add_key(a, event_id, ORDER_KEY_BUYERS);
-        add_key(a, event_id, ORDER_KEY_META);
-        add_key(a, event_id, ORDER_KEY_PENDING);
+        add_key(a, event_id, seg, ORDER_KEY_STOCK);
+        add_key(a, event_id, seg, ORDER_KEY_BUYERS);
+        add_key(a, event_id, seg, ORDER_KEY_META);
+        add_key(a, event_id, seg, ORDER_KEY_PENDING);
         char *w = a->words[a->n];
-        add(a, w, (size_t)snprintf(w, sizeof(a->words[0]), "%" PRId64, now_ms)); /* once per call */
+        if (segs > 1) /* the K this front knows, which reserve.lua checks */
+            add(a, w, (size_t)snprintf(w, sizeof(a->words[0]), "%" PRId64 ":%u", now_ms, segs));
+        else /* once per call */
+            add(a, w, (size_t)snprintf(w, sizeof(a->words[0]), "%" PRId64, now_ms));
+        for (size_t i = 0; i < n; i++) {
+            add_u64(a, items[i]->user_id);
+            add_u64(a, items[i]->order_id);
+        }
+        break;
+    }
+    case ORDER_GATE_BORROW: {
+        add_key(a, event_id, seg, ORDER_KEY_STOCK);
+        add_key(a, event_id, seg, ORDER_KEY_PENDING);
+        char *w = a->words[a->n];
+        add(a, w, (size_t)snprintf(w, sizeof(a->words[0]), "%" PRId64, now_ms));
         for (size_t i = 0; i < n; i++) {
             add_u64(a, items[i]->user_id);
             add_u64(a, items[i]->order_id);
@@ -49,16 +64,16 @@ int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
         break;
     }
     case ORDER_GATE_CANCEL:
-        add_key(a, event_id, ORDER_KEY_STOCK);
-        add_key(a, event_id, ORDER_KEY_BUYERS);
-        add_key(a, event_id, ORDER_KEY_PENDING);
+        add_key(a, event_id, seg, ORDER_KEY_STOCK);
+        add_key(a, event_id, seg, ORDER_KEY_BUYERS);
+        add_key(a, event_id, seg, ORDER_KEY_PENDING);
         for (size_t i = 0; i < n; i++) {
             add_u64(a, items[i]->order_id);
             add_u64(a, items[i]->user_id);
         }
         break;
     default: /* ORDER_GATE_CONFIRM: DESIGN.md's form, the pending hash alone */
-        add_key(a, event_id, ORDER_KEY_PENDING);
+        add_key(a, event_id, seg, ORDER_KEY_PENDING);
         for (size_t i = 0; i < n; i++)
             add_u64(a, items[i]->order_id);
         break;

@@ -55,7 +55,16 @@ typedef struct order_req {
     rd_kafka_msg_status_t dr_status;
     int load_rc; /* order_loader_load's result, for event creation */
     int64_t stage_us; /* when the current accept-path stage started (metrics) */
-    order_gate_item gi; /* in the gate: reserve, then confirm or cancel */
+    order_gate_item gi; /* in the gate: reserve, then confirm or cancel (the home segment) */
+    /* Segmented stock (issue 19): the unit borrowed from another segment when the home
+     * one was empty (borrow, then confirm or cancel there); lender is its segment or -1.
+     * gate_wait: confirms or cancels still unanswered (the request waits for all). */
+    order_gate_item lend;
+    int lender, gate_wait, unclaim, retried;
+    /* GET event of a segmented event: the sum of the segments' stock, their GETs still
+     * unanswered, and whether one failed (then the last figure is kept) */
+    int64_t stock_sum;
+    int stock_wait, stock_bad;
     struct order_req *produce_next; /* on the chain's produce queue */
     order_events_waiter ev_wait; /* waiting on the event cache or list (order_events.h) */
     void (*ev_step)(struct order_req *r); /* where a waiter goes on once handed back */
@@ -65,6 +74,16 @@ typedef struct order_req {
 
 #define REQ_OF(t) ((order_req *)((char *)(t) - offsetof(order_req, task)))
 #define REQ_OF_GATE(it) ((order_req *)((char *)(it) - offsetof(order_req, gi)))
+#define REQ_OF_LEND(it) ((order_req *)((char *)(it) - offsetof(order_req, lend)))
+
+/* The request of a confirm or cancel item: its home item (gi), or, on a segmented event,
+ * the item of the lending segment, which is never the user's home. */
+static order_req *req_of_item(order_gate_item *it)
+{
+    if (it->segs > 1 && it->seg != order_seg_home(it->user_id, it->segs))
+        return REQ_OF_LEND(it);
+    return REQ_OF_GATE(it);
+}
 
 /* A worker's order chain (order_app.h's w->chain). */
 struct order_chain {
@@ -205,19 +224,30 @@ static const char *request_body(struct evhttp_request *req, size_t *len)
 static void done_cancel(order_gate_item *it, long long code, void *arg)
 {
     (void)arg;
-    order_req *r = REQ_OF_GATE(it);
+    order_req *r = req_of_item(it);
     if (code == ORDER_GATE_FAILED)
         sk_log(SK_LOG_WARN, "cancel_failed",
-               "order_id=%" PRIu64 " event_id=%" PRIu64 " note=\"left pending for the reconciler\"",
-               r->order_id, r->event_id);
+               "order_id=%" PRIu64 " event_id=%" PRIu64 " segment=%u note=\"left pending for the reconciler\"",
+               r->order_id, r->event_id, it->seg);
+    if (--r->gate_wait > 0)
+        return;
+    if (r->unclaim) { /* no segment had a unit: the claim is given back, sold out */
+        order_soldout_set(r->w->app->soldout, r->event_id, order_time_now_ms());
+        req_error(r, ORDER_ERR_SOLD_OUT, NULL, 0);
+        return;
+    }
     req_error(r, ORDER_ERR_UNAVAILABLE, "the order could not be queued; nothing was taken", 0);
 }
 
 /* The order surely is not in Kafka: give the stock back (with this turn's other
- * cancels of its event), then 503. */
+ * cancels of its event; a borrowed unit to its lending segment, and the claim at home),
+ * then 503. */
 static void cancel_then_503(order_req *r)
 {
+    r->gate_wait = r->lender >= 0 ? 2 : 1;
     order_gate_submit(r->w->chain->gate, ORDER_GATE_CANCEL, &r->gi);
+    if (r->lender >= 0)
+        order_gate_submit(r->w->chain->gate, ORDER_GATE_CANCEL, &r->lend);
 }
 
 /* One order's confirm.lua answered (ok) or failed, after the 202 went out: only
@@ -225,13 +255,15 @@ static void cancel_then_503(order_req *r)
 static void done_confirm(order_gate_item *it, long long code, void *arg)
 {
     (void)arg;
-    order_req *r = REQ_OF_GATE(it);
-    order_metrics_stage(&r->w->app->metrics, ORDER_STAGE_CONFIRM, order_time_mono_us() - r->stage_us);
+    order_req *r = req_of_item(it);
     if (code == ORDER_GATE_FAILED)
         /* Kafka has the order: it will reach PostgreSQL. Only the pending entry stays
          * behind, which the reconciler finds already written. */
-        sk_log(SK_LOG_WARN, "confirm_failed", "order_id=%" PRIu64 " event_id=%" PRIu64,
-               r->order_id, r->event_id);
+        sk_log(SK_LOG_WARN, "confirm_failed", "order_id=%" PRIu64 " event_id=%" PRIu64 " segment=%u",
+               r->order_id, r->event_id, it->seg);
+    if (--r->gate_wait > 0)
+        return;
+    order_metrics_stage(&r->w->app->metrics, ORDER_STAGE_CONFIRM, order_time_mono_us() - r->stage_us);
     request_done(r->w);
     free(r);
 }
@@ -248,7 +280,10 @@ static void accept_order(order_req *r)
 {
     order_worker *w = r->w;
     order_index_add(w->chain->index, r->order_id, r->event_id, r->user, 1);
+    r->gate_wait = r->lender >= 0 ? 2 : 1;
     order_gate_submit(w->chain->gate, ORDER_GATE_CONFIRM, &r->gi);
+    if (r->lender >= 0)
+        order_gate_submit(w->chain->gate, ORDER_GATE_CONFIRM, &r->lend);
     char body[128];
     size_t n = order_reply_order_queued(body, sizeof(body), r->order_id);
     reply_send(w, r->req, r->route, r->start_us, 202, "application/json", body, n);
@@ -376,6 +411,49 @@ static void after_pg_not_loaded(order_task *t)
               0);
 }
 
+/* reserve.lua at the user's home segment under the K this front knows (1, the event's
+ * own keys, for an event it does not know: reserve.lua corrects it). */
+static void gate_reserve(order_req *r)
+{
+    unsigned k = order_segs_get(r->w->app->segs, r->event_id);
+    r->gi.segs = k;
+    r->gi.seg = order_seg_home(r->user, k);
+    order_gate_submit(r->w->chain->gate, ORDER_GATE_RESERVE, &r->gi);
+}
+
+/* The next segment after r->lend.seg, round from the home one, is asked for a unit;
+ * once every other segment was asked, the claim is given back and the answer is 409. */
+static void borrow_next(order_req *r)
+{
+    unsigned next = (r->lend.seg + 1) % r->gi.segs;
+    if (next == r->gi.seg) {
+        r->unclaim = 1;
+        r->gate_wait = 1;
+        order_gate_submit(r->w->chain->gate, ORDER_GATE_CANCEL, &r->gi);
+        return;
+    }
+    r->lend.seg = next;
+    order_gate_submit(r->w->chain->gate, ORDER_GATE_BORROW, &r->lend);
+}
+
+/* borrow.lua's code for this order at segment it->seg. No answer: the claim stays with
+ * its pending entry (and a unit, if the call ran) for the reconciler; 503. */
+static void done_borrow(order_gate_item *it, long long code, void *arg)
+{
+    (void)arg;
+    order_req *r = REQ_OF_LEND(it);
+    if (code == ORDER_GATE_FAILED) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    if (code == 0) {
+        r->lender = (int)it->seg;
+        produce(r);
+        return;
+    }
+    borrow_next(r); /* 1 empty, 5 not loaded there: the next one */
+}
+
 /* reserve.lua's code for this order (its call carried the event's other orders of the
  * same loop turn), or ORDER_GATE_FAILED. */
 static void done_reserve(order_gate_item *it, long long code, void *arg)
@@ -394,6 +472,20 @@ static void done_reserve(order_gate_item *it, long long code, void *arg)
     if (code == 0) {
         r->now_ms = it->now_ms; /* the pending entry's time, carried by the message */
         produce(r);
+        return;
+    }
+    if (code > 100 && code <= 100 + ORDER_SEGMENTS_MAX && !r->retried) {
+        /* this front's K was not the event's: nothing was touched; once more, at the
+         * user's home segment under the event's K */
+        order_segs_set(app->segs, r->event_id, (unsigned)(code - 100));
+        r->retried = 1;
+        gate_reserve(r);
+        return;
+    }
+    if (code == 6) { /* the home segment is empty and holds the claim: borrow */
+        r->now_ms = it->now_ms;
+        r->lend = r->gi;
+        borrow_next(r);
         return;
     }
     if (code == 1)
@@ -421,8 +513,9 @@ static void reserve(order_req *r)
     r->gi.event_id = r->event_id;
     r->gi.user_id = r->user;
     r->gi.order_id = r->order_id;
+    r->lender = -1;
     r->stage_us = order_time_mono_us();
-    order_gate_submit(r->w->chain->gate, ORDER_GATE_RESERVE, &r->gi);
+    gate_reserve(r);
 }
 
 static void on_ratelimit(redisReply *reply, void *arg)
@@ -620,10 +713,12 @@ static void on_order_index(redisReply *reply, void *arg)
         return;
     }
     /* It may or may not have landed: queued while its reservation is pending (the
-     * reconciler settles it), PostgreSQL's answer once it is settled. */
+     * reconciler settles it), PostgreSQL's answer once it is settled. On a segmented
+     * event the entry (a unit or a claim) is in the user's home segment. */
     char pending[ORDER_KEY_MAX], oid[24];
     const char *argv[3] = {"HGET", pending, oid};
-    size_t lens[3] = {4, order_key(r->event_id, ORDER_KEY_PENDING, pending, sizeof(pending)),
+    unsigned home = order_seg_home(e.user_id, order_segs_get(r->w->app->segs, r->event_id));
+    size_t lens[3] = {4, order_key_seg(r->event_id, home, ORDER_KEY_PENDING, pending, sizeof(pending)),
                       (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
     if (order_redis_command(r->w->redis, 3, argv, lens, on_order_status, r) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
@@ -742,8 +837,10 @@ static void after_pg_create(order_task *t)
         req_error(r, ORDER_ERR_UNAVAILABLE, "the event was saved but its stock is not loaded", 0);
         return;
     }
-    sk_log(SK_LOG_INFO, "event_created", "event_id=%" PRIu64 " stock=%" PRId64, r->event_id,
-           r->job.spec.stock);
+    order_segs_set(r->w->app->segs, r->event_id,
+                   r->job.spec.segments > 1 ? (unsigned)r->job.spec.segments : 1);
+    sk_log(SK_LOG_INFO, "event_created", "event_id=%" PRIu64 " stock=%" PRId64 " segments=%d",
+           r->event_id, r->job.spec.stock, r->job.spec.segments);
     char body[64];
     size_t n = order_reply_event_created(body, sizeof(body), r->event_id);
     req_json(r, 201, body, n);
@@ -874,16 +971,23 @@ static void event_reply(order_req *r, const order_event_view *v, int64_t now_ms)
     cached_reply(r, v->body, v->body_len, v->etag, now_ms);
 }
 
+/* One segment's stock (all of it when K = 1); the figure is the sum once every
+ * segment answered, kept from before if one did not. */
 static void on_event_stock(redisReply *reply, void *arg)
 {
     order_req *r = arg;
     order_app *app = r->w->app;
-    int have = reply && reply->type == REDIS_REPLY_STRING;
     if (!reply || reply->type == REDIS_REPLY_ERROR)
         sk_log(SK_LOG_WARN, "event_stock_failed", "event_id=%" PRIu64 " note=\"last figure kept\"",
                r->event_id);
-    event_wake(order_events_stock(app->events, r->event_id, have,
-                                  have ? strtoll(reply->str, NULL, 10) : 0, order_time_now_ms()));
+    if (reply && reply->type == REDIS_REPLY_STRING)
+        r->stock_sum += strtoll(reply->str, NULL, 10);
+    else
+        r->stock_bad = 1;
+    if (--r->stock_wait > 0)
+        return;
+    event_wake(order_events_stock(app->events, r->event_id, !r->stock_bad, r->stock_sum,
+                                  order_time_now_ms()));
     event_get_step(r);
 }
 
@@ -902,6 +1006,8 @@ static void after_pg_event(order_task *t)
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
+    order_segs_set(app->segs, r->event_id,
+                   r->job.spec.segments > 1 ? (unsigned)r->job.spec.segments : 1);
     event_wake(order_events_loaded(app->events, r->event_id, &r->job.spec, r->job.stock_left,
                                    order_time_now_ms()));
     event_get_step(r);
@@ -934,12 +1040,19 @@ static void event_get_step(order_req *r)
         }
         return;
     case ORDER_EVENTS_REFRESH: {
-        /* stock_left: the gate's live figure (PostgreSQL's lags behind the consumer). */
-        char key[ORDER_KEY_MAX];
-        const char *argv[2] = {"GET", key};
-        size_t lens[2] = {3, order_key(r->event_id, ORDER_KEY_STOCK, key, sizeof(key))};
-        if (order_redis_command(r->w->redis, 2, argv, lens, on_event_stock, r) != 0)
-            on_event_stock(NULL, r);
+        /* stock_left: the gate's live figure (PostgreSQL's lags behind the consumer),
+         * the sum of the segments' (one GET each: they are in K slots). */
+        unsigned k = order_segs_get(app->segs, r->event_id);
+        r->stock_sum = 0;
+        r->stock_bad = 0;
+        r->stock_wait = (int)k;
+        for (unsigned seg = 0; seg < k; seg++) {
+            char key[ORDER_KEY_MAX];
+            const char *argv[2] = {"GET", key};
+            size_t lens[2] = {3, order_key_seg(r->event_id, seg, ORDER_KEY_STOCK, key, sizeof(key))};
+            if (order_redis_command(r->w->redis, 2, argv, lens, on_event_stock, r) != 0)
+                on_event_stock(NULL, r);
+        }
         return;
     }
     }
@@ -1324,7 +1437,8 @@ static int chain_new(order_worker *w)
     if (!c)
         return -1;
     w->chain = c;
-    order_gate_done_fn *const done[ORDER_GATE_OPS] = {done_reserve, done_cancel, done_confirm};
+    order_gate_done_fn *const done[ORDER_GATE_OPS] = {done_reserve, done_cancel, done_confirm,
+                                                      done_borrow};
     c->gate = order_gate_new(w->base, w->redis, &w->app->metrics, done, NULL);
     c->index = order_index_new(w->base, w->redis, w->app->cfg.index_ttl_s);
     c->produce_ev = event_new(w->base, -1, 0, produce_flush, w);

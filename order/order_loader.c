@@ -36,21 +36,24 @@ order_loader *order_loader_new(const char *url_text, const order_scripts *script
     return l;
 }
 
-/* EVALSHA event_load.lua (rcluster loads it on a node that answers NOSCRIPT). Called
- * with mu held and l->c connected. */
-static int run_script(order_loader *l, uint64_t event_id, const order_event_spec *spec,
-                      char *err, size_t errsz)
+/* EVALSHA event_load.lua on one segment (rcluster loads it on a node that answers
+ * NOSCRIPT). Called with mu held and l->c connected. */
+static int load_segment(order_loader *l, uint64_t event_id, const order_event_spec *spec,
+                        unsigned seg, unsigned k, char *err, size_t errsz)
 {
-    char stock[ORDER_KEY_MAX], meta[ORDER_KEY_MAX], n[24], s[24], e[24], lim[12];
-    order_key(event_id, ORDER_KEY_STOCK, stock, sizeof(stock));
-    order_key(event_id, ORDER_KEY_META, meta, sizeof(meta));
-    snprintf(n, sizeof(n), "%" PRId64, spec->stock);
+    char stock[ORDER_KEY_MAX], meta[ORDER_KEY_MAX], n[24], s[24], e[24], lim[12], ks[12];
+    order_key_seg(event_id, seg, ORDER_KEY_STOCK, stock, sizeof(stock));
+    order_key_seg(event_id, seg, ORDER_KEY_META, meta, sizeof(meta));
+    /* the stock split as evenly as it goes: the first stock % k segments get one more */
+    int64_t share = spec->stock / k + ((int64_t)seg < spec->stock % k ? 1 : 0);
+    snprintf(n, sizeof(n), "%" PRId64, share);
     snprintf(s, sizeof(s), "%" PRId64, spec->starts_at_ms);
     snprintf(e, sizeof(e), "%" PRId64, spec->ends_at_ms);
     snprintf(lim, sizeof(lim), "%d", spec->per_user_limit);
-    const char *argv[9] = {"EVALSHA", l->scripts->sha[ORDER_SCRIPT_EVENT_LOAD], "2", stock, meta,
-                           n, s, e, lim};
-    redisReply *r = rcl_command_argv(l->c, 9, argv, NULL);
+    snprintf(ks, sizeof(ks), "%u", k);
+    const char *argv[10] = {"EVALSHA", l->scripts->sha[ORDER_SCRIPT_EVENT_LOAD], "2", stock, meta,
+                            n, s, e, lim, ks};
+    redisReply *r = rcl_command_argv(l->c, k > 1 ? 10 : 9, argv, NULL);
     if (!r) {
         snprintf(err, errsz, "event_load: %s", rcl_errstr(l->c));
         rcl_free(l->c);
@@ -64,6 +67,20 @@ static int run_script(order_loader *l, uint64_t event_id, const order_event_spec
         snprintf(err, errsz, "event_load: %s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
     freeReplyObject(r);
     return rc;
+}
+
+/* Every segment of the event, each in its own call (their keys are in K slots).
+ * Segment 0 last: whatever loads the event first, the later segments are in place by
+ * the time reserve.lua on segment 0 (the one a front that does not know K asks) sells.
+ * @returns 1 if segment 0 was loaded now, 0 if it was there, -1 on a failure. */
+static int run_script(order_loader *l, uint64_t event_id, const order_event_spec *spec,
+                      char *err, size_t errsz)
+{
+    unsigned k = spec->segments > 1 ? (unsigned)spec->segments : 1;
+    for (unsigned seg = k - 1; seg > 0; seg--)
+        if (load_segment(l, event_id, spec, seg, k, err, errsz) < 0)
+            return -1;
+    return load_segment(l, event_id, spec, 0, k, err, errsz);
 }
 
 int order_loader_load(order_loader *l, uint64_t event_id, const order_event_spec *spec,

@@ -245,6 +245,7 @@ static int run_make_shared(order_app *app)
         return 1;
     }
     app->soldout = order_soldout_new(app->cfg.soldout_ttl_ms);
+    app->segs = order_segs_new();
     order_events_limits elim = {(size_t)app->cfg.events_cache_size,
                                 app->cfg.events_stock_refresh_ms, app->cfg.events_negative_ttl_ms,
                                 app->cfg.events_miss_per_s};
@@ -263,7 +264,7 @@ static int run_make_shared(order_app *app)
     app->buckets = order_bucket_new((size_t)app->cfg.ratelimit_users,
                                     (double)app->cfg.ratelimit_rate,
                                     (double)app->cfg.ratelimit_burst);
-    if (!app->soldout || !app->buckets || !app->events || !app->evlist) {
+    if (!app->soldout || !app->segs || !app->buckets || !app->events || !app->evlist) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
         return 1;
     }
@@ -308,6 +309,7 @@ static void run_free(order_app *app)
     idgen_free(app->ids_event);
     order_bucket_free(app->buckets);
     order_soldout_free(app->soldout);
+    order_segs_free(app->segs);
     order_events_free(app->events);
     order_evlist_free(app->evlist);
     order_ocache_free(app->ocache);

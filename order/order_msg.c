@@ -43,15 +43,36 @@ static size_t sb_done(const strbuf *b)
 
 size_t order_key(uint64_t event_id, order_key_kind kind, char *out, size_t outsz)
 {
+    return order_key_seg(event_id, 0, kind, out, outsz);
+}
+
+size_t order_key_seg(uint64_t event_id, unsigned seg, order_key_kind kind, char *out, size_t outsz)
+{
     static const char *names[ORDER_KEY_COUNT] = {"stock", "buyers", "meta", "pending",
                                                   "released"};
     const char *name = (unsigned)kind < ORDER_KEY_COUNT ? names[kind] : "?";
     strbuf b = {out, outsz, 0};
     SB_LIT(&b, "seckill:{e");
     sb_u64(&b, event_id);
+    if (seg > 0) {
+        SB_LIT(&b, ".");
+        sb_u64(&b, seg);
+    }
     SB_LIT(&b, "}:");
     sb_put(&b, name, strlen(name));
     return sb_done(&b);
+}
+
+unsigned order_seg_home(uint64_t user_id, unsigned k)
+{
+    if (k <= 1)
+        return 0;
+    /* splitmix64's finaliser: every bit of the id moves every bit of the result */
+    uint64_t z = user_id + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (unsigned)(z % k);
 }
 
 uint64_t order_index_bucket(uint64_t order_id)

@@ -25,6 +25,20 @@ typedef enum {
 /** @brief Writes "seckill:{e<ID>}:<kind>" into out (>= ORDER_KEY_MAX). @returns the length. */
 size_t order_key(uint64_t event_id, order_key_kind kind, char *out, size_t outsz);
 
+/* Segmented stock (issue 19): an event created with `segments` = K > 1 splits its stock
+ * over K segments, each with its own hash tag so that a Redis Cluster spreads them over
+ * its masters. Segment 0 keeps the event's own tag, so K = 1 is exactly the keys of
+ * before; segment k >= 1 is "seckill:{e<ID>.<k>}:<kind>". */
+#define ORDER_SEGMENTS_MAX 64
+
+/** @brief The key of `kind` of segment `seg` of the event (seg 0: order_key's). */
+size_t order_key_seg(uint64_t event_id, unsigned seg, order_key_kind kind, char *out, size_t outsz);
+
+/** @brief A user's home segment among k (0 when k <= 1): a 64-bit mix of the id, mod k,
+ *  so that ids sharing low bits (a sequence, a node) still spread. Every front and the
+ *  reconciler compute the same. */
+unsigned order_seg_home(uint64_t user_id, unsigned k);
+
 /** @brief The index bucket of an order: its id's second under libidgen's layout (bits
  *  62..32, idgen.h), so the orders of one second share one hash. Any id maps somewhere:
  *  a GET for an id never issued finds no field. */

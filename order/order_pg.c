@@ -36,14 +36,15 @@ void order_pg_fail(order_pg_job *job, void *pgconn, const void *pgres, const cha
 
 static void run_create_event(PGconn *c, order_pg_job *job)
 {
-    char id[24], stock[24], starts[24], ends[24], lim[12], win[12];
+    char id[24], stock[24], starts[24], ends[24], lim[12], win[12], segs[12];
     snprintf(id, sizeof(id), "%" PRIu64, job->id);
+    snprintf(segs, sizeof(segs), "%d", job->spec.segments > 0 ? job->spec.segments : 1);
     snprintf(stock, sizeof(stock), "%" PRId64, job->spec.stock);
     snprintf(starts, sizeof(starts), "%" PRId64, job->spec.starts_at_ms);
     snprintf(ends, sizeof(ends), "%" PRId64, job->spec.ends_at_ms);
     snprintf(lim, sizeof(lim), "%d", job->spec.per_user_limit);
     snprintf(win, sizeof(win), "%d", job->spec.payment_window_s);
-    const char *params[8] = {
+    const char *params[9] = {
         id,             /* $1 event id from libidgen */
         job->spec.name, /* $2 name */
         stock,          /* $3 stock_total = stock_left at creation */
@@ -52,14 +53,15 @@ static void run_create_event(PGconn *c, order_pg_job *job)
         lim,            /* $6 per_user_limit */
         win,            /* $7 payment_window_s */
         job->spec.rebuy_after_release ? "true" : "false", /* $8 rebuy_after_release */
+        segs,           /* $9 segments */
     };
     PGresult *res = PQexecParams(
         c,
         "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at, "
-        "per_user_limit, payment_window_s, rebuy_after_release) VALUES ($1::bigint, $2, "
-        "$3::int, $3::int, to_timestamp($4::bigint / 1000.0), "
-        "to_timestamp($5::bigint / 1000.0), $6::int, $7::int, $8::boolean)",
-        8, NULL, params, NULL, NULL, 0);
+        "per_user_limit, payment_window_s, rebuy_after_release, segments) VALUES ($1::bigint, "
+        "$2, $3::int, $3::int, to_timestamp($4::bigint / 1000.0), "
+        "to_timestamp($5::bigint / 1000.0), $6::int, $7::int, $8::boolean, $9::int)",
+        9, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
         order_pg_fail(job, c, res, "insert event");
     else
@@ -68,7 +70,7 @@ static void run_create_event(PGconn *c, order_pg_job *job)
 }
 
 /* An event's columns from `col`: name, stock_total, stock_left, starts_at and ends_at in
- * ms, per_user_limit (the SELECT lists of run_get_event and run_list_events). */
+ * ms, per_user_limit, segments (the SELECT lists of run_get_event and run_list_events). */
 static void event_row(const PGresult *res, int row, int col, order_event_spec *spec,
                       int64_t *stock_left)
 {
@@ -78,6 +80,7 @@ static void event_row(const PGresult *res, int row, int col, order_event_spec *s
     spec->starts_at_ms = strtoll(PQgetvalue(res, row, col + 3), NULL, 10);
     spec->ends_at_ms = strtoll(PQgetvalue(res, row, col + 4), NULL, 10);
     spec->per_user_limit = atoi(PQgetvalue(res, row, col + 5));
+    spec->segments = atoi(PQgetvalue(res, row, col + 6));
 }
 
 static void run_get_event(PGconn *c, order_pg_job *job)
@@ -89,7 +92,7 @@ static void run_get_event(PGconn *c, order_pg_job *job)
         c,
         "SELECT name, stock_total, stock_left, "
         "(extract(epoch from starts_at) * 1000)::bigint, "
-        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit "
+        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments "
         "FROM seckill_event WHERE id = $1::bigint",
         1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -112,7 +115,7 @@ static void run_list_events(PGconn *c, order_pg_job *job)
         c,
         "SELECT id, name, stock_total, stock_left, "
         "(extract(epoch from starts_at) * 1000)::bigint, "
-        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit "
+        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments "
         "FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
         1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {

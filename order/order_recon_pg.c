@@ -67,7 +67,7 @@ int order_recon_pg_events(order_recon_pg *p, long long horizon_s, order_recon_ev
     snprintf(hz, sizeof(hz), "%lld", horizon_s);
     const char *params[1] = {hz}; /* $1: horizon in seconds */
     PGresult *ev = PQexecParams(p->conn,
-                                "SELECT id::text, ends_at > now() FROM seckill_event "
+                                "SELECT id::text, ends_at > now(), segments FROM seckill_event "
                                 "WHERE ends_at > now() - make_interval(secs => $1::int)",
                                 1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(ev) != PGRES_TUPLES_OK) {
@@ -85,6 +85,7 @@ int order_recon_pg_events(order_recon_pg *p, long long horizon_s, order_recon_ev
     for (int i = 0; i < n; i++) {
         e[i].id = strtoull(PQgetvalue(ev, i, 0), NULL, 10);
         e[i].live = PQgetvalue(ev, i, 1)[0] == 't';
+        e[i].k = order_recon_segments_k(PQgetvalue(ev, i, 2));
     }
     PQclear(ev);
     *out = e;
@@ -94,17 +95,10 @@ int order_recon_pg_events(order_recon_pg *p, long long horizon_s, order_recon_ev
 int order_recon_pg_stored(order_recon_pg *p, const char *const *ids, size_t n,
                           unsigned char *stored)
 {
-    /* One query for all: the ids as a bigint[] literal (20 digits and a comma each). */
-    char *arr = malloc(n * 21 + 3);
+    /* One query for all: the ids as a bigint[] literal. */
+    char *arr = order_recon_id_array(ids, n);
     if (!arr)
         return -1;
-    size_t off = 0;
-    arr[off++] = '{';
-    for (size_t i = 0; i < n; i++)
-        if (order_recon_is_order_id(ids[i]))
-            off += (size_t)sprintf(arr + off, "%s%s", off > 1 ? "," : "", ids[i]);
-    arr[off++] = '}';
-    arr[off] = 0;
     const char *params[1] = {arr}; /* $1: the pending order ids */
     PGresult *res = PQexecParams(
         p->conn, "SELECT order_id::text FROM seckill_order WHERE order_id = ANY($1::bigint[])", 1,
@@ -167,4 +161,27 @@ void order_recon_gate_clear(order_recon_gate *g)
     PQclear(g->event);
     PQclear(g->buyers);
     memset(g, 0, sizeof(*g));
+}
+
+int order_recon_pg_created_count(order_recon_pg *p, uint64_t event_id, const char *const *ids,
+                                 size_t n, long long *count)
+{
+    char a[24];
+    snprintf(a, sizeof(a), "%" PRIu64, event_id);
+    char *arr = order_recon_id_array(ids, n);
+    if (!arr)
+        return -1;
+    const char *params[2] = {a, arr}; /* $1: the event id, $2: the order ids */
+    PGresult *c = PQexecParams(p->conn,
+                               "SELECT count(*) FROM seckill_order WHERE event_id = $1 "
+                               "AND status = 'created' AND order_id = ANY($2::bigint[])",
+                               2, NULL, params, NULL, NULL, 0);
+    free(arr);
+    int rc = PQresultStatus(c) == PGRES_TUPLES_OK ? 0 : -1;
+    if (rc == 0)
+        *count = strtoll(PQgetvalue(c, 0, 0), NULL, 10);
+    else
+        log_failure(p);
+    PQclear(c);
+    return rc;
 }

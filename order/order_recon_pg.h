@@ -31,7 +31,8 @@ void order_recon_pg_free(order_recon_pg *p);
 /* An event that may still have reservations. */
 typedef struct order_recon_event {
     uint64_t id;
-    int live; /* 1: its sale is still on (a lost gate is rebuilt only then) */
+    int live;   /* 1: its sale is still on (a lost gate is rebuilt only then) */
+    unsigned k; /* its stock segments (issue 19), 1 .. ORDER_SEGMENTS_MAX */
 } order_recon_event;
 
 /** @brief The events whose sale ended less than horizon_s ago. @returns their number, with
@@ -59,5 +60,11 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
 
 /** @brief Frees what order_recon_pg_gate put in g. */
 void order_recon_gate_clear(order_recon_gate *g);
+
+/** @brief How many of the n order ids (decimal strings; anything else is skipped) are
+ *  created orders of event_id, into *count: a lost segment's snapshot ids that did land
+ *  (docs/segments.md). @returns 0, or -1 (logged). */
+int order_recon_pg_created_count(order_recon_pg *p, uint64_t event_id, const char *const *ids,
+                                 size_t n, long long *count);
 
 #endif

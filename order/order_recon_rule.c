@@ -1,7 +1,9 @@
 /* order_recon_rule: the cancel rule of the reconciler. See order_recon_rule.h. */
 #include "order_recon_rule.h"
+#include "order_msg.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,7 +60,7 @@ int order_recon_is_order_id(const char *id)
     return len > 0 && len <= 20 && strspn(id, "0123456789") == len;
 }
 
-int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *ts_ms)
+int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *ts_ms, int *claim)
 {
     const char *colon = strchr(val, ':');
     if (!colon || colon == val)
@@ -69,12 +71,57 @@ int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *
     char *end;
     errno = 0;
     long long ts = strtoll(colon + 1, &end, 10);
-    if (errno || *end || end == colon + 1)
+    if (errno || (*end && strcmp(end, ":c") != 0) || end == colon + 1)
         return -1;
     memcpy(user, val, ulen);
     user[ulen] = 0;
     *ts_ms = ts;
+    if (claim)
+        *claim = *end != 0;
     return 0;
+}
+
+int order_recon_is_claim(const char *val, size_t len)
+{
+    return len >= 2 && strcmp(val + len - 2, ":c") == 0;
+}
+
+char *order_recon_id_array(const char *const *ids, size_t n)
+{
+    /* 20 digits and a comma each, the braces and the NUL */
+    char *arr = malloc(n * 21 + 3);
+    if (!arr)
+        return NULL;
+    size_t off = 0;
+    arr[off++] = '{';
+    for (size_t i = 0; i < n; i++)
+        if (order_recon_is_order_id(ids[i]))
+            off += (size_t)sprintf(arr + off, "%s%s", off > 1 ? "," : "", ids[i]);
+    arr[off++] = '}';
+    arr[off] = 0;
+    return arr;
+}
+
+unsigned order_recon_segments_k(const char *col)
+{
+    int k = col ? atoi(col) : 1;
+    return k > 1 && k <= ORDER_SEGMENTS_MAX ? (unsigned)k : 1;
+}
+
+long long order_recon_segment_stock(long long stock_left, long long snap_stock, size_t npending,
+                                    long long in_pg)
+{
+    long long stock = stock_left - snap_stock - ((long long)npending - in_pg);
+    return stock < 0 ? 0 : stock;
+}
+
+int order_recon_buyers_homed(const char **users, int n, unsigned seg, unsigned k)
+{
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (order_seg_home(strtoull(users[i], NULL, 10), k) == seg)
+            users[kept++] = users[i];
+    return kept;
 }
 
 int64_t order_recon_msg_timeout_ms(const char *message_timeout, const char *delivery_timeout)
@@ -86,10 +133,54 @@ int64_t order_recon_msg_timeout_ms(const char *message_timeout, const char *deli
     return v > 0 ? v : INT64_MAX / 4;
 }
 
-int64_t order_recon_lost_since(const order_recon_lost *prev, int n, uint64_t id, int64_t now)
+int64_t order_recon_lost_carry(order_recon_lost *prev, int n, order_recon_lost *l, int64_t now)
 {
-    for (int i = 0; i < n; i++)
-        if (prev[i].id == id)
-            return prev[i].since_ms;
-    return now;
+    l->since_ms = now;
+    for (int j = 0; j < n; j++) {
+        order_recon_lost *o = &prev[j];
+        if (o->id != l->id || o->seg != l->seg)
+            continue;
+        l->since_ms = o->since_ms;
+        l->snap_ms = o->snap_ms;
+        l->snap_stock = o->snap_stock;
+        l->snap_ids = o->snap_ids;
+        l->nsnap = o->nsnap;
+        l->snap_cap = o->snap_cap;
+        o->snap_ids = NULL;
+        o->nsnap = o->snap_cap = 0;
+    }
+    return l->since_ms;
+}
+
+int order_recon_snap_add(order_recon_lost *l, const char *id)
+{
+    if (l->nsnap == l->snap_cap) {
+        size_t cap = l->snap_cap ? 2 * l->snap_cap : 64;
+        char **m = realloc(l->snap_ids, cap * sizeof(*m));
+        if (!m)
+            return -1;
+        l->snap_ids = m;
+        l->snap_cap = cap;
+    }
+    if (!(l->snap_ids[l->nsnap] = strdup(id)))
+        return -1;
+    l->nsnap++;
+    return 0;
+}
+
+void order_recon_snap_drop(order_recon_lost *l)
+{
+    for (size_t j = 0; j < l->nsnap; j++)
+        free(l->snap_ids[j]);
+    free(l->snap_ids);
+    l->snap_ids = NULL;
+    l->nsnap = l->snap_cap = 0;
+    l->snap_ms = 0;
+}
+
+void order_recon_lost_free(order_recon_lost *l, int n)
+{
+    for (int i = 0; l && i < n; i++)
+        order_recon_snap_drop(&l[i]);
+    free(l);
 }

@@ -48,9 +48,34 @@ int64_t order_recon_event_cutoff(const int64_t *cutoffs, int32_t n, int32_t p);
  *  anything else is never touched. */
 int order_recon_is_order_id(const char *id);
 
-/** @brief Parses a pending entry's value "user_id:ts_ms" into user (NUL-terminated, at
- *  most usz - 1 characters) and *ts_ms. @returns 0, or -1 (malformed: left alone). */
-int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *ts_ms);
+/** @brief Parses a pending entry's value "user_id:ts_ms", or "user_id:ts_ms:c" (the claim
+ *  of a segmented event's borrowed unit, reserve.lua: cancel.lua releases it without
+ *  stock), into user (NUL-terminated, at most usz - 1 characters), *ts_ms and *claim (1
+ *  for a claim; claim may be NULL). @returns 0, or -1 (malformed: left alone). */
+int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *ts_ms, int *claim);
+
+/** @brief 1 if a pending value of len bytes is a claim (ends in ":c"): it holds no unit. */
+int order_recon_is_claim(const char *val, size_t len);
+
+/** @brief The ids among the n that order_recon_is_order_id accepts, as a PostgreSQL
+ *  bigint[] literal "{1,2}" ("{}" for none). @returns it (malloc'd: the caller frees), or
+ *  NULL on OOM. */
+char *order_recon_id_array(const char *const *ids, size_t n);
+
+/** @brief An event's segment count K from the `segments` column's text: 2 ..
+ *  ORDER_SEGMENTS_MAX as given, anything else (NULL, 1, out of range) 1. */
+unsigned order_recon_segments_k(const char *col);
+
+/** @brief A lost segment's stock, rebuilt from its snapshot of the other segments
+ *  (docs/segments.md): stock_left - their stock - (their pending units not created in
+ *  PostgreSQL: npending - in_pg), at least 0. What the others sell after the snapshot
+ *  only makes it smaller: never oversold. */
+long long order_recon_segment_stock(long long stock_left, long long snap_stock, size_t npending,
+                                    long long in_pg);
+
+/** @brief Keeps, in place and in order, the users (decimal ids) of users[0..n) whose home
+ *  segment among k is seg (order_seg_home). @returns how many are kept. */
+int order_recon_buyers_homed(const char **users, int n, unsigned seg, unsigned k);
 
 /** @brief How long a produced message may still land: the producer's message.timeout.ms
  *  (or delivery.timeout.ms, its alias; NULL: unset) as kafka.* gives it, else the
@@ -58,14 +83,32 @@ int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *
  *  nothing is ever cancelled. */
 int64_t order_recon_msg_timeout_ms(const char *message_timeout, const char *delivery_timeout);
 
-/* A live event whose gate (stock key) is missing in Redis, and since when we know. */
+/* A live event's segment whose gate (stock key) is missing in Redis, and since when we
+ * know. A segment of a segmented event (k > 1) also keeps its snapshot of the other
+ * segments (docs/segments.md): taken at snap_ms (0: not yet), their stock summed, the
+ * order ids of their pending units (snap_ids: nsnap strings, owned, room for snap_cap). */
 typedef struct order_recon_lost {
     uint64_t id;
-    int64_t since_ms;
+    unsigned seg, k;
+    int64_t since_ms, snap_ms;
+    long long snap_stock;
+    char **snap_ids;
+    size_t nsnap, snap_cap;
 } order_recon_lost;
 
-/** @brief Since when event id is known lost: the time a previous scan recorded (prev, n
- *  entries) or, new, now. The earliest is what the reload waits from. */
-int64_t order_recon_lost_since(const order_recon_lost *prev, int n, uint64_t id, int64_t now);
+/** @brief Fills l (id, seg and k set by the caller) from the previous scan's record of
+ *  the same segment (prev, n entries), if any: since_ms (the earliest is what the reload
+ *  waits from) and the snapshot, whose ids move from prev to l. New: since_ms = now.
+ *  @returns l->since_ms. */
+int64_t order_recon_lost_carry(order_recon_lost *prev, int n, order_recon_lost *l, int64_t now);
+
+/** @brief Appends a copy of id to l's snapshot. @returns 0, or -1 on OOM (l unchanged). */
+int order_recon_snap_add(order_recon_lost *l, const char *id);
+
+/** @brief Frees l's snapshot; snap_ms back to 0 (none). */
+void order_recon_snap_drop(order_recon_lost *l);
+
+/** @brief Frees the n entries' snapshots and the array. NULL is fine. */
+void order_recon_lost_free(order_recon_lost *l, int n);
 
 #endif

@@ -39,9 +39,15 @@ struct order_reconciler {
     rcl_ctx *rc; /* plain or cluster (cfg->redis_url), routed by rcluster */
     order_recon_pg *pg;
     order_recon_kafka *kafka;
-    order_recon_lost *lost; /* live events whose gate is missing in Redis */
+    order_recon_lost *lost; /* live events' segments whose gate is missing in Redis */
     int nlost;
 };
+
+/* One segment of an event (segment 0 of a K = 1 event: the event's own keys). */
+typedef struct recon_seg {
+    uint64_t id;
+    unsigned seg;
+} recon_seg;
 
 /* What one scan did, for the metrics and the log line. */
 typedef struct scan_counts {
@@ -98,14 +104,18 @@ static long long run_script(order_reconciler *r, int script, int nkeys,
     return v;
 }
 
-/* One pending entry (field id, value "user_id:ts_ms"), its order stored or not. */
-static void settle_entry(order_reconciler *r, uint64_t event_id, const char *const keys[3],
+/* One pending entry of segment s (field id, value "user_id:ts_ms", or "user_id:ts_ms:c"
+ * for the claim of a segmented event's borrowed unit: cancel.lua releases a claim
+ * without stock, and the borrowed unit's own entry, in its lender, is an ordinary one),
+ * its order stored or not. */
+static void settle_entry(order_reconciler *r, recon_seg s, const char *const keys[3],
                          const char *id, const char *val, int stored, int64_t cutoff,
                          scan_counts *sc)
 {
     char user[24];
     int64_t ts = 0;
-    if (!stored && order_recon_pending_parse(val, user, sizeof(user), &ts) != 0)
+    int claim = 0;
+    if (!stored && order_recon_pending_parse(val, user, sizeof(user), &ts, &claim) != 0)
         return; /* malformed: left alone */
     switch (order_recon_decide(stored, ts, cutoff, r->wait_ms)) {
     case ORDER_RECON_CONFIRM: {
@@ -119,8 +129,8 @@ static void settle_entry(order_reconciler *r, uint64_t event_id, const char *con
         if (run_script(r, ORDER_SCRIPT_CANCEL, 3, keys, 2, args) == 1) {
             sc->cancelled++;
             sk_log(SK_LOG_INFO, "reconciler_cancelled",
-                   "event_id=%" PRIu64 " order_id=%s user_id=%s age_ms=%lld", event_id, id, user,
-                   (long long)(order_time_now_ms() - ts));
+                   "event_id=%" PRIu64 " segment=%u order_id=%s user_id=%s age_ms=%lld%s", s.id,
+                   s.seg, id, user, (long long)(order_time_now_ms() - ts), claim ? " claim=yes" : "");
         }
         break;
     }
@@ -129,14 +139,15 @@ static void settle_entry(order_reconciler *r, uint64_t event_id, const char *con
     }
 }
 
-/* One event: its pending entries, checked against PostgreSQL (read after the cutoffs).
- * @returns 0 or -1 (a connection failed: the scan stops, the next one starts again). */
-static int reconcile_event(order_reconciler *r, uint64_t event_id, scan_counts *sc)
+/* One segment of an event: its pending entries, checked against PostgreSQL (read after
+ * the cutoffs). @returns 0 or -1 (a connection failed: the scan stops, the next one
+ * starts again). */
+static int reconcile_event(order_reconciler *r, recon_seg s, scan_counts *sc)
 {
     char kstock[ORDER_KEY_MAX], kbuyers[ORDER_KEY_MAX], kpending[ORDER_KEY_MAX];
-    order_key(event_id, ORDER_KEY_STOCK, kstock, sizeof(kstock));
-    order_key(event_id, ORDER_KEY_BUYERS, kbuyers, sizeof(kbuyers));
-    order_key(event_id, ORDER_KEY_PENDING, kpending, sizeof(kpending));
+    order_key_seg(s.id, s.seg, ORDER_KEY_STOCK, kstock, sizeof(kstock));
+    order_key_seg(s.id, s.seg, ORDER_KEY_BUYERS, kbuyers, sizeof(kbuyers));
+    order_key_seg(s.id, s.seg, ORDER_KEY_PENDING, kpending, sizeof(kpending));
     const char *hargv[2] = {"HGETALL", kpending};
     redisReply *h = rcl_command_argv(r->rc, 2, hargv, NULL);
     if (!h) {
@@ -151,19 +162,39 @@ static int reconcile_event(order_reconciler *r, uint64_t event_id, scan_counts *
         rc = -1;
     for (size_t i = 0; rc == 0 && i < n; i++)
         ids[i] = h->element[2 * i]->str;
-    const int64_t cutoff = order_recon_kafka_event_cutoff(r->kafka, event_id);
+    const int64_t cutoff = order_recon_kafka_event_cutoff(r->kafka, s.id);
     if (rc == 0 && n && order_recon_pg_stored(r->pg, ids, n, stored) != 0)
         rc = -1;
     const char *keys[3] = {kstock, kbuyers, kpending};
     for (size_t i = 0; rc == 0 && i < n && r->rc; i++)
         if (order_recon_is_order_id(ids[i])) /* anything else is not ours: never touched */
-            settle_entry(r, event_id, keys, ids[i], h->element[2 * i + 1]->str, stored[i], cutoff, sc);
+            settle_entry(r, s, keys, ids[i], h->element[2 * i + 1]->str, stored[i], cutoff, sc);
     if (!r->rc)
         rc = -1;
     free(ids);
     free(stored);
     freeReplyObject(h);
     return rc;
+}
+
+/* The event's lock (the loader's), its name into name; NULL when busy or out of memory. */
+static rlock_t *event_lock(order_reconciler *r, uint64_t event_id, char *name, size_t namesz)
+{
+    snprintf(name, namesz, "seckill:{e%" PRIu64 "}:lock", event_id);
+    rlock_t *lock = rlock_new(r->locks, name, RLOCK_SIMPLE);
+    if (lock && rlock_try_lock(lock, 1000, 10000, NULL) != RLOCK_OK) {
+        sk_log(SK_LOG_DEBUG, "event_lock_busy", "lock=%s err=\"%s\"", name, rlock_errstr(lock));
+        rlock_free(lock);
+        return NULL;
+    }
+    return lock;
+}
+
+static void event_unlock(rlock_t *lock, const char *name)
+{
+    if (rlock_unlock(lock) != RLOCK_OK)
+        sk_log(SK_LOG_WARN, "reconciler_lock_failed", "lock=%s err=\"%s\"", name, rlock_errstr(lock));
+    rlock_free(lock);
 }
 
 /* Rebuilds a lost gate from PostgreSQL under the event's lock (the loader's lock), once
@@ -173,14 +204,9 @@ static int reconcile_event(order_reconciler *r, uint64_t event_id, scan_counts *
 static int reload_event(order_reconciler *r, uint64_t event_id)
 {
     char name[ORDER_KEY_MAX];
-    snprintf(name, sizeof(name), "seckill:{e%" PRIu64 "}:lock", event_id);
-    rlock_t *lock = rlock_new(r->locks, name, RLOCK_SIMPLE);
+    rlock_t *lock = event_lock(r, event_id, name, sizeof(name));
     if (!lock)
         return 0;
-    if (rlock_try_lock(lock, 1000, 10000, NULL) != RLOCK_OK) {
-        rlock_free(lock);
-        return 0;
-    }
     order_recon_gate g;
     int rc = order_recon_pg_gate(r->pg, event_id, &g);
     if (rc == 1) {
@@ -196,9 +222,118 @@ static int reload_event(order_reconciler *r, uint64_t event_id)
         rc = v == 1 ? 1 : r->rc ? 0 : -1;
     }
     order_recon_gate_clear(&g);
-    if (rlock_unlock(lock) != RLOCK_OK)
-        sk_log(SK_LOG_WARN, "reconciler_lock_failed", "lock=%s err=\"%s\"", name, rlock_errstr(lock));
-    rlock_free(lock);
+    event_unlock(lock, name);
+    return rc;
+}
+
+/* Adds segment j's part of l's snapshot (take_snapshot): its stock to *sum (a missing key
+ * counts 0) and the order ids of its pending units (claims hold none). @returns 0, or -1
+ * (logged; Redis failed or OOM). */
+static int snapshot_segment(order_reconciler *r, order_recon_lost *l, unsigned j, long long *sum)
+{
+    char ks[ORDER_KEY_MAX], kp[ORDER_KEY_MAX];
+    order_key_seg(l->id, j, ORDER_KEY_STOCK, ks, sizeof(ks));
+    order_key_seg(l->id, j, ORDER_KEY_PENDING, kp, sizeof(kp));
+    const char *g[2] = {"GET", ks}, *h[2] = {"HGETALL", kp};
+    redisReply *a = rcl_command_argv(r->rc, 2, g, NULL);
+    redisReply *b = a ? rcl_command_argv(r->rc, 2, h, NULL) : NULL;
+    int ok = b && b->type == REDIS_REPLY_ARRAY;
+    if (ok && a->type == REDIS_REPLY_STRING)
+        *sum += strtoll(a->str, NULL, 10);
+    for (size_t i = 0; ok && i + 1 < b->elements; i += 2) {
+        const redisReply *v = b->element[i + 1];
+        if (v->type != REDIS_REPLY_STRING || order_recon_is_claim(v->str, v->len))
+            continue;
+        ok = order_recon_snap_add(l, b->element[i]->str) == 0;
+    }
+    if (a)
+        freeReplyObject(a);
+    if (b)
+        freeReplyObject(b);
+    if (!ok)
+        sk_log(SK_LOG_WARN, "reconciler_redis_failed", "err=\"%s\"", rcl_errstr(r->rc));
+    return ok ? 0 : -1;
+}
+
+/* A lost segment's snapshot of the other segments of its event (issue 19): their stock
+ * summed and the order ids of their pending units, at snap_ms, read after them. Once
+ * everything produced before snap_ms is in PostgreSQL (the reload waits for that), every
+ * unit the snapshot shows taken is either in stock_left's count or one of these ids not
+ * in PostgreSQL: order_recon_segment_stock. @returns 0, or -1 when the connection failed
+ * (no snapshot kept). */
+static int take_snapshot(order_reconciler *r, order_recon_lost *l)
+{
+    long long sum = 0;
+    for (unsigned j = 0; j < l->k; j++)
+        if (j != l->seg && snapshot_segment(r, l, j, &sum) != 0) {
+            order_recon_snap_drop(l);
+            return -1;
+        }
+    l->snap_ms = order_time_now_ms();
+    l->snap_stock = sum;
+    sk_log(SK_LOG_INFO, "segment_snapshot",
+           "event_id=%" PRIu64 " segment=%u others_stock=%lld others_pending=%zu", l->id, l->seg,
+           sum, l->nsnap);
+    return 0;
+}
+
+/* Writes a lost segment back (reload_segment, under the event's lock): K into its meta,
+ * then event_reload.lua with `stock` and g's buyers homed on it. g->argv[0] is replaced
+ * for the call. @returns 1 reloaded, 0 not, -1 a connection failed. */
+static int segment_write(order_reconciler *r, const order_recon_lost *l, order_recon_gate *g,
+                         long long stock, long long in_pg)
+{
+    char stock_s[24], k_s[12];
+    snprintf(stock_s, sizeof(stock_s), "%lld", stock);
+    snprintf(k_s, sizeof(k_s), "%u", l->k);
+    g->argv[0] = stock_s;
+    int nb = order_recon_buyers_homed(g->argv + 4, g->nbuyers, l->seg, l->k);
+    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX];
+    order_key_seg(l->id, l->seg, ORDER_KEY_STOCK, ks, sizeof(ks));
+    order_key_seg(l->id, l->seg, ORDER_KEY_META, km, sizeof(km));
+    order_key_seg(l->id, l->seg, ORDER_KEY_BUYERS, kb, sizeof(kb));
+    /* K first: reserve.lua answers "not loaded" until the stock key exists, and then
+     * must find the event's K in this segment's meta */
+    const char *hs[4] = {"HSET", km, "segments", k_s};
+    redisReply *h = rcl_command_argv(r->rc, 4, hs, NULL);
+    if (!h) {
+        redis_failed(r);
+        return -1;
+    }
+    freeReplyObject(h);
+    const char *keys[3] = {ks, km, kb};
+    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 3, keys, 4 + nb, g->argv);
+    g->argv[0] = NULL; /* stock_s dies here */
+    if (v != 1)
+        return r->rc ? 0 : -1;
+    sk_log(SK_LOG_INFO, "event_reloaded",
+           "event_id=%" PRIu64 " segment=%u stock=%lld buyers=%d others_stock=%lld others_pending=%zu in_pg=%lld",
+           l->id, l->seg, stock, nb, l->snap_stock, l->nsnap, in_pg);
+    return 1;
+}
+
+/* Rebuilds a lost segment from PostgreSQL and its snapshot (take_snapshot), under the
+ * event's lock: its stock as order_recon_segment_stock says, its buyers the users of
+ * created orders whose home it is. @returns 1 reloaded, 0 not, -1 a connection failed. */
+static int reload_segment(order_reconciler *r, const order_recon_lost *l)
+{
+    char name[ORDER_KEY_MAX];
+    rlock_t *lock = event_lock(r, l->id, name, sizeof(name));
+    if (!lock)
+        return 0;
+    order_recon_gate g;
+    long long in_pg = 0;
+    int rc = order_recon_pg_gate(r->pg, l->id, &g);
+    if (rc == 1 && order_recon_pg_created_count(r->pg, l->id, (const char *const *)l->snap_ids,
+                                                l->nsnap, &in_pg) != 0)
+        rc = -1;
+    if (rc == 1) {
+        long long stock = order_recon_segment_stock(strtoll(g.argv[0], NULL, 10), l->snap_stock,
+                                                    l->nsnap, in_pg);
+        rc = segment_write(r, l, &g, stock, in_pg);
+    }
+    order_recon_gate_clear(&g);
+    event_unlock(lock, name);
     return rc;
 }
 
@@ -266,13 +401,13 @@ static int connect_all(order_reconciler *r)
     return order_recon_kafka_connect(r->kafka);
 }
 
-/* One event's Redis state in one round trip (both keys are in the event's slot): *pending
- * entries, *gate 1 if its stock key exists. @returns 0, or -1 (Redis dropped). */
-static int event_state(order_reconciler *r, uint64_t id, long long *pending, int *gate)
+/* One segment's Redis state in one round trip (both keys are in the segment's slot):
+ * *pending entries, *gate 1 if its stock key exists. @returns 0, or -1 (Redis dropped). */
+static int event_state(order_reconciler *r, recon_seg s, long long *pending, int *gate)
 {
     char kp[ORDER_KEY_MAX], ks[ORDER_KEY_MAX];
-    order_key(id, ORDER_KEY_PENDING, kp, sizeof(kp));
-    order_key(id, ORDER_KEY_STOCK, ks, sizeof(ks));
+    order_key_seg(s.id, s.seg, ORDER_KEY_PENDING, kp, sizeof(kp));
+    order_key_seg(s.id, s.seg, ORDER_KEY_STOCK, ks, sizeof(ks));
     const char *hl[2] = {"HLEN", kp}, *ex[2] = {"EXISTS", ks};
     redisReply *n = NULL, *x = NULL;
     if (rcl_append_argv(r->rc, 2, hl, NULL) != 0 || rcl_append_argv(r->rc, 2, ex, NULL) != 0 ||
@@ -290,55 +425,83 @@ static int event_state(order_reconciler *r, uint64_t id, long long *pending, int
     return 0;
 }
 
-/* Sorts the recent events into those with pending entries (ids, the count returned) and
- * the live ones whose gate is lost (r->lost, replaced). Only these cost a Kafka round
- * trip. @returns the number of ids, or -1 (nothing to do this scan). */
-static int survey(order_reconciler *r, const order_recon_event *ev, int nev, uint64_t *ids)
+/* Sorts the recent events' segments (each segment of a segmented event is looked at
+ * alone: its keys are in its own slot) into those with pending entries (segs, the count
+ * returned) and the live ones whose gate is lost (r->lost, replaced; a segment known lost
+ * keeps its time and snapshot). Only these cost a Kafka round trip. nseg is the events'
+ * segments in all. @returns the number of segs, or -1 (nothing to do this scan). */
+static int survey(order_reconciler *r, const order_recon_event *ev, int nev, int nseg,
+                  recon_seg *segs)
 {
-    order_recon_lost *lost = calloc((size_t)nev + 1, sizeof(*lost));
+    order_recon_lost *lost = calloc((size_t)nseg + 1, sizeof(*lost));
     if (!lost)
         return -1;
     int any = 0, nlost = 0;
     int64_t now = order_time_now_ms();
-    for (int i = 0; i < nev && r->rc; i++) {
-        long long pending = 0;
-        int gate = 1;
-        if (event_state(r, ev[i].id, &pending, &gate) != 0)
-            break;
-        if (pending > 0)
-            ids[any++] = ev[i].id;
-        if (ev[i].live && !gate) {
-            /* Known lost since an earlier scan: keep that time (the wait counts from it). */
-            lost[nlost].id = ev[i].id;
-            lost[nlost].since_ms = order_recon_lost_since(r->lost, r->nlost, ev[i].id, now);
-            if (lost[nlost].since_ms == now)
-                sk_log(SK_LOG_WARN, "event_gate_lost", "event_id=%" PRIu64, ev[i].id);
-            nlost++;
+    for (int i = 0; i < nev && r->rc; i++)
+        for (unsigned seg = 0; seg < ev[i].k && r->rc; seg++) {
+            recon_seg s = {ev[i].id, seg};
+            long long pending = 0;
+            int gate = 1;
+            if (event_state(r, s, &pending, &gate) != 0)
+                break;
+            if (pending > 0)
+                segs[any++] = s;
+            if (!ev[i].live || gate)
+                continue;
+            order_recon_lost *l = &lost[nlost++];
+            *l = (order_recon_lost){.id = s.id, .seg = seg, .k = ev[i].k};
+            if (order_recon_lost_carry(r->lost, r->nlost, l, now) == now)
+                sk_log(SK_LOG_WARN, "event_gate_lost", "event_id=%" PRIu64 " segment=%u", s.id, seg);
         }
-    }
-    free(r->lost);
+    order_recon_lost_free(r->lost, r->nlost);
     r->lost = lost;
     r->nlost = nlost;
     return any;
 }
 
-/* Settles the events with pending entries, then rebuilds the lost gates whose sales
+/* The lost gate r->lost[i]: a K = 1 event is reloaded once everything sold before the
+ * loss is in PostgreSQL. A segment (K > 1) first gets its snapshot, then is rebuilt once
+ * everything sold before the snapshot is in PostgreSQL; one lost segment of an event at a
+ * time, the lowest first (its snapshot counts the others, a lost one as 0).
+ * @returns 1 reloaded, 0 not (yet), -1 a connection failed. */
+static int settle_lost(order_reconciler *r, int i)
+{
+    order_recon_lost *l = &r->lost[i];
+    const int64_t cutoff = order_recon_kafka_event_cutoff(r->kafka, l->id);
+    if (l->k <= 1) {
+        if (!order_recon_may_cancel(l->since_ms, cutoff, r->wait_ms))
+            return 0; /* what was sold before the loss may still reach PostgreSQL */
+        return reload_event(r, l->id);
+    }
+    if (i > 0 && r->lost[i - 1].id == l->id) {
+        order_recon_snap_drop(l); /* taken while that one was live: stale once it is rebuilt */
+        return 0;
+    }
+    if (!l->snap_ms)
+        return take_snapshot(r, l) != 0 ? -1 : 0;
+    if (!order_recon_may_cancel(l->snap_ms, cutoff, r->wait_ms)) {
+        sk_log(SK_LOG_DEBUG, "segment_wait",
+               "event_id=%" PRIu64 " segment=%u snap_ms=%lld cutoff=%lld", l->id, l->seg,
+               (long long)l->snap_ms, (long long)cutoff);
+        return 0; /* what was sold before the snapshot may still reach PostgreSQL */
+    }
+    return reload_segment(r, l);
+}
+
+/* Settles the segments with pending entries, then rebuilds the lost gates whose sales
  * before the loss are all in PostgreSQL. Kafka first, PostgreSQL after. */
-static void settle(order_reconciler *r, const uint64_t *ids, int any, scan_counts *sc)
+static void settle(order_reconciler *r, const recon_seg *segs, int any, scan_counts *sc)
 {
     if (!(any || r->nlost) || !r->rc || order_recon_kafka_cutoffs(r->kafka) != 0)
         return;
     for (int i = 0; i < any; i++)
-        if (reconcile_event(r, ids[i], sc) != 0) {
+        if (reconcile_event(r, segs[i], sc) != 0) {
             disconnect(r);
             return;
         }
     for (int i = 0; i < r->nlost && r->rc && order_recon_pg_up(r->pg); i++) {
-        const order_recon_lost *l = &r->lost[i];
-        if (!order_recon_may_cancel(l->since_ms, order_recon_kafka_event_cutoff(r->kafka, l->id),
-                                    r->wait_ms))
-            continue; /* what was sold before the loss may still reach PostgreSQL */
-        int rr = reload_event(r, l->id);
+        int rr = settle_lost(r, i);
         if (rr > 0)
             sc->reloaded++;
         else if (rr < 0) {
@@ -359,13 +522,16 @@ static void scan(order_reconciler *r)
     int nev = order_recon_pg_events(r->pg, r->cfg->reconcile_horizon_s, &ev);
     if (nev < 0)
         return;
-    uint64_t *ids = calloc((size_t)nev + 1, sizeof(*ids));
-    int any = ids ? survey(r, ev, nev, ids) : -1;
+    int nseg = 0;
+    for (int i = 0; i < nev; i++)
+        nseg += (int)ev[i].k;
+    recon_seg *segs = calloc((size_t)nseg + 1, sizeof(*segs));
+    int any = segs ? survey(r, ev, nev, nseg, segs) : -1;
     free(ev);
     scan_counts sc = {0, 0, 0};
     if (any >= 0)
-        settle(r, ids, any, &sc);
-    free(ids);
+        settle(r, segs, any, &sc);
+    free(segs);
     atomic_fetch_add_explicit(&r->metrics->reconcile_confirmed, (uint64_t)sc.confirmed, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->metrics->reconcile_cancelled, (uint64_t)sc.cancelled, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->metrics->reconcile_reloaded, (uint64_t)sc.reloaded, memory_order_relaxed);
@@ -398,7 +564,7 @@ static void reconciler_free(order_reconciler *r)
 {
     order_recon_pg_free(r->pg);
     order_recon_kafka_free(r->kafka);
-    free(r->lost);
+    order_recon_lost_free(r->lost, r->nlost);
     free(r);
 }
 

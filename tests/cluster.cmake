@@ -9,6 +9,10 @@ if(TARGET seckill-bench AND TARGET seckill-check AND TARGET seckill-order)
     set_tests_properties(cluster_${t} PROPERTIES LABELS cluster TIMEOUT 240 SKIP_RETURN_CODE 77
       ENVIRONMENT "SECKILL_SOURCE_DIR=${CMAKE_SOURCE_DIR};SECKILL_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
   endforeach()
+  # Segmented stock (issue 19): spread, skewed users, a segment's master killed.
+  add_test(NAME cluster_segments COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/segments.sh)
+  set_tests_properties(cluster_segments PROPERTIES LABELS cluster TIMEOUT 480 SKIP_RETURN_CODE 77
+    ENVIRONMENT "SECKILL_SOURCE_DIR=${CMAKE_SOURCE_DIR};SECKILL_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
   # The failover with the replica cut off first: acknowledged writes certainly lost.
   add_test(NAME cluster_failover_lost COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/failover.sh lose)
   set_tests_properties(cluster_failover_lost PROPERTIES LABELS cluster TIMEOUT 240 SKIP_RETURN_CODE 77

@@ -49,12 +49,18 @@ static void test_event_keys_one_slot(void **state)
 static void test_reserve_call_not_crossslot(void **state)
 {
     (void)state;
-    order_gate_item items[3] = {{NULL, 392089604561305601ULL, 7, 8, 0},
-                                {NULL, 392089604561305601ULL, 9, 10, 0},
-                                {NULL, 392089604561305601ULL, 11, 12, 0}};
+    order_gate_item items[3] = {{NULL, 392089604561305601ULL, 7, 8, 0, 0, 1},
+                                {NULL, 392089604561305601ULL, 9, 10, 0, 0, 1},
+                                {NULL, 392089604561305601ULL, 11, 12, 0, 0, 1}};
     const order_gate_item *its[3] = {&items[0], &items[1], &items[2]};
-    const int nkeys[ORDER_GATE_OPS] = {4, 3, 1};
+    const int nkeys[ORDER_GATE_OPS] = {4, 3, 1, 2};
+    /* and once more as segment 2 of 3 (issue 19): its own tag, still one slot per call */
+    for (int pass = 0; pass < 2; pass++)
     for (int op = 0; op < ORDER_GATE_OPS; op++) {
+        for (int i = 0; i < 3; i++) {
+            items[i].seg = pass ? 2 : 0;
+            items[i].segs = pass ? 3 : 1;
+        }
         order_gate_args a;
         assert_int_equal(order_gate_args_build(&a, (order_gate_op)op, 9, its, 3), 0);
         const char *argv[3 + 16] = {"EVALSHA", "0123456789012345678901234567890123456789", "4"};
@@ -70,6 +76,8 @@ static void test_reserve_call_not_crossslot(void **state)
         assert_int_equal(n, nkeys[op]);
         for (int i = 0; i < n; i++)
             assert_int_equal(slot_of(argv[first + i * step]), slot_of(a.argv[0]));
+        if (pass)
+            assert_non_null(strstr(a.argv[0], "{e392089604561305601.2}"));
     }
 }
 

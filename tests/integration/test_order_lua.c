@@ -162,7 +162,7 @@ static void drop(const ev_keys *e)
 
 static void test_script_load(void **state)
 {
-    const char *names[] = {"reserve", "cancel", "confirm", "ratelimit", "event_load", "event_reload"};
+    const char *names[] = {"reserve", "cancel", "confirm", "ratelimit", "event_load", "event_reload", "borrow"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         const char *body = seckill_lua_find(names[i]);
         assert_non_null(body);
@@ -540,6 +540,93 @@ static int setup(void **state)
     return rc ? 0 : -1;
 }
 
+/* Segmented stock (issue 19) on one Redis: K = 2 segments of one event, each loaded with
+ * its share by event_load.lua (meta "segments" = 2). reserve.lua with the front's K
+ * ("now:2"); a front that still believes K = 1 gets 100 + K and nothing changes; an empty
+ * home segment holds the claim (6) and the unit is borrowed from segment 1 (borrow.lua);
+ * the claim keeps the user to one order; cancel.lua gives a claim back without stock,
+ * and a borrowed unit back to its lender; borrow.lua on an empty segment answers 1. */
+static void test_segments(void **state)
+{
+    (void)state;
+    int64_t now = 1795341600000LL;
+    uint64_t id = fresh_event();
+    ev_keys s0, s1;
+    keys_of(id, &s0);
+    s1.id = id;
+    for (int i = 0; i < ORDER_KEY_COUNT; i++)
+        order_key_seg(id, 1, (order_key_kind)i, s1.k[i], ORDER_KEY_MAX);
+    char want[ORDER_KEY_MAX];
+    snprintf(want, sizeof(want), "seckill:{e%" PRIu64 ".1}:stock", id);
+    assert_string_equal(s1.k[ORDER_KEY_STOCK], want);
+    char a[24], b[24];
+    snprintf(a, sizeof(a), "%" PRId64, now - 1000);
+    snprintf(b, sizeof(b), "%" PRId64, now + 3600000);
+    const char *l0[] = {s0.k[ORDER_KEY_STOCK], s0.k[ORDER_KEY_META], "1", a, b, "1", "2"};
+    const char *l1[] = {s1.k[ORDER_KEY_STOCK], s1.k[ORDER_KEY_META], "1", a, b, "1", "2"};
+    assert_int_equal(evalsha_int("event_load", 2, 7, l0), 1);
+    assert_int_equal(evalsha_int("event_load", 2, 7, l1), 1);
+
+    /* a front that believes K = 1: 102, and nothing changes */
+    char before[8192], after[8192];
+    to_redis_snapshot(rc, s0.pattern, before, sizeof(before));
+    assert_int_equal(reserve(&s0, "7", "700", now), 102);
+    to_redis_snapshot(rc, s0.pattern, after, sizeof(after));
+    assert_string_equal(before, after);
+
+    char nowk[32];
+    snprintf(nowk, sizeof(nowk), "%" PRId64 ":2", now);
+    /* user 7 takes segment 0's only unit; user 8 (home 0 too, as the front says) gets a claim */
+    const char *r7[] = {s0.k[0], s0.k[1], s0.k[2], s0.k[3], nowk, "7", "701"};
+    redisReply *r = evalsha(rc, "reserve", 4, 7, r7);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->element[0]->integer, 0);
+    freeReplyObject(r);
+    const char *r8[] = {s0.k[0], s0.k[1], s0.k[2], s0.k[3], nowk, "8", "801", "8", "802"};
+    r = evalsha(rc, "reserve", 4, 9, r8);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->element[0]->integer, 6); /* claim held */
+    assert_int_equal(r->element[1]->integer, 2); /* one claim per user */
+    freeReplyObject(r);
+    assert_int_equal(get_int(s0.k[ORDER_KEY_STOCK]), 0);
+    r = redisCommand(rc, "HGET %s 801", s0.k[ORDER_KEY_PENDING]);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    char claim[48];
+    snprintf(claim, sizeof(claim), "8:%" PRId64 ":c", now);
+    assert_string_equal(r->str, claim);
+    freeReplyObject(r);
+
+    /* the borrow from segment 1: its unit, then empty */
+    char nows[24];
+    snprintf(nows, sizeof(nows), "%" PRId64, now);
+    const char *bw[] = {s1.k[ORDER_KEY_STOCK], s1.k[ORDER_KEY_PENDING], nows, "8", "801", "9", "901"};
+    r = evalsha(rc, "borrow", 2, 7, bw);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->element[0]->integer, 0);
+    assert_int_equal(r->element[1]->integer, 1);
+    freeReplyObject(r);
+    assert_int_equal(get_int(s1.k[ORDER_KEY_STOCK]), 0);
+    assert_int_equal(cmd_int("HLEN %s", s1.k[ORDER_KEY_PENDING], NULL), 1);
+
+    /* giving back: the claim releases the buyer and no stock at home; the borrowed unit
+     * goes back to segment 1 */
+    assert_int_equal(cancel(&s0, "801", "8"), 1);
+    assert_int_equal(get_int(s0.k[ORDER_KEY_STOCK]), 0);
+    assert_int_equal(cmd_int("SISMEMBER %s %s", s0.k[ORDER_KEY_BUYERS], "8"), 0);
+    assert_int_equal(cancel(&s1, "801", "8"), 1);
+    assert_int_equal(get_int(s1.k[ORDER_KEY_STOCK]), 1);
+    /* a segment not loaded: 5 */
+    ev_keys s2;
+    for (int i = 0; i < ORDER_KEY_COUNT; i++)
+        order_key_seg(id, 2, (order_key_kind)i, s2.k[i], ORDER_KEY_MAX);
+    const char *bw2[] = {s2.k[ORDER_KEY_STOCK], s2.k[ORDER_KEY_PENDING], nows, "8", "803"};
+    r = evalsha(rc, "borrow", 2, 5, bw2);
+    assert_int_equal(r->element[0]->integer, 5);
+    freeReplyObject(r);
+    drop(&s0);
+    drop(&s1);
+}
+
 static int teardown(void **state)
 {
     if (rc)
@@ -559,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_ratelimit),
         cmocka_unit_test(test_noscript_fallback),
         cmocka_unit_test(test_event_reload),
+        cmocka_unit_test(test_segments),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

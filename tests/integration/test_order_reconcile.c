@@ -115,17 +115,22 @@ static long long pg_int(const char *sql, uint64_t arg)
     return v;
 }
 
-static uint64_t create_event(const to_order *o, long stock)
+static uint64_t create_event_k(const to_order *o, long stock, int segments)
 {
     char tok[1024], resp[512], body[256];
     to_token(o, 1, 1, 600, tok, sizeof(tok));
     snprintf(body, sizeof(body),
              "{\"name\":\"reconcile\",\"stock\":%ld,\"starts_at\":\"2026-01-01T00:00:00Z\","
-             "\"ends_at\":\"2036-01-01T00:00:00Z\"}", stock);
+             "\"ends_at\":\"2036-01-01T00:00:00Z\",\"segments\":%d}", stock, segments);
     int st = to_http1(o->port, "POST", "/api/v1/events", tok, body, resp, sizeof(resp));
     if (st != 201)
         fail_msg("create event: %d %s", st, resp);
     return to_json_id(resp, "event_id");
+}
+
+static uint64_t create_event(const to_order *o, long stock)
+{
+    return create_event_k(o, stock, 1);
 }
 
 static int place(const to_order *o, uint64_t event, uint64_t user, char *resp, size_t respsz)
@@ -342,6 +347,59 @@ static void test_lost_gate_reloaded(void **state)
 }
 
 
+/* A segmented event (issue 19): a claim left by a crashed front in the user's home
+ * segment ("user:ts:c": the user is a buyer there, no unit was taken there) whose
+ * order never reached Kafka is released by the reconciler: the entry and the buyer go,
+ * and the segment's stock does not grow (a claim gave none). */
+typedef struct {
+    char pending[ORDER_KEY_MAX];
+} claim_arg;
+
+static int claim_gone(void *arg)
+{
+    claim_arg *a = arg;
+    redisReply *r = redisCommand(rc, "HEXISTS %s 777000001", a->pending);
+    int gone = r && r->type == REDIS_REPLY_INTEGER && r->integer == 0;
+    freeReplyObject(r);
+    return gone;
+}
+
+static void test_segment_claim_released(void **state)
+{
+    (void)state;
+    assert_int_equal(to_order_start(&inst_b, getenv("SECKILL_REDIS_URL"), kafka.bootstrap, pg, order_env), 0);
+    uint64_t ev = create_event_k(&inst_b, 10, 2);
+    const uint64_t user = 4242;
+    unsigned home = order_seg_home(user, 2);
+    claim_arg a;
+    char kb[ORDER_KEY_MAX], ks[ORDER_KEY_MAX], u[24], v[64];
+    order_key_seg(ev, home, ORDER_KEY_PENDING, a.pending, sizeof(a.pending));
+    order_key_seg(ev, home, ORDER_KEY_BUYERS, kb, sizeof(kb));
+    order_key_seg(ev, home, ORDER_KEY_STOCK, ks, sizeof(ks));
+    redisReply *r = redisCommand(rc, "GET %s", ks);
+    assert_true(r && r->type == REDIS_REPLY_STRING);
+    long long stock0 = strtoll(r->str, NULL, 10);
+    freeReplyObject(r);
+    assert_int_equal(stock0, 5); /* 10 over 2 segments */
+    snprintf(u, sizeof(u), "%" PRIu64, user);
+    snprintf(v, sizeof(v), "%" PRIu64 ":%" PRId64 ":c", user, wall_ms() - 60000);
+    freeReplyObject(redisCommand(rc, "SADD %s %s", kb, u));
+    freeReplyObject(redisCommand(rc, "HSET %s 777000001 %s", a.pending, v));
+    const int bound = MSG_TIMEOUT_MS + MARGIN_MS + INTERVAL_MS + 8000;
+    if (to_wait(claim_gone, &a, bound) != 1)
+        fail_msg("the claim was not released within %d ms", bound);
+    r = redisCommand(rc, "SISMEMBER %s %s", kb, u);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    r = redisCommand(rc, "GET %s", ks);
+    assert_int_equal(strtoll(r->str, NULL, 10), stock0); /* no stock from a claim */
+    freeReplyObject(r);
+    /* the user can buy now (a unit from the home segment) */
+    char resp[1024];
+    assert_int_equal(place(&inst_b, ev, user, resp, sizeof(resp)), 202);
+    assert_int_equal(to_stop(&inst_b.proc, SIGTERM, 10000), 0);
+}
+
 static int priv_gate_loaded(void *ev)
 {
     char k[ORDER_KEY_MAX];
@@ -406,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_kill_then_takeover),
         cmocka_unit_test(test_lost_gate_reloaded),
         cmocka_unit_test(test_flushall_reloaded),
+        cmocka_unit_test(test_segment_claim_released),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

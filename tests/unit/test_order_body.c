@@ -75,6 +75,10 @@ static void test_event_body(void **state)
     assert_int_equal(s.starts_at_ms, 1795341600000LL);
     assert_int_equal(s.ends_at_ms, 1795345200000LL);
     assert_int_equal(s.per_user_limit, 1);
+    assert_int_equal(s.segments, 1); /* default: one segment, the keys of before */
+    assert_int_equal(parse("{\"name\":\"x\",\"stock\":9,\"starts_at\":\"2026-11-22T10:00:00Z\","
+                           "\"ends_at\":\"2026-11-22T11:00:00Z\",\"segments\":3}", &s, err), 0);
+    assert_int_equal(s.segments, 3);
     assert_int_equal(parse("{\"name\":\"x\",\"stock\":0,\"starts_at\":\"2026-11-22T10:00:00Z\","
                            "\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":1}", &s, err), 0);
 
@@ -99,6 +103,10 @@ static void test_event_body(void **state)
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\"}", "ends_at"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T10:00:00Z\"}", "after"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":2}", "per_user_limit"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"segments\":0}", "segments"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"segments\":65}", "segments"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"segments\":2,\"rebuy_after_release\":true}", "rebuy_after_release"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"segments\":\"3\"}", "segments"},
         {"{\"name\":\"x\",\"stock\":1,\"stock\":5,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "invalid JSON"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -65,7 +65,7 @@ static const order_gate_item *its[ORDER_GATE_BATCH_MAX + 1];
 static void fill(size_t n, uint64_t event)
 {
     for (size_t i = 0; i < n; i++) {
-        items[i] = (order_gate_item){NULL, event, 1000 + i, 5000000000000000000ULL + i, 0};
+        items[i] = (order_gate_item){NULL, event, 1000 + i, 5000000000000000000ULL + i, 0, 0, 1};
         its[i] = &items[i];
     }
 }
@@ -127,6 +127,54 @@ static void test_confirm_args(void **state)
     assert_int_equal(a.n, 1 + 3);
     check_word(&a, 1, "5000000000000000000");
     check_word(&a, 3, "5000000000000000002");
+}
+
+/* Segmented stock (issue 19): the keys of the item's segment, "now_ms:K" for reserve
+ * when K > 1, borrow.lua's contract, and one call per segment. */
+static void test_segment_args(void **state)
+{
+    (void)state;
+    fill(2, 77);
+    for (int i = 0; i < 2; i++) {
+        items[i].seg = 2;
+        items[i].segs = 3;
+    }
+    order_gate_args a;
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_RESERVE, 1795341600123LL, its, 2), 0);
+    assert_int_equal(a.nkeys, 4);
+    check_word(&a, 0, "seckill:{e77.2}:stock");
+    check_word(&a, 3, "seckill:{e77.2}:pending");
+    check_word(&a, 4, "1795341600123:3");
+    const char *script = seckill_lua_find("borrow");
+    char word[64];
+    contract_word(script, "KEYS[1]", word, sizeof(word));
+    assert_string_equal(suffix(word), "stock");
+    contract_word(script, "KEYS[2]", word, sizeof(word));
+    assert_string_equal(suffix(word), "pending");
+    contract_word(script, "ARGV[1]", word, sizeof(word));
+    assert_string_equal(word, "now_ms");
+    contract_word(script, "ARGV[2k]", word, sizeof(word));
+    assert_string_equal(word, "user_id");
+    contract_word(script, "ARGV[2k+1]", word, sizeof(word));
+    assert_string_equal(word, "order_id");
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_BORROW, 1795341600123LL, its, 2), 0);
+    assert_int_equal(a.nkeys, 2);
+    assert_int_equal(a.n, 2 + 1 + 2 * 2);
+    check_word(&a, 0, "seckill:{e77.2}:stock");
+    check_word(&a, 1, "seckill:{e77.2}:pending");
+    check_word(&a, 2, "1795341600123");
+    check_word(&a, 3, "1000");
+    check_word(&a, 4, "5000000000000000000");
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_CONFIRM, 0, its, 2), 0);
+    check_word(&a, 0, "seckill:{e77.2}:pending");
+    /* one call is one segment's */
+    items[1].seg = 0;
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_RESERVE, 1, its, 2), -1);
+    /* K = 1: the event's own keys and a plain now_ms, as before segments */
+    fill(1, 77);
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_RESERVE, 5, its, 1), 0);
+    check_word(&a, 0, "seckill:{e77}:stock");
+    check_word(&a, 4, "5");
 }
 
 static void test_bounds(void **state)
@@ -205,7 +253,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reserve_args), cmocka_unit_test(test_cancel_args),
-        cmocka_unit_test(test_confirm_args), cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_confirm_args), cmocka_unit_test(test_segment_args), cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,9 +3,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
+#include "order_msg.h"
 #include "order_recon_rule.h"
 
 #define WAIT 15000 /* message timeout + margin */
@@ -92,26 +96,128 @@ static void test_pending_entries(void **state)
     assert_false(order_recon_is_order_id("-1"));
     char user[24];
     int64_t ts = 0;
-    assert_int_equal(order_recon_pending_parse("42:1700000000123", user, sizeof(user), &ts), 0);
+    int claim = -1;
+    assert_int_equal(order_recon_pending_parse("42:1700000000123", user, sizeof(user), &ts, &claim), 0);
     assert_string_equal(user, "42");
     assert_int_equal(ts, 1700000000123LL);
-    const char *bad[] = {"42", ":5", "42:", "42:5x", "42:99999999999999999999",
+    assert_int_equal(claim, 0);
+    /* a segmented event's claim (reserve.lua): released like an entry, flagged */
+    assert_int_equal(order_recon_pending_parse("43:1700000000124:c", user, sizeof(user), &ts, &claim), 0);
+    assert_string_equal(user, "43");
+    assert_int_equal(ts, 1700000000124LL);
+    assert_int_equal(claim, 1);
+    const char *bad[] = {"42", ":5", "42:", "42:5x", "42:99999999999999999999", "42:5:", "42:5:cc",
+                         "42:5:x", "42::c",
                          "123456789012345678901234:5"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        assert_int_equal(order_recon_pending_parse(bad[i], user, sizeof(user), &ts), -1);
+        assert_int_equal(order_recon_pending_parse(bad[i], user, sizeof(user), &ts, NULL), -1);
 }
 
-static void test_msg_timeout_and_lost(void **state)
+static void test_msg_timeout(void **state)
 {
     (void)state;
     assert_int_equal(order_recon_msg_timeout_ms(NULL, NULL), 10000);
     assert_int_equal(order_recon_msg_timeout_ms("2000", "9000"), 2000);
     assert_int_equal(order_recon_msg_timeout_ms(NULL, "9000"), 9000);
     assert_int_equal(order_recon_msg_timeout_ms("0", NULL), INT64_MAX / 4);
-    order_recon_lost prev[2] = {{7, 1000}, {9, 2000}};
-    assert_int_equal(order_recon_lost_since(prev, 2, 9, 5000), 2000);
-    assert_int_equal(order_recon_lost_since(prev, 2, 8, 5000), 5000);
-    assert_int_equal(order_recon_lost_since(NULL, 0, 7, 5000), 5000);
+}
+
+static void test_claims_and_id_array(void **state)
+{
+    (void)state;
+    assert_true(order_recon_is_claim("42:5:c", 6));
+    assert_false(order_recon_is_claim("42:5", 4));
+    assert_false(order_recon_is_claim("c", 1));
+    assert_false(order_recon_is_claim("", 0));
+    const char *ids[] = {"12", "x1", "", "123456789012345678901", "34", "12345678901234567890"};
+    char *a = order_recon_id_array(ids, 6);
+    assert_non_null(a);
+    assert_string_equal(a, "{12,34,12345678901234567890}"); /* only ids of ours */
+    free(a);
+    a = order_recon_id_array(NULL, 0);
+    assert_string_equal(a, "{}");
+    free(a);
+    const char *worst[3] = {"99999999999999999999", "99999999999999999999", "99999999999999999999"};
+    a = order_recon_id_array(worst, 3); /* the longest literal fits (ASan checks it) */
+    assert_int_equal(strlen(a), 3 * 20 + 2 + 2);
+    free(a);
+}
+
+static void test_segments(void **state)
+{
+    (void)state;
+    assert_int_equal(order_recon_segments_k("3"), 3);
+    assert_int_equal(order_recon_segments_k("64"), 64);
+    assert_int_equal(order_recon_segments_k("65"), 1);
+    assert_int_equal(order_recon_segments_k("1"), 1);
+    assert_int_equal(order_recon_segments_k("0"), 1);
+    assert_int_equal(order_recon_segments_k("-2"), 1);
+    assert_int_equal(order_recon_segments_k(NULL), 1);
+    /* 600 units over 3 segments, 300 sold; segment 2 lost: the others hold 187 and 3
+     * pending units, 1 of them already created in PostgreSQL: 300 - 187 - 2 = 111 */
+    assert_int_equal(order_recon_segment_stock(300, 187, 3, 1), 111);
+    /* nothing pending, no sale meanwhile: exactly what it had */
+    assert_int_equal(order_recon_segment_stock(300, 187, 0, 0), 113);
+    /* the others hold more than stock_left says is left: never negative */
+    assert_int_equal(order_recon_segment_stock(10, 20, 5, 0), 0);
+    /* the buyers homed on a segment, in place and in order */
+    const char *users[40];
+    char buf[40][8];
+    for (int i = 0; i < 40; i++) {
+        snprintf(buf[i], sizeof(buf[i]), "%d", 1000 + i);
+        users[i] = buf[i];
+    }
+    int total = 0;
+    for (unsigned seg = 0; seg < 3; seg++) {
+        const char *u[40];
+        memcpy(u, users, sizeof(u));
+        int n = order_recon_buyers_homed(u, 40, seg, 3);
+        for (int i = 0; i < n; i++) {
+            assert_int_equal(order_seg_home(strtoull(u[i], NULL, 10), 3), seg);
+            assert_true(i == 0 || strcmp(u[i - 1], u[i]) < 0);
+        }
+        total += n;
+    }
+    assert_int_equal(total, 40); /* each user in exactly one segment */
+    const char *one[1] = {"1000"};
+    assert_int_equal(order_recon_buyers_homed(one, 1, 0, 1), 1); /* K = 1: all at home */
+}
+
+static void test_lost_carry(void **state)
+{
+    (void)state;
+    order_recon_lost *prev = calloc(3, sizeof(*prev));
+    prev[0] = (order_recon_lost){.id = 7, .seg = 0, .k = 1, .since_ms = 1000};
+    prev[1] = (order_recon_lost){.id = 9, .seg = 1, .k = 3, .since_ms = 2000};
+    prev[2] = (order_recon_lost){.id = 9, .seg = 2, .k = 3, .since_ms = 2500};
+    assert_int_equal(order_recon_snap_add(&prev[2], "11"), 0);
+    assert_int_equal(order_recon_snap_add(&prev[2], "12"), 0);
+    prev[2].snap_ms = 2600;
+    prev[2].snap_stock = 187;
+    order_recon_lost l = {.id = 9, .seg = 2, .k = 3};
+    assert_int_equal(order_recon_lost_carry(prev, 3, &l, 5000), 2500);
+    /* the snapshot moved: prev's copy gives it up, so freeing prev leaves it alone */
+    assert_int_equal(l.snap_ms, 2600);
+    assert_int_equal(l.snap_stock, 187);
+    assert_int_equal(l.nsnap, 2);
+    assert_string_equal(l.snap_ids[1], "12");
+    assert_null(prev[2].snap_ids);
+    assert_int_equal(prev[2].nsnap, 0);
+    order_recon_lost m = {.id = 9, .seg = 0, .k = 3}; /* another segment: new */
+    assert_int_equal(order_recon_lost_carry(prev, 3, &m, 5000), 5000);
+    assert_int_equal(m.snap_ms, 0);
+    order_recon_lost n = {.id = 7, .seg = 0, .k = 1};
+    assert_int_equal(order_recon_lost_carry(prev, 3, &n, 5000), 1000);
+    assert_int_equal(order_recon_lost_carry(NULL, 0, &n, 6000), 6000);
+    for (int i = 0; i < 200; i++) /* past the first capacity */
+        assert_int_equal(order_recon_snap_add(&l, "13"), 0);
+    assert_int_equal(l.nsnap, 202);
+    order_recon_snap_drop(&l);
+    assert_int_equal(l.nsnap, 0);
+    assert_int_equal(l.snap_ms, 0);
+    assert_null(l.snap_ids);
+    order_recon_lost_free(prev, 3);
+    order_recon_lost_free(NULL, 0);
 }
 
 int main(void)
@@ -123,7 +229,10 @@ int main(void)
         cmocka_unit_test(test_decide),
         cmocka_unit_test(test_event_cutoff),
         cmocka_unit_test(test_pending_entries),
-        cmocka_unit_test(test_msg_timeout_and_lost),
+        cmocka_unit_test(test_msg_timeout),
+        cmocka_unit_test(test_claims_and_id_array),
+        cmocka_unit_test(test_segments),
+        cmocka_unit_test(test_lost_carry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

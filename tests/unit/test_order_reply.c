@@ -100,6 +100,22 @@ static void test_keys(void **state)
     assert_string_equal(k, "seckill:{e12}:pending");
     order_key(9223372036854775807ULL, ORDER_KEY_PENDING, k, sizeof(k));
     assert_string_equal(k, "seckill:{e9223372036854775807}:pending");
+    /* segment 0 is the event's own keys (K = 1 unchanged); k >= 1 has its own tag */
+    order_key_seg(12, 0, ORDER_KEY_STOCK, k, sizeof(k));
+    assert_string_equal(k, "seckill:{e12}:stock");
+    order_key_seg(12, 2, ORDER_KEY_BUYERS, k, sizeof(k));
+    assert_string_equal(k, "seckill:{e12.2}:buyers");
+    /* the home segment: 0 for K <= 1, and consecutive ids spread over K = 3 */
+    assert_int_equal(order_seg_home(12345, 1), 0);
+    assert_int_equal(order_seg_home(12345, 0), 0);
+    unsigned seen[3] = {0, 0, 0};
+    for (uint64_t u = 1; u <= 300; u++) {
+        unsigned h = order_seg_home(u << 22, 3); /* ids sharing their low bits */
+        assert_true(h < 3);
+        seen[h]++;
+    }
+    for (int j = 0; j < 3; j++)
+        assert_true(seen[j] > 60);
     order_key_index(5, k, sizeof(k)); /* second 0 of libidgen's epoch */
     assert_string_equal(k, "seckill:oidx:0");
     order_key_index((100ULL << 32) | 7, k, sizeof(k)); /* second 100, sequence 7 */
