@@ -22,6 +22,8 @@
 #include "order_evlist.h"
 #include "order_ocache.h"
 #include "order_kafka.h"
+#include "order_admit.h"
+#include "order_limit.h"
 #include "order_loader.h"
 #include "order_metrics.h"
 #include "order_pg.h"
@@ -98,6 +100,8 @@ struct order_app {
     order_loader *loader; /* used by the pg pool threads after an event's INSERT */
     order_bucket_table *buckets;
     order_soldout *soldout;
+    order_limit *limits;  /* per-address level, trusted proxies (order_limit.h) */
+    order_admit *admit;   /* shedding on the gate's p99 (order_admit.h) */
     order_events *events; /* GET /api/v1/events/{id} from memory (order_events.h) */
     order_evlist *evlist; /* GET /api/v1/events from memory (order_evlist.h) */
     order_ocache *ocache; /* final order outcomes (order_ocache.h); NULL when off */

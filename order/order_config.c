@@ -1,5 +1,6 @@
 /* order_config: the configuration table of seckill-order. See order_config.h. */
 #include "order_config.h"
+#include "order_limit.h"
 
 #include <arpa/inet.h>
 #include <stddef.h>
@@ -39,6 +40,25 @@ const sk_cfg_entry order_config_table[] = {
     {"ratelimit.burst", SK_CFG_INT, 1, 1000000, "10", "per-user bucket size", F(ratelimit_burst)},
     {"ratelimit.users", SK_CFG_INT, 64, 100000000, "262144",
      "users tracked in process (bounded memory, about 34 bytes each)", F(ratelimit_users)},
+    {"ratelimit.ip_rate", SK_CFG_INT, 0, 1000000, "0",
+     "per client address tokens per second on order creation (0: no per-address limit)",
+     F(ratelimit_ip_rate)},
+    {"ratelimit.ip_burst", SK_CFG_INT, 1, 1000000, "100", "per client address bucket size",
+     F(ratelimit_ip_burst)},
+    {"ratelimit.ips", SK_CFG_INT, 64, 100000000, "262144",
+     "client addresses tracked in process (bounded memory, as ratelimit.users)", F(ratelimit_ips)},
+    {"http.trusted_proxies", SK_CFG_STRING, 0, 0, "",
+     "comma-separated IPv4 addresses or a.b.c.d/len networks of our proxies: from them, the "
+     "client is the first address of X-Forwarded-For (right to left) that is not one of them",
+     F(http_trusted_proxies)},
+    {"limits.gate_p99_ms", SK_CFG_INT, 0, 600000, "0",
+     "new orders get 503 at once while the p99 of the gate's answers over limits.window_ms "
+     "is past this (0: off)", F(admit_gate_p99_ms)},
+    {"limits.window_ms", SK_CFG_INT, 100, 600000, "2000",
+     "the sliding window of limits.gate_p99_ms (also the Retry-After of its 503)",
+     F(admit_window_ms)},
+    {"limits.min_samples", SK_CFG_INT, 1, 1000000, "20",
+     "gate answers the window needs before limits.gate_p99_ms can shed", F(admit_min_samples)},
     {"limits.inflight", SK_CFG_INT, 1, 10000000, "20000",
      "requests in flight past which the service answers 503 at once", F(max_inflight)},
     {"limits.kafka_inflight", SK_CFG_INT, 1, 10000000, "20000",
@@ -151,6 +171,9 @@ int order_config_check(order_config *cfg, char *err, size_t errsz)
                  cfg->ratelimit_mode);
         return -1;
     }
+    order_limit_proxies proxies;
+    if (order_limit_proxies_parse(cfg->http_trusted_proxies, &proxies, err, errsz) != 0)
+        return -1;
     if (strcmp(cfg->http_event_method, "epoll") && strcmp(cfg->http_event_method, "poll")) {
         snprintf(err, errsz, "http.event_method: \"%s\" is not epoll or poll",
                  cfg->http_event_method);

@@ -38,6 +38,8 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 /* One request that waits on something (Redis, Kafka, PostgreSQL). */
 typedef struct order_req {
@@ -146,6 +148,41 @@ static void reply_error(order_worker *w, struct evhttp_request *req, order_route
     if (e == ORDER_ERR_UNAUTHORIZED)
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
     reply_json(w, req, route, start_us, order_err_status(e), body, n);
+}
+
+static void set_retry_after(struct evhttp_request *req, long long s)
+{
+    char v[24];
+    snprintf(v, sizeof(v), "%lld", s);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", v);
+}
+
+/* 429 of a limit level (order_limit.h), with Retry-After; counted by level. */
+static void reply_limited(order_worker *w, struct evhttp_request *req, order_route_id route,
+                          int64_t start_us, order_limit_level level, long long retry_after_s)
+{
+    char body[256];
+    size_t n = order_reply_limited(body, sizeof(body), order_limit_level_name(level), retry_after_s);
+    atomic_fetch_add_explicit(&w->app->metrics.limited[level], 1, memory_order_relaxed);
+    set_retry_after(req, retry_after_s);
+    reply_json(w, req, route, start_us, 429, body, n);
+}
+
+/* The client's IPv4 address (host order): the peer, or X-Forwarded-For's first untrusted
+ * hop when the peer is a trusted proxy (order_limit.h). 0 when unknown. */
+static uint32_t client_ip(order_app *app, struct evhttp_request *req)
+{
+    struct evhttp_connection *c = evhttp_request_get_connection(req);
+    const struct sockaddr *sa = c ? evhttp_connection_get_addr(c) : NULL;
+    if (!sa || sa->sa_family != AF_INET)
+        return 0;
+    uint32_t peer = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+    const order_limit_proxies *p = order_limit_proxies_of(app->limits);
+    if (p->n == 0 || !order_limit_proxy_trusted(p, peer))
+        return peer;
+    return order_limit_client_ip(p, peer,
+                                 evhttp_find_header(evhttp_request_get_input_headers(req),
+                                                    "X-Forwarded-For"));
 }
 
 /* Answers a waiting request and frees it. */
@@ -382,7 +419,9 @@ static void done_reserve(order_gate_item *it, long long code, void *arg)
     (void)arg;
     order_req *r = REQ_OF_GATE(it);
     order_app *app = r->w->app;
-    order_metrics_stage(&app->metrics, ORDER_STAGE_RESERVE, order_time_mono_us() - r->stage_us);
+    int64_t now_us = order_time_mono_us();
+    order_metrics_stage(&app->metrics, ORDER_STAGE_RESERVE, now_us - r->stage_us);
+    order_admit_record(app->admit, now_us, now_us - r->stage_us);
     if (code == ORDER_GATE_FAILED) {
         /* No answer: reserve.lua may or may not have run. If it did, the pending entry
          * is the reconciler's to give back; the client is told to retry. */
@@ -433,7 +472,9 @@ static void on_ratelimit(redisReply *reply, void *arg)
     }
     if (reply->integer != 1) {
         atomic_fetch_add_explicit(&r->w->app->metrics.rate_limited, 1, memory_order_relaxed);
-        req_error(r, ORDER_ERR_RATE_LIMITED, NULL, 0);
+        reply_limited(r->w, r->req, r->route, r->start_us, ORDER_LIMIT_USER,
+                      order_limit_retry_after_s((double)r->w->app->cfg.ratelimit_rate));
+        free(r);
         return;
     }
     reserve(r);
@@ -443,6 +484,13 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
                                 const order_route *rt, int64_t start_us)
 {
     order_app *app = w->app;
+    long long retry_s;
+    /* The address level first: it is the cheapest, and spares the token check's HMAC. */
+    if (order_limit_ip_on(app->limits) &&
+        !order_limit_ip_take(app->limits, client_ip(app, req), start_us, &retry_s)) {
+        reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_IP, retry_s);
+        return;
+    }
     sk_jwt_claims claims;
     if (authenticate(w, req, &claims) != 0) {
         reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
@@ -469,13 +517,22 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
     if (app->cfg.rl_mode == ORDER_RL_LOCAL &&
         !order_bucket_take(app->buckets, claims.sub, order_time_mono_us())) {
         atomic_fetch_add_explicit(&app->metrics.rate_limited, 1, memory_order_relaxed);
-        reply_error(w, req, rt->id, start_us, ORDER_ERR_RATE_LIMITED, NULL, 0);
+        reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_USER,
+                      order_limit_retry_after_s((double)app->cfg.ratelimit_rate));
         return;
     }
     if (atomic_load_explicit(&app->metrics.kafka_inflight, memory_order_relaxed) >=
         app->cfg.max_kafka_inflight) {
         atomic_fetch_add_explicit(&app->metrics.overload_rejections, 1, memory_order_relaxed);
+        set_retry_after(req, 1);
         reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "too many orders waiting for Kafka", 0);
+        return;
+    }
+    if (!order_admit_check(app->admit, start_us, &retry_s)) {
+        atomic_fetch_add_explicit(&app->metrics.shed_gate_p99, 1, memory_order_relaxed);
+        set_retry_after(req, retry_s);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE,
+                    "the gate is slow (its p99 is past limits.gate_p99_ms): retry later", 0);
         return;
     }
     if (!order_redis_connected(w->redis)) {

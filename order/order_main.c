@@ -242,7 +242,12 @@ static int run(const char *config)
     }
     app.buckets = order_bucket_new((size_t)app.cfg.ratelimit_users, (double)app.cfg.ratelimit_rate,
                                    (double)app.cfg.ratelimit_burst);
-    if (!app.soldout || !app.buckets || !app.events || !app.evlist) {
+    char lerr[256];
+    app.limits = order_limit_new(app.cfg.ratelimit_ip_rate, app.cfg.ratelimit_ip_burst,
+                                 app.cfg.ratelimit_ips, app.cfg.http_trusted_proxies, lerr, sizeof(lerr));
+    app.admit = order_admit_new(app.cfg.admit_gate_p99_ms * 1000, app.cfg.admit_window_ms,
+                                app.cfg.admit_min_samples);
+    if (!app.soldout || !app.buckets || !app.events || !app.evlist || !app.limits || !app.admit) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
         goto out;
     }
@@ -304,6 +309,8 @@ out:
     idgen_free(app.ids_order);
     idgen_free(app.ids_event);
     order_bucket_free(app.buckets);
+    order_limit_free(app.limits);
+    order_admit_free(app.admit);
     order_soldout_free(app.soldout);
     order_events_free(app.events);
     order_evlist_free(app.evlist);

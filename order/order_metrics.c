@@ -141,6 +141,16 @@ char *order_metrics_render(order_metrics *m, size_t *len)
     for (int i = 0; i < ORDER_METRICS_GATE_OPS; i++)
         fprintf(f, "seckill_order_gate_orders_total{script=\"%s\"} %" PRIu64 "\n", gate_ops[i],
                 LOAD(m->gate_orders[i]));
+    static const char *levels[ORDER_METRICS_LIMIT_LEVELS] = {"ip", "user"};
+    fprintf(f, "# HELP seckill_order_limited_total Orders refused 429 by a rate limit, by level.\n"
+               "# TYPE seckill_order_limited_total counter\n");
+    for (int i = 0; i < ORDER_METRICS_LIMIT_LEVELS; i++)
+        fprintf(f, "seckill_order_limited_total{level=\"%s\"} %" PRIu64 "\n", levels[i],
+                LOAD(m->limited[i]));
+    fprintf(f, "# HELP seckill_order_shed_total New orders answered 503 at once by admission "
+               "control, by reason.\n# TYPE seckill_order_shed_total counter\n"
+               "seckill_order_shed_total{reason=\"gate_p99\"} %" PRIu64 "\n",
+            LOAD(m->shed_gate_p99));
     fprintf(f,
             "# HELP seckill_order_redis_errors_total Redis commands that failed (error reply, "
             "disconnect, timeout).\n# TYPE seckill_order_redis_errors_total counter\n"

@@ -84,6 +84,17 @@ size_t order_reply_error(char *out, size_t outsz, order_err e, const char *messa
     return clamp(n, outsz);
 }
 
+size_t order_reply_limited(char *out, size_t outsz, const char *level, long long retry_after_s)
+{
+    char lv[32];
+    escape(lv, sizeof(lv), level);
+    int n = snprintf(out, outsz,
+                     "{\"error\":\"rate_limited\",\"message\":\"too many requests (%s limit), "
+                     "retry after %lld s\",\"level\":\"%s\"}",
+                     lv, retry_after_s, lv);
+    return clamp(n, outsz);
+}
+
 size_t order_reply_order_queued(char *out, size_t outsz, uint64_t order_id)
 {
     /* Every 202 says this: no snprintf on the accept path (order_msg.h, sk_id_format). */

@@ -38,6 +38,10 @@ const char *order_err_message(order_err e);
 size_t order_reply_error(char *out, size_t outsz, order_err e, const char *message,
                          uint64_t order_id);
 
+/** @brief A 429 body naming the limit's level ("ip", "user"):
+ *  {"error":"rate_limited","message":"...","level":"<level>"} @returns the length. */
+size_t order_reply_limited(char *out, size_t outsz, const char *level, long long retry_after_s);
+
 /** @brief {"order_id":"<id>","status":"queued"} @returns the length. */
 size_t order_reply_order_queued(char *out, size_t outsz, uint64_t order_id);
 
