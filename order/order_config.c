@@ -105,6 +105,10 @@ const sk_cfg_entry order_config_table[] = {
     {"events.stock_refresh_ms", SK_CFG_INT, 1, 60000, "100",
      "an event page's stock_left is read from the Redis gate at most this often per event",
      F(events_stock_refresh_ms)},
+    {"events.pause_refresh_ms", SK_CFG_INT, 10, 60000, "250",
+     "the paused events (POST /api/v1/events/{id}/pause on any front) are read from Redis this "
+     "often: a pause or resume holds on every front within it plus a round trip",
+     F(events_pause_refresh_ms)},
     {"events.negative_ttl_ms", SK_CFG_INT, 0, 600000, "1000",
      "how long an unknown event id is answered 404 from memory", F(events_negative_ttl_ms)},
     {"events.miss_per_s", SK_CFG_INT, 1, 1000000, "50",

@@ -36,7 +36,7 @@ typedef struct order_config {
     long long pg_pool;
     long long index_ttl_s;
     long long order_status_cache_size, order_status_cache_ms, order_queued_pg_after_s;
-    long long events_cache_size, events_stock_refresh_ms, events_negative_ttl_ms;
+    long long events_cache_size, events_stock_refresh_ms, events_negative_ttl_ms, events_pause_refresh_ms;
     long long events_miss_per_s, events_max_age_s, events_list_refresh_ms, events_list_max;
     long long shutdown_timeout_ms;
     char *log_level;

@@ -20,6 +20,7 @@
 #include "order_gate.h"
 #include "order_index.h"
 #include "order_msg.h"
+#include "order_pauser.h"
 #include "order_reply.h"
 #include "sk_httpguard.h"
 #include "order_route.h"
@@ -75,6 +76,7 @@ struct order_chain {
      * together at the end of the loop turn that reserved them. */
     order_req *produce_head, **produce_tail;
     struct event *produce_ev;
+    order_pauser *pauser; /* worker 0 only: reads the paused events */
 };
 
 static const char *reason(int status)
@@ -210,6 +212,24 @@ static order_req *req_new(order_worker *w, struct evhttp_request *req, order_rou
     r->start_us = start_us;
     r->user = claims->sub;
     r->is_admin = claims->is_admin;
+    return r;
+}
+
+/* A request of event rt->arg that goes on to Redis: answered 503 here (and NULL) when
+ * Redis is not connected or memory is short. */
+static order_req *req_for_redis(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                                int64_t start_us, const sk_jwt_claims *claims)
+{
+    if (!order_redis_connected(w->redis)) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return NULL;
+    }
+    order_req *r = req_new(w, req, rt->id, start_us, claims);
+    if (!r) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return NULL;
+    }
+    r->event_id = rt->arg;
     return r;
 }
 
@@ -514,11 +534,26 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
         reply_error(w, req, rt->id, start_us, ORDER_ERR_SOLD_OUT, NULL, 0);
         return;
     }
+    if (order_pause_has(app->paused, rt->arg)) {
+        set_retry_after(req, 1);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_PAUSED, NULL, 0);
+        return;
+    }
     if (app->cfg.rl_mode == ORDER_RL_LOCAL &&
         !order_bucket_take(app->buckets, claims.sub, order_time_mono_us())) {
         atomic_fetch_add_explicit(&app->metrics.rate_limited, 1, memory_order_relaxed);
         reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_USER,
                       order_limit_retry_after_s((double)app->cfg.ratelimit_rate));
+        return;
+    }
+    /* Before the start (or after the end) of a window known here: Redis would say the same.
+     * After the user's bucket, as the gate's answer was: a buyer hammering before the start
+     * is limited all the same. */
+    order_window_state ws = order_window_get(app->window, rt->arg, now_ms);
+    if (ws != ORDER_WINDOW_UNKNOWN) {
+        atomic_fetch_add_explicit(&app->metrics.window_hits, 1, memory_order_relaxed);
+        reply_error(w, req, rt->id, start_us,
+                    ws == ORDER_WINDOW_NOT_STARTED ? ORDER_ERR_NOT_STARTED : ORDER_ERR_ENDED, NULL, 0);
         return;
     }
     if (atomic_load_explicit(&app->metrics.kafka_inflight, memory_order_relaxed) >=
@@ -535,16 +570,9 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
                     "the gate is slow (its p99 is past limits.gate_p99_ms): retry later", 0);
         return;
     }
-    if (!order_redis_connected(w->redis)) {
-        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+    order_req *r = req_for_redis(w, req, rt, start_us, &claims);
+    if (!r)
         return;
-    }
-    order_req *r = req_new(w, req, rt->id, start_us, &claims);
-    if (!r) {
-        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
-        return;
-    }
-    r->event_id = rt->arg;
     r->now_ms = now_ms;
     if (app->cfg.rl_mode == ORDER_RL_REDIS) {
         char key[ORDER_KEY_MAX], rate[24], burst[24], now[24];
@@ -559,6 +587,45 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
         return;
     }
     reserve(r);
+}
+
+/* ---- pausing an event's sale (admin) ------------------------------------------- */
+
+static void on_pause_set(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    /* Here at once; the other fronts within events.pause_refresh_ms (order_pauser.h). */
+    int paused = r->route == ORDER_ROUTE_EVENT_PAUSE;
+    order_pause_set(r->w->app->paused, r->event_id, paused);
+    sk_log(SK_LOG_INFO, paused ? "event_paused" : "event_resumed", "event_id=%" PRIu64, r->event_id);
+    char body[96];
+    req_json(r, 200, body, order_reply_paused(body, sizeof(body), r->event_id, paused));
+}
+
+static void handle_event_pause(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                               int64_t start_us)
+{
+    sk_jwt_claims claims;
+    if (authenticate(w, req, &claims) != 0) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+        return;
+    }
+    if (!claims.is_admin) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_FORBIDDEN, "pausing a sale needs the admin role", 0);
+        return;
+    }
+    order_req *r = req_for_redis(w, req, rt, start_us, &claims);
+    if (!r)
+        return;
+    char id[24];
+    const char *argv[3] = {rt->id == ORDER_ROUTE_EVENT_PAUSE ? "SADD" : "SREM", ORDER_PAUSE_KEY, id};
+    size_t lens[3] = {4, strlen(ORDER_PAUSE_KEY), (size_t)snprintf(id, sizeof(id), "%" PRIu64, rt->arg)};
+    if (order_redis_command(w->redis, 3, argv, lens, on_pause_set, r) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
 /* ---- reading an order ---------------------------------------------------------- */
@@ -767,6 +834,7 @@ static void after_pg_create(order_task *t)
     }
     sk_log(SK_LOG_INFO, "event_created", "event_id=%" PRIu64 " stock=%" PRId64, r->event_id,
            r->job.spec.stock);
+    order_window_set(r->w->app->window, r->event_id, r->job.spec.starts_at_ms, r->job.spec.ends_at_ms);
     char body[64];
     size_t n = order_reply_event_created(body, sizeof(body), r->event_id);
     req_json(r, 201, body, n);
@@ -925,6 +993,7 @@ static void after_pg_event(order_task *t)
         req_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
+    order_window_set(app->window, r->event_id, r->job.spec.starts_at_ms, r->job.spec.ends_at_ms);
     event_wake(order_events_loaded(app->events, r->event_id, &r->job.spec, r->job.stock_left,
                                    order_time_now_ms()));
     event_get_step(r);
@@ -1275,6 +1344,10 @@ void order_http_handle(struct evhttp_request *req, void *arg)
     case ORDER_ROUTE_EVENT_LIST:
         handle_event_list(w, req, &rt, start_us);
         break;
+    case ORDER_ROUTE_EVENT_PAUSE:
+    case ORDER_ROUTE_EVENT_RESUME:
+        handle_event_pause(w, req, &rt, start_us);
+        break;
     default:
         reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND, "no such path", 0);
     }
@@ -1293,6 +1366,10 @@ static int chain_new(order_worker *w)
     c->index = order_index_new(w->base, w->redis, w->app->cfg.index_ttl_s);
     c->produce_ev = event_new(w->base, -1, 0, produce_flush, w);
     c->produce_tail = &c->produce_head;
+    if (w->index == 0 &&
+        !(c->pauser = order_pauser_new(w->base, w->redis, w->app->paused,
+                                       w->app->cfg.events_pause_refresh_ms)))
+        return -1;
     return c->gate && c->index && c->produce_ev ? 0 : -1;
 }
 
@@ -1315,6 +1392,7 @@ static void chain_free(order_worker *w)
     struct order_chain *c = w->chain;
     order_gate_free(c->gate);
     order_index_free(c->index);
+    order_pauser_free(c->pauser);
     if (c->produce_ev)
         event_free(c->produce_ev);
     free(c);

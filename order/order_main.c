@@ -247,7 +247,10 @@ static int run(const char *config)
                                  app.cfg.ratelimit_ips, app.cfg.http_trusted_proxies, lerr, sizeof(lerr));
     app.admit = order_admit_new(app.cfg.admit_gate_p99_ms * 1000, app.cfg.admit_window_ms,
                                 app.cfg.admit_min_samples);
-    if (!app.soldout || !app.buckets || !app.events || !app.evlist || !app.limits || !app.admit) {
+    app.window = order_window_new();
+    app.paused = order_pause_new();
+    if (!app.soldout || !app.buckets || !app.events || !app.evlist || !app.limits || !app.admit ||
+        !app.window || !app.paused) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
         goto out;
     }
@@ -311,6 +314,8 @@ out:
     order_bucket_free(app.buckets);
     order_limit_free(app.limits);
     order_admit_free(app.admit);
+    order_window_free(app.window);
+    order_pause_free(app.paused);
     order_soldout_free(app.soldout);
     order_events_free(app.events);
     order_evlist_free(app.evlist);

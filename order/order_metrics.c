@@ -149,8 +149,12 @@ char *order_metrics_render(order_metrics *m, size_t *len)
                 LOAD(m->limited[i]));
     fprintf(f, "# HELP seckill_order_shed_total New orders answered 503 at once by admission "
                "control, by reason.\n# TYPE seckill_order_shed_total counter\n"
-               "seckill_order_shed_total{reason=\"gate_p99\"} %" PRIu64 "\n",
-            LOAD(m->shed_gate_p99));
+               "seckill_order_shed_total{reason=\"gate_p99\"} %" PRIu64 "\n"
+               "# HELP seckill_order_window_hits_total Orders answered 403 not_started or ended "
+               "from the sale window known in memory, without Redis.\n"
+               "# TYPE seckill_order_window_hits_total counter\n"
+               "seckill_order_window_hits_total %" PRIu64 "\n",
+            LOAD(m->shed_gate_p99), LOAD(m->window_hits));
     fprintf(f,
             "# HELP seckill_order_redis_errors_total Redis commands that failed (error reply, "
             "disconnect, timeout).\n# TYPE seckill_order_redis_errors_total counter\n"

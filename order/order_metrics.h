@@ -45,6 +45,7 @@ typedef struct order_metrics {
     /* 429s by level (order_limit_level: ip, user) and orders shed on the gate's p99. */
     _Atomic uint64_t limited[ORDER_METRICS_LIMIT_LEVELS];
     _Atomic uint64_t shed_gate_p99;
+    _Atomic uint64_t window_hits; /* 403 not_started / ended answered from memory */
     _Atomic uint64_t reconcile_confirmed, reconcile_cancelled, reconcile_reloaded;
     _Atomic int64_t reconcile_leader; /* 1 while this instance holds the reconciler lock */
     _Atomic int64_t requests_inflight;

@@ -27,6 +27,7 @@ static const struct {
     [ORDER_ERR_RATE_LIMITED] = {429, "rate_limited", "too many requests, slow down"},
     [ORDER_ERR_UNAVAILABLE] = {503, "unavailable", "the service cannot take this request now"},
     [ORDER_ERR_INTERNAL] = {500, "internal", "internal error"},
+    [ORDER_ERR_PAUSED] = {503, "paused", "the sale of this event is paused, retry later"},
 };
 
 int order_err_status(order_err e)
@@ -93,6 +94,13 @@ size_t order_reply_limited(char *out, size_t outsz, const char *level, long long
                      "retry after %lld s\",\"level\":\"%s\"}",
                      lv, retry_after_s, lv);
     return clamp(n, outsz);
+}
+
+size_t order_reply_paused(char *out, size_t outsz, uint64_t event_id, int paused)
+{
+    return clamp(snprintf(out, outsz, "{\"event_id\":\"%" PRIu64 "\",\"paused\":%s}", event_id,
+                          paused ? "true" : "false"),
+                 outsz);
 }
 
 size_t order_reply_order_queued(char *out, size_t outsz, uint64_t order_id)

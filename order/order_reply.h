@@ -23,6 +23,7 @@ typedef enum {
     ORDER_ERR_RATE_LIMITED,    /* 429 rate_limited */
     ORDER_ERR_UNAVAILABLE,     /* 503 unavailable */
     ORDER_ERR_INTERNAL,        /* 500 internal */
+    ORDER_ERR_PAUSED,          /* 503 paused (an admin paused the event's sale) */
     ORDER_ERR_COUNT
 } order_err;
 
@@ -41,6 +42,9 @@ size_t order_reply_error(char *out, size_t outsz, order_err e, const char *messa
 /** @brief A 429 body naming the limit's level ("ip", "user"):
  *  {"error":"rate_limited","message":"...","level":"<level>"} @returns the length. */
 size_t order_reply_limited(char *out, size_t outsz, const char *level, long long retry_after_s);
+
+/** @brief {"event_id":"<id>","paused":true|false} @returns the length. */
+size_t order_reply_paused(char *out, size_t outsz, uint64_t event_id, int paused);
 
 /** @brief {"order_id":"<id>","status":"queued"} @returns the length. */
 size_t order_reply_order_queued(char *out, size_t outsz, uint64_t order_id);

@@ -20,6 +20,8 @@ typedef enum {
     ORDER_ROUTE_METRICS,        /* GET  /metrics */
     ORDER_ROUTE_EVENT_LIST,     /* GET  /api/v1/events (current and upcoming, paginated) */
     ORDER_ROUTE_CONSOLE,        /* GET  /console and /console/<file> (order_console) */
+    ORDER_ROUTE_EVENT_PAUSE,    /* POST /api/v1/events/{id}/pause (admin) */
+    ORDER_ROUTE_EVENT_RESUME,   /* POST /api/v1/events/{id}/resume (admin) */
     ORDER_ROUTE_COUNT
 } order_route_id;
 

@@ -8,7 +8,10 @@
  *  - per user: the same answer with "level":"user";
  *  - a slowed Redis (CLIENT PAUSE): once the gate's answers come back slow, new orders
  *    get 503 with Retry-After at once; orders flow again when the window has passed;
- *    every 202 is on the topic (Kafka acknowledged it) and the stock adds up. */
+ *    every 202 is on the topic (Kafka acknowledged it) and the stock adds up;
+ *  - pause and resume across two fronts: the pause given on one holds on the other within
+ *    1 s (503 paused, Retry-After), nothing is taken meanwhile, and the sale goes on
+ *    after the resume given on the other front. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -305,6 +308,81 @@ static void test_slow_redis_sheds(void **state)
     assert_int_equal(to_stop(&o.proc, SIGTERM, 10000), 0);
 }
 
+static int pause_call(const to_order *o, uint64_t ev, const char *what, int admin, char *resp,
+                      size_t respsz)
+{
+    char tok[1024], path[128];
+    to_token(o, 1, admin, 600, tok, sizeof(tok));
+    snprintf(path, sizeof(path), "/api/v1/events/%" PRIu64 "/%s", ev, what);
+    return to_http1(o->port, "POST", path, tok, NULL, resp, respsz);
+}
+
+/* Orders on `o` every 20 ms until one is answered `want` (202, or 503 paused); the time
+ * it took in ms, or -1 past 1 s. 202s on the way are counted. */
+static int64_t until_answer(const to_order *o, uint64_t ev, int want, int *accepted)
+{
+    int64_t t0 = to_now_ms();
+    answer a;
+    while (to_now_ms() - t0 <= 1000) {
+        order_xff(o, ev, next_user++, NULL, &a);
+        if (a.status == 202)
+            (*accepted)++;
+        if (a.status == want) {
+            if (want == 503 && (!strstr(a.body, "\"error\":\"paused\"") || a.retry_after != 1))
+                fail_msg("want 503 paused with Retry-After 1, got %lld %s", a.retry_after, a.body);
+            return to_now_ms() - t0;
+        }
+        if (a.status != 202 && a.status != 503)
+            fail_msg("unexpected %d %s", a.status, a.body);
+        usleep(20000);
+    }
+    return -1;
+}
+
+static void test_pause_resume_two_fronts(void **state)
+{
+    to_order fa, fb;
+    start(&fa, NULL);
+    start(&fb, NULL);
+    uint64_t ev = load_event(1000);
+    int accepted = 0;
+    answer a;
+    order_xff(&fb, ev, next_user++, NULL, &a);
+    assert_int_equal(a.status, 202);
+    accepted++;
+    char resp[512];
+    assert_int_equal(pause_call(&fa, ev, "pause", 0, resp, sizeof(resp)), 403); /* admins only */
+    assert_int_equal(pause_call(&fa, ev, "pause", 1, resp, sizeof(resp)), 200);
+    assert_non_null(strstr(resp, "\"paused\":true"));
+    /* the front that took the call: at once; the other: within 1 s */
+    order_xff(&fa, ev, next_user++, NULL, &a);
+    assert_int_equal(a.status, 503);
+    int64_t took = until_answer(&fb, ev, 503, &accepted);
+    if (took < 0)
+        fail_msg("front B still sells 1 s after the pause");
+    fprintf(stderr, "pause held on the other front after %" PRId64 " ms\n", took);
+    int during = accepted;
+    for (int i = 0; i < 5; i++) { /* paused: nothing is taken on either front */
+        order_xff(i % 2 ? &fa : &fb, ev, next_user++, NULL, &a);
+        assert_int_equal(a.status, 503);
+    }
+    assert_int_equal(to_wait(pending_drained, &ev, 5000), 1);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 1000 - during);
+    /* resume on the other front: the sale goes on where it stopped */
+    assert_int_equal(pause_call(&fb, ev, "resume", 1, resp, sizeof(resp)), 200);
+    assert_non_null(strstr(resp, "\"paused\":false"));
+    took = until_answer(&fa, ev, 202, &accepted);
+    if (took < 0)
+        fail_msg("front A still paused 1 s after the resume");
+    fprintf(stderr, "resume held on the other front after %" PRId64 " ms\n", took);
+    assert_int_equal(to_wait(pending_drained, &ev, 5000), 1);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 1000 - accepted);
+    assert_int_equal(to_acked_orders(rc, ev), accepted);
+    assert_int_equal(to_cmd_int(rc, "EXISTS %s", "seckill:paused"), 0);
+    assert_int_equal(to_stop(&fa.proc, SIGTERM, 10000), 0);
+    assert_int_equal(to_stop(&fb.proc, SIGTERM, 10000), 0);
+}
+
 static int setup(void **state)
 {
     char err[256];
@@ -334,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_ip_level_trusted_proxy),
         cmocka_unit_test(test_user_level),
         cmocka_unit_test(test_slow_redis_sheds),
+        cmocka_unit_test(test_pause_resume_two_fronts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

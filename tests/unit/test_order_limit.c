@@ -12,6 +12,8 @@
 #include "order_admit.h"
 #include "order_limit.h"
 #include "order_reply.h"
+#include "order_window.h"
+#include "order_pause.h"
 
 #define IP(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
 
@@ -179,6 +181,69 @@ static void test_admit_min_samples_and_off(void **state)
     order_admit_free(NULL);
 }
 
+static void test_window_table(void **state)
+{
+    order_window *t = order_window_new();
+    assert_non_null(t);
+    assert_int_equal(order_window_get(t, 77, 1000), ORDER_WINDOW_UNKNOWN);
+    order_window_set(t, 77, 5000, 9000);
+    assert_int_equal(order_window_get(t, 77, 4999), ORDER_WINDOW_NOT_STARTED);
+    assert_int_equal(order_window_get(t, 77, 5000), ORDER_WINDOW_UNKNOWN); /* open: the gate decides */
+    assert_int_equal(order_window_get(t, 77, 8999), ORDER_WINDOW_UNKNOWN);
+    assert_int_equal(order_window_get(t, 77, 9000), ORDER_WINDOW_ENDED); /* as reserve.lua: now >= ends */
+    assert_int_equal(order_window_get(t, 78, 1000), ORDER_WINDOW_UNKNOWN);
+    /* many events: a slot taken by another event forgets the first, never mixes them */
+    for (uint64_t id = 1000; id < 100000; id++)
+        order_window_set(t, id, (int64_t)id * 10, (int64_t)id * 10 + 5);
+    int known = 0;
+    for (uint64_t id = 1000; id < 100000; id++) {
+        order_window_state st = order_window_get(t, id, (int64_t)id * 10 - 1);
+        assert_true(st == ORDER_WINDOW_UNKNOWN || st == ORDER_WINDOW_NOT_STARTED);
+        known += st == ORDER_WINDOW_NOT_STARTED;
+        assert_true(order_window_get(t, id, (int64_t)id * 10 + 1) == ORDER_WINDOW_UNKNOWN);
+    }
+    assert_true(known >= 4096 / 2);
+    order_window_free(t);
+    order_window_free(NULL);
+}
+
+static void test_pause_table(void **state)
+{
+    order_pause *p = order_pause_new();
+    assert_non_null(p);
+    assert_false(order_pause_has(p, 5));
+    assert_int_equal(order_pause_set(p, 5, 1), 0);
+    assert_int_equal(order_pause_set(p, 5, 1), 0); /* twice: once in the set */
+    assert_int_equal(order_pause_set(p, 6, 1), 0);
+    assert_int_equal(order_pause_count(p), 2);
+    assert_true(order_pause_has(p, 5));
+    assert_true(order_pause_has(p, 6));
+    assert_int_equal(order_pause_set(p, 5, 0), 0);
+    assert_false(order_pause_has(p, 5));
+    assert_true(order_pause_has(p, 6));
+    assert_int_equal(order_pause_set(p, 99, 0), 0); /* resuming what is not paused */
+    assert_int_equal(order_pause_count(p), 1);
+    uint64_t ids[ORDER_PAUSE_MAX + 10];
+    for (size_t i = 0; i < ORDER_PAUSE_MAX + 10; i++)
+        ids[i] = 1000 + i;
+    order_pause_replace(p, ids, 3); /* what Redis holds replaces what was known */
+    assert_false(order_pause_has(p, 6));
+    assert_true(order_pause_has(p, 1002));
+    assert_false(order_pause_has(p, 1003));
+    order_pause_replace(p, ids, ORDER_PAUSE_MAX + 10);
+    assert_int_equal(order_pause_count(p), ORDER_PAUSE_MAX);
+    assert_true(order_pause_has(p, 1000 + ORDER_PAUSE_MAX - 1));
+    assert_false(order_pause_has(p, 1000 + ORDER_PAUSE_MAX));
+    assert_int_equal(order_pause_set(p, 7, 1), -1); /* full */
+    order_pause_replace(p, NULL, 0);
+    assert_false(order_pause_has(p, 1000));
+    order_pause_free(p);
+    order_pause_free(NULL);
+    char body[96];
+    order_reply_paused(body, sizeof(body), 42, 1);
+    assert_string_equal(body, "{\"event_id\":\"42\",\"paused\":true}");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -188,6 +253,8 @@ int main(void)
         cmocka_unit_test(test_admit_buckets),
         cmocka_unit_test(test_admit_sheds_and_recovers),
         cmocka_unit_test(test_admit_min_samples_and_off),
+        cmocka_unit_test(test_window_table),
+        cmocka_unit_test(test_pause_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,7 @@ static void test_error_bodies(void **state)
         {ORDER_ERR_SOLD_OUT, 409, "sold_out"},         {ORDER_ERR_DUPLICATE, 409, "duplicate"},
         {ORDER_ERR_NOT_STARTED, 403, "not_started"},   {ORDER_ERR_ENDED, 403, "ended"},
         {ORDER_ERR_RATE_LIMITED, 429, "rate_limited"}, {ORDER_ERR_UNAVAILABLE, 503, "unavailable"},
-        {ORDER_ERR_INTERNAL, 500, "internal"},
+        {ORDER_ERR_INTERNAL, 500, "internal"},         {ORDER_ERR_PAUSED, 503, "paused"},
     };
     assert_int_equal(sizeof(want) / sizeof(want[0]), ORDER_ERR_COUNT);
     for (size_t i = 0; i < ORDER_ERR_COUNT; i++) {
