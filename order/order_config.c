@@ -51,6 +51,14 @@ const sk_cfg_entry order_config_table[] = {
      "comma-separated IPv4 addresses or a.b.c.d/len networks of our proxies: from them, the "
      "client is the first address of X-Forwarded-For (right to left) that is not one of them",
      F(http_trusted_proxies)},
+    {"limits.event_rate", SK_CFG_INT, 0, 10000000, "0",
+     "orders per second admitted to one event across every front (one Redis token bucket per "
+     "event, taken in batches; 0: no per-event level)", F(event_rate)},
+    {"limits.event_burst", SK_CFG_INT, 1, 10000000, "100",
+     "the per-event bucket's size", F(event_burst)},
+    {"limits.event_batch", SK_CFG_INT, 1, 10000, "10",
+     "tokens a front takes from the per-event bucket per Redis call (spent within the time "
+     "the bucket makes them, at least 100 ms, or dropped)", F(event_batch)},
     {"limits.gate_p99_ms", SK_CFG_INT, 0, 600000, "0",
      "new orders get 503 at once while the p99 of the gate's answers over limits.window_ms "
      "is past this (0: off)", F(admit_gate_p99_ms)},

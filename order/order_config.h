@@ -27,6 +27,7 @@ typedef struct order_config {
     long long ratelimit_rate, ratelimit_burst, ratelimit_users;
     long long ratelimit_ip_rate, ratelimit_ip_burst, ratelimit_ips; /* ip_rate 0: off */
     char *http_trusted_proxies; /* checked by order_limit_proxies_parse */
+    long long event_rate, event_burst, event_batch; /* event_rate 0: off */
     long long admit_gate_p99_ms, admit_window_ms, admit_min_samples; /* p99 0: off */
     long long max_inflight, max_kafka_inflight, max_connections;
     long long http_max_header_bytes, http_max_body_bytes, http_read_timeout_ms, http_idle_timeout_s;

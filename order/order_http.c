@@ -500,6 +500,22 @@ static void on_ratelimit(redisReply *reply, void *arg)
     reserve(r);
 }
 
+static void after_event_level(order_req *r);
+static void take_event_tokens(order_req *r);
+
+/* One ratelimit.lua call on bucket `key` for `want` tokens. @returns order_redis_script's. */
+static int bucket_call(order_req *r, const char *key, size_t klen, long long rate, long long burst,
+                       long long want, order_redis_cb *cb)
+{
+    char rs[24], bs[24], now[24], ws[24];
+    const char *args[5] = {key, rs, bs, now, ws};
+    size_t lens[5] = {klen, (size_t)snprintf(rs, sizeof(rs), "%lld", rate),
+                      (size_t)snprintf(bs, sizeof(bs), "%lld", burst),
+                      (size_t)snprintf(now, sizeof(now), "%" PRId64, r->now_ms),
+                      (size_t)snprintf(ws, sizeof(ws), "%lld", want)};
+    return order_redis_script(r->w->redis, ORDER_SCRIPT_RATELIMIT, 1, 5, args, lens, cb, r);
+}
+
 static void handle_order_create(order_worker *w, struct evhttp_request *req,
                                 const order_route *rt, int64_t start_us)
 {
@@ -574,19 +590,64 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
     if (!r)
         return;
     r->now_ms = now_ms;
+    /* The event's rate: a local token if this front holds one, else a batch from Redis. */
+    int et = app->evrate ? order_evrate_take(app->evrate, r->event_id, now_ms) : 1;
+    if (et < 0) {
+        reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_EVENT,
+                      order_limit_retry_after_s((double)app->cfg.event_rate));
+        free(r);
+        return;
+    }
+    if (et == 0) {
+        take_event_tokens(r);
+        return;
+    }
+    after_event_level(r);
+}
+
+/* The per-user bucket in Redis mode (one ratelimit.lua call), then the gate. */
+static void after_event_level(order_req *r)
+{
+    order_app *app = r->w->app;
     if (app->cfg.rl_mode == ORDER_RL_REDIS) {
-        char key[ORDER_KEY_MAX], rate[24], burst[24], now[24];
-        const char *args[4] = {key, rate, burst, now};
-        size_t lens[4] = {order_key_ratelimit(r->user, key, sizeof(key)),
-                          (size_t)snprintf(rate, sizeof(rate), "%lld", app->cfg.ratelimit_rate),
-                          (size_t)snprintf(burst, sizeof(burst), "%lld", app->cfg.ratelimit_burst),
-                          (size_t)snprintf(now, sizeof(now), "%" PRId64, now_ms)};
-        if (order_redis_script(w->redis, ORDER_SCRIPT_RATELIMIT, 1, 4, args, lens, on_ratelimit,
-                               r) != 0)
+        char key[ORDER_KEY_MAX];
+        size_t klen = order_key_ratelimit(r->user, key, sizeof(key));
+        if (bucket_call(r, key, klen, app->cfg.ratelimit_rate, app->cfg.ratelimit_burst, 1,
+                        on_ratelimit) != 0)
             req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     reserve(r);
+}
+
+static void on_event_tokens(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    order_app *app = r->w->app;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    if (reply->integer < 1) {
+        order_evrate_dry(app->evrate, r->event_id, order_time_now_ms());
+        reply_limited(r->w, r->req, r->route, r->start_us, ORDER_LIMIT_EVENT,
+                      order_limit_retry_after_s((double)app->cfg.event_rate));
+        free(r);
+        return;
+    }
+    if (reply->integer > 1) /* one is this order's; the rest for the next ones here */
+        order_evrate_add(app->evrate, r->event_id, reply->integer - 1, order_time_now_ms());
+    after_event_level(r);
+}
+
+static void take_event_tokens(order_req *r)
+{
+    order_app *app = r->w->app;
+    char key[ORDER_KEY_MAX];
+    size_t klen = order_evrate_key(r->event_id, key, sizeof(key));
+    if (bucket_call(r, key, klen, app->cfg.event_rate, app->cfg.event_burst, app->cfg.event_batch,
+                    on_event_tokens) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
 /* ---- pausing an event's sale (admin) ------------------------------------------- */

@@ -21,6 +21,7 @@ const char *order_limit_level_name(order_limit_level l)
     switch (l) {
     case ORDER_LIMIT_IP: return "ip";
     case ORDER_LIMIT_USER: return "user";
+    case ORDER_LIMIT_EVENT: return "event";
     default: return "other";
     }
 }

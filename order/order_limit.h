@@ -6,7 +6,8 @@
  *         socket's peer, or, when the peer is one of http.trusted_proxies, the first
  *         address of X-Forwarded-For that is not a trusted proxy, read right to left (the
  *         entries left of it were written by the client and prove nothing);
- *   user  per user (order_bucket.h, or ratelimit.lua in Redis mode: unchanged).
+ *   user  per user (order_bucket.h, or ratelimit.lua in Redis mode: unchanged);
+ *   event the event's admission rate across every front (order_evrate.h).
  * Each refusal is 429 with Retry-After and {"error":"rate_limited","level":"<level>"}.
  *
  * The parsing and the client choice are pure (unit-tested); the buckets are
@@ -22,10 +23,11 @@
 typedef enum {
     ORDER_LIMIT_IP = 0,
     ORDER_LIMIT_USER,
+    ORDER_LIMIT_EVENT,
     ORDER_LIMIT_LEVELS
 } order_limit_level;
 
-/** @brief "ip", "user". */
+/** @brief "ip", "user", "event". */
 const char *order_limit_level_name(order_limit_level l);
 
 #define ORDER_LIMIT_PROXIES_MAX 32

@@ -249,8 +249,13 @@ static int run(const char *config)
                                 app.cfg.admit_min_samples);
     app.window = order_window_new();
     app.paused = order_pause_new();
+    if (app.cfg.event_rate > 0) {
+        /* A batch is valid for the time the bucket takes to make it (at least 100 ms). */
+        int64_t valid = app.cfg.event_batch * 1000 / app.cfg.event_rate;
+        app.evrate = order_evrate_new(valid < 100 ? 100 : valid);
+    }
     if (!app.soldout || !app.buckets || !app.events || !app.evlist || !app.limits || !app.admit ||
-        !app.window || !app.paused) {
+        !app.window || !app.paused || (app.cfg.event_rate > 0 && !app.evrate)) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
         goto out;
     }
@@ -316,6 +321,7 @@ out:
     order_admit_free(app.admit);
     order_window_free(app.window);
     order_pause_free(app.paused);
+    order_evrate_free(app.evrate);
     order_soldout_free(app.soldout);
     order_events_free(app.events);
     order_evlist_free(app.evlist);

@@ -141,7 +141,7 @@ char *order_metrics_render(order_metrics *m, size_t *len)
     for (int i = 0; i < ORDER_METRICS_GATE_OPS; i++)
         fprintf(f, "seckill_order_gate_orders_total{script=\"%s\"} %" PRIu64 "\n", gate_ops[i],
                 LOAD(m->gate_orders[i]));
-    static const char *levels[ORDER_METRICS_LIMIT_LEVELS] = {"ip", "user"};
+    static const char *levels[ORDER_METRICS_LIMIT_LEVELS] = {"ip", "user", "event"};
     fprintf(f, "# HELP seckill_order_limited_total Orders refused 429 by a rate limit, by level.\n"
                "# TYPE seckill_order_limited_total counter\n");
     for (int i = 0; i < ORDER_METRICS_LIMIT_LEVELS; i++)

@@ -16,7 +16,7 @@
 #define ORDER_METRICS_BUCKETS 13
 #define ORDER_METRICS_RESERVE_CODES 7 /* reserve.lua 0..5, and "other" */
 #define ORDER_METRICS_GATE_OPS 3      /* order_gate_op */
-#define ORDER_METRICS_LIMIT_LEVELS 2  /* order_limit_level */
+#define ORDER_METRICS_LIMIT_LEVELS 3  /* order_limit_level */
 
 /* Stages of the accept path, timed separately so that a slow answer can be placed. */
 typedef enum {
@@ -42,7 +42,7 @@ typedef struct order_metrics {
     _Atomic uint64_t soldout_flag_hits;
     _Atomic uint64_t rate_limited;
     _Atomic uint64_t overload_rejections;
-    /* 429s by level (order_limit_level: ip, user) and orders shed on the gate's p99. */
+    /* 429s by level (order_limit_level: ip, user, event) and orders shed on the gate's p99. */
     _Atomic uint64_t limited[ORDER_METRICS_LIMIT_LEVELS];
     _Atomic uint64_t shed_gate_p99;
     _Atomic uint64_t window_hits; /* 403 not_started / ended answered from memory */

@@ -6,6 +6,9 @@
  *    socket's address); behind a trusted proxy each forwarded client has its own bucket,
  *    and what a client wrote left of the proxy's entry changes nothing;
  *  - per user: the same answer with "level":"user";
+ *  - per event across two fronts: limits.event_rate = 20/s, burst 20, batches of 5: the
+ *    orders admitted to one event over both fronts stay within burst + rate x time, the
+ *    others get 429 "level":"event", and the fronts made about one Redis call per batch;
  *  - a slowed Redis (CLIENT PAUSE): once the gate's answers come back slow, new orders
  *    get 503 with Retry-After at once; orders flow again when the window has passed;
  *    every 202 is on the topic (Kafka acknowledged it) and the stock adds up;
@@ -213,6 +216,71 @@ static void test_user_level(void **state)
     assert_int_equal(to_stop(&o.proc, SIGTERM, 10000), 0);
 }
 
+static int pending_drained(void *ev);
+
+static long long evalsha_calls(void)
+{
+    redisReply *r = redisCommand(rc, "INFO commandstats");
+    assert_non_null(r);
+    const char *p = r->type == REDIS_REPLY_STRING
+                        ? strstr(r->str, "cmdstat_evalsha:calls=") : NULL;
+    long long n = p ? strtoll(p + 22, NULL, 10) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+static long long gate_calls(const to_order *o)
+{
+    return to_order_metric(o, "seckill_order_gate_calls_total{script=\"reserve\"}") +
+           to_order_metric(o, "seckill_order_gate_calls_total{script=\"cancel\"}") +
+           to_order_metric(o, "seckill_order_gate_calls_total{script=\"confirm\"}");
+}
+
+/* Two fronts, one event, distinct users, as fast as one client goes for ~1.5 s. */
+static void test_event_level_two_fronts(void **state)
+{
+    const char *env[] = {"SECKILL_LIMITS_EVENT_RATE=20", "SECKILL_LIMITS_EVENT_BURST=20",
+                         "SECKILL_LIMITS_EVENT_BATCH=5", NULL};
+    to_order fa, fb;
+    start(&fa, env);
+    start(&fb, env);
+    uint64_t ev = load_event(100000);
+    answer a;
+    int accepted = 0, limited = 0, n = 0;
+    long long e0 = evalsha_calls(), g0 = gate_calls(&fa) + gate_calls(&fb);
+    int64_t t0 = to_now_ms();
+    while (to_now_ms() - t0 < 1500) {
+        order_xff(n++ % 2 ? &fa : &fb, ev, next_user++, NULL, &a);
+        if (a.status == 202)
+            accepted++;
+        else if (a.status == 429) {
+            is_limited(&a, "event");
+            limited++;
+        } else
+            fail_msg("unexpected %d %s", a.status, a.body);
+    }
+    int64_t elapsed = to_now_ms() - t0;
+    /* the bucket gave at most burst + rate x elapsed tokens; a front spends no more */
+    long long most = 20 + 20 * elapsed / 1000 + 1;
+    fprintf(stderr, "event level: %d requests in %" PRId64 " ms, %d accepted (at most %lld), %d limited\n",
+            n, elapsed, accepted, most, limited);
+    if (accepted > most || accepted < 10)
+        fail_msg("%d accepted in %" PRId64 " ms (want 10..%lld)", accepted, elapsed, most);
+    assert_true(limited > 0);
+    assert_int_equal(limited_metric(&fa, "event") + limited_metric(&fb, "event"), limited);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 100000 - accepted);
+    /* no Redis call per request: the script calls that were not the gate's (the
+     * per-event bucket's) are a small fraction of the requests */
+    assert_int_equal(to_wait(pending_drained, &ev, 5000), 1);
+    long long bucket = evalsha_calls() - e0 - (gate_calls(&fa) + gate_calls(&fb) - g0);
+    fprintf(stderr, "event level: %lld bucket calls for %d requests\n", bucket, n);
+    assert_true(bucket >= 1);
+    if (bucket * 4 > n)
+        fail_msg("%lld calls of the event bucket for %d requests", bucket, n);
+    assert_int_equal(to_stop(&fa.proc, SIGTERM, 10000), 0);
+    assert_int_equal(to_stop(&fb.proc, SIGTERM, 10000), 0);
+}
+
 typedef struct {
     const to_order *o;
     uint64_t ev;
@@ -411,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_ip_level_untrusted_xff_ignored),
         cmocka_unit_test(test_ip_level_trusted_proxy),
         cmocka_unit_test(test_user_level),
+        cmocka_unit_test(test_event_level_two_fronts),
         cmocka_unit_test(test_slow_redis_sheds),
         cmocka_unit_test(test_pause_resume_two_fronts),
     };

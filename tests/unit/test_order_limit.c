@@ -14,6 +14,7 @@
 #include "order_reply.h"
 #include "order_window.h"
 #include "order_pause.h"
+#include "order_evrate.h"
 
 #define IP(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
 
@@ -244,6 +245,46 @@ static void test_pause_table(void **state)
     assert_string_equal(body, "{\"event_id\":\"42\",\"paused\":true}");
 }
 
+static void test_evrate_pool(void **state)
+{
+    order_evrate *t = order_evrate_new(500);
+    assert_non_null(t);
+    assert_int_equal(order_evrate_take(t, 9, 1000), 0); /* nothing taken yet */
+    order_evrate_add(t, 9, 3, 1000);
+    assert_int_equal(order_evrate_take(t, 9, 1001), 1);
+    assert_int_equal(order_evrate_take(t, 10, 1001), 0); /* another event has none */
+    assert_int_equal(order_evrate_take(t, 9, 1002), 1);
+    assert_int_equal(order_evrate_take(t, 9, 1003), 1);
+    assert_int_equal(order_evrate_take(t, 9, 1004), 0); /* spent */
+    order_evrate_add(t, 9, 5, 2000);
+    assert_int_equal(order_evrate_take(t, 9, 2499), 1);
+    assert_int_equal(order_evrate_take(t, 9, 2500), 0); /* the 4 left expired unspent */
+    order_evrate_add(t, 9, 2, 3000);
+    assert_int_equal(order_evrate_take(t, 9, 3000), 1);
+    order_evrate_add(t, 9 + 1024, 1, 3000); /* may share the slot: never a token too many */
+    int got = 0;
+    for (int i = 0; i < 5; i++)
+        got += order_evrate_take(t, 9, 3001) + order_evrate_take(t, 9 + 1024, 3001);
+    assert_true(got <= 2);
+    char key[64];
+    assert_int_equal(order_evrate_key(42, key, sizeof(key)), strlen("seckill:{e42}:rate"));
+    assert_string_equal(key, "seckill:{e42}:rate");
+    order_evrate_free(t);
+    order_evrate_free(NULL);
+    assert_null(order_evrate_new(0));
+    assert_string_equal(order_limit_level_name(ORDER_LIMIT_EVENT), "event");
+    /* dry: refused from memory until valid_ms passed, then Redis is asked again */
+    t = order_evrate_new(100);
+    order_evrate_dry(t, 5, 1000);
+    assert_int_equal(order_evrate_take(t, 5, 1050), -1);
+    assert_int_equal(order_evrate_take(t, 6, 1050), 0);
+    assert_int_equal(order_evrate_take(t, 5, 1100), 0);
+    order_evrate_dry(t, 5, 2000);
+    order_evrate_add(t, 5, 1, 2010); /* tokens came (another request's batch): not dry */
+    assert_int_equal(order_evrate_take(t, 5, 2011), 1);
+    order_evrate_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_admit_min_samples_and_off),
         cmocka_unit_test(test_window_table),
         cmocka_unit_test(test_pause_table),
+        cmocka_unit_test(test_evrate_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
