@@ -667,6 +667,31 @@ static void on_pause_set(redisReply *reply, void *arg)
     req_json(r, 200, body, order_reply_paused(body, sizeof(body), r->event_id, paused));
 }
 
+static int pause_send(order_req *r)
+{
+    char id[24];
+    const char *argv[3] = {r->route == ORDER_ROUTE_EVENT_PAUSE ? "SADD" : "SREM", ORDER_PAUSE_KEY, id};
+    size_t lens[3] = {4, strlen(ORDER_PAUSE_KEY), (size_t)snprintf(id, sizeof(id), "%" PRIu64, r->event_id)};
+    return order_redis_command(r->w->redis, 3, argv, lens, on_pause_set, r);
+}
+
+/* Only an event whose gate is loaded is paused: an unknown id is 404, and leaves nothing
+ * behind in the set (resume takes any id, to clear what is there). */
+static void on_pause_exists(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    if (reply->integer != 1) {
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such event", 0);
+        return;
+    }
+    if (pause_send(r) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+}
+
 static void handle_event_pause(order_worker *w, struct evhttp_request *req, const order_route *rt,
                                int64_t start_us)
 {
@@ -682,10 +707,16 @@ static void handle_event_pause(order_worker *w, struct evhttp_request *req, cons
     order_req *r = req_for_redis(w, req, rt, start_us, &claims);
     if (!r)
         return;
-    char id[24];
-    const char *argv[3] = {rt->id == ORDER_ROUTE_EVENT_PAUSE ? "SADD" : "SREM", ORDER_PAUSE_KEY, id};
-    size_t lens[3] = {4, strlen(ORDER_PAUSE_KEY), (size_t)snprintf(id, sizeof(id), "%" PRIu64, rt->arg)};
-    if (order_redis_command(w->redis, 3, argv, lens, on_pause_set, r) != 0)
+    int rc;
+    if (rt->id == ORDER_ROUTE_EVENT_PAUSE) {
+        char key[ORDER_KEY_MAX];
+        const char *argv[2] = {"EXISTS", key};
+        size_t lens[2] = {6, order_key(rt->arg, ORDER_KEY_META, key, sizeof(key))};
+        rc = order_redis_command(w->redis, 2, argv, lens, on_pause_exists, r);
+    } else {
+        rc = pause_send(r);
+    }
+    if (rc != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 

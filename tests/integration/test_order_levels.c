@@ -422,6 +422,8 @@ static void test_pause_resume_two_fronts(void **state)
     accepted++;
     char resp[512];
     assert_int_equal(pause_call(&fa, ev, "pause", 0, resp, sizeof(resp)), 403); /* admins only */
+    assert_int_equal(pause_call(&fa, ev + 100000, "pause", 1, resp, sizeof(resp)), 404); /* no gate */
+    assert_int_equal(to_cmd_int(rc, "EXISTS %s", "seckill:paused"), 0);
     assert_int_equal(pause_call(&fa, ev, "pause", 1, resp, sizeof(resp)), 200);
     assert_non_null(strstr(resp, "\"paused\":true"));
     /* the front that took the call: at once; the other: within 1 s */

@@ -158,6 +158,7 @@ await call('buy, paused', 'POST', `/api/v1/events/${B}/orders`, { token: u[3], e
 await call('pause, not admin', 'POST', `/api/v1/events/${B}/pause`, { token: u[0], expect: 403 });
 await call('pause, no token', 'POST', `/api/v1/events/${B}/pause`, { expect: 401 });
 await call('pause, bad id', 'POST', '/api/v1/events/01/pause', { token: admin, expect: 400 });
+await call('pause, unknown event', 'POST', '/api/v1/events/999999999/pause', { token: admin, expect: 404 });
 await call('pause, wrong method', 'GET', `/api/v1/events/${B}/pause`, { token: admin, expect: 405 });
 await call('resume (admin)', 'POST', `/api/v1/events/${B}/resume`, { token: admin, expect: 200 });
 await call('resume, not admin', 'POST', `/api/v1/events/${B}/resume`, { token: u[0], expect: 403 });

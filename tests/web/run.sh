@@ -35,10 +35,14 @@ schemathesis)
     # be accepted: the API refuses, by design, what JSON Schema cannot express (ends_at
     # not after starts_at, JSON text with unpaired surrogate escapes), with a 400.
     # not_a_server_error is kept: a 5xx other than the documented 503s fails the run.
+    # pauseEvent is left out: schemathesis finds real event ids (the list) and, with the
+    # admin token, a pause makes that event's orders 503 `paused` for the rest of the run,
+    # as designed (the contract test covers pause and resume).
     out=$(mktemp)
     rc=0
     "$st" run "$spec" --url "$SECKILL_HTTP" -H "Authorization: Bearer $token" \
         --checks all --exclude-checks positive_data_acceptance \
+        --exclude-operation-id pauseEvent \
         --phases examples,coverage,fuzzing --max-examples "${SCHEMATHESIS_EXAMPLES:-25}" \
         --workers 2 --seed "${SCHEMATHESIS_SEED:-1}" --no-color >"$out" 2>&1 || rc=$?
     cat "$out"
