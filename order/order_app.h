@@ -22,6 +22,11 @@
 #include "order_evlist.h"
 #include "order_ocache.h"
 #include "order_kafka.h"
+#include "order_admit.h"
+#include "order_limit.h"
+#include "order_window.h"
+#include "order_pause.h"
+#include "order_evrate.h"
 #include "order_loader.h"
 #include "order_metrics.h"
 #include "order_pg.h"
@@ -100,6 +105,11 @@ struct order_app {
     order_bucket_table *buckets;
     order_soldout *soldout;
     order_segs *segs; /* each event's stock segments as this instance knows them */
+    order_limit *limits;  /* per-address level, trusted proxies (order_limit.h) */
+    order_admit *admit;   /* shedding on the gate's p99 (order_admit.h) */
+    order_window *window; /* known sale windows: 403 before the start without Redis */
+    order_pause *paused;  /* events an admin paused (order_pause.h) */
+    order_evrate *evrate; /* local shares of the per-event rate; NULL when off */
     order_events *events; /* GET /api/v1/events/{id} from memory (order_events.h) */
     order_evlist *evlist; /* GET /api/v1/events from memory (order_evlist.h) */
     order_ocache *ocache; /* final order outcomes, young orders' lookup bound (order_ocache.h) */

@@ -1,6 +1,7 @@
 /* order_config: the configuration table of seckill-order. See order_config.h. */
 #include "order_config.h"
 #include "sk_group.h"
+#include "order_limit.h"
 
 #include <arpa/inet.h>
 #include <stddef.h>
@@ -40,6 +41,33 @@ const sk_cfg_entry order_config_table[] = {
     {"ratelimit.burst", SK_CFG_INT, 1, 1000000, "10", "per-user bucket size", F(ratelimit_burst)},
     {"ratelimit.users", SK_CFG_INT, 64, 100000000, "262144",
      "users tracked in process (bounded memory, about 34 bytes each)", F(ratelimit_users)},
+    {"ratelimit.ip_rate", SK_CFG_INT, 0, 1000000, "0",
+     "per client address tokens per second on order creation (0: no per-address limit)",
+     F(ratelimit_ip_rate)},
+    {"ratelimit.ip_burst", SK_CFG_INT, 1, 1000000, "100", "per client address bucket size",
+     F(ratelimit_ip_burst)},
+    {"ratelimit.ips", SK_CFG_INT, 64, 100000000, "262144",
+     "client addresses tracked in process (bounded memory, as ratelimit.users)", F(ratelimit_ips)},
+    {"http.trusted_proxies", SK_CFG_STRING, 0, 0, "",
+     "comma-separated IPv4 addresses or a.b.c.d/len networks of our proxies: from them, the "
+     "client is the first address of X-Forwarded-For (right to left) that is not one of them",
+     F(http_trusted_proxies)},
+    {"limits.event_rate", SK_CFG_INT, 0, 10000000, "0",
+     "orders per second admitted to one event across every front (one Redis token bucket per "
+     "event, taken in batches; 0: no per-event level)", F(event_rate)},
+    {"limits.event_burst", SK_CFG_INT, 1, 10000000, "100",
+     "the per-event bucket's size", F(event_burst)},
+    {"limits.event_batch", SK_CFG_INT, 1, 10000, "10",
+     "tokens a front takes from the per-event bucket per Redis call (spent within the time "
+     "the bucket makes them, at least 100 ms, or dropped)", F(event_batch)},
+    {"limits.gate_p99_ms", SK_CFG_INT, 0, 600000, "0",
+     "new orders get 503 at once while the p99 of the gate's answers over limits.window_ms "
+     "is past this (0: off)", F(admit_gate_p99_ms)},
+    {"limits.window_ms", SK_CFG_INT, 100, 600000, "2000",
+     "the sliding window of limits.gate_p99_ms (also the Retry-After of its 503)",
+     F(admit_window_ms)},
+    {"limits.min_samples", SK_CFG_INT, 1, 1000000, "20",
+     "gate answers the window needs before limits.gate_p99_ms can shed", F(admit_min_samples)},
     {"limits.inflight", SK_CFG_INT, 1, 10000000, "20000",
      "requests in flight past which the service answers 503 at once", F(max_inflight)},
     {"limits.kafka_inflight", SK_CFG_INT, 1, 10000000, "20000",
@@ -86,7 +114,7 @@ const sk_cfg_entry order_config_table[] = {
      F(order_pg_lookup_every_ms)},
     {"order.pg_lookups_per_s", SK_CFG_INT, 1, 1000000, "50",
      "PostgreSQL lookups of young orders per second per instance, all orders together; past "
-     "it they answer queued (an order the index knows) or 503 (one it does not)",
+     "it they answer queued (an order the index knows) or 404 (one it does not)",
      F(order_pg_lookups_per_s)},
     {"events.cache_size", SK_CFG_INT, 16, 1000000, "4096",
      "events kept in memory for GET /api/v1/events/{id} (least recently used evicted)",
@@ -94,6 +122,10 @@ const sk_cfg_entry order_config_table[] = {
     {"events.stock_refresh_ms", SK_CFG_INT, 1, 60000, "100",
      "an event page's stock_left is read from the Redis gate at most this often per event",
      F(events_stock_refresh_ms)},
+    {"events.pause_refresh_ms", SK_CFG_INT, 10, 60000, "250",
+     "the paused events (POST /api/v1/events/{id}/pause on any front) are read from Redis this "
+     "often: a pause or resume holds on every front within it plus a round trip",
+     F(events_pause_refresh_ms)},
     {"events.negative_ttl_ms", SK_CFG_INT, 0, 600000, "1000",
      "how long an unknown event id is answered 404 from memory", F(events_negative_ttl_ms)},
     {"events.miss_per_s", SK_CFG_INT, 1, 1000000, "50",
@@ -158,6 +190,9 @@ int order_config_check(order_config *cfg, char *err, size_t errsz)
                  cfg->ratelimit_mode);
         return -1;
     }
+    order_limit_proxies proxies;
+    if (order_limit_proxies_parse(cfg->http_trusted_proxies, &proxies, err, errsz) != 0)
+        return -1;
     if (strcmp(cfg->http_event_method, "epoll") && strcmp(cfg->http_event_method, "poll")) {
         snprintf(err, errsz, "http.event_method: \"%s\" is not epoll or poll",
                  cfg->http_event_method);

@@ -25,6 +25,10 @@ typedef struct order_config {
     char *idgen_order_prefix, *idgen_event_prefix;
     char *ratelimit_mode; /* off | local | redis, checked by order_config_check */
     long long ratelimit_rate, ratelimit_burst, ratelimit_users;
+    long long ratelimit_ip_rate, ratelimit_ip_burst, ratelimit_ips; /* ip_rate 0: off */
+    char *http_trusted_proxies; /* checked by order_limit_proxies_parse */
+    long long event_rate, event_burst, event_batch; /* event_rate 0: off */
+    long long admit_gate_p99_ms, admit_window_ms, admit_min_samples; /* p99 0: off */
     long long max_inflight, max_kafka_inflight, max_connections;
     long long http_max_header_bytes, http_max_body_bytes, http_read_timeout_ms, http_idle_timeout_s;
     char *http_event_method; /* epoll | poll, checked by order_config_check */
@@ -34,7 +38,8 @@ typedef struct order_config {
     long long index_ttl_s;
     long long order_status_cache_size, order_status_cache_ms, order_queued_pg_after_s,
         order_pg_lookup_every_ms, order_pg_lookups_per_s;
-    long long events_cache_size, events_stock_refresh_ms, events_negative_ttl_ms;
+    long long events_cache_size, events_stock_refresh_ms, events_negative_ttl_ms,
+        events_pause_refresh_ms;
     long long events_miss_per_s, events_max_age_s, events_list_refresh_ms, events_list_max;
     long long shutdown_timeout_ms;
     char *log_level;

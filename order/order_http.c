@@ -21,6 +21,7 @@
 #include "order_index.h"
 #include "order_msg.h"
 #include "order_pay_http.h"
+#include "order_pauser.h"
 #include "order_reply.h"
 #include "sk_httpguard.h"
 #include "order_route.h"
@@ -39,6 +40,8 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 /* One request that waits on something (Redis, Kafka, PostgreSQL). */
 typedef struct order_req {
@@ -93,6 +96,7 @@ struct order_chain {
      * together at the end of the loop turn that reserved them. */
     order_req *produce_head, **produce_tail;
     struct event *produce_ev;
+    order_pauser *pauser; /* worker 0 only: reads the paused events */
 };
 
 static const char *reason(int status)
@@ -168,6 +172,41 @@ static void reply_error(order_worker *w, struct evhttp_request *req, order_route
     reply_json(w, req, route, start_us, order_err_status(e), body, n);
 }
 
+static void set_retry_after(struct evhttp_request *req, long long s)
+{
+    char v[24];
+    snprintf(v, sizeof(v), "%lld", s);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", v);
+}
+
+/* 429 of a limit level (order_limit.h), with Retry-After; counted by level. */
+static void reply_limited(order_worker *w, struct evhttp_request *req, order_route_id route,
+                          int64_t start_us, order_limit_level level, long long retry_after_s)
+{
+    char body[256];
+    size_t n = order_reply_limited(body, sizeof(body), order_limit_level_name(level), retry_after_s);
+    atomic_fetch_add_explicit(&w->app->metrics.limited[level], 1, memory_order_relaxed);
+    set_retry_after(req, retry_after_s);
+    reply_json(w, req, route, start_us, 429, body, n);
+}
+
+/* The client's IPv4 address (host order): the peer, or X-Forwarded-For's first untrusted
+ * hop when the peer is a trusted proxy (order_limit.h). 0 when unknown. */
+static uint32_t client_ip(order_app *app, struct evhttp_request *req)
+{
+    struct evhttp_connection *c = evhttp_request_get_connection(req);
+    const struct sockaddr *sa = c ? evhttp_connection_get_addr(c) : NULL;
+    if (!sa || sa->sa_family != AF_INET)
+        return 0;
+    uint32_t peer = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+    const order_limit_proxies *p = order_limit_proxies_of(app->limits);
+    if (p->n == 0 || !order_limit_proxy_trusted(p, peer))
+        return peer;
+    return order_limit_client_ip(p, peer,
+                                 evhttp_find_header(evhttp_request_get_input_headers(req),
+                                                    "X-Forwarded-For"));
+}
+
 /* Answers a waiting request and frees it. */
 static void req_error(order_req *r, order_err e, const char *msg, uint64_t order_id)
 {
@@ -193,6 +232,24 @@ static order_req *req_new(order_worker *w, struct evhttp_request *req, order_rou
     r->start_us = start_us;
     r->user = claims->sub;
     r->is_admin = claims->is_admin;
+    return r;
+}
+
+/* A request of event rt->arg that goes on to Redis: answered 503 here (and NULL) when
+ * Redis is not connected or memory is short. */
+static order_req *req_for_redis(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                                int64_t start_us, const sk_jwt_claims *claims)
+{
+    if (!order_redis_connected(w->redis)) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return NULL;
+    }
+    order_req *r = req_new(w, req, rt->id, start_us, claims);
+    if (!r) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return NULL;
+    }
+    r->event_id = rt->arg;
     return r;
 }
 
@@ -461,7 +518,9 @@ static void done_reserve(order_gate_item *it, long long code, void *arg)
     (void)arg;
     order_req *r = REQ_OF_GATE(it);
     order_app *app = r->w->app;
-    order_metrics_stage(&app->metrics, ORDER_STAGE_RESERVE, order_time_mono_us() - r->stage_us);
+    int64_t now_us = order_time_mono_us();
+    order_metrics_stage(&app->metrics, ORDER_STAGE_RESERVE, now_us - r->stage_us);
+    order_admit_record(app->admit, now_us, now_us - r->stage_us);
     if (code == ORDER_GATE_FAILED) {
         /* No answer: reserve.lua may or may not have run. If it did, the pending entry
          * is the reconciler's to give back; the client is told to retry. */
@@ -527,16 +586,41 @@ static void on_ratelimit(redisReply *reply, void *arg)
     }
     if (reply->integer != 1) {
         atomic_fetch_add_explicit(&r->w->app->metrics.rate_limited, 1, memory_order_relaxed);
-        req_error(r, ORDER_ERR_RATE_LIMITED, NULL, 0);
+        reply_limited(r->w, r->req, r->route, r->start_us, ORDER_LIMIT_USER,
+                      order_limit_retry_after_s((double)r->w->app->cfg.ratelimit_rate));
+        free(r);
         return;
     }
     reserve(r);
+}
+
+static void after_event_level(order_req *r);
+static void take_event_tokens(order_req *r);
+
+/* One ratelimit.lua call on bucket `key` for `want` tokens. @returns order_redis_script's. */
+static int bucket_call(order_req *r, const char *key, size_t klen, long long rate, long long burst,
+                       long long want, order_redis_cb *cb)
+{
+    char rs[24], bs[24], now[24], ws[24];
+    const char *args[5] = {key, rs, bs, now, ws};
+    size_t lens[5] = {klen, (size_t)snprintf(rs, sizeof(rs), "%lld", rate),
+                      (size_t)snprintf(bs, sizeof(bs), "%lld", burst),
+                      (size_t)snprintf(now, sizeof(now), "%" PRId64, r->now_ms),
+                      (size_t)snprintf(ws, sizeof(ws), "%lld", want)};
+    return order_redis_script(r->w->redis, ORDER_SCRIPT_RATELIMIT, 1, 5, args, lens, cb, r);
 }
 
 static void handle_order_create(order_worker *w, struct evhttp_request *req,
                                 const order_route *rt, int64_t start_us)
 {
     order_app *app = w->app;
+    long long retry_s;
+    /* The address level first: it is the cheapest, and spares the token check's HMAC. */
+    if (order_limit_ip_on(app->limits) &&
+        !order_limit_ip_take(app->limits, client_ip(app, req), start_us, &retry_s)) {
+        reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_IP, retry_s);
+        return;
+    }
     sk_jwt_claims claims;
     if (authenticate(w, req, &claims) != 0) {
         reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
@@ -560,42 +644,174 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
         reply_error(w, req, rt->id, start_us, ORDER_ERR_SOLD_OUT, NULL, 0);
         return;
     }
+    if (order_pause_has(app->paused, rt->arg)) {
+        set_retry_after(req, 1);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_PAUSED, NULL, 0);
+        return;
+    }
     if (app->cfg.rl_mode == ORDER_RL_LOCAL &&
         !order_bucket_take(app->buckets, claims.sub, order_time_mono_us())) {
         atomic_fetch_add_explicit(&app->metrics.rate_limited, 1, memory_order_relaxed);
-        reply_error(w, req, rt->id, start_us, ORDER_ERR_RATE_LIMITED, NULL, 0);
+        reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_USER,
+                      order_limit_retry_after_s((double)app->cfg.ratelimit_rate));
+        return;
+    }
+    /* Before the start (or after the end) of a window known here: Redis would say the same.
+     * After the user's bucket, as the gate's answer was: a buyer hammering before the start
+     * is limited all the same. */
+    order_window_state ws = order_window_get(app->window, rt->arg, now_ms);
+    if (ws != ORDER_WINDOW_UNKNOWN) {
+        atomic_fetch_add_explicit(&app->metrics.window_hits, 1, memory_order_relaxed);
+        reply_error(w, req, rt->id, start_us,
+                    ws == ORDER_WINDOW_NOT_STARTED ? ORDER_ERR_NOT_STARTED : ORDER_ERR_ENDED, NULL, 0);
         return;
     }
     if (atomic_load_explicit(&app->metrics.kafka_inflight, memory_order_relaxed) >=
         app->cfg.max_kafka_inflight) {
         atomic_fetch_add_explicit(&app->metrics.overload_rejections, 1, memory_order_relaxed);
+        set_retry_after(req, 1);
         reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "too many orders waiting for Kafka", 0);
         return;
     }
-    if (!order_redis_connected(w->redis)) {
-        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+    if (!order_admit_check(app->admit, start_us, &retry_s)) {
+        atomic_fetch_add_explicit(&app->metrics.shed_gate_p99, 1, memory_order_relaxed);
+        set_retry_after(req, retry_s);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE,
+                    "the gate is slow (its p99 is past limits.gate_p99_ms): retry later", 0);
         return;
     }
-    order_req *r = req_new(w, req, rt->id, start_us, &claims);
-    if (!r) {
-        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+    order_req *r = req_for_redis(w, req, rt, start_us, &claims);
+    if (!r)
         return;
-    }
-    r->event_id = rt->arg;
     r->now_ms = now_ms;
+    /* The event's rate: a local token if this front holds one, else a batch from Redis. */
+    int et = app->evrate ? order_evrate_take(app->evrate, r->event_id, now_ms) : 1;
+    if (et < 0) {
+        reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_EVENT,
+                      order_limit_retry_after_s((double)app->cfg.event_rate));
+        free(r);
+        return;
+    }
+    if (et == 0) {
+        take_event_tokens(r);
+        return;
+    }
+    after_event_level(r);
+}
+
+/* The per-user bucket in Redis mode (one ratelimit.lua call), then the gate. */
+static void after_event_level(order_req *r)
+{
+    order_app *app = r->w->app;
     if (app->cfg.rl_mode == ORDER_RL_REDIS) {
-        char key[ORDER_KEY_MAX], rate[24], burst[24], now[24];
-        const char *args[4] = {key, rate, burst, now};
-        size_t lens[4] = {order_key_ratelimit(r->user, key, sizeof(key)),
-                          (size_t)snprintf(rate, sizeof(rate), "%lld", app->cfg.ratelimit_rate),
-                          (size_t)snprintf(burst, sizeof(burst), "%lld", app->cfg.ratelimit_burst),
-                          (size_t)snprintf(now, sizeof(now), "%" PRId64, now_ms)};
-        if (order_redis_script(w->redis, ORDER_SCRIPT_RATELIMIT, 1, 4, args, lens, on_ratelimit,
-                               r) != 0)
+        char key[ORDER_KEY_MAX];
+        size_t klen = order_key_ratelimit(r->user, key, sizeof(key));
+        if (bucket_call(r, key, klen, app->cfg.ratelimit_rate, app->cfg.ratelimit_burst, 1,
+                        on_ratelimit) != 0)
             req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     reserve(r);
+}
+
+static void on_event_tokens(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    order_app *app = r->w->app;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    if (reply->integer < 1) {
+        order_evrate_dry(app->evrate, r->event_id, order_time_now_ms());
+        reply_limited(r->w, r->req, r->route, r->start_us, ORDER_LIMIT_EVENT,
+                      order_limit_retry_after_s((double)app->cfg.event_rate));
+        free(r);
+        return;
+    }
+    if (reply->integer > 1) /* one is this order's; the rest for the next ones here */
+        order_evrate_add(app->evrate, r->event_id, reply->integer - 1, order_time_now_ms());
+    after_event_level(r);
+}
+
+static void take_event_tokens(order_req *r)
+{
+    order_app *app = r->w->app;
+    char key[ORDER_KEY_MAX];
+    size_t klen = order_evrate_key(r->event_id, key, sizeof(key));
+    if (bucket_call(r, key, klen, app->cfg.event_rate, app->cfg.event_burst, app->cfg.event_batch,
+                    on_event_tokens) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+}
+
+/* ---- pausing an event's sale (admin) ------------------------------------------- */
+
+static void on_pause_set(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    /* Here at once; the other fronts within events.pause_refresh_ms (order_pauser.h). */
+    int paused = r->route == ORDER_ROUTE_EVENT_PAUSE;
+    order_pause_set(r->w->app->paused, r->event_id, paused);
+    sk_log(SK_LOG_INFO, paused ? "event_paused" : "event_resumed", "event_id=%" PRIu64, r->event_id);
+    char body[96];
+    req_json(r, 200, body, order_reply_paused(body, sizeof(body), r->event_id, paused));
+}
+
+static int pause_send(order_req *r)
+{
+    char id[24];
+    const char *argv[3] = {r->route == ORDER_ROUTE_EVENT_PAUSE ? "SADD" : "SREM", ORDER_PAUSE_KEY, id};
+    size_t lens[3] = {4, strlen(ORDER_PAUSE_KEY), (size_t)snprintf(id, sizeof(id), "%" PRIu64, r->event_id)};
+    return order_redis_command(r->w->redis, 3, argv, lens, on_pause_set, r);
+}
+
+/* Only an event whose gate is loaded is paused: an unknown id is 404, and leaves nothing
+ * behind in the set (resume takes any id, to clear what is there). */
+static void on_pause_exists(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    if (reply->integer != 1) {
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such event", 0);
+        return;
+    }
+    if (pause_send(r) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+}
+
+static void handle_event_pause(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                               int64_t start_us)
+{
+    sk_jwt_claims claims;
+    if (authenticate(w, req, &claims) != 0) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+        return;
+    }
+    if (!claims.is_admin) {
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_FORBIDDEN, "pausing a sale needs the admin role", 0);
+        return;
+    }
+    order_req *r = req_for_redis(w, req, rt, start_us, &claims);
+    if (!r)
+        return;
+    int rc;
+    if (rt->id == ORDER_ROUTE_EVENT_PAUSE) {
+        char key[ORDER_KEY_MAX];
+        const char *argv[2] = {"EXISTS", key};
+        size_t lens[2] = {6, order_key(rt->arg, ORDER_KEY_META, key, sizeof(key))};
+        rc = order_redis_command(w->redis, 2, argv, lens, on_pause_exists, r);
+    } else {
+        rc = pause_send(r);
+    }
+    if (rc != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
 /* ---- reading an order ---------------------------------------------------------- */
@@ -687,13 +903,18 @@ static void on_order_index(redisReply *reply, void *arg)
          * issued, or its entry was lost (the consumer records the outcome when it writes
          * it): looked up, but within order_ocache's bound, so made-up ids cannot put a
          * query per request on the database. */
+        if (age_s < -60) { /* issued in the future (past any clock skew): never issued */
+            req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+            return;
+        }
         if (age_s >= r->w->app->cfg.index_ttl_s || young_lookup_allowed(r)) {
             order_lookup_pg(r);
             return;
         }
-        /* Not known now; a lost entry's buyer retries (the events' miss budget does the same) */
-        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", "1");
-        req_error(r, ORDER_ERR_UNAVAILABLE, "too many lookups of orders not in the index", 0);
+        /* Past the budget: 404, what the lookup would almost surely have said (an entry
+         * Redis lost belongs to an order the consumer has not written yet, or it would
+         * have recorded its outcome here). */
+        req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
     r->event_id = e.event_id;
@@ -841,6 +1062,8 @@ static void after_pg_create(order_task *t)
                    r->job.spec.segments > 1 ? (unsigned)r->job.spec.segments : 1);
     sk_log(SK_LOG_INFO, "event_created", "event_id=%" PRIu64 " stock=%" PRId64 " segments=%d",
            r->event_id, r->job.spec.stock, r->job.spec.segments);
+    order_window_set(r->w->app->window, r->event_id, r->job.spec.starts_at_ms,
+                     r->job.spec.ends_at_ms);
     char body[64];
     size_t n = order_reply_event_created(body, sizeof(body), r->event_id);
     req_json(r, 201, body, n);
@@ -1008,6 +1231,7 @@ static void after_pg_event(order_task *t)
     }
     order_segs_set(app->segs, r->event_id,
                    r->job.spec.segments > 1 ? (unsigned)r->job.spec.segments : 1);
+    order_window_set(app->window, r->event_id, r->job.spec.starts_at_ms, r->job.spec.ends_at_ms);
     event_wake(order_events_loaded(app->events, r->event_id, &r->job.spec, r->job.stock_left,
                                    order_time_now_ms()));
     event_get_step(r);
@@ -1400,6 +1624,10 @@ void order_http_handle(struct evhttp_request *req, void *arg)
     case ORDER_ROUTE_ORDER_CANCEL:
         order_pay_http_handle(w, req, &rt, start_us);
         break;
+    case ORDER_ROUTE_EVENT_PAUSE:
+    case ORDER_ROUTE_EVENT_RESUME:
+        handle_event_pause(w, req, &rt, start_us);
+        break;
     default:
         reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND, "no such path", 0);
     }
@@ -1443,6 +1671,10 @@ static int chain_new(order_worker *w)
     c->index = order_index_new(w->base, w->redis, w->app->cfg.index_ttl_s);
     c->produce_ev = event_new(w->base, -1, 0, produce_flush, w);
     c->produce_tail = &c->produce_head;
+    if (w->index == 0 &&
+        !(c->pauser = order_pauser_new(w->base, w->redis, w->app->paused,
+                                       w->app->cfg.events_pause_refresh_ms)))
+        return -1;
     return c->gate && c->index && c->produce_ev ? 0 : -1;
 }
 
@@ -1465,6 +1697,7 @@ static void chain_free(order_worker *w)
     struct order_chain *c = w->chain;
     order_gate_free(c->gate);
     order_index_free(c->index);
+    order_pauser_free(c->pauser);
     if (c->produce_ev)
         event_free(c->produce_ev);
     free(c);

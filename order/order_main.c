@@ -232,6 +232,30 @@ static int run_open_clients(order_app *app, const char *redacted)
 
 /* Makes the script loader, the PostgreSQL pool (when pg is set) and the in-memory
  * caches and limiters the workers share. @returns 0 or 1 (start failed). */
+/* Issue 19's levels (order_limit, order_admit, order_window, order_pause, order_evrate). */
+static int run_make_limits(order_app *app)
+{
+    char lerr[256] = "out of memory";
+    app->limits = order_limit_new(app->cfg.ratelimit_ip_rate, app->cfg.ratelimit_ip_burst,
+                                  app->cfg.ratelimit_ips, app->cfg.http_trusted_proxies, lerr,
+                                  sizeof(lerr));
+    app->admit = order_admit_new(app->cfg.admit_gate_p99_ms * 1000, app->cfg.admit_window_ms,
+                                 app->cfg.admit_min_samples);
+    app->window = order_window_new();
+    app->paused = order_pause_new();
+    if (app->cfg.event_rate > 0) {
+        /* A batch is valid for the time the bucket takes to make it (at least 100 ms). */
+        int64_t valid = app->cfg.event_batch * 1000 / app->cfg.event_rate;
+        app->evrate = order_evrate_new(valid < 100 ? 100 : valid);
+    }
+    if (!app->limits || !app->admit || !app->window || !app->paused ||
+        (app->cfg.event_rate > 0 && !app->evrate)) {
+        sk_log(SK_LOG_ERROR, "start_failed", "what=limits err=\"%s\"", app->limits ? "out of memory" : lerr);
+        return 1;
+    }
+    return 0;
+}
+
 static int run_make_shared(order_app *app)
 {
     app->loader = order_loader_new(app->cfg.redis_url, &app->scripts,
@@ -268,7 +292,7 @@ static int run_make_shared(order_app *app)
         sk_log(SK_LOG_ERROR, "start_failed", "what=memory");
         return 1;
     }
-    return 0;
+    return run_make_limits(app);
 }
 
 /* The graceful stop: stop accepting, wait for the requests in flight, flush Kafka
@@ -308,6 +332,11 @@ static void run_free(order_app *app)
     idgen_free(app->ids_order);
     idgen_free(app->ids_event);
     order_bucket_free(app->buckets);
+    order_limit_free(app->limits);
+    order_admit_free(app->admit);
+    order_window_free(app->window);
+    order_pause_free(app->paused);
+    order_evrate_free(app->evrate);
     order_soldout_free(app->soldout);
     order_segs_free(app->segs);
     order_events_free(app->events);

@@ -113,6 +113,22 @@ static void render_gate(FILE *f, order_metrics *m)
                   m->gate_orders, ORDER_METRICS_GATE_OPS);
 }
 
+/* Issue 19's levels: 429s by level, 503s shed at once, 403s from the known windows. */
+static void render_limits(FILE *f, order_metrics *m)
+{
+    static const char *const levels[ORDER_METRICS_LIMIT_LEVELS] = {"ip", "user", "event"};
+    render_family(f, "seckill_order_limited_total", "Orders refused 429 by a rate limit, by level.",
+                  "level", levels, m->limited, ORDER_METRICS_LIMIT_LEVELS);
+    sk_prom_head(f, "seckill_order_shed_total", "counter",
+                 "New orders answered 503 at once by admission control, by reason.");
+    sk_prom_label l = {"reason", "gate_p99"};
+    sk_prom_sample_u64(f, "seckill_order_shed_total", &l, 1, LOAD(m->shed_gate_p99));
+    sk_prom_counter(f, "seckill_order_window_hits_total",
+                    "Orders answered 403 not_started or ended from the sale window known in "
+                    "memory, without Redis.",
+                    LOAD(m->window_hits));
+}
+
 static void render_failures(FILE *f, order_metrics *m)
 {
     sk_prom_counter(f, "seckill_order_redis_errors_total",
@@ -163,6 +179,7 @@ char *order_metrics_render(order_metrics *m, size_t *len)
     render_requests(t.f, m);
     render_histograms(t.f, m);
     render_gate(t.f, m);
+    render_limits(t.f, m);
     render_failures(t.f, m);
     render_reconcile(t.f, m);
     return sk_prom_text_close(&t, len);

@@ -16,6 +16,7 @@
 #define ORDER_METRICS_STATUSES 14
 #define ORDER_METRICS_RESERVE_CODES 7 /* reserve.lua 0..5, and "other" */
 #define ORDER_METRICS_GATE_OPS 3      /* order_gate_op */
+#define ORDER_METRICS_LIMIT_LEVELS 3  /* order_limit_level */
 
 /* Stages of the accept path, timed separately so that a slow answer can be placed. */
 typedef enum {
@@ -39,6 +40,10 @@ typedef struct order_metrics {
     _Atomic uint64_t soldout_flag_hits;
     _Atomic uint64_t rate_limited;
     _Atomic uint64_t overload_rejections;
+    /* 429s by level (order_limit_level: ip, user, event) and orders shed on the gate's p99. */
+    _Atomic uint64_t limited[ORDER_METRICS_LIMIT_LEVELS];
+    _Atomic uint64_t shed_gate_p99;
+    _Atomic uint64_t window_hits; /* 403 not_started / ended answered from memory */
     _Atomic uint64_t reconcile_confirmed, reconcile_cancelled, reconcile_reloaded;
     _Atomic int64_t reconcile_leader; /* 1 while this instance holds the reconciler lock */
     _Atomic int64_t requests_inflight;

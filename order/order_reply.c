@@ -30,6 +30,7 @@ static const struct {
     [ORDER_ERR_CLOSED] = {409, "closed", "the order is closed (cancelled, expired or rejected)"},
     [ORDER_ERR_ALREADY_PAID] = {409, "already_paid", "the order is paid"},
     [ORDER_ERR_NOT_READY] = {409, "not_ready", "the order is still queued, retry shortly"},
+    [ORDER_ERR_PAUSED] = {503, "paused", "the sale of this event is paused, retry later"},
 };
 
 int order_err_status(order_err e)
@@ -85,6 +86,24 @@ size_t order_reply_error(char *out, size_t outsz, order_err e, const char *messa
     else
         n = snprintf(out, outsz, "{\"error\":\"%s\",\"message\":\"%s\"}", order_err_code(e), msg);
     return clamp(n, outsz);
+}
+
+size_t order_reply_limited(char *out, size_t outsz, const char *level, long long retry_after_s)
+{
+    char lv[32];
+    escape(lv, sizeof(lv), level);
+    int n = snprintf(out, outsz,
+                     "{\"error\":\"rate_limited\",\"message\":\"too many requests (%s limit), "
+                     "retry after %lld s\",\"level\":\"%s\"}",
+                     lv, retry_after_s, lv);
+    return clamp(n, outsz);
+}
+
+size_t order_reply_paused(char *out, size_t outsz, uint64_t event_id, int paused)
+{
+    return clamp(snprintf(out, outsz, "{\"event_id\":\"%" PRIu64 "\",\"paused\":%s}", event_id,
+                          paused ? "true" : "false"),
+                 outsz);
 }
 
 size_t order_reply_order_queued(char *out, size_t outsz, uint64_t order_id)

@@ -26,6 +26,7 @@ typedef enum {
     ORDER_ERR_CLOSED,          /* 409 closed: the order is cancelled, expired or rejected */
     ORDER_ERR_ALREADY_PAID,    /* 409 already_paid: paid (with another payment_ref) */
     ORDER_ERR_NOT_READY,       /* 409 not_ready: still queued, not in PostgreSQL yet */
+    ORDER_ERR_PAUSED,          /* 503 paused (an admin paused the event's sale) */
     ORDER_ERR_COUNT
 } order_err;
 
@@ -40,6 +41,13 @@ const char *order_err_message(order_err e);
  *  @returns the length written (truncated bodies are still valid JSON only if outsz >= 512). */
 size_t order_reply_error(char *out, size_t outsz, order_err e, const char *message,
                          uint64_t order_id);
+
+/** @brief A 429 body naming the limit's level ("ip", "user"):
+ *  {"error":"rate_limited","message":"...","level":"<level>"} @returns the length. */
+size_t order_reply_limited(char *out, size_t outsz, const char *level, long long retry_after_s);
+
+/** @brief {"event_id":"<id>","paused":true|false} @returns the length. */
+size_t order_reply_paused(char *out, size_t outsz, uint64_t event_id, int paused);
 
 /** @brief {"order_id":"<id>","status":"queued"} @returns the length. */
 size_t order_reply_order_queued(char *out, size_t outsz, uint64_t order_id);

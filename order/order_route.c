@@ -69,10 +69,19 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
             rc = set_route(out, ORDER_ROUTE_EVENT_GET, method, ORDER_METHOD_GET, "GET, HEAD");
         } else {
             size_t idlen = (size_t)(slash - seg);
-            if (idlen == 0 || !is(slash, seglen - idlen, "/orders"))
+            order_route_id sub;
+            if (idlen == 0)
+                goto none;
+            if (is(slash, seglen - idlen, "/orders"))
+                sub = ORDER_ROUTE_ORDER_CREATE;
+            else if (is(slash, seglen - idlen, "/pause"))
+                sub = ORDER_ROUTE_EVENT_PAUSE;
+            else if (is(slash, seglen - idlen, "/resume"))
+                sub = ORDER_ROUTE_EVENT_RESUME;
+            else
                 goto none;
             seglen = idlen;
-            rc = set_route(out, ORDER_ROUTE_ORDER_CREATE, method, ORDER_METHOD_POST, "POST");
+            rc = set_route(out, sub, method, ORDER_METHOD_POST, "POST");
         }
         if (rc != 0)
             return rc;
@@ -119,6 +128,7 @@ const char *order_route_name(order_route_id id)
         [ORDER_ROUTE_CONSOLE] = "console",
         [ORDER_ROUTE_EVENT_LIST] = "event_list", [ORDER_ROUTE_ORDER_PAY] = "order_pay",
         [ORDER_ROUTE_ORDER_CANCEL] = "order_cancel",
+        [ORDER_ROUTE_EVENT_PAUSE] = "event_pause", [ORDER_ROUTE_EVENT_RESUME] = "event_resume",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

@@ -22,6 +22,8 @@ typedef enum {
     ORDER_ROUTE_CONSOLE,        /* GET  /console and /console/<file> (order_console) */
     ORDER_ROUTE_ORDER_PAY,      /* POST /api/v1/orders/{id}/pay (issue 22) */
     ORDER_ROUTE_ORDER_CANCEL,   /* POST /api/v1/orders/{id}/cancel (issue 22) */
+    ORDER_ROUTE_EVENT_PAUSE,    /* POST /api/v1/events/{id}/pause (admin) */
+    ORDER_ROUTE_EVENT_RESUME,   /* POST /api/v1/events/{id}/resume (admin) */
     ORDER_ROUTE_COUNT
 } order_route_id;
 

@@ -4,7 +4,7 @@
 # ids), a private seckill-devkafka and a private seckill-order per test; the NOSCRIPT
 # test uses its own throwaway redis-server.
 if(TARGET seckill_order_core)
-  foreach(t route body reply limits recon_rule events evlist pay)
+  foreach(t route body reply limits limit recon_rule events evlist pay)
     seckill_add_test(NAME test_order_${t} SOURCES unit/test_order_${t}.c
                      LIBS seckill_order_core LABELS unit TIMEOUT 60)
   endforeach()
@@ -20,7 +20,7 @@ if(TARGET seckill_order_core)
   target_include_directories(seckill_order_test_support PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/integration)
   target_link_libraries(seckill_order_test_support PUBLIC seckill_test_support seckill::common seckill_order_core
     PkgConfig::HIREDIS PkgConfig::RDKAFKA PkgConfig::LIBPQ)
-  foreach(t lua http kafka reconcile slow auth nofile reads)
+  foreach(t lua http kafka reconcile slow auth nofile reads levels)
     if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_order_${t}.c)
       continue()
     endif()

@@ -432,6 +432,16 @@ static void test_ratelimit(void **state)
     long long ttl = cmd_int("PTTL %s", key, NULL);
     assert_true(ttl > 0 && ttl <= 4000);
     freeReplyObject(redisCommand(rc, "DEL %s", key));
+    /* taken in batches (the per-event bucket): as many whole tokens as there are, up to
+     * the number wanted */
+    const char *b0[] = {key, "2", "3", "2000000", "5"};
+    assert_int_equal(evalsha_int("ratelimit", 1, 5, b0), 3);
+    assert_int_equal(evalsha_int("ratelimit", 1, 5, b0), 0);
+    const char *b1[] = {key, "2", "3", "2000750", "5"}; /* 1.5 tokens back */
+    assert_int_equal(evalsha_int("ratelimit", 1, 5, b1), 1);
+    const char *b2[] = {key, "2", "3", "2001000", "5"}; /* 0.5 + 0.5 */
+    assert_int_equal(evalsha_int("ratelimit", 1, 5, b2), 1);
+    freeReplyObject(redisCommand(rc, "DEL %s", key));
 }
 
 static void test_noscript_fallback(void **state)

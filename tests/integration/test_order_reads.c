@@ -438,7 +438,7 @@ static void test_lost_outcome(void **state)
  * its outcome write was lost), polled hard on both fronts, and young ids the index does
  * not know: PostgreSQL is asked at most once per order.pg_lookup_every_ms (5 s) per
  * order and front, and order.pg_lookups_per_s (20 here) per front in all (past it a
- * made-up id gets 503 with Retry-After, as the events' miss budget does). */
+ * made-up id gets 404 without a lookup). */
 static void test_stuck_queued_bounded(void **state)
 {
     (void)state;
@@ -474,8 +474,7 @@ static void test_stuck_queued_bounded(void **state)
         snprintf(rpath, sizeof(rpath), "/api/v1/orders/%" PRIu64, rid);
         int st = to_http(i % 2 ? fdb : fd, "GET", rpath, i % 2 ? tokb : tok, NULL, NULL, 0, resp,
                          sizeof(resp));
-        assert_true(st == 404 || st == 503); /* 503: this second's lookups are spent */
-        n404 += st == 404;
+        n404 += st == 404; /* looked up, or past the budget: 404 without a lookup */
     }
     double secs = (double)(sk_test_now_ms() - t0) / 1000.0;
     close(fd);
@@ -484,7 +483,7 @@ static void test_stuck_queued_bounded(void **state)
     print_message("400 polls of a stuck order and 400 made-up young ids on two fronts in %.1f s: "
                   "%lld transactions\n", secs, x1 - x0);
     assert_int_equal(queued, 400);
-    assert_true(n404 >= 1 && n404 <= 2 * 20 * ((int)secs + 1)); /* each a lookup */
+    assert_int_equal(n404, 400);
     /* per front: the stuck order once per 5 s, the made-up ids 20 a second */
     long long bound = 2 * ((long long)(secs / 5) + 1) + 2 * 20 * ((long long)secs + 1);
     assert_true(x1 - x0 <= bound);
@@ -497,7 +496,9 @@ static int consumer_start(void)
 {
     char e[300];
     snprintf(e, sizeof(e), "SECKILL_REDIS_URL=%s", getenv("SECKILL_REDIS_URL"));
-    const char *env[] = {e, NULL};
+    /* the expiry and the outbox publisher poll PostgreSQL on their own (issue 22): off
+     * here, where pg_stat_database must count the reads' transactions alone */
+    const char *env[] = {e, "SECKILL_EXPIRY_INTERVAL_MS=0", "SECKILL_EVENTS_TOPIC=", NULL};
     return to_consumer_start(&consumer, pg_conninfo, kafka.bootstrap, env, "test_order_reads");
 }
 

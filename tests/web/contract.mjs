@@ -27,7 +27,8 @@ const UNREACHED = new Map([
   ['createEvent 503', 'PostgreSQL or Redis down (fault tests)'],
   ['getEvent 503', 'PostgreSQL down, or its load budget spent (test_order_reads floods it)'],
   ['listEvents 503', 'PostgreSQL down with no list in memory yet'],
-  ['placeOrder 503', 'Redis or Kafka down (fault tests)'],
+  ['pauseEvent 503', 'Redis down'],
+  ['resumeEvent 503', 'Redis down'],
   ['getOrder 503', 'PostgreSQL or Redis down'],
   ['readyz 503', 'Redis or Kafka down (fault tests)'],
   ['payOrder 503', 'PostgreSQL or Redis down'],
@@ -153,6 +154,20 @@ for (let i = 0; i < 50 && !limited; i++) {
   limited = r !== null && r.status === 429;
 }
 if (!limited) fail('rate limit', 'no 429 in 50 orders of one user');
+// Pausing B's sale (admin): its orders get 503 paused, then resume (issue 19).
+await call('pause (admin)', 'POST', `/api/v1/events/${B}/pause`, { token: admin, expect: 200 });
+await call('buy, paused', 'POST', `/api/v1/events/${B}/orders`, { token: u[3], expect: 503 });
+await call('pause, not admin', 'POST', `/api/v1/events/${B}/pause`, { token: u[0], expect: 403 });
+await call('pause, no token', 'POST', `/api/v1/events/${B}/pause`, { expect: 401 });
+await call('pause, bad id', 'POST', '/api/v1/events/01/pause', { token: admin, expect: 400 });
+await call('pause, unknown event', 'POST', '/api/v1/events/999999999/pause', { token: admin, expect: 404 });
+await call('pause, wrong method', 'GET', `/api/v1/events/${B}/pause`, { token: admin, expect: 405 });
+await call('resume (admin)', 'POST', `/api/v1/events/${B}/resume`, { token: admin, expect: 200 });
+await call('resume, not admin', 'POST', `/api/v1/events/${B}/resume`, { token: u[0], expect: 403 });
+await call('resume, no token', 'POST', `/api/v1/events/${B}/resume`, { expect: 401 });
+await call('resume, bad id', 'POST', '/api/v1/events/01/resume', { token: admin, expect: 400 });
+await call('resume, wrong method', 'GET', `/api/v1/events/${B}/resume`, { token: admin, expect: 405 });
+await call('buy, resumed (not started again)', 'POST', `/api/v1/events/${B}/orders`, { token: u[3], expect: 403 });
 const O = o1 && o1.json.order_id;
 await call('read order (buyer)', 'GET', `/api/v1/orders/${O}`, { token: u[0], expect: 200 });
 await call('read order (admin)', 'GET', `/api/v1/orders/${O}`, { token: admin, expect: 200 });

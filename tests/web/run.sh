@@ -39,10 +39,14 @@ schemathesis)
     # on two threads at once, which Debian's Python 3.11 answers now and then with
     # "SystemError: AST constructor recursion depth mismatch" (CPython gh-106905), a
     # Runtime Error of the run that says nothing about the API.
+    # pauseEvent is left out: schemathesis finds real event ids (the list) and, with the
+    # admin token, a pause makes that event's orders 503 `paused` for the rest of the run,
+    # as designed (the contract test covers pause and resume).
     out=$(mktemp)
     rc=0
     "$st" run "$spec" --url "$SECKILL_HTTP" -H "Authorization: Bearer $token" \
         --checks all --exclude-checks positive_data_acceptance \
+        --exclude-operation-id pauseEvent \
         --phases examples,coverage,fuzzing --max-examples "${SCHEMATHESIS_EXAMPLES:-25}" \
         --workers "${SCHEMATHESIS_WORKERS:-1}" --seed "${SCHEMATHESIS_SEED:-1}" --no-color >"$out" 2>&1 || rc=$?
     cat "$out"
