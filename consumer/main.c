@@ -81,7 +81,8 @@ static const sk_cfg_entry config_table[] = {
      "orders expired per statement and released per sweep, at most",
      offsetof(consumer_cfg, expiry_batch)},
     {"events.topic", SK_CFG_STRING, 0, 0, "seckill.order-events",
-     "topic of the order transitions, published from the outbox (issue 22; empty: off)",
+     "topic of the order transitions, published from the outbox (issue 22; empty: this "
+     "process does not publish, and the outbox keeps its rows for one that does)",
      offsetof(consumer_cfg, events_topic)},
     {"events.interval_ms", SK_CFG_INT, 1, 60000, "200", "between outbox batches when idle (ms)",
      offsetof(consumer_cfg, events_interval_ms)},
