@@ -610,6 +610,59 @@ static int bucket_call(order_req *r, const char *key, size_t klen, long long rat
     return order_redis_script(r->w->redis, ORDER_SCRIPT_RATELIMIT, 1, 5, args, lens, cb, r);
 }
 
+/* The refusals decided in this process, cheapest first, before any Redis call: the
+ * sold-out flag, a paused event, the user's local bucket, a known sale window, the
+ * Kafka backlog, the gate's p99. @returns 1 when one answered the request. */
+static int refuse_locally(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                          int64_t start_us, const sk_jwt_claims *claims, int64_t now_ms)
+{
+    order_app *app = w->app;
+    long long retry_s;
+    /* The sold-out path never touches Redis: the flag comes before the rate limit. */
+    if (order_soldout_get(app->soldout, rt->arg, now_ms)) {
+        atomic_fetch_add_explicit(&app->metrics.soldout_flag_hits, 1, memory_order_relaxed);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_SOLD_OUT, NULL, 0);
+        return 1;
+    }
+    if (order_pause_has(app->paused, rt->arg)) {
+        set_retry_after(req, 1);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_PAUSED, NULL, 0);
+        return 1;
+    }
+    if (app->cfg.rl_mode == ORDER_RL_LOCAL &&
+        !order_bucket_take(app->buckets, claims->sub, order_time_mono_us())) {
+        atomic_fetch_add_explicit(&app->metrics.rate_limited, 1, memory_order_relaxed);
+        reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_USER,
+                      order_limit_retry_after_s((double)app->cfg.ratelimit_rate));
+        return 1;
+    }
+    /* Before the start (or after the end) of a window known here: Redis would say the same.
+     * After the user's bucket, as the gate's answer was: a buyer hammering before the start
+     * is limited all the same. */
+    order_window_state ws = order_window_get(app->window, rt->arg, now_ms);
+    if (ws != ORDER_WINDOW_UNKNOWN) {
+        atomic_fetch_add_explicit(&app->metrics.window_hits, 1, memory_order_relaxed);
+        reply_error(w, req, rt->id, start_us,
+                    ws == ORDER_WINDOW_NOT_STARTED ? ORDER_ERR_NOT_STARTED : ORDER_ERR_ENDED, NULL, 0);
+        return 1;
+    }
+    if (atomic_load_explicit(&app->metrics.kafka_inflight, memory_order_relaxed) >=
+        app->cfg.max_kafka_inflight) {
+        atomic_fetch_add_explicit(&app->metrics.overload_rejections, 1, memory_order_relaxed);
+        set_retry_after(req, 1);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "too many orders waiting for Kafka", 0);
+        return 1;
+    }
+    if (!order_admit_check(app->admit, start_us, &retry_s)) {
+        atomic_fetch_add_explicit(&app->metrics.shed_gate_p99, 1, memory_order_relaxed);
+        set_retry_after(req, retry_s);
+        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE,
+                    "the gate is slow (its p99 is past limits.gate_p99_ms): retry later", 0);
+        return 1;
+    }
+    return 0;
+}
+
 static void handle_order_create(order_worker *w, struct evhttp_request *req,
                                 const order_route *rt, int64_t start_us)
 {
@@ -638,48 +691,8 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
         return;
     }
     int64_t now_ms = order_time_now_ms();
-    /* The sold-out path never touches Redis: the flag comes before the rate limit. */
-    if (order_soldout_get(app->soldout, rt->arg, now_ms)) {
-        atomic_fetch_add_explicit(&app->metrics.soldout_flag_hits, 1, memory_order_relaxed);
-        reply_error(w, req, rt->id, start_us, ORDER_ERR_SOLD_OUT, NULL, 0);
+    if (refuse_locally(w, req, rt, start_us, &claims, now_ms))
         return;
-    }
-    if (order_pause_has(app->paused, rt->arg)) {
-        set_retry_after(req, 1);
-        reply_error(w, req, rt->id, start_us, ORDER_ERR_PAUSED, NULL, 0);
-        return;
-    }
-    if (app->cfg.rl_mode == ORDER_RL_LOCAL &&
-        !order_bucket_take(app->buckets, claims.sub, order_time_mono_us())) {
-        atomic_fetch_add_explicit(&app->metrics.rate_limited, 1, memory_order_relaxed);
-        reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_USER,
-                      order_limit_retry_after_s((double)app->cfg.ratelimit_rate));
-        return;
-    }
-    /* Before the start (or after the end) of a window known here: Redis would say the same.
-     * After the user's bucket, as the gate's answer was: a buyer hammering before the start
-     * is limited all the same. */
-    order_window_state ws = order_window_get(app->window, rt->arg, now_ms);
-    if (ws != ORDER_WINDOW_UNKNOWN) {
-        atomic_fetch_add_explicit(&app->metrics.window_hits, 1, memory_order_relaxed);
-        reply_error(w, req, rt->id, start_us,
-                    ws == ORDER_WINDOW_NOT_STARTED ? ORDER_ERR_NOT_STARTED : ORDER_ERR_ENDED, NULL, 0);
-        return;
-    }
-    if (atomic_load_explicit(&app->metrics.kafka_inflight, memory_order_relaxed) >=
-        app->cfg.max_kafka_inflight) {
-        atomic_fetch_add_explicit(&app->metrics.overload_rejections, 1, memory_order_relaxed);
-        set_retry_after(req, 1);
-        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "too many orders waiting for Kafka", 0);
-        return;
-    }
-    if (!order_admit_check(app->admit, start_us, &retry_s)) {
-        atomic_fetch_add_explicit(&app->metrics.shed_gate_p99, 1, memory_order_relaxed);
-        set_retry_after(req, retry_s);
-        reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE,
-                    "the gate is slow (its p99 is past limits.gate_p99_ms): retry later", 0);
-        return;
-    }
     order_req *r = req_for_redis(w, req, rt, start_us, &claims);
     if (!r)
         return;
