@@ -8,6 +8,7 @@
 
 #include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ struct consumer_events {
     PGconn *conn;
     rd_kafka_t *rk;
     consumer_every *thread; /* NULL until started */
+    _Atomic int stopping;   /* set by consumer_events_free: a batch waiting on Kafka gives up */
     char err[256];
 };
 
@@ -108,9 +110,14 @@ static long publish_batch(consumer_events *e)
         d.pending++;
         len += (size_t)snprintf(ids + len, cap - len, "%s%s", len > 1 ? "," : "", PQgetvalue(r, i, 0));
     }
-    /* Every acknowledgement before anything is deleted: at least once. */
-    while (d.pending > 0)
+    /* Every acknowledgement before anything is deleted: at least once. A stop does not
+     * wait for a broker that cannot take them (a missing topic waits message.timeout.ms):
+     * the batch is purged, fails, and its rows stay for the next publisher. */
+    while (d.pending > 0) {
+        if (atomic_load(&e->stopping))
+            rd_kafka_purge(e->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         rd_kafka_poll(e->rk, 100);
+    }
     if (d.failed) {
         if (!e->err[0])
             snprintf(e->err, sizeof(e->err), "%d deliveries failed", d.failed);
@@ -157,7 +164,10 @@ consumer_events *consumer_events_start(const struct consumer_cfg *cfg, const sk_
     }
     e->interval_ms = cfg->events_interval_ms;
     e->batch = cfg->events_batch;
-    const char *defaults[] = {"client.id", "seckill-consumer-events", "linger.ms", "5", NULL};
+    /* A batch waits for its acknowledgements: 30 s, not librdkafka's 300, before it fails
+     * and is retried (a missing topic, a broker away) */
+    const char *defaults[] = {"client.id", "seckill-consumer-events", "linger.ms", "5",
+                              "message.timeout.ms", "30000", NULL};
     const char *forced[] = {"enable.idempotence", "true", "acks", "all", NULL};
     rd_kafka_conf_t *conf = sk_kafka_conf_new(SK_KAFKA_PRODUCER, defaults, kafka, forced, err, errsz);
     if (!conf) {
@@ -181,6 +191,7 @@ void consumer_events_free(consumer_events *e)
 {
     if (!e)
         return;
+    atomic_store(&e->stopping, 1);
     consumer_every_stop(e->thread);
     if (e->rk) {
         rd_kafka_flush(e->rk, 5000);

@@ -370,7 +370,8 @@ kafka_up() {
     rm -f "$RUN/kafka.control"
     "$KAFKA_SH" start "$dir" "$KAFKA_PORT" "$KAFKA_NODES" 2>>"$RUN/logs/kafka.log" ||
         die "kafka did not start (see $RUN/logs/kafka.log and $dir/node-*.log)"
-    "$KAFKA_SH" topic "$dir" seckill.orders 6 && "$KAFKA_SH" topic "$dir" seckill.orders.dlq 6 ||
+    "$KAFKA_SH" topic "$dir" seckill.orders 6 && "$KAFKA_SH" topic "$dir" seckill.orders.dlq 6 &&
+        "$KAFKA_SH" topic "$dir" seckill.order-events 6 ||
         die "kafka: the topics could not be created (see $dir/node-*.log)"
     "$KAFKA_SH" bootstrap "$dir" >"$RUN/kafka.bootstrap"
     log "kafka: $KAFKA_NODES node(s) on $(cat "$RUN/kafka.bootstrap"), topics ready after $((SECONDS - t0)) s"

@@ -35,10 +35,11 @@ kafka_require() {
 # kafka_topics: the test's topics on the broker in E2E_BROKERS, for every service started after.
 kafka_topics() {
     local dir=$1 base=$2
-    SECKILL_TOPIC=$base SECKILL_DLQ_TOPIC=$base.dlq
-    "$KAFKA_SH" topic "$dir" "$SECKILL_TOPIC" 6 && "$KAFKA_SH" topic "$dir" "$SECKILL_DLQ_TOPIC" 6 ||
-        e2e_fail "the topics $base(.dlq) could not be created"
-    export SECKILL_TOPIC SECKILL_DLQ_TOPIC
+    SECKILL_TOPIC=$base SECKILL_DLQ_TOPIC=$base.dlq SECKILL_EVENTS_TOPIC=$base.events
+    "$KAFKA_SH" topic "$dir" "$SECKILL_TOPIC" 6 && "$KAFKA_SH" topic "$dir" "$SECKILL_DLQ_TOPIC" 6 &&
+        "$KAFKA_SH" topic "$dir" "$SECKILL_EVENTS_TOPIC" 6 ||
+        e2e_fail "the topics $base(.dlq, .events) could not be created"
+    export SECKILL_TOPIC SECKILL_DLQ_TOPIC SECKILL_EVENTS_TOPIC
     e2e_log "topics $SECKILL_TOPIC and $SECKILL_DLQ_TOPIC on $E2E_BROKERS"
 }
 
