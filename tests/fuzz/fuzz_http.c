@@ -16,7 +16,9 @@
 static int route_has_id(order_route_id id)
 {
     return id == ORDER_ROUTE_EVENT_GET || id == ORDER_ROUTE_ORDER_CREATE ||
-           id == ORDER_ROUTE_ORDER_GET;
+           id == ORDER_ROUTE_ORDER_GET || id == ORDER_ROUTE_ORDER_PAY ||
+           id == ORDER_ROUTE_ORDER_CANCEL || id == ORDER_ROUTE_EVENT_PAUSE ||
+           id == ORDER_ROUTE_EVENT_RESUME;
 }
 
 static void check_route(order_method method, const char *uri)
@@ -39,8 +41,9 @@ static void check_route(order_method method, const char *uri)
     if (rc == 0 && route_has_id(rt.id)) {
         /* The id segment must have been a valid decimal id and arg its value. */
         FUZZ_CHECK(rt.arg >= 1 && rt.arg <= (uint64_t)INT64_MAX);
-        const char *seg = uri + (rt.id == ORDER_ROUTE_ORDER_GET ? strlen("/api/v1/orders/")
-                                                                : strlen("/api/v1/events/"));
+        int on_order = rt.id == ORDER_ROUTE_ORDER_GET || rt.id == ORDER_ROUTE_ORDER_PAY ||
+                       rt.id == ORDER_ROUTE_ORDER_CANCEL;
+        const char *seg = uri + (on_order ? strlen("/api/v1/orders/") : strlen("/api/v1/events/"));
         size_t seglen = strcspn(seg, "/?#");
         uint64_t want;
         FUZZ_CHECK(fuzz_ref_id(seg, seglen, 19, 1, &want) == 0);

@@ -272,14 +272,16 @@ static int replica_linked(void *arg)
     return ok;
 }
 
-static idgen_t *make_waiting(const char *url, idgen_mode mode)
+/* wait_ms: WAIT's own timeout. 50 ms where no replica exists (refused fast); 2 s where one
+ * does, so that a loaded machine's slow acknowledgement is not taken for a missing one. */
+static idgen_t *make_waiting(const char *url, idgen_mode mode, int wait_ms)
 {
     idgen_opts o;
     idgen_opts_init(&o);
     o.mode = mode;
     o.timeout_ms = TIMEOUT_MS;
     o.wait_replicas = 1;
-    o.wait_timeout_ms = 50;
+    o.wait_timeout_ms = wait_ms;
     o.segment_min = 50;
     char err[256];
     idgen_t *g = idgen_new(url, "wait", &o, err, sizeof(err));
@@ -300,7 +302,7 @@ static void test_wait_replicas(void **state)
     uint64_t id;
     /* No replica: every lease is refused, in both modes, within the timeout. */
     for (int m = 0; m < 2; m++) {
-        idgen_t *g = make_waiting(url, m ? IDGEN_MODE_SEGMENT : IDGEN_MODE_INCR);
+        idgen_t *g = make_waiting(url, m ? IDGEN_MODE_SEGMENT : IDGEN_MODE_INCR, 50);
         int64_t t0 = sk_test_now_ms();
         assert_int_equal(idgen_next(g, &id), IDGEN_ERR_REDIS);
         assert_true(sk_test_now_ms() - t0 <= TIMEOUT_MS + 1000);
@@ -316,7 +318,8 @@ static void test_wait_replicas(void **state)
     if (!replica)
         fail_msg("%s", err);
     int linked = tu_wait_for(replica_linked, current_server, 20000);
-    idgen_t *g[2] = {make_waiting(url, IDGEN_MODE_INCR), make_waiting(url, IDGEN_MODE_SEGMENT)};
+    idgen_t *g[2] = {make_waiting(url, IDGEN_MODE_INCR, 2000),
+                      make_waiting(url, IDGEN_MODE_SEGMENT, 2000)};
     int rc[2] = {IDGEN_OK, IDGEN_OK};
     for (int m = 0; m < 2 && linked; m++)
         for (int i = 0; i < 200 && rc[m] == IDGEN_OK; i++)
