@@ -72,7 +72,7 @@ void order_ocache_put(order_ocache *c, uint64_t order_id, uint64_t event_id, uin
     slot *s = &c->s[i];
     int64_t looked = s->order_id == order_id ? s->lookup_until_ms : 0; /* the mark stays */
     /* An outcome a lookup found answers until the next lookup may start: without it, an
-     * order the index lost would get 503 between its lookups. */
+     * order the index lost would read 404 between its lookups. */
     int64_t until = now_ms + c->ttl_ms > looked ? now_ms + c->ttl_ms : looked;
     *s = (slot){order_id, event_id, user_id, until, looked, outcome};
     pthread_mutex_unlock(mu);
@@ -97,10 +97,11 @@ int order_ocache_get(order_ocache *c, uint64_t order_id, int64_t now_ms, uint64_
     return hit;
 }
 
-/* One more lookup this second, if the budget allows: a CAS on (second, count). */
+/* One more lookup this second, if the budget allows: a CAS on (second, count), the second
+ * kept to 31 bits so that the shift never overflows (it only has to change each second). */
 static int budget_take(order_ocache *c, int64_t now_ms)
 {
-    int64_t sec = now_ms / 1000, cur = atomic_load(&c->window);
+    int64_t sec = (now_ms / 1000) & 0x7fffffff, cur = atomic_load(&c->window);
     for (;;) {
         int64_t n = (cur >> 32) == sec ? (cur & 0xffffffff) : 0;
         if (n >= c->per_s)
