@@ -49,7 +49,11 @@ fault_bench_wait
 accepted=$(e2e_summary accepted)
 io=$(e2e_outcome "0 io")
 e2e_log "accepted $accepted, $io requests cut with the dead front"
-[ "$io" -gt 0 ] || e2e_fail "no request was cut by the kill: the fault did not land mid-burst"
+# The kill landed mid-burst: 202s in the two seconds before it (timeline buckets are 1 s)
+# and after it. Requests cut in flight ($io) are logged, not required: at 400 req/s over
+# 32 connections a front often has none in flight at the instant of the kill.
+[ "$(fault_timeline_sum ok_202 "$((killed_at - 2000))" "$killed_at")" -gt 0 ] ||
+    e2e_fail "no 202 in the 2 s before the kill: the fault did not land mid-burst"
 [ "$(fault_timeline_sum ok_202 "$((killed_at + 500))" 99999999999999)" -gt 0 ] || e2e_fail "no 202 after the kill"
 fault_wait_pending_empty 30
 fault_check || e2e_fail "seckill-check found a violation"
