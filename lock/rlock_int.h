@@ -92,6 +92,8 @@ rcl_ctx *rlock_rcl_connect(const char *url, struct timeval tv, char *err, size_t
  * `name suffix` when name carries its own '{...}' hash tag. Returns bytes written
  * (snprintf), or -1 on a bad name. */
 int rlock_key_build(char *out, size_t outsz, const char *name, const char *suffix);
+/* The same key, malloc'd (the caller frees it); NULL on a bad name or out of memory. */
+char *rlock_key_dup(const char *name, const char *suffix);
 /* Redisson's names (RedissonObject.prefixName / suffixName): `prefix:{name}` and
  * `{name}:suffix`, or `prefix:name` / `name:suffix` when name has its own '{'.
  * Return bytes written (snprintf), or -1 on an empty name. */

@@ -27,6 +27,17 @@ int rlock_key_build(char *out, size_t outsz, const char *name, const char *suffi
     return snprintf(out, outsz, "rlock:{%s}%s", name, suffix);
 }
 
+char *rlock_key_dup(const char *name, const char *suffix)
+{
+    int n = rlock_key_build(NULL, 0, name, suffix);
+    if (n < 0)
+        return NULL;
+    char *k = malloc((size_t)n + 1);
+    if (k)
+        rlock_key_build(k, (size_t)n + 1, name, suffix);
+    return k;
+}
+
 int rlock_rs_prefix_name(char *out, size_t outsz, const char *prefix, const char *name)
 {
     if (name == NULL || name[0] == '\0')

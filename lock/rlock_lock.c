@@ -8,17 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *key_dup(const char *name, const char *suffix)
-{
-    int n = rlock_key_build(NULL, 0, name, suffix);
-    if (n < 0)
-        return NULL;
-    char *k = malloc((size_t)n + 1);
-    if (k)
-        rlock_key_build(k, (size_t)n + 1, name, suffix);
-    return k;
-}
-
 /* Redisson's fair lock: a waiter queued without a wait of its own stays queued this
  * long past the one before it (Redisson's default fairLockWaitTimeout, 5 minutes). */
 #define RS_FAIR_WAIT_MS 300000
@@ -64,12 +53,12 @@ rlock_t *rlock_new(rlock_client_t *c, const char *name, rlock_kind_t kind)
      * two never meet on one key with different types. */
     int rw = kind == RLOCK_READ || kind == RLOCK_WRITE;
     l->name = strdup(name);
-    l->key = key_dup(name, rw ? ":rw" : "");
-    l->fence_key = key_dup(name, ":fence");
-    l->queue_key = key_dup(name, ":queue");
-    l->tmo_key = key_dup(name, ":timeouts");
-    l->rexp_key = key_dup(name, ":rw:readers");
-    l->channel = key_dup(name, rw ? ":rw:ch" : ":ch");
+    l->key = rlock_key_dup(name, rw ? ":rw" : "");
+    l->fence_key = rlock_key_dup(name, ":fence");
+    l->queue_key = rlock_key_dup(name, ":queue");
+    l->tmo_key = rlock_key_dup(name, ":timeouts");
+    l->rexp_key = rlock_key_dup(name, ":rw:readers");
+    l->channel = rlock_key_dup(name, rw ? ":rw:ch" : ":ch");
 check:
     if (!l->name || !l->key || !l->fence_key || !l->queue_key || !l->tmo_key || !l->rexp_key ||
         !l->channel || (l->rs && !l->rs_chan)) {

@@ -27,17 +27,6 @@ struct rlock_redlock {
     char errstr[RLOCK_ERRSTR_SIZE];
 };
 
-static char *key_dup(const char *name, const char *suffix)
-{
-    int n = rlock_key_build(NULL, 0, name, suffix);
-    if (n < 0)
-        return NULL;
-    char *k = malloc((size_t)n + 1);
-    if (k)
-        rlock_key_build(k, (size_t)n + 1, name, suffix);
-    return k;
-}
-
 rlock_redlock_t *rlock_redlock_new(const char *const *urls, size_t n, const char *name,
                                    int timeout_ms, char *errstr, size_t errstr_size)
 {
@@ -54,9 +43,9 @@ rlock_redlock_t *rlock_redlock_new(const char *const *urls, size_t n, const char
     r->urls = calloc(n, sizeof(*r->urls));
     r->conns = calloc(n, sizeof(*r->conns));
     r->name = strdup(name);
-    r->key = key_dup(name, "");
-    r->fence_key = key_dup(name, ":fence");
-    r->channel = key_dup(name, ":ch");
+    r->key = rlock_key_dup(name, "");
+    r->fence_key = rlock_key_dup(name, ":fence");
+    r->channel = rlock_key_dup(name, ":ch");
     if (!r->urls || !r->conns || !r->name || !r->key || !r->fence_key || !r->channel) {
         snprintf(errstr, errstr_size, "out of memory");
         rlock_redlock_free(r);

@@ -25,17 +25,6 @@ struct rlock_latch {
     char errstr[RLOCK_ERRSTR_SIZE];
 };
 
-static char *key_dup(const char *name, const char *suffix)
-{
-    int n = rlock_key_build(NULL, 0, name, suffix);
-    if (n < 0)
-        return NULL;
-    char *k = malloc((size_t)n + 1);
-    if (k)
-        rlock_key_build(k, (size_t)n + 1, name, suffix);
-    return k;
-}
-
 /* Integer value of a GET reply (nil: 0). */
 static int64_t reply_int(const redisReply *r)
 {
@@ -58,8 +47,8 @@ rlock_sem_t *rlock_sem_new(rlock_client_t *c, const char *name)
     s->c = c;
     s->rs = c->opts.redisson;
     s->name = strdup(name);
-    s->key = s->rs ? strdup(name) : key_dup(name, ":sem");
-    s->channel = s->rs ? rlock_rs_name_dup("redisson_sc", name, NULL) : key_dup(name, ":sem:ch");
+    s->key = s->rs ? strdup(name) : rlock_key_dup(name, ":sem");
+    s->channel = s->rs ? rlock_rs_name_dup("redisson_sc", name, NULL) : rlock_key_dup(name, ":sem:ch");
     if (!s->name || !s->key || !s->channel) {
         rlock_sem_free(s);
         return NULL;
@@ -199,14 +188,14 @@ rlock_latch_t *rlock_latch_new(rlock_client_t *c, const char *name)
     l->c = c;
     l->rs = c->opts.redisson;
     l->name = strdup(name);
-    l->key = l->rs ? strdup(name) : key_dup(name, ":latch");
+    l->key = l->rs ? strdup(name) : rlock_key_dup(name, ":latch");
     if (l->rs) {
         /* RedissonCountDownLatch.getChannelName: braces even around a tagged name */
         size_t n = strlen(name) + sizeof("redisson_countdownlatch__channel__{}");
         if ((l->channel = malloc(n)) != NULL)
             snprintf(l->channel, n, "redisson_countdownlatch__channel__{%s}", name);
     } else {
-        l->channel = key_dup(name, ":latch:ch");
+        l->channel = rlock_key_dup(name, ":latch:ch");
     }
     if (!l->name || !l->key || !l->channel) {
         rlock_latch_free(l);
