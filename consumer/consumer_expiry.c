@@ -4,6 +4,7 @@
 #include "consumer_loop.h"
 
 #include "order_msg.h"
+#include "order_recon_rule.h"
 #include "rcluster.h"
 #include "seckill_lua.h"
 #include "sk_log.h"
@@ -44,7 +45,7 @@ static const char SQL_EXPIRE[] =
 
 /* Closed orders whose unit is still owed to the gate. $1: the most rows. */
 static const char SQL_UNRELEASED[] =
-    "SELECT o.order_id, o.event_id, o.user_id, o.status, e.rebuy_after_release "
+    "SELECT o.order_id, o.event_id, o.user_id, o.status, e.rebuy_after_release, e.segments "
     "FROM seckill_order o JOIN seckill_event e ON e.id = o.event_id "
     "WHERE o.status IN ('cancelled', 'expired') AND o.released_at IS NULL "
     "ORDER BY o.closed_at LIMIT $1::int";
@@ -153,13 +154,13 @@ static int queue_release(consumer_expiry *e, PGresult *r, int i)
 {
     const char *oid = PQgetvalue(r, i, 0), *uid = PQgetvalue(r, i, 2);
     uint64_t order_id = strtoull(oid, NULL, 10), event_id = strtoull(PQgetvalue(r, i, 1), NULL, 10);
-    char stock[ORDER_KEY_MAX], buyers[ORDER_KEY_MAX], released[ORDER_KEY_MAX];
     const char *rebuy = PQgetvalue(r, i, 4)[0] == 't' ? "1" : "0";
-    const char *argv[9] = {"EVALSHA", e->release_sha, "3", stock, buyers, released, oid, uid, rebuy};
-    size_t lens[9] = {7, 40, 1, order_key(event_id, ORDER_KEY_STOCK, stock, sizeof(stock)),
-                      order_key(event_id, ORDER_KEY_BUYERS, buyers, sizeof(buyers)),
-                      order_key(event_id, ORDER_KEY_RELEASED, released, sizeof(released)),
-                      strlen(oid), strlen(uid), 1};
+    order_release_keys k; /* the buyer's home segment */
+    order_release_keys_of(event_id, strtoull(uid, NULL, 10),
+                          order_recon_segments_k(PQgetvalue(r, i, 5)), &k);
+    const char *argv[9] = {"EVALSHA", e->release_sha, "3", k.key[0], k.key[1], k.key[2],
+                           oid, uid, rebuy};
+    size_t lens[9] = {7, 40, 1, k.len[0], k.len[1], k.len[2], strlen(oid), strlen(uid), 1};
     order_index_entry ie = {event_id, strtoull(uid, NULL, 10), 0,
                             order_index_status_letter(PQgetvalue(r, i, 3))};
     char key[ORDER_KEY_MAX], field[32], val[ORDER_INDEX_VALUE_MAX], ttl[24];

@@ -39,6 +39,21 @@ size_t order_key_seg(uint64_t event_id, unsigned seg, order_key_kind kind, char 
  *  reconciler compute the same. */
 unsigned order_seg_home(uint64_t user_id, unsigned k);
 
+/* release.lua's KEYS for a closed order (issue 22): stock, buyers and released of the
+ * buyer's home segment (order_seg_home: the segment whose buyers set holds the user, and
+ * whose released set the reconciler's reload fills with the orders homed there). For
+ * k <= 1 the event's own keys. One rule for the front's pay/cancel and the consumer's
+ * release sweep. */
+typedef struct order_release_keys {
+    char key[3][ORDER_KEY_MAX]; /* stock, buyers, released */
+    size_t len[3];
+} order_release_keys;
+
+/** @brief Fills out with release.lua's three keys for an order of user_id in event_id
+ *  (k segments). @returns the home segment. */
+unsigned order_release_keys_of(uint64_t event_id, uint64_t user_id, unsigned k,
+                               order_release_keys *out);
+
 /** @brief The index bucket of an order: its id's second under libidgen's layout (bits
  *  62..32, idgen.h), so the orders of one second share one hash. Any id maps somewhere:
  *  a GET for an id never issued finds no field. */

@@ -142,14 +142,16 @@ static void on_release(redisReply *reply, void *arg)
     free(p);
 }
 
+/* The unit back to the buyer's home segment (order_release_keys_of), the SREM there when
+ * the event lets the buyer buy again. */
 static void release(pay_req *p)
 {
-    char stock[ORDER_KEY_MAX], buyers[ORDER_KEY_MAX], released[ORDER_KEY_MAX], oid[24], uid[24];
-    const char *args[6] = {stock, buyers, released, oid, uid, p->job.rebuy ? "1" : "0"};
-    size_t lens[6] = {order_key(p->job.event_id, ORDER_KEY_STOCK, stock, sizeof(stock)),
-                      order_key(p->job.event_id, ORDER_KEY_BUYERS, buyers, sizeof(buyers)),
-                      order_key(p->job.event_id, ORDER_KEY_RELEASED, released, sizeof(released)),
-                      sk_id_format(oid, p->job.id), sk_id_format(uid, p->job.user_id), 1};
+    order_release_keys k;
+    char oid[24], uid[24];
+    order_release_keys_of(p->job.event_id, p->job.user_id, p->job.segments, &k);
+    const char *args[6] = {k.key[0], k.key[1], k.key[2], oid, uid, p->job.rebuy ? "1" : "0"};
+    size_t lens[6] = {k.len[0], k.len[1], k.len[2], sk_id_format(oid, p->job.id),
+                      sk_id_format(uid, p->job.user_id), 1};
     if (order_redis_script(p->w->redis, ORDER_SCRIPT_RELEASE, 3, 6, args, lens, on_release, p) !=
         0)
         on_release(NULL, p);
