@@ -124,6 +124,17 @@ int order_recon_buyers_homed(const char **users, int n, unsigned seg, unsigned k
     return kept;
 }
 
+int order_recon_closed_homed(const char **ids, const char **users, int n, unsigned seg, unsigned k)
+{
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (order_seg_home(strtoull(users[i], NULL, 10), k) == seg) {
+            ids[kept] = ids[i];
+            users[kept++] = users[i];
+        }
+    return kept;
+}
+
 int64_t order_recon_msg_timeout_ms(const char *message_timeout, const char *delivery_timeout)
 {
     const char *mt = message_timeout ? message_timeout : delivery_timeout;

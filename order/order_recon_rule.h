@@ -77,6 +77,11 @@ long long order_recon_segment_stock(long long stock_left, long long snap_stock, 
  *  segment among k is seg (order_seg_home). @returns how many are kept. */
 int order_recon_buyers_homed(const char **users, int n, unsigned seg, unsigned k);
 
+/** @brief Keeps, in place and in order, the closed orders ids[i] (with their users[i])
+ *  whose user's home segment among k is seg: the ones whose release.lua goes to seg's
+ *  released set. @returns how many are kept. */
+int order_recon_closed_homed(const char **ids, const char **users, int n, unsigned seg, unsigned k);
+
 /** @brief How long a produced message may still land: the producer's message.timeout.ms
  *  (or delivery.timeout.ms, its alias; NULL: unset) as kafka.* gives it, else the
  *  producer's default 10000. 0 or less is librdkafka's "for ever": a wait so long that

@@ -210,15 +210,18 @@ static int reload_event(order_reconciler *r, uint64_t event_id)
     order_recon_gate g;
     int rc = order_recon_pg_gate(r->pg, event_id, &g);
     if (rc == 1) {
-        char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX];
+        char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX];
         order_key(event_id, ORDER_KEY_STOCK, ks, sizeof(ks));
         order_key(event_id, ORDER_KEY_META, km, sizeof(km));
         order_key(event_id, ORDER_KEY_BUYERS, kb, sizeof(kb));
-        const char *keys[3] = {ks, km, kb};
-        long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 3, keys, 4 + g.nbuyers, g.argv);
+        order_key(event_id, ORDER_KEY_RELEASED, kr, sizeof(kr));
+        const char *keys[4] = {ks, km, kb, kr};
+        long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 4, keys,
+                                 5 + g.nbuyers + g.nclosed, g.argv);
         if (v == 1)
-            sk_log(SK_LOG_INFO, "event_reloaded", "event_id=%" PRIu64 " stock=%s buyers=%d",
-                   event_id, g.argv[0], g.nbuyers);
+            sk_log(SK_LOG_INFO, "event_reloaded",
+                   "event_id=%" PRIu64 " stock=%s buyers=%d released=%d", event_id, g.argv[0],
+                   g.nbuyers, g.nclosed);
         rc = v == 1 ? 1 : r->rc ? 0 : -1;
     }
     order_recon_gate_clear(&g);
@@ -278,8 +281,8 @@ static int take_snapshot(order_reconciler *r, order_recon_lost *l)
 }
 
 /* Writes a lost segment back (reload_segment, under the event's lock): K into its meta,
- * then event_reload.lua with `stock` and g's buyers homed on it. g->argv[0] is replaced
- * for the call. @returns 1 reloaded, 0 not, -1 a connection failed. */
+ * then event_reload.lua with `stock`, g's buyers and closed orders homed on it. g->argv
+ * is rearranged (argv[0] replaced for the call, the homed entries kept). @returns 1 reloaded, 0 not, -1 a connection failed. */
 static int segment_write(order_reconciler *r, const order_recon_lost *l, order_recon_gate *g,
                          long long stock, long long in_pg)
 {
@@ -287,11 +290,20 @@ static int segment_write(order_reconciler *r, const order_recon_lost *l, order_r
     snprintf(stock_s, sizeof(stock_s), "%lld", stock);
     snprintf(k_s, sizeof(k_s), "%u", l->k);
     g->argv[0] = stock_s;
-    int nb = order_recon_buyers_homed(g->argv + 4, g->nbuyers, l->seg, l->k);
-    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX];
+    /* Only what is homed on this segment: its buyers, and the closed orders whose
+     * release.lua looks in its released set (moved down behind the kept buyers). */
+    int nb = order_recon_buyers_homed(g->argv + 5, g->nbuyers, l->seg, l->k);
+    int nc = order_recon_closed_homed(g->argv + 5 + g->nbuyers, g->closed_users, g->nclosed,
+                                      l->seg, l->k);
+    memmove(g->argv + 5 + nb, g->argv + 5 + g->nbuyers, (size_t)nc * sizeof(*g->argv));
+    snprintf(g->nbuyers_s, sizeof(g->nbuyers_s), "%d", nb);
+    g->nbuyers = nb;
+    g->nclosed = nc;
+    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX];
     order_key_seg(l->id, l->seg, ORDER_KEY_STOCK, ks, sizeof(ks));
     order_key_seg(l->id, l->seg, ORDER_KEY_META, km, sizeof(km));
     order_key_seg(l->id, l->seg, ORDER_KEY_BUYERS, kb, sizeof(kb));
+    order_key_seg(l->id, l->seg, ORDER_KEY_RELEASED, kr, sizeof(kr));
     /* K first: reserve.lua answers "not loaded" until the stock key exists, and then
      * must find the event's K in this segment's meta */
     const char *hs[4] = {"HSET", km, "segments", k_s};
@@ -301,14 +313,14 @@ static int segment_write(order_reconciler *r, const order_recon_lost *l, order_r
         return -1;
     }
     freeReplyObject(h);
-    const char *keys[3] = {ks, km, kb};
-    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 3, keys, 4 + nb, g->argv);
+    const char *keys[4] = {ks, km, kb, kr};
+    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 4, keys, 5 + nb + nc, g->argv);
     g->argv[0] = NULL; /* stock_s dies here */
     if (v != 1)
         return r->rc ? 0 : -1;
     sk_log(SK_LOG_INFO, "event_reloaded",
-           "event_id=%" PRIu64 " segment=%u stock=%lld buyers=%d others_stock=%lld others_pending=%zu in_pg=%lld",
-           l->id, l->seg, stock, nb, l->snap_stock, l->nsnap, in_pg);
+           "event_id=%" PRIu64 " segment=%u stock=%lld buyers=%d released=%d others_stock=%lld others_pending=%zu in_pg=%lld",
+           l->id, l->seg, stock, nb, nc, l->snap_stock, l->nsnap, in_pg);
     return 1;
 }
 
