@@ -192,7 +192,7 @@ void order_recon_gate_clear(order_recon_gate *g)
     memset(g, 0, sizeof(*g));
 }
 
-int order_recon_pg_created_count(order_recon_pg *p, uint64_t event_id, const char *const *ids,
+int order_recon_pg_taken_count(order_recon_pg *p, uint64_t event_id, const char *const *ids,
                                  size_t n, long long *count)
 {
     char a[24];
@@ -203,7 +203,7 @@ int order_recon_pg_created_count(order_recon_pg *p, uint64_t event_id, const cha
     const char *params[2] = {a, arr}; /* $1: the event id, $2: the order ids */
     PGresult *c = PQexecParams(p->conn,
                                "SELECT count(*) FROM seckill_order WHERE event_id = $1 "
-                               "AND status = 'created' AND order_id = ANY($2::bigint[])",
+                               "AND status <> 'rejected' AND order_id = ANY($2::bigint[])",
                                2, NULL, params, NULL, NULL, 0);
     free(arr);
     int rc = PQresultStatus(c) == PGRES_TUPLES_OK ? 0 : -1;

@@ -67,9 +67,11 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
 void order_recon_gate_clear(order_recon_gate *g);
 
 /** @brief How many of the n order ids (decimal strings; anything else is skipped) are
- *  created orders of event_id, into *count: a lost segment's snapshot ids that did land
- *  (docs/segments.md). @returns 0, or -1 (logged). */
-int order_recon_pg_created_count(order_recon_pg *p, uint64_t event_id, const char *const *ids,
+ *  orders of event_id that took a unit off stock_left (any status but rejected: a
+ *  closed one's unit is back in stock_left and owed to its home segment), into *count:
+ *  a lost segment's snapshot ids that did land (docs/segments.md). @returns 0, or -1
+ *  (logged). */
+int order_recon_pg_taken_count(order_recon_pg *p, uint64_t event_id, const char *const *ids,
                                  size_t n, long long *count);
 
 #endif

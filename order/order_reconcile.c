@@ -234,21 +234,32 @@ static int reload_event(order_reconciler *r, uint64_t event_id)
  * (logged; Redis failed or OOM). */
 static int snapshot_segment(order_reconciler *r, order_recon_lost *l, unsigned j, long long *sum)
 {
-    char ks[ORDER_KEY_MAX], kp[ORDER_KEY_MAX];
+    char ks[ORDER_KEY_MAX], kp[ORDER_KEY_MAX], kr[ORDER_KEY_MAX];
     order_key_seg(l->id, j, ORDER_KEY_STOCK, ks, sizeof(ks));
     order_key_seg(l->id, j, ORDER_KEY_PENDING, kp, sizeof(kp));
-    const char *g[2] = {"GET", ks}, *h[2] = {"HGETALL", kp};
-    redisReply *a = rcl_command_argv(r->rc, 2, g, NULL);
+    order_key_seg(l->id, j, ORDER_KEY_RELEASED, kr, sizeof(kr));
+    /* The released set before the stock: a release landing in between is then counted
+     * in the stock and as owed (one unit too few: safe), never in neither (one too many). */
+    const char *sm[2] = {"SMEMBERS", kr}, *g[2] = {"GET", ks}, *h[2] = {"HGETALL", kp};
+    redisReply *rel = rcl_command_argv(r->rc, 2, sm, NULL);
+    redisReply *a = rel ? rcl_command_argv(r->rc, 2, g, NULL) : NULL;
     redisReply *b = a ? rcl_command_argv(r->rc, 2, h, NULL) : NULL;
-    int ok = b && b->type == REDIS_REPLY_ARRAY;
-    if (ok && a->type == REDIS_REPLY_STRING)
+    int ok = b && b->type == REDIS_REPLY_ARRAY && rel->type == REDIS_REPLY_ARRAY;
+    if (ok && a->type == REDIS_REPLY_STRING) {
         *sum += strtoll(a->str, NULL, 10);
+        l->snap_present |= (uint64_t)1 << j;
+        for (size_t i = 0; ok && i < rel->elements; i++)
+            if (rel->element[i]->type == REDIS_REPLY_STRING)
+                ok = order_recon_snap_add_released(l, rel->element[i]->str) == 0;
+    }
     for (size_t i = 0; ok && i + 1 < b->elements; i += 2) {
         const redisReply *v = b->element[i + 1];
         if (v->type != REDIS_REPLY_STRING || order_recon_is_claim(v->str, v->len))
             continue;
         ok = order_recon_snap_add(l, b->element[i]->str) == 0;
     }
+    if (rel)
+        freeReplyObject(rel);
     if (a)
         freeReplyObject(a);
     if (b)
@@ -272,6 +283,7 @@ static int take_snapshot(order_reconciler *r, order_recon_lost *l)
             order_recon_snap_drop(l);
             return -1;
         }
+    order_recon_snap_sort_released(l);
     l->snap_ms = order_time_now_ms();
     l->snap_stock = sum;
     sk_log(SK_LOG_INFO, "segment_snapshot",
@@ -336,13 +348,20 @@ static int reload_segment(order_reconciler *r, const order_recon_lost *l)
     order_recon_gate g;
     long long in_pg = 0;
     int rc = order_recon_pg_gate(r->pg, l->id, &g);
-    if (rc == 1 && order_recon_pg_created_count(r->pg, l->id, (const char *const *)l->snap_ids,
-                                                l->nsnap, &in_pg) != 0)
+    if (rc == 1 && order_recon_pg_taken_count(r->pg, l->id, (const char *const *)l->snap_ids,
+                                              l->nsnap, &in_pg) != 0)
         rc = -1;
     if (rc == 1) {
-        long long stock = order_recon_segment_stock(strtoll(g.argv[0], NULL, 10), l->snap_stock,
-                                                    l->nsnap, in_pg);
+        /* stock_left counts every closed order's unit; those owed to a live segment go
+         * there (release.lua), not here */
+        long long owed = order_recon_owed_elsewhere(g.argv + 5 + g.nbuyers, g.closed_users,
+                                                    g.nclosed, l);
+        long long stock = order_recon_segment_stock(strtoll(g.argv[0], NULL, 10) - owed,
+                                                    l->snap_stock, l->nsnap, in_pg);
         rc = segment_write(r, l, &g, stock, in_pg);
+        if (owed)
+            sk_log(SK_LOG_INFO, "segment_owed", "event_id=%" PRIu64 " segment=%u owed_elsewhere=%lld",
+                   l->id, l->seg, owed);
     }
     order_recon_gate_clear(&g);
     event_unlock(lock, name);
