@@ -162,7 +162,7 @@ static int queue_release(consumer_expiry *e, PGresult *r, int i)
                            oid, uid, rebuy};
     size_t lens[9] = {7, 40, 1, k.len[0], k.len[1], k.len[2], strlen(oid), strlen(uid), 1};
     order_index_entry ie = {event_id, strtoull(uid, NULL, 10), 0,
-                            order_index_status_letter(PQgetvalue(r, i, 3))};
+                            order_index_status_letter(PQgetvalue(r, i, 3)), 0};
     char key[ORDER_KEY_MAX], field[32], val[ORDER_INDEX_VALUE_MAX], ttl[24];
     size_t klen = order_key_index(order_id, key, sizeof(key));
     const char *hs[4] = {"HSET", key, field, val};

@@ -113,7 +113,7 @@ long consumer_oidx_record(consumer_oidx *o, consumer_batch *b)
                 continue;
             done[j] = 1;
             order_index_entry e = {(uint64_t)m->order.event_id, (uint64_t)m->order.user_id, 0,
-                                   m->outcome};
+                                   m->outcome, m->pay_by_ms};
             snprintf(f[k].name, sizeof(f[k].name), "%" PRIu64 "%s", (uint64_t)m->order.order_id,
                      ORDER_INDEX_OUTCOME_SUFFIX);
             order_index_encode(&e, f[k].value, sizeof(f[k].value));

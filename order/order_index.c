@@ -71,7 +71,7 @@ static void write_hash(order_index *ix, uint64_t bucket_of, index_entry *const *
     const char *argv[2 + 2 * INDEX_BATCH_MAX] = {"HSET", key};
     size_t lens[2 + 2 * INDEX_BATCH_MAX] = {4, order_key_index(bucket_of, key, sizeof(key))};
     for (size_t i = 0; i < n; i++) {
-        order_index_entry e = {es[i]->event_id, es[i]->user_id, es[i]->acked, 0};
+        order_index_entry e = {es[i]->event_id, es[i]->user_id, es[i]->acked, 0, 0};
         argv[2 + 2 * i] = oids[i];
         lens[2 + 2 * i] = sk_id_format(oids[i], es[i]->order_id);
         argv[3 + 2 * i] = vals[i];

@@ -55,7 +55,7 @@ static void index_status(pay_req *p)
 {
     order_app *app = p->w->app;
     order_index_entry e = {p->job.event_id, p->job.user_id, 0,
-                           order_index_status_letter(p->job.order_status)};
+                           order_index_status_letter(p->job.order_status), p->job.pay_by_ms};
     char key[ORDER_KEY_MAX], field[32], val[ORDER_INDEX_VALUE_MAX], ttl[24];
     size_t klen = order_key_index(p->job.id, key, sizeof(key));
     const char *argv[4] = {"HSET", key, field, val};
@@ -68,7 +68,7 @@ static void index_status(pay_req *p)
     size_t exlens[3] = {6, klen, (size_t)snprintf(ttl, sizeof(ttl), "%lld", app->cfg.index_ttl_s)};
     order_redis_command(p->w->redis, 3, ex, exlens, NULL, NULL);
     if (app->ocache)
-        order_ocache_put(app->ocache, p->job.id, e.event_id, e.user_id, e.outcome,
+        order_ocache_put(app->ocache, p->job.id, e.event_id, e.user_id, e.outcome, e.pay_by_ms,
                          order_time_now_ms());
 }
 

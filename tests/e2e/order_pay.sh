@@ -81,13 +81,22 @@ O1=$(buy "$EV" "${T[0]}")
 [ "$(sql "select pay_by - created_at between interval '900 seconds' and interval '960 seconds' from seckill_order where order_id = $O1")" = t ] ||
     e2e_fail "pay_by is not the insert's time + payment_window_s"
 expect 200 created GET "/api/v1/orders/$O1" "${T[0]}"
+# pay_by from the order index (the consumer's created entry carries PostgreSQL's value)
+pay_by() { sed -n 's/.*"pay_by":"\([^"]*\)".*/\1/p' "$E2E_TMP/resp"; }
+PB=$(pay_by)
+[ -n "$PB" ] || e2e_fail "GET of a created order answered from the index has no pay_by: $(body)"
+idx=$(rcli HGET "seckill:oidx:$((O1 >> 32))" "$O1:o")
+[ "${idx##*:}" = "$(sql "select (extract(epoch from pay_by) * 1000)::bigint from seckill_order where order_id = $O1")" ] ||
+    e2e_fail "the index entry $idx does not carry PostgreSQL's pay_by"
 expect 403 forbidden POST "/api/v1/orders/$O1/pay" "${T[1]}" '{"payment_ref":"x"}'
 expect 200 paid POST "/api/v1/orders/$O1/pay" "${T[0]}" '{"payment_ref":"ref-1"}'
 grep -q '"pay_by":"' "$E2E_TMP/resp" || e2e_fail "no pay_by in $(body)"
+[ "$(pay_by)" = "$PB" ] || e2e_fail "pay_by from PostgreSQL $(pay_by), from the index $PB"
 expect 200 paid POST "/api/v1/orders/$O1/pay" "${T[0]}" '{"payment_ref":"ref-1"}'
 expect 409 already_paid POST "/api/v1/orders/$O1/pay" "${T[0]}" '{"payment_ref":"ref-2"}'
 expect 409 already_paid POST "/api/v1/orders/$O1/cancel" "${T[0]}"
 expect 200 paid GET "/api/v1/orders/$O1" "${T[0]}"
+[ "$(pay_by)" = "$PB" ] || e2e_fail "GET of a paid order: pay_by $(pay_by), expected $PB"
 [ "$(sql "select status || ' ' || payment_ref || ' ' || (paid_at is not null) from seckill_order where order_id = $O1")" = "paid ref-1 true" ] ||
     e2e_fail "the paid row: $(sql "select status, payment_ref, paid_at from seckill_order where order_id = $O1")"
 [ "$(stock_left "$EV")" = 2 ] || e2e_fail "stock_left after a payment: $(stock_left "$EV")"

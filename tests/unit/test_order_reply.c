@@ -132,13 +132,13 @@ static void test_index_entry(void **state)
 {
     (void)state;
     char v[ORDER_INDEX_VALUE_MAX];
-    order_index_entry e = {(uint64_t)INT64_MAX, 42, 1, 0}, d;
+    order_index_entry e = {(uint64_t)INT64_MAX, 42, 1, 0, 0}, d;
     size_t n = order_index_encode(&e, v, sizeof(v));
     assert_string_equal(v, "9223372036854775807:42:a");
     assert_int_equal(n, strlen(v));
     assert_int_equal(order_index_decode(v, n, &d), 0);
     assert_true(d.event_id == (uint64_t)INT64_MAX && d.user_id == 42 && d.acked == 1);
-    e = (order_index_entry){7, 9, 0, 0};
+    e = (order_index_entry){7, 9, 0, 0, 0};
     n = order_index_encode(&e, v, sizeof(v));
     assert_string_equal(v, "7:9:p");
     assert_int_equal(order_index_decode(v, n, &d), 0);
@@ -146,12 +146,35 @@ static void test_index_entry(void **state)
     /* the consumer's outcome fields: created, rejected, in PostgreSQL already */
     const char outcomes[] = {'c', 'r', 'd'};
     for (size_t i = 0; i < sizeof(outcomes); i++) {
-        e = (order_index_entry){7, 9, 0, outcomes[i]};
+        e = (order_index_entry){7, 9, 0, outcomes[i], 0};
         n = order_index_encode(&e, v, sizeof(v));
         assert_int_equal(v[n - 1], outcomes[i]);
         assert_int_equal(order_index_decode(v, n, &d), 0);
         assert_true(d.event_id == 7 && d.user_id == 9 && d.acked == 0 && d.outcome == outcomes[i]);
     }
+    /* issue 22: created and paid entries carry pay_by; the others never do */
+    e = (order_index_entry){(uint64_t)INT64_MAX, (uint64_t)INT64_MAX, 0, 'c', INT64_MAX};
+    n = order_index_encode(&e, v, sizeof(v));
+    assert_string_equal(v, "9223372036854775807:9223372036854775807:c:9223372036854775807");
+    assert_true(n < ORDER_INDEX_VALUE_MAX);
+    assert_int_equal(order_index_decode(v, n, &d), 0);
+    assert_true(d.outcome == 'c' && d.pay_by_ms == INT64_MAX && d.user_id == (uint64_t)INT64_MAX);
+    e = (order_index_entry){7, 9, 0, 'P', 1795000000123LL};
+    n = order_index_encode(&e, v, sizeof(v));
+    assert_string_equal(v, "7:9:P:1795000000123");
+    assert_int_equal(order_index_decode(v, n, &d), 0);
+    assert_true(d.outcome == 'P' && d.pay_by_ms == 1795000000123LL);
+    e = (order_index_entry){7, 9, 0, 'X', 1795000000123LL};
+    n = order_index_encode(&e, v, sizeof(v));
+    assert_string_equal(v, "7:9:X");
+    assert_int_equal(order_index_decode("7:9:c", 5, &d), 0); /* written before pay_by was */
+    assert_int_equal(d.pay_by_ms, 0);
+    const char *bad_pay_by[] = {"7:9:c:", "7:9:c:0", "7:9:c:-1", "7:9:c:x", "7:9:X:17",
+                                "7:9:a:17", "7:9:c:17:1", "7:9:c:9223372036854775808"};
+    for (size_t i = 0; i < sizeof(bad_pay_by) / sizeof(bad_pay_by[0]); i++)
+        if (order_index_decode(bad_pay_by[i], strlen(bad_pay_by[i]), &d) != -1)
+            fail_msg("decoded %s", bad_pay_by[i]);
+    e = (order_index_entry){7, 9, 0, 'c', 0};
     assert_int_equal(order_index_encode(&e, v, 5), 0); /* no room for the NUL */
     const char *bad[] = {"", "7", "7:9", "7:9:", "7:9:x", "7:9:aa", "7:9:o", ":9:a", "7::a", "7:9a",
                          "18446744073709551616:9:a", "7:-9:a", "7 :9:a",
