@@ -3,6 +3,7 @@
 #include "consumer_every.h"
 #include "consumer_loop.h"
 
+#include "order_iwrite.h"
 #include "order_msg.h"
 #include "order_recon_rule.h"
 #include "rcluster.h"
@@ -23,6 +24,7 @@ struct consumer_expiry {
     rcl_ctx *rc;
     char release_sha[41];
     consumer_every *thread; /* NULL until started */
+    order_iwrite *iw;       /* the index status write of one release */
     atomic_uint_fast64_t expired_total, released_total;
     char err[256];
 };
@@ -62,9 +64,11 @@ consumer_expiry *consumer_expiry_new(const consumer_expiry_cfg *cfg)
         return NULL;
     e->pg = strdup(cfg->pg ? cfg->pg : "");
     e->redis_url = strdup(cfg->redis_url ? cfg->redis_url : "");
-    if (!e->pg || !e->redis_url) {
+    e->iw = order_iwrite_new(1);
+    if (!e->pg || !e->redis_url || !e->iw) {
         free(e->pg);
         free(e->redis_url);
+        order_iwrite_free(e->iw);
         free(e);
         return NULL;
     }
@@ -163,16 +167,13 @@ static int queue_release(consumer_expiry *e, PGresult *r, int i)
     size_t lens[9] = {7, 40, 1, k.len[0], k.len[1], k.len[2], strlen(oid), strlen(uid), 1};
     order_index_entry ie = {event_id, strtoull(uid, NULL, 10), 0,
                             order_index_status_letter(PQgetvalue(r, i, 3)), 0};
-    char key[ORDER_KEY_MAX], field[32], val[ORDER_INDEX_VALUE_MAX], ttl[24];
-    size_t klen = order_key_index(order_id, key, sizeof(key));
-    const char *hs[4] = {"HSET", key, field, val};
-    size_t hl[4] = {4, klen,
-                    (size_t)snprintf(field, sizeof(field), "%s%s", oid, ORDER_INDEX_STATUS_SUFFIX),
-                    order_index_encode(&ie, val, sizeof(val))};
-    const char *ex[3] = {"EXPIRE", key, ttl};
-    size_t exl[3] = {6, klen, (size_t)snprintf(ttl, sizeof(ttl), "%lld", e->index_ttl_s)};
-    if (rcl_append_argv(e->rc, 9, argv, lens) != 0 || rcl_append_argv(e->rc, 4, hs, hl) != 0 ||
-        rcl_append_argv(e->rc, 3, ex, exl) != 0) {
+    order_iwrite_begin(e->iw, order_id, e->index_ttl_s);
+    order_iwrite_add(e->iw, order_id, ORDER_INDEX_STATUS_SUFFIX, &ie);
+    const char **hs, **ex;
+    const size_t *hl, *exl;
+    int hn = order_iwrite_hset(e->iw, &hs, &hl), xn = order_iwrite_expire(e->iw, &ex, &exl);
+    if (rcl_append_argv(e->rc, 9, argv, lens) != 0 || rcl_append_argv(e->rc, hn, hs, hl) != 0 ||
+        rcl_append_argv(e->rc, xn, ex, exl) != 0) {
         snprintf(e->err, sizeof(e->err), "%s", rcl_errstr(e->rc));
         return -1;
     }
@@ -300,6 +301,7 @@ void consumer_expiry_free(consumer_expiry *e)
     consumer_every_stop(e->thread);
     PQfinish(e->conn);
     rcl_free(e->rc);
+    order_iwrite_free(e->iw);
     free(e->pg);
     free(e->redis_url);
     free(e);

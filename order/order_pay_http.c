@@ -2,6 +2,7 @@
 #include "order_pay_http.h"
 #include "order_body.h"
 #include "order_http.h"
+#include "order_iwrite.h"
 #include "order_msg.h"
 #include "order_pay.h"
 #include "order_reply.h"
@@ -56,17 +57,18 @@ static void index_status(pay_req *p)
     order_app *app = p->w->app;
     order_index_entry e = {p->job.event_id, p->job.user_id, 0,
                            order_index_status_letter(p->job.order_status), p->job.pay_by_ms};
-    char key[ORDER_KEY_MAX], field[32], val[ORDER_INDEX_VALUE_MAX], ttl[24];
-    size_t klen = order_key_index(p->job.id, key, sizeof(key));
-    const char *argv[4] = {"HSET", key, field, val};
-    size_t lens[4] = {4, klen,
-                      (size_t)snprintf(field, sizeof(field), "%" PRIu64 "%s", p->job.id,
-                                       ORDER_INDEX_STATUS_SUFFIX),
-                      order_index_encode(&e, val, sizeof(val))};
-    order_redis_command(p->w->redis, 4, argv, lens, NULL, NULL);
-    const char *ex[3] = {"EXPIRE", key, ttl};
-    size_t exlens[3] = {6, klen, (size_t)snprintf(ttl, sizeof(ttl), "%lld", app->cfg.index_ttl_s)};
-    order_redis_command(p->w->redis, 3, ex, exlens, NULL, NULL);
+    order_iwrite *w = order_iwrite_new(1);
+    if (w) {
+        const char **argv;
+        const size_t *lens;
+        order_iwrite_begin(w, p->job.id, app->cfg.index_ttl_s);
+        order_iwrite_add(w, p->job.id, ORDER_INDEX_STATUS_SUFFIX, &e);
+        int argc = order_iwrite_hset(w, &argv, &lens);
+        order_redis_command(p->w->redis, argc, argv, lens, NULL, NULL); /* copies argv */
+        argc = order_iwrite_expire(w, &argv, &lens);
+        order_redis_command(p->w->redis, argc, argv, lens, NULL, NULL);
+        order_iwrite_free(w);
+    }
     if (app->ocache)
         order_ocache_put(app->ocache, p->job.id, e.event_id, e.user_id, e.outcome, e.pay_by_ms,
                          order_time_now_ms());

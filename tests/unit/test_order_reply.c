@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "order_iwrite.h"
 #include "order_metrics.h"
 #include "order_msg.h"
 #include "order_reply.h"
@@ -206,13 +207,49 @@ static void test_metrics_text(void **state)
     free(t);
 }
 
+/* order_iwrite: the one builder of the index writes (HSET of fields, then EXPIRE). */
+static void test_iwrite(void **state)
+{
+    (void)state;
+    order_iwrite *w = order_iwrite_new(2);
+    assert_non_null(w);
+    const uint64_t a = (7ULL << 32) | 1, b = (7ULL << 32) | 2, other = (8ULL << 32) | 1;
+    order_iwrite_begin(w, a, 604800);
+    order_index_entry e = {11, 22, 0, 'P', 1795000000123LL}, f = {11, 23, 1, 0, 0};
+    assert_int_equal(order_iwrite_add(w, a, ORDER_INDEX_STATUS_SUFFIX, &e), 0);
+    assert_int_equal(order_iwrite_add(w, other, "", &f), -1); /* another second's hash */
+    assert_int_equal(order_iwrite_add(w, b, "", &f), 0);
+    assert_int_equal(order_iwrite_add(w, b, ORDER_INDEX_OUTCOME_SUFFIX, &f), -1); /* full */
+    assert_int_equal(order_iwrite_count(w), 2);
+    const char **argv;
+    const size_t *lens;
+    assert_int_equal(order_iwrite_hset(w, &argv, &lens), 6);
+    const char *want[6] = {"HSET", "seckill:oidx:7", "30064771073:s", "11:22:P:1795000000123",
+                           "30064771074", "11:23:a"};
+    for (int i = 0; i < 6; i++) {
+        assert_string_equal(argv[i], want[i]);
+        assert_int_equal(lens[i], strlen(want[i]));
+    }
+    assert_int_equal(order_iwrite_expire(w, &argv, &lens), 3);
+    assert_string_equal(argv[0], "EXPIRE");
+    assert_string_equal(argv[1], "seckill:oidx:7");
+    assert_string_equal(argv[2], "604800");
+    assert_int_equal(lens[2], 6);
+    order_iwrite_begin(w, other, 60); /* a new write drops the fields */
+    assert_int_equal(order_iwrite_count(w), 0);
+    assert_int_equal(order_iwrite_hset(w, &argv, &lens), 2);
+    assert_string_equal(argv[1], "seckill:oidx:8");
+    order_iwrite_free(w);
+    order_iwrite_free(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_bodies), cmocka_unit_test(test_reserve_codes),
         cmocka_unit_test(test_success_bodies),
         cmocka_unit_test(test_keys), cmocka_unit_test(test_index_entry),
-        cmocka_unit_test(test_metrics_text),
+        cmocka_unit_test(test_metrics_text), cmocka_unit_test(test_iwrite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
