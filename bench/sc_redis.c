@@ -120,16 +120,28 @@ int sc_redis_figures(rcl_ctx *c, uint64_t event_id, int *present, long long *sto
 
 int sc_redis_released(struct rcl_ctx *c, uint64_t event_id, long long *n, char *err, size_t errsz)
 {
-    char key[64];
-    snprintf(key, sizeof(key), "seckill:{e%llu}:released", (unsigned long long)event_id);
-    const char *argv[2] = {"SCARD", key};
-    redisReply *r = rcl_command_argv(c, 2, argv, NULL);
-    if (!r || r->type != REDIS_REPLY_INTEGER) {
-        snprintf(err, errsz, "redis: SCARD released: %s", r && r->type == REDIS_REPLY_ERROR ? r->str : rcl_errstr(c));
+    char key[ORDER_KEY_MAX];
+    order_key(event_id, ORDER_KEY_META, key, sizeof(key));
+    const char *hg[3] = {"HGET", key, "segments"};
+    redisReply *m = rcl_command_argv(c, 3, hg, NULL);
+    unsigned k = m && m->type == REDIS_REPLY_STRING ? (unsigned)strtoul(m->str, NULL, 10) : 1;
+    freeReplyObject(m);
+    if (k < 1 || k > ORDER_SEGMENTS_MAX)
+        k = 1;
+    /* A release goes to the buyer's home segment (issue 22): the sets are summed. */
+    *n = 0;
+    for (unsigned seg = 0; seg < k; seg++) {
+        order_key_seg(event_id, seg, ORDER_KEY_RELEASED, key, sizeof(key));
+        const char *argv[2] = {"SCARD", key};
+        redisReply *r = rcl_command_argv(c, 2, argv, NULL);
+        if (!r || r->type != REDIS_REPLY_INTEGER) {
+            snprintf(err, errsz, "redis: SCARD released: %s",
+                     r && r->type == REDIS_REPLY_ERROR ? r->str : rcl_errstr(c));
+            freeReplyObject(r);
+            return -1;
+        }
+        *n += r->integer;
         freeReplyObject(r);
-        return -1;
     }
-    *n = r->integer;
-    freeReplyObject(r);
     return 0;
 }

@@ -19,7 +19,7 @@ int sc_redis_figures(struct rcl_ctx *c, uint64_t event_id, int *present, long lo
                      long long *pending, long long *buyers, char *errstr, size_t errstr_size);
 
 /** @brief SCARD of the event's released set (release.lua: the orders whose unit came
- *  back). @returns 0, or -1 with a message in errstr. */
+ *  back), summed over the segments of a segmented event (a release goes home). @returns 0, or -1 with a message in errstr. */
 int sc_redis_released(struct rcl_ctx *c, uint64_t event_id, long long *n, char *errstr,
                       size_t errstr_size);
 

@@ -55,10 +55,15 @@ struct consumer_db {
 #define SAFE_BATCHES_AFTER_CONFLICT 16
 
 /* Locks the batch's events, in id order: two consumers locking overlapping sets in
- * the same order cannot deadlock. Their stock_left is then stable until COMMIT.
+ * the same order cannot deadlock. Their stock_left is then stable until COMMIT. The
+ * third column is the pay_by (epoch ms) the INSERTs below give this event's new rows:
+ * now() is the transaction's start, the same in every statement of it, so the order
+ * index can carry the exact value (issue 22: GET answers pay_by without PostgreSQL).
  * $1: the event ids of the batch. */
 static const char SQL_LOCK[] =
-    "SELECT id, stock_left FROM seckill_event WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE";
+    "SELECT id, stock_left, "
+    "(extract(epoch FROM now() + make_interval(secs => payment_window_s)) * 1000)::bigint "
+    "FROM seckill_event WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE";
 
 /* $1 order ids, $2 event ids, $3 user ids, $4 Kafka partitions, $5 Kafka offsets,
  * $6 created_at (the message's ts_ms as a timestamptz): parallel arrays, one element per order (deduplicated within the batch,
@@ -425,6 +430,7 @@ typedef struct ev_stock {
     long stock;    /* stock_left read under the lock */
     long inserted; /* new rows this transaction */
     long sent;     /* rows sent to the INSERT */
+    int64_t pay_by_ms; /* the pay_by of its rows written now */
 } ev_stock;
 
 static int cmp_ev(const void *a, const void *b)
@@ -481,6 +487,7 @@ static int wr_collect(wr_state *w)
         if (m->err == CONSUMER_MSG_UNKNOWN_EVENT) /* from an earlier failed attempt */
             m->err = CONSUMER_MSG_OK;
         m->outcome = 0;
+        m->pay_by_ms = 0;
         if (m->err == CONSUMER_MSG_OK)
             w->events[nev++] = m->order.event_id;
     }
@@ -515,6 +522,7 @@ static int wr_lock(wr_state *w)
     for (size_t i = 0; i < w->nknown; i++) {
         w->evs[i].id = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
         w->evs[i].stock = strtol(PQgetvalue(r, (int)i, 1), NULL, 10);
+        w->evs[i].pay_by_ms = strtoll(PQgetvalue(r, (int)i, 2), NULL, 10);
     }
     PQclear(r);
     /* Rows come back in id order (ORDER BY id), so evs is sorted for bsearch. */
@@ -695,6 +703,10 @@ static void wr_count_duplicates(wr_state *w)
                                                                      cmp_i64)))
                              ? 'c'
                              : 'd';
+        if (m->outcome == 'c') {
+            const ev_stock *e = ev_find(w->evs, w->nknown, m->order.event_id);
+            m->pay_by_ms = e ? e->pay_by_ms : 0;
+        }
     }
     res->duplicates -= res->created + res->rejected;
     res->rejects = w->db->rejects;

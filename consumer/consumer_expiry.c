@@ -3,7 +3,9 @@
 #include "consumer_every.h"
 #include "consumer_loop.h"
 
+#include "order_iwrite.h"
 #include "order_msg.h"
+#include "order_recon_rule.h"
 #include "rcluster.h"
 #include "seckill_lua.h"
 #include "sk_log.h"
@@ -22,6 +24,7 @@ struct consumer_expiry {
     rcl_ctx *rc;
     char release_sha[41];
     consumer_every *thread; /* NULL until started */
+    order_iwrite *iw;       /* the index status write of one release */
     atomic_uint_fast64_t expired_total, released_total;
     char err[256];
 };
@@ -44,7 +47,7 @@ static const char SQL_EXPIRE[] =
 
 /* Closed orders whose unit is still owed to the gate. $1: the most rows. */
 static const char SQL_UNRELEASED[] =
-    "SELECT o.order_id, o.event_id, o.user_id, o.status, e.rebuy_after_release "
+    "SELECT o.order_id, o.event_id, o.user_id, o.status, e.rebuy_after_release, e.segments "
     "FROM seckill_order o JOIN seckill_event e ON e.id = o.event_id "
     "WHERE o.status IN ('cancelled', 'expired') AND o.released_at IS NULL "
     "ORDER BY o.closed_at LIMIT $1::int";
@@ -61,9 +64,11 @@ consumer_expiry *consumer_expiry_new(const consumer_expiry_cfg *cfg)
         return NULL;
     e->pg = strdup(cfg->pg ? cfg->pg : "");
     e->redis_url = strdup(cfg->redis_url ? cfg->redis_url : "");
-    if (!e->pg || !e->redis_url) {
+    e->iw = order_iwrite_new(1);
+    if (!e->pg || !e->redis_url || !e->iw) {
         free(e->pg);
         free(e->redis_url);
+        order_iwrite_free(e->iw);
         free(e);
         return NULL;
     }
@@ -153,25 +158,22 @@ static int queue_release(consumer_expiry *e, PGresult *r, int i)
 {
     const char *oid = PQgetvalue(r, i, 0), *uid = PQgetvalue(r, i, 2);
     uint64_t order_id = strtoull(oid, NULL, 10), event_id = strtoull(PQgetvalue(r, i, 1), NULL, 10);
-    char stock[ORDER_KEY_MAX], buyers[ORDER_KEY_MAX], released[ORDER_KEY_MAX];
     const char *rebuy = PQgetvalue(r, i, 4)[0] == 't' ? "1" : "0";
-    const char *argv[9] = {"EVALSHA", e->release_sha, "3", stock, buyers, released, oid, uid, rebuy};
-    size_t lens[9] = {7, 40, 1, order_key(event_id, ORDER_KEY_STOCK, stock, sizeof(stock)),
-                      order_key(event_id, ORDER_KEY_BUYERS, buyers, sizeof(buyers)),
-                      order_key(event_id, ORDER_KEY_RELEASED, released, sizeof(released)),
-                      strlen(oid), strlen(uid), 1};
+    order_release_keys k; /* the buyer's home segment */
+    order_release_keys_of(event_id, strtoull(uid, NULL, 10),
+                          order_recon_segments_k(PQgetvalue(r, i, 5)), &k);
+    const char *argv[9] = {"EVALSHA", e->release_sha, "3", k.key[0], k.key[1], k.key[2],
+                           oid, uid, rebuy};
+    size_t lens[9] = {7, 40, 1, k.len[0], k.len[1], k.len[2], strlen(oid), strlen(uid), 1};
     order_index_entry ie = {event_id, strtoull(uid, NULL, 10), 0,
-                            order_index_status_letter(PQgetvalue(r, i, 3))};
-    char key[ORDER_KEY_MAX], field[32], val[ORDER_INDEX_VALUE_MAX], ttl[24];
-    size_t klen = order_key_index(order_id, key, sizeof(key));
-    const char *hs[4] = {"HSET", key, field, val};
-    size_t hl[4] = {4, klen,
-                    (size_t)snprintf(field, sizeof(field), "%s%s", oid, ORDER_INDEX_STATUS_SUFFIX),
-                    order_index_encode(&ie, val, sizeof(val))};
-    const char *ex[3] = {"EXPIRE", key, ttl};
-    size_t exl[3] = {6, klen, (size_t)snprintf(ttl, sizeof(ttl), "%lld", e->index_ttl_s)};
-    if (rcl_append_argv(e->rc, 9, argv, lens) != 0 || rcl_append_argv(e->rc, 4, hs, hl) != 0 ||
-        rcl_append_argv(e->rc, 3, ex, exl) != 0) {
+                            order_index_status_letter(PQgetvalue(r, i, 3)), 0};
+    order_iwrite_begin(e->iw, order_id, e->index_ttl_s);
+    order_iwrite_add(e->iw, order_id, ORDER_INDEX_STATUS_SUFFIX, &ie);
+    const char **hs, **ex;
+    const size_t *hl, *exl;
+    int hn = order_iwrite_hset(e->iw, &hs, &hl), xn = order_iwrite_expire(e->iw, &ex, &exl);
+    if (rcl_append_argv(e->rc, 9, argv, lens) != 0 || rcl_append_argv(e->rc, hn, hs, hl) != 0 ||
+        rcl_append_argv(e->rc, xn, ex, exl) != 0) {
         snprintf(e->err, sizeof(e->err), "%s", rcl_errstr(e->rc));
         return -1;
     }
@@ -299,6 +301,7 @@ void consumer_expiry_free(consumer_expiry *e)
     consumer_every_stop(e->thread);
     PQfinish(e->conn);
     rcl_free(e->rc);
+    order_iwrite_free(e->iw);
     free(e->pg);
     free(e->redis_url);
     free(e);

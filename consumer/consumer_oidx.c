@@ -1,6 +1,7 @@
 /* consumer_oidx: order outcomes into the order index (see consumer_oidx.h). */
 #include "consumer_oidx.h"
 
+#include "order_iwrite.h"
 #include "order_msg.h"
 #include "rcluster.h"
 
@@ -47,31 +48,16 @@ const char *consumer_oidx_errstr(const consumer_oidx *o)
     return o->err;
 }
 
-typedef struct field {
-    char name[32];
-    char value[ORDER_INDEX_VALUE_MAX];
-} field;
-
-/* Queues HSET <key> f v ... and EXPIRE <key> ttl for `n` fields of one bucket. */
-static int append_bucket(consumer_oidx *o, uint64_t order_id, const field *f, size_t n, int *queued)
+/* Queues the write w holds: HSET <key> f v ..., then EXPIRE <key> ttl. */
+static int append_write(consumer_oidx *o, order_iwrite *w, int *queued)
 {
-    char key[ORDER_KEY_MAX], ttl[24];
-    const char *argv[2 + 2 * OIDX_HSET_MAX];
-    size_t lens[2 + 2 * OIDX_HSET_MAX];
-    argv[0] = "HSET";
-    lens[0] = 4;
-    argv[1] = key;
-    lens[1] = order_key_index(order_id, key, sizeof(key));
-    for (size_t i = 0; i < n; i++) {
-        argv[2 + 2 * i] = f[i].name;
-        lens[2 + 2 * i] = strlen(f[i].name);
-        argv[3 + 2 * i] = f[i].value;
-        lens[3 + 2 * i] = strlen(f[i].value);
-    }
-    const char *ex[3] = {"EXPIRE", key, ttl};
-    size_t exl[3] = {6, lens[1], (size_t)snprintf(ttl, sizeof(ttl), "%lld", o->ttl_s)};
-    if (rcl_append_argv(o->c, 2 + 2 * (int)n, argv, lens) != 0 ||
-        rcl_append_argv(o->c, 3, ex, exl) != 0)
+    const char **argv;
+    const size_t *lens;
+    int argc = order_iwrite_hset(w, &argv, &lens);
+    if (rcl_append_argv(o->c, argc, argv, lens) != 0)
+        return -1;
+    argc = order_iwrite_expire(w, &argv, &lens);
+    if (rcl_append_argv(o->c, argc, argv, lens) != 0)
         return -1;
     *queued += 2;
     return 0;
@@ -80,13 +66,13 @@ static int append_bucket(consumer_oidx *o, uint64_t order_id, const field *f, si
 long consumer_oidx_record(consumer_oidx *o, consumer_batch *b)
 {
     size_t n = consumer_batch_count(b);
-    field *f = malloc(OIDX_HSET_MAX * sizeof(*f));
+    order_iwrite *w = order_iwrite_new(OIDX_HSET_MAX);
     char *done = calloc(n ? n : 1, 1);
     long recorded = 0;
     int queued = 0, failed = 0;
-    if (!f || !done) {
+    if (!w || !done) {
         snprintf(o->err, sizeof(o->err), "out of memory");
-        free(f);
+        order_iwrite_free(w);
         free(done);
         return -1;
     }
@@ -94,7 +80,7 @@ long consumer_oidx_record(consumer_oidx *o, consumer_batch *b)
         struct timeval tv = {o->timeout_ms / 1000, (o->timeout_ms % 1000) * 1000};
         o->c = rcl_connect(o->url, tv, o->err, sizeof(o->err));
         if (!o->c) {
-            free(f);
+            order_iwrite_free(w);
             free(done);
             return -1;
         }
@@ -104,22 +90,19 @@ long consumer_oidx_record(consumer_oidx *o, consumer_batch *b)
         consumer_batch_msg *first = consumer_batch_msg_at(b, i);
         if (done[i] || first->err != CONSUMER_MSG_OK || !first->outcome)
             continue;
-        uint64_t bucket = order_index_bucket((uint64_t)first->order.order_id);
-        size_t k = 0;
-        for (size_t j = i; j < n && k < OIDX_HSET_MAX; j++) {
+        order_iwrite_begin(w, (uint64_t)first->order.order_id, o->ttl_s);
+        for (size_t j = i; j < n && order_iwrite_count(w) < OIDX_HSET_MAX; j++) {
             consumer_batch_msg *m = consumer_batch_msg_at(b, j);
+            order_index_entry e = {(uint64_t)m->order.event_id, (uint64_t)m->order.user_id, 0,
+                                   m->outcome, m->pay_by_ms};
+            /* another second's id is refused by the builder: it goes with its own HSET */
             if (done[j] || m->err != CONSUMER_MSG_OK || !m->outcome ||
-                order_index_bucket((uint64_t)m->order.order_id) != bucket)
+                order_iwrite_add(w, (uint64_t)m->order.order_id, ORDER_INDEX_OUTCOME_SUFFIX, &e) != 0)
                 continue;
             done[j] = 1;
-            order_index_entry e = {(uint64_t)m->order.event_id, (uint64_t)m->order.user_id, 0,
-                                   m->outcome};
-            snprintf(f[k].name, sizeof(f[k].name), "%" PRIu64 "%s", (uint64_t)m->order.order_id,
-                     ORDER_INDEX_OUTCOME_SUFFIX);
-            order_index_encode(&e, f[k].value, sizeof(f[k].value));
-            k++;
         }
-        if (append_bucket(o, (uint64_t)first->order.order_id, f, k, &queued) != 0) {
+        size_t k = order_iwrite_count(w);
+        if (append_write(o, w, &queued) != 0) {
             snprintf(o->err, sizeof(o->err), "%s", rcl_errstr(o->c));
             failed = 1;
         } else {
@@ -139,7 +122,7 @@ long consumer_oidx_record(consumer_oidx *o, consumer_batch *b)
         }
         freeReplyObject(r);
     }
-    free(f);
+    order_iwrite_free(w);
     free(done);
     if (failed) {
         rcl_free(o->c);

@@ -1,22 +1,40 @@
--- event_reload.lua: rebuilds an event's gate after its Redis keys were lost, from
--- PostgreSQL once the consumer has drained the event's partition (order_reconcile.c).
--- KEYS[1] seckill:{e<ID>}:stock  KEYS[2] ...:meta  KEYS[3] ...:buyers
--- ARGV[1] stock (PostgreSQL stock_left)  ARGV[2] starts_at_ms  ARGV[3] ends_at_ms
--- ARGV[4] per_user_limit  ARGV[5..] user ids that hold an order for the event
+-- event_reload.lua: rebuilds an event's gate (or one segment of a segmented event) after
+-- its Redis keys were lost, from PostgreSQL once the consumer has drained the event's
+-- partition (order_reconcile.c).
+-- KEYS[1] seckill:{e<ID>}:stock  KEYS[2] ...:meta  KEYS[3] ...:buyers  KEYS[4] ...:released
+--   (segment k >= 1: seckill:{e<ID>.<k>}:..., all four in one slot)
+-- ARGV[1] stock (PostgreSQL stock_left, or the segment's share of it)  ARGV[2] starts_at_ms
+-- ARGV[3] ends_at_ms  ARGV[4] per_user_limit  ARGV[5] n: how many user ids follow
+-- ARGV[6..5+n] user ids that hold an order for the event (the buyers set, rebuilt whole)
+-- ARGV[6+n..] ids of the closed (cancelled or expired) orders whose unit the stock above
+--   already counts (homed on this segment): they join the released set, so that a
+--   release.lua owed for one of them (the consumer's sweep after the flush) answers 0
+--   instead of giving the unit back a second time.
 -- Returns 1 reloaded, 0 the gate exists (nothing changed: it was loaded meanwhile, and a
--- live stock is never overwritten).
+-- live stock is never overwritten). An ARGV without its count is an error reply.
 -- The stock key is written last: reserve.lua answers "not loaded" until it exists.
 if redis.call('EXISTS', KEYS[1]) == 1 then
     return 0
 end
-redis.call('DEL', KEYS[3])
 local n = #ARGV
-local i = 5
-while i <= n do -- SADD in chunks: unpack() has a limit on the number of values
-    local j = math.min(i + 999, n)
-    redis.call('SADD', KEYS[3], unpack(ARGV, i, j))
-    i = j + 1
+local nb = tonumber(ARGV[5])
+if not nb or nb < 0 or 5 + nb > n then
+    return redis.error_reply('ERR event_reload.lua: ARGV[5] is the number of user ids')
 end
+-- SADD in chunks: unpack() has a limit on the number of values
+local function sadd_range(key, from, to)
+    local i = from
+    while i <= to do
+        local j = math.min(i + 999, to)
+        redis.call('SADD', key, unpack(ARGV, i, j))
+        i = j + 1
+    end
+end
+redis.call('DEL', KEYS[3])
+sadd_range(KEYS[3], 6, 5 + nb)
+-- The released set is not cleared: what it still holds was given back to this stock
+-- already (a partial loss), and the new ids only add to it.
+sadd_range(KEYS[4], 6 + nb, n)
 redis.call('HSET', KEYS[2], 'starts_at_ms', ARGV[2], 'ends_at_ms', ARGV[3],
            'per_user_limit', ARGV[4])
 redis.call('SET', KEYS[1], ARGV[1])

@@ -103,13 +103,6 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
         }
         out->segments = (int)json_integer_value(segs);
     }
-    /* A released unit goes back to segment 0 (release.lua, issue 22) while a buyer is
-     * kept in its home segment's set: buying again after a release would need the two to
-     * be one, so the pair is refused rather than half done. */
-    if (out->segments > 1 && out->rebuy_after_release) {
-        snprintf(err, errsz, "rebuy_after_release: only for an event of one segment");
-        goto out;
-    }
     rc = 0;
 out:
     json_decref(root);

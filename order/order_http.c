@@ -846,10 +846,13 @@ static int order_owner_ok(order_req *r, uint64_t owner)
     return 0;
 }
 
-static void order_answer(order_req *r, uint64_t owner, const char *status)
+/* pay_by_ms: 0 when unknown or not shown (queued); order_reply_order_pay_by shows it for
+ * created and paid orders only, the same answer as PostgreSQL's path gives. */
+static void order_answer(order_req *r, uint64_t owner, const char *status, int64_t pay_by_ms)
 {
-    char body[256];
-    size_t n = order_reply_order(body, sizeof(body), r->order_id, r->event_id, owner, status);
+    char body[320];
+    size_t n = order_reply_order_pay_by(body, sizeof(body), r->order_id, r->event_id, owner,
+                                        status, pay_by_ms);
     req_json(r, 200, body, n);
 }
 
@@ -870,7 +873,7 @@ static void on_order_status(redisReply *reply, void *arg)
     }
     uint64_t owner = strtoull(reply->str, NULL, 10); /* "user_id:ts_ms" */
     if (order_owner_ok(r, owner))
-        order_answer(r, owner, "queued");
+        order_answer(r, owner, "queued", 0);
 }
 
 static int index_field(const redisReply *f, order_index_entry *e)
@@ -900,10 +903,15 @@ static void on_order_index(redisReply *reply, void *arg)
         has_outcome = index_field(reply->element[1], &o) && o.outcome;
     if (has_outcome && o.outcome != 'd') { /* the consumer committed it */
         r->event_id = o.event_id;
+        /* pay_by: the status entry's (a pay), else the consumer's created entry's; an
+         * entry of before pay_by was recorded has none, and the answer goes without */
+        order_index_entry c;
+        if (!o.pay_by_ms && index_field(reply->element[1], &c) && c.outcome == 'c')
+            o.pay_by_ms = c.pay_by_ms;
         order_ocache_put(r->w->app->ocache, r->order_id, o.event_id, o.user_id, o.outcome,
-                         order_time_now_ms());
+                         o.pay_by_ms, order_time_now_ms());
         if (order_owner_ok(r, o.user_id))
-            order_answer(r, o.user_id, order_index_status_name(o.outcome));
+            order_answer(r, o.user_id, order_index_status_name(o.outcome), o.pay_by_ms);
         return;
     }
     int64_t age_s = time(NULL) - ((int64_t)(r->order_id >> 32) + 1704067200LL); /* libidgen */
@@ -943,7 +951,7 @@ static void on_order_index(redisReply *reply, void *arg)
             order_lookup_pg(r);
             return;
         }
-        order_answer(r, e.user_id, "queued");
+        order_answer(r, e.user_id, "queued", 0);
         return;
     }
     /* It may or may not have landed: queued while its reservation is pending (the
@@ -983,7 +991,7 @@ static void after_pg_order(order_task *t)
     }
     if (j->status == ORDER_PG_NOT_FOUND) {
         if (r->queued_owner) /* acknowledged by Kafka, not written yet */
-            order_answer(r, r->queued_owner, "queued");
+            order_answer(r, r->queued_owner, "queued", 0);
         else
             req_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
@@ -991,7 +999,8 @@ static void after_pg_order(order_task *t)
     r->event_id = j->event_id;
     /* kept like an index outcome (a lookup's finding answers until the next lookup) */
     order_ocache_put(r->w->app->ocache, r->order_id, j->event_id, j->user_id,
-                     order_index_status_letter(j->order_status), order_time_now_ms());
+                     order_index_status_letter(j->order_status), j->pay_by_ms,
+                     order_time_now_ms());
     if (order_owner_ok(r, j->user_id)) {
         char body[320]; /* PostgreSQL knows pay_by: the answer carries it */
         size_t n = order_reply_order_pay_by(body, sizeof(body), r->order_id, r->event_id,
@@ -1033,11 +1042,12 @@ static void handle_order_get(order_worker *w, struct evhttp_request *req, const 
     r->order_id = rt->arg;
     uint64_t ev, owner;
     char outcome;
+    int64_t pay_by_ms = 0;
     if (order_ocache_get(w->app->ocache, r->order_id, order_time_now_ms(), &ev, &owner,
-                         &outcome)) {
+                         &outcome, &pay_by_ms)) {
         r->event_id = ev; /* a final outcome seen lately: no Redis round trip */
         if (order_owner_ok(r, owner))
-            order_answer(r, owner, order_index_status_name(outcome));
+            order_answer(r, owner, order_index_status_name(outcome), pay_by_ms);
         return;
     }
     order_lookup_redis(r);

@@ -1,5 +1,6 @@
 /* order_index: the order index writes, one HSET per second per loop turn. See order_index.h. */
 #include "order_index.h"
+#include "order_iwrite.h"
 #include "order_msg.h"
 
 #include <event2/event.h>
@@ -22,6 +23,7 @@ struct order_index {
     struct event *flush_ev;
     index_entry *v; /* this turn's entries */
     size_t n, cap;
+    order_iwrite *w; /* the HSET + EXPIRE of one hash, reused */
 };
 
 static void on_flush(evutil_socket_t fd, short what, void *arg)
@@ -39,7 +41,11 @@ order_index *order_index_new(struct event_base *base, order_redis *redis, long l
     ix->redis = redis;
     ix->ttl_s = ttl_s;
     ix->flush_ev = event_new(base, -1, 0, on_flush, ix);
-    if (!ix->flush_ev) {
+    ix->w = order_iwrite_new(INDEX_BATCH_MAX);
+    if (!ix->flush_ev || !ix->w) {
+        if (ix->flush_ev)
+            event_free(ix->flush_ev);
+        order_iwrite_free(ix->w);
         free(ix);
         return NULL;
     }
@@ -66,21 +72,17 @@ int order_index_add(order_index *ix, uint64_t order_id, uint64_t event_id, uint6
 /* One HSET of `n` entries into the hash of `bucket_of`'s second, then its EXPIRE. */
 static void write_hash(order_index *ix, uint64_t bucket_of, index_entry *const *es, size_t n)
 {
-    char key[ORDER_KEY_MAX], ttl[24];
-    char oids[INDEX_BATCH_MAX][24], vals[INDEX_BATCH_MAX][ORDER_INDEX_VALUE_MAX];
-    const char *argv[2 + 2 * INDEX_BATCH_MAX] = {"HSET", key};
-    size_t lens[2 + 2 * INDEX_BATCH_MAX] = {4, order_key_index(bucket_of, key, sizeof(key))};
+    order_iwrite_begin(ix->w, bucket_of, ix->ttl_s);
     for (size_t i = 0; i < n; i++) {
-        order_index_entry e = {es[i]->event_id, es[i]->user_id, es[i]->acked, 0};
-        argv[2 + 2 * i] = oids[i];
-        lens[2 + 2 * i] = sk_id_format(oids[i], es[i]->order_id);
-        argv[3 + 2 * i] = vals[i];
-        lens[3 + 2 * i] = order_index_encode(&e, vals[i], sizeof(vals[i]));
+        order_index_entry e = {es[i]->event_id, es[i]->user_id, es[i]->acked, 0, 0};
+        order_iwrite_add(ix->w, es[i]->order_id, "", &e); /* one bucket, n <= its capacity */
     }
-    order_redis_command(ix->redis, 2 + 2 * (int)n, argv, lens, NULL, NULL);
-    const char *ex[3] = {"EXPIRE", key, ttl};
-    size_t exlens[3] = {6, lens[1], (size_t)snprintf(ttl, sizeof(ttl), "%lld", ix->ttl_s)};
-    order_redis_command(ix->redis, 3, ex, exlens, NULL, NULL);
+    const char **argv;
+    const size_t *lens;
+    int argc = order_iwrite_hset(ix->w, &argv, &lens);
+    order_redis_command(ix->redis, argc, argv, lens, NULL, NULL);
+    argc = order_iwrite_expire(ix->w, &argv, &lens);
+    order_redis_command(ix->redis, argc, argv, lens, NULL, NULL);
 }
 
 void order_index_flush(order_index *ix)
@@ -107,6 +109,7 @@ void order_index_free(order_index *ix)
     if (!ix)
         return;
     event_free(ix->flush_ev);
+    order_iwrite_free(ix->w);
     free(ix->v);
     free(ix);
 }

@@ -75,6 +75,16 @@ unsigned order_seg_home(uint64_t user_id, unsigned k)
     return (unsigned)(z % k);
 }
 
+unsigned order_release_keys_of(uint64_t event_id, uint64_t user_id, unsigned k,
+                               order_release_keys *out)
+{
+    static const order_key_kind kinds[3] = {ORDER_KEY_STOCK, ORDER_KEY_BUYERS, ORDER_KEY_RELEASED};
+    unsigned home = order_seg_home(user_id, k);
+    for (int i = 0; i < 3; i++)
+        out->len[i] = order_key_seg(event_id, home, kinds[i], out->key[i], sizeof(out->key[i]));
+    return home;
+}
+
 uint64_t order_index_bucket(uint64_t order_id)
 {
     return order_id >> 32;
@@ -96,6 +106,10 @@ size_t order_index_encode(const order_index_entry *e, char *out, size_t outsz)
     sb_u64(&b, e->user_id);
     const char tail[2] = {':', e->outcome ? e->outcome : e->acked ? 'a' : 'p'};
     sb_put(&b, tail, 2);
+    if ((e->outcome == 'c' || e->outcome == 'P') && e->pay_by_ms > 0) {
+        SB_LIT(&b, ":");
+        sb_u64(&b, (uint64_t)e->pay_by_ms);
+    }
     return sb_done(&b);
 }
 
@@ -103,6 +117,14 @@ int order_index_decode(const char *s, size_t len, order_index_entry *e)
 {
     const char *c1 = memchr(s, ':', len);
     const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - s)) : NULL;
+    e->pay_by_ms = 0;
+    if (c2 && s + len - c2 > 3 && c2[2] == ':' && (c2[1] == 'c' || c2[1] == 'P')) {
+        uint64_t v; /* "<letter>:<pay_by_ms>" */
+        if (sk_id_parse(c2 + 3, (size_t)(s + len - (c2 + 3)), &v) != 0)
+            return -1;
+        e->pay_by_ms = (int64_t)v;
+        len = (size_t)(c2 + 2 - s);
+    }
     if (!c2 || s + len - c2 != 2 || !strchr("apcrdPXE", c2[1]) || c2[1] == '\0' ||
         sk_id_parse(s, (size_t)(c1 - s), &e->event_id) != 0 ||
         sk_id_parse(c1 + 1, (size_t)(c2 - c1 - 1), &e->user_id) != 0)

@@ -39,6 +39,21 @@ size_t order_key_seg(uint64_t event_id, unsigned seg, order_key_kind kind, char 
  *  reconciler compute the same. */
 unsigned order_seg_home(uint64_t user_id, unsigned k);
 
+/* release.lua's KEYS for a closed order (issue 22): stock, buyers and released of the
+ * buyer's home segment (order_seg_home: the segment whose buyers set holds the user, and
+ * whose released set the reconciler's reload fills with the orders homed there). For
+ * k <= 1 the event's own keys. One rule for the front's pay/cancel and the consumer's
+ * release sweep. */
+typedef struct order_release_keys {
+    char key[3][ORDER_KEY_MAX]; /* stock, buyers, released */
+    size_t len[3];
+} order_release_keys;
+
+/** @brief Fills out with release.lua's three keys for an order of user_id in event_id
+ *  (k segments). @returns the home segment. */
+unsigned order_release_keys_of(uint64_t event_id, uint64_t user_id, unsigned k,
+                               order_release_keys *out);
+
 /** @brief The index bucket of an order: its id's second under libidgen's layout (bits
  *  62..32, idgen.h), so the orders of one second share one hash. Any id maps somewhere:
  *  a GET for an id never issued finds no field. */
@@ -64,6 +79,8 @@ typedef struct order_index_entry {
     int acked;     /* 'a' (1) or 'p' (0), when outcome is 0 */
     char outcome;  /* 'c', 'r' or 'd' for an outcome field, 'P', 'X' or 'E' for a status
                       field; 0 for the front's entry */
+    int64_t pay_by_ms; /* 'c' and 'P' only, 0 when not known: the order's pay_by as
+                          PostgreSQL stores it, so that GET answers it from the index */
 } order_index_entry;
 
 #define ORDER_INDEX_OUTCOME_SUFFIX ":o"
@@ -75,12 +92,16 @@ const char *order_index_status_name(char outcome);
 
 /** @brief The outcome letter of an API status ('c', 'r', 'P', 'X', 'E'), or 0. */
 char order_index_status_letter(const char *status);
-#define ORDER_INDEX_VALUE_MAX 48
+/* "<event>:<user>:<letter>", and ":<pay_by_ms>" after 'c' (the consumer knows it from
+ * its insert) or 'P' (the front's pay): 20 + 1 + 20 + 2 + 1 + 19 + NUL. */
+#define ORDER_INDEX_VALUE_MAX 64
 
 /** @returns the length written into out (>= ORDER_INDEX_VALUE_MAX), NUL-terminated. */
 size_t order_index_encode(const order_index_entry *e, char *out, size_t outsz);
 
-/** @brief Parses an entry (len bytes, strict). @returns 0 or -1. */
+/** @brief Parses an entry (len bytes, strict: the pay_by part only after 'c' or 'P', a
+ *  positive decimal). pay_by_ms is 0 when the entry has none (written before it was
+ *  recorded). @returns 0 or -1. */
 int order_index_decode(const char *s, size_t len, order_index_entry *e);
 
 /** @brief "seckill:rl:{u<user_id>}": the user's bucket of ratelimit.lua. */

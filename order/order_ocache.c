@@ -13,6 +13,7 @@ typedef struct slot {
     uint64_t event_id, user_id;
     int64_t until_ms;        /* the outcome answers until then */
     int64_t lookup_until_ms; /* no PostgreSQL lookup of this order before then */
+    int64_t pay_by_ms;       /* created or paid: the order's pay_by (0 unknown) */
     char outcome;            /* 'c' created, 'r' rejected, 0 none (only a lookup's mark) */
 } slot;
 
@@ -62,7 +63,7 @@ static size_t index_of(const order_ocache *c, uint64_t id)
 }
 
 void order_ocache_put(order_ocache *c, uint64_t order_id, uint64_t event_id, uint64_t user_id,
-                      char outcome, int64_t now_ms)
+                      char outcome, int64_t pay_by_ms, int64_t now_ms)
 {
     if (!c || !order_index_status_name(outcome)) /* a status letter of order_msg.h, not 'd' */
         return;
@@ -74,12 +75,12 @@ void order_ocache_put(order_ocache *c, uint64_t order_id, uint64_t event_id, uin
     /* An outcome a lookup found answers until the next lookup may start: without it, an
      * order the index lost would read 404 between its lookups. */
     int64_t until = now_ms + c->ttl_ms > looked ? now_ms + c->ttl_ms : looked;
-    *s = (slot){order_id, event_id, user_id, until, looked, outcome};
+    *s = (slot){order_id, event_id, user_id, until, looked, pay_by_ms, outcome};
     pthread_mutex_unlock(mu);
 }
 
 int order_ocache_get(order_ocache *c, uint64_t order_id, int64_t now_ms, uint64_t *event_id,
-                     uint64_t *user_id, char *outcome)
+                     uint64_t *user_id, char *outcome, int64_t *pay_by_ms)
 {
     if (!c)
         return 0;
@@ -92,6 +93,8 @@ int order_ocache_get(order_ocache *c, uint64_t order_id, int64_t now_ms, uint64_
         *event_id = s->event_id;
         *user_id = s->user_id;
         *outcome = s->outcome;
+        if (pay_by_ms)
+            *pay_by_ms = s->pay_by_ms;
     }
     pthread_mutex_unlock(mu);
     return hit;
@@ -123,7 +126,7 @@ int order_ocache_claim_lookup(order_ocache *c, uint64_t order_id, int64_t now_ms
     if (ok && s->order_id == order_id)
         s->lookup_until_ms = now_ms + c->every_ms;
     else if (ok)
-        *s = (slot){order_id, 0, 0, 0, now_ms + c->every_ms, 0};
+        *s = (slot){.order_id = order_id, .lookup_until_ms = now_ms + c->every_ms};
     pthread_mutex_unlock(mu);
     return ok;
 }

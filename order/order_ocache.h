@@ -31,17 +31,19 @@ order_ocache *order_ocache_new(size_t slots, int64_t ttl_ms, int64_t every_ms, i
 void order_ocache_free(order_ocache *c);
 
 /** @brief Remembers an outcome: a status letter of order_msg.h ('c' created, 'r'
- *  rejected, 'P' paid, 'X' cancelled, 'E' expired; anything else is ignored), for ttl_ms,
+ *  rejected, 'P' paid, 'X' cancelled, 'E' expired; anything else is ignored) and the
+ *  order's pay_by (0 unknown; shown for created and paid), for ttl_ms,
  *  or until the order's lookup mark ends if that is later (the outcome a lookup found
  *  answers until the next lookup may start). A pay or cancel made on this instance
  *  replaces the entry at once; on the others an entry may say "created" for at most
  *  ttl_ms after it changed (order.pg_lookup_every_ms for an order found in PostgreSQL). */
 void order_ocache_put(order_ocache *c, uint64_t order_id, uint64_t event_id, uint64_t user_id,
-                      char outcome, int64_t now_ms);
+                      char outcome, int64_t pay_by_ms, int64_t now_ms);
 
-/** @returns 1 and the fields if order_id is remembered at now_ms, 0 otherwise. */
+/** @returns 1 and the fields if order_id is remembered at now_ms, 0 otherwise. pay_by_ms
+ *  (NULL: not wanted) is what put was given: 0 when unknown. */
 int order_ocache_get(order_ocache *c, uint64_t order_id, int64_t now_ms, uint64_t *event_id,
-                     uint64_t *user_id, char *outcome);
+                     uint64_t *user_id, char *outcome, int64_t *pay_by_ms);
 
 /** @brief Whether a PostgreSQL lookup of the young order `order_id` may start at now_ms:
  *  1 (and the lookup is counted, and remembered for every_ms in place of a final outcome

@@ -2,6 +2,7 @@
 #include "order_pay_http.h"
 #include "order_body.h"
 #include "order_http.h"
+#include "order_iwrite.h"
 #include "order_msg.h"
 #include "order_pay.h"
 #include "order_reply.h"
@@ -55,20 +56,21 @@ static void index_status(pay_req *p)
 {
     order_app *app = p->w->app;
     order_index_entry e = {p->job.event_id, p->job.user_id, 0,
-                           order_index_status_letter(p->job.order_status)};
-    char key[ORDER_KEY_MAX], field[32], val[ORDER_INDEX_VALUE_MAX], ttl[24];
-    size_t klen = order_key_index(p->job.id, key, sizeof(key));
-    const char *argv[4] = {"HSET", key, field, val};
-    size_t lens[4] = {4, klen,
-                      (size_t)snprintf(field, sizeof(field), "%" PRIu64 "%s", p->job.id,
-                                       ORDER_INDEX_STATUS_SUFFIX),
-                      order_index_encode(&e, val, sizeof(val))};
-    order_redis_command(p->w->redis, 4, argv, lens, NULL, NULL);
-    const char *ex[3] = {"EXPIRE", key, ttl};
-    size_t exlens[3] = {6, klen, (size_t)snprintf(ttl, sizeof(ttl), "%lld", app->cfg.index_ttl_s)};
-    order_redis_command(p->w->redis, 3, ex, exlens, NULL, NULL);
+                           order_index_status_letter(p->job.order_status), p->job.pay_by_ms};
+    order_iwrite *w = order_iwrite_new(1);
+    if (w) {
+        const char **argv;
+        const size_t *lens;
+        order_iwrite_begin(w, p->job.id, app->cfg.index_ttl_s);
+        order_iwrite_add(w, p->job.id, ORDER_INDEX_STATUS_SUFFIX, &e);
+        int argc = order_iwrite_hset(w, &argv, &lens);
+        order_redis_command(p->w->redis, argc, argv, lens, NULL, NULL); /* copies argv */
+        argc = order_iwrite_expire(w, &argv, &lens);
+        order_redis_command(p->w->redis, argc, argv, lens, NULL, NULL);
+        order_iwrite_free(w);
+    }
     if (app->ocache)
-        order_ocache_put(app->ocache, p->job.id, e.event_id, e.user_id, e.outcome,
+        order_ocache_put(app->ocache, p->job.id, e.event_id, e.user_id, e.outcome, e.pay_by_ms,
                          order_time_now_ms());
 }
 
@@ -142,14 +144,16 @@ static void on_release(redisReply *reply, void *arg)
     free(p);
 }
 
+/* The unit back to the buyer's home segment (order_release_keys_of), the SREM there when
+ * the event lets the buyer buy again. */
 static void release(pay_req *p)
 {
-    char stock[ORDER_KEY_MAX], buyers[ORDER_KEY_MAX], released[ORDER_KEY_MAX], oid[24], uid[24];
-    const char *args[6] = {stock, buyers, released, oid, uid, p->job.rebuy ? "1" : "0"};
-    size_t lens[6] = {order_key(p->job.event_id, ORDER_KEY_STOCK, stock, sizeof(stock)),
-                      order_key(p->job.event_id, ORDER_KEY_BUYERS, buyers, sizeof(buyers)),
-                      order_key(p->job.event_id, ORDER_KEY_RELEASED, released, sizeof(released)),
-                      sk_id_format(oid, p->job.id), sk_id_format(uid, p->job.user_id), 1};
+    order_release_keys k;
+    char oid[24], uid[24];
+    order_release_keys_of(p->job.event_id, p->job.user_id, p->job.segments, &k);
+    const char *args[6] = {k.key[0], k.key[1], k.key[2], oid, uid, p->job.rebuy ? "1" : "0"};
+    size_t lens[6] = {k.len[0], k.len[1], k.len[2], sk_id_format(oid, p->job.id),
+                      sk_id_format(uid, p->job.user_id), 1};
     if (order_redis_script(p->w->redis, ORDER_SCRIPT_RELEASE, 3, 6, args, lens, on_release, p) !=
         0)
         on_release(NULL, p);

@@ -1,6 +1,7 @@
 /* order_pay_pg: pay and cancel transactions. See order_pay_pg.h. */
 #include "order_pay_pg.h"
 #include "order_pay.h"
+#include "order_recon_rule.h"
 
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -66,7 +67,8 @@ void order_pay_pg_run(void *pgconn, order_pg_job *job)
         c,
         "SELECT o.event_id, o.user_id, o.status, o.payment_ref, "
         "coalesce(o.pay_by <= now(), false), "
-        "coalesce((extract(epoch from o.pay_by) * 1000)::bigint, 0), e.rebuy_after_release "
+        "coalesce((extract(epoch from o.pay_by) * 1000)::bigint, 0), e.rebuy_after_release, "
+        "e.segments "
         "FROM seckill_order o JOIN seckill_event e ON e.id = o.event_id "
         "WHERE o.order_id = $1::bigint FOR UPDATE OF o",
         1, NULL, params, NULL, NULL, 0);
@@ -84,6 +86,7 @@ void order_pay_pg_run(void *pgconn, order_pg_job *job)
     job->user_id = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
     job->pay_by_ms = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
     job->rebuy = PQgetvalue(res, 0, 6)[0] == 't';
+    job->segments = order_recon_segments_k(PQgetvalue(res, 0, 7));
     order_pay_in in = {
         .op = job->kind == ORDER_PG_PAY_ORDER ? ORDER_PAY_OP_PAY : ORDER_PAY_OP_CANCEL,
         .status = PQgetvalue(res, 0, 2),

@@ -45,6 +45,7 @@ typedef struct order_pg_job {
     int pay_answer;         /* order_pay_answer */
     int changed;            /* 1: this call made the transition (order_status is new) */
     int rebuy;              /* the event's rebuy_after_release */
+    unsigned segments;      /* PAY/CANCEL: the event's K (a release goes to the home segment) */
     order_evlist_row *rows; /* LIST_EVENTS: malloc'd by the pool, freed by the caller */
     size_t nrows;
     order_pg_status status;

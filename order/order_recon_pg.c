@@ -118,52 +118,81 @@ int order_recon_pg_stored(order_recon_pg *p, const char *const *ids, size_t n,
     return 0;
 }
 
+/* Runs one read of the gate's snapshot ($1: the event id). */
+static PGresult *gate_query(order_recon_pg *p, const char *sql, const char *event)
+{
+    const char *params[1] = {event};
+    return PQexecParams(p->conn, sql, 1, NULL, params, NULL, NULL, 0);
+}
+
 int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *g)
 {
     memset(g, 0, sizeof(*g));
     char a[24];
     snprintf(a, sizeof(a), "%" PRIu64, event_id);
-    const char *params[1] = {a}; /* $1: the event id */
-    g->event = PQexecParams(p->conn,
-                            "SELECT stock_left, (extract(epoch FROM starts_at) * 1000)::bigint, "
-                            "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit "
-                            "FROM seckill_event WHERE id = $1",
-                            1, NULL, params, NULL, NULL, 0);
+    /* One snapshot for the three reads: a close committed between the stock_left read and
+     * the closed list would put an order in the released set whose unit the stock does
+     * not count (a unit lost), or the other way round (a unit given twice). */
+    PQclear(PQexec(p->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+    g->event = gate_query(p,
+                          "SELECT stock_left, (extract(epoch FROM starts_at) * 1000)::bigint, "
+                          "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit "
+                          "FROM seckill_event WHERE id = $1",
+                          a);
     /* The buyers: users holding an order (created or paid), and those whose order was
      * cancelled or expired when the event keeps them out (rebuy_after_release false). */
-    g->buyers = PQexecParams(p->conn,
-                             "SELECT DISTINCT o.user_id::text FROM seckill_order o "
-                             "JOIN seckill_event e ON e.id = o.event_id WHERE o.event_id = $1 "
-                             "AND (o.status IN ('created', 'paid') OR (o.status IN "
-                             "('cancelled', 'expired') AND NOT e.rebuy_after_release))",
-                             1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(g->event) != PGRES_TUPLES_OK || PQresultStatus(g->buyers) != PGRES_TUPLES_OK) {
+    g->buyers = gate_query(p,
+                           "SELECT DISTINCT o.user_id::text FROM seckill_order o "
+                           "JOIN seckill_event e ON e.id = o.event_id WHERE o.event_id = $1 "
+                           "AND (o.status IN ('created', 'paid') OR (o.status IN "
+                           "('cancelled', 'expired') AND NOT e.rebuy_after_release))",
+                           a);
+    /* The closed orders: stock_left counts their units, given back to Redis or not. */
+    g->closed = gate_query(p,
+                           "SELECT order_id::text, user_id::text FROM seckill_order "
+                           "WHERE event_id = $1 AND status IN ('cancelled', 'expired')",
+                           a);
+    PGresult *end = PQexec(p->conn, "COMMIT");
+    int ok = PQresultStatus(end) == PGRES_COMMAND_OK;
+    PQclear(end);
+    if (!ok || PQresultStatus(g->event) != PGRES_TUPLES_OK ||
+        PQresultStatus(g->buyers) != PGRES_TUPLES_OK || PQresultStatus(g->closed) != PGRES_TUPLES_OK) {
         log_failure(p);
         return -1;
     }
     if (PQntuples(g->event) != 1)
         return 0;
-    int nu = PQntuples(g->buyers);
-    g->argv = calloc((size_t)nu + 4, sizeof(*g->argv));
-    if (!g->argv)
+    int nu = PQntuples(g->buyers), nc = PQntuples(g->closed);
+    g->argv = calloc((size_t)nu + (size_t)nc + 5, sizeof(*g->argv));
+    g->closed_users = calloc((size_t)nc + 1, sizeof(*g->closed_users));
+    if (!g->argv || !g->closed_users)
         return 0;
     for (int i = 0; i < 4; i++)
         g->argv[i] = PQgetvalue(g->event, 0, i);
+    snprintf(g->nbuyers_s, sizeof(g->nbuyers_s), "%d", nu);
+    g->argv[4] = g->nbuyers_s;
     for (int i = 0; i < nu; i++)
-        g->argv[4 + i] = PQgetvalue(g->buyers, i, 0);
+        g->argv[5 + i] = PQgetvalue(g->buyers, i, 0);
+    for (int i = 0; i < nc; i++) {
+        g->argv[5 + nu + i] = PQgetvalue(g->closed, i, 0);
+        g->closed_users[i] = PQgetvalue(g->closed, i, 1);
+    }
     g->nbuyers = nu;
+    g->nclosed = nc;
     return 1;
 }
 
 void order_recon_gate_clear(order_recon_gate *g)
 {
     free(g->argv);
+    free(g->closed_users);
     PQclear(g->event);
     PQclear(g->buyers);
+    PQclear(g->closed);
     memset(g, 0, sizeof(*g));
 }
 
-int order_recon_pg_created_count(order_recon_pg *p, uint64_t event_id, const char *const *ids,
+int order_recon_pg_taken_count(order_recon_pg *p, uint64_t event_id, const char *const *ids,
                                  size_t n, long long *count)
 {
     char a[24];
@@ -174,7 +203,7 @@ int order_recon_pg_created_count(order_recon_pg *p, uint64_t event_id, const cha
     const char *params[2] = {a, arr}; /* $1: the event id, $2: the order ids */
     PGresult *c = PQexecParams(p->conn,
                                "SELECT count(*) FROM seckill_order WHERE event_id = $1 "
-                               "AND status = 'created' AND order_id = ANY($2::bigint[])",
+                               "AND status <> 'rejected' AND order_id = ANY($2::bigint[])",
                                2, NULL, params, NULL, NULL, 0);
     free(arr);
     int rc = PQresultStatus(c) == PGRES_TUPLES_OK ? 0 : -1;

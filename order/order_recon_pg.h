@@ -46,11 +46,16 @@ int order_recon_pg_stored(order_recon_pg *p, const char *const *ids, size_t n,
                           unsigned char *stored);
 
 /* What event_reload.lua takes after its keys: stock_left, starts_at_ms, ends_at_ms,
- * per_user_limit, then the users of the event's created orders. */
+ * per_user_limit, the number of users, the users that stay buyers (created or paid
+ * orders, and closed ones when the event keeps them out), then the ids of the event's
+ * closed (cancelled or expired) orders, whose units stock_left already counts. All read
+ * in one snapshot (REPEATABLE READ): stock_left counts exactly these closed orders. */
 typedef struct order_recon_gate {
-    const char **argv; /* 4 + nbuyers strings, owned by the results below */
-    int nbuyers;
-    PGresult *event, *buyers;
+    const char **argv;          /* 5 + nbuyers + nclosed strings, owned by g */
+    int nbuyers, nclosed;
+    const char **closed_users;  /* nclosed: the user of each closed order (its home) */
+    char nbuyers_s[12];         /* argv[4] */
+    PGresult *event, *buyers, *closed;
 } order_recon_gate;
 
 /** @brief Reads what rebuilds event_id's gate into *g. @returns 1 (g filled: clear it
@@ -62,9 +67,11 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
 void order_recon_gate_clear(order_recon_gate *g);
 
 /** @brief How many of the n order ids (decimal strings; anything else is skipped) are
- *  created orders of event_id, into *count: a lost segment's snapshot ids that did land
- *  (docs/segments.md). @returns 0, or -1 (logged). */
-int order_recon_pg_created_count(order_recon_pg *p, uint64_t event_id, const char *const *ids,
+ *  orders of event_id that took a unit off stock_left (any status but rejected: a
+ *  closed one's unit is back in stock_left and owed to its home segment), into *count:
+ *  a lost segment's snapshot ids that did land (docs/segments.md). @returns 0, or -1
+ *  (logged). */
+int order_recon_pg_taken_count(order_recon_pg *p, uint64_t event_id, const char *const *ids,
                                  size_t n, long long *count);
 
 #endif

@@ -124,6 +124,17 @@ int order_recon_buyers_homed(const char **users, int n, unsigned seg, unsigned k
     return kept;
 }
 
+int order_recon_closed_homed(const char **ids, const char **users, int n, unsigned seg, unsigned k)
+{
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (order_seg_home(strtoull(users[i], NULL, 10), k) == seg) {
+            ids[kept] = ids[i];
+            users[kept++] = users[i];
+        }
+    return kept;
+}
+
 int64_t order_recon_msg_timeout_ms(const char *message_timeout, const char *delivery_timeout)
 {
     const char *mt = message_timeout ? message_timeout : delivery_timeout;
@@ -146,35 +157,82 @@ int64_t order_recon_lost_carry(order_recon_lost *prev, int n, order_recon_lost *
         l->snap_ids = o->snap_ids;
         l->nsnap = o->nsnap;
         l->snap_cap = o->snap_cap;
-        o->snap_ids = NULL;
-        o->nsnap = o->snap_cap = 0;
+        l->snap_present = o->snap_present;
+        l->rel_ids = o->rel_ids;
+        l->nrel = o->nrel;
+        l->rel_cap = o->rel_cap;
+        o->snap_ids = o->rel_ids = NULL;
+        o->nsnap = o->snap_cap = o->nrel = o->rel_cap = 0;
     }
     return l->since_ms;
 }
 
-int order_recon_snap_add(order_recon_lost *l, const char *id)
+/* Appends a copy of id to a growing list (ids, *n used, *cap allocated). */
+static int list_add(char ***ids, size_t *n, size_t *cap, const char *id)
 {
-    if (l->nsnap == l->snap_cap) {
-        size_t cap = l->snap_cap ? 2 * l->snap_cap : 64;
-        char **m = realloc(l->snap_ids, cap * sizeof(*m));
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 64;
+        char **m = realloc(*ids, c * sizeof(*m));
         if (!m)
             return -1;
-        l->snap_ids = m;
-        l->snap_cap = cap;
+        *ids = m;
+        *cap = c;
     }
-    if (!(l->snap_ids[l->nsnap] = strdup(id)))
+    if (!((*ids)[*n] = strdup(id)))
         return -1;
-    l->nsnap++;
+    (*n)++;
     return 0;
+}
+
+static void list_free(char ***ids, size_t *n, size_t *cap)
+{
+    for (size_t j = 0; j < *n; j++)
+        free((*ids)[j]);
+    free(*ids);
+    *ids = NULL;
+    *n = *cap = 0;
+}
+
+int order_recon_snap_add(order_recon_lost *l, const char *id)
+{
+    return list_add(&l->snap_ids, &l->nsnap, &l->snap_cap, id);
+}
+
+int order_recon_snap_add_released(order_recon_lost *l, const char *id)
+{
+    return list_add(&l->rel_ids, &l->nrel, &l->rel_cap, id);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void order_recon_snap_sort_released(order_recon_lost *l)
+{
+    if (l->nrel > 1)
+        qsort(l->rel_ids, l->nrel, sizeof(*l->rel_ids), cmp_str);
+}
+
+long long order_recon_owed_elsewhere(const char *const *ids, const char *const *users, int n,
+                                     const order_recon_lost *l)
+{
+    long long owed = 0;
+    for (int i = 0; i < n; i++) {
+        unsigned h = order_seg_home(strtoull(users[i], NULL, 10), l->k);
+        if (h == l->seg || h >= 64 || !(l->snap_present >> h & 1))
+            continue; /* ours, or a lost segment's: its own reload names it */
+        if (!l->nrel || !bsearch(&ids[i], l->rel_ids, l->nrel, sizeof(*l->rel_ids), cmp_str))
+            owed++;
+    }
+    return owed;
 }
 
 void order_recon_snap_drop(order_recon_lost *l)
 {
-    for (size_t j = 0; j < l->nsnap; j++)
-        free(l->snap_ids[j]);
-    free(l->snap_ids);
-    l->snap_ids = NULL;
-    l->nsnap = l->snap_cap = 0;
+    list_free(&l->snap_ids, &l->nsnap, &l->snap_cap);
+    list_free(&l->rel_ids, &l->nrel, &l->rel_cap);
+    l->snap_present = 0;
     l->snap_ms = 0;
 }
 

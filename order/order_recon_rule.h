@@ -67,15 +67,21 @@ char *order_recon_id_array(const char *const *ids, size_t n);
 unsigned order_recon_segments_k(const char *col);
 
 /** @brief A lost segment's stock, rebuilt from its snapshot of the other segments
- *  (docs/segments.md): stock_left - their stock - (their pending units not created in
+ *  (docs/segments.md): stock_left - their stock - (their pending units not stored in
  *  PostgreSQL: npending - in_pg), at least 0. What the others sell after the snapshot
- *  only makes it smaller: never oversold. */
+ *  only makes it smaller: never oversold. The caller subtracts the units owed to other
+ *  segments (order_recon_owed_elsewhere) from stock_left first. */
 long long order_recon_segment_stock(long long stock_left, long long snap_stock, size_t npending,
                                     long long in_pg);
 
 /** @brief Keeps, in place and in order, the users (decimal ids) of users[0..n) whose home
  *  segment among k is seg (order_seg_home). @returns how many are kept. */
 int order_recon_buyers_homed(const char **users, int n, unsigned seg, unsigned k);
+
+/** @brief Keeps, in place and in order, the closed orders ids[i] (with their users[i])
+ *  whose user's home segment among k is seg: the ones whose release.lua goes to seg's
+ *  released set. @returns how many are kept. */
+int order_recon_closed_homed(const char **ids, const char **users, int n, unsigned seg, unsigned k);
 
 /** @brief How long a produced message may still land: the producer's message.timeout.ms
  *  (or delivery.timeout.ms, its alias; NULL: unset) as kafka.* gives it, else the
@@ -86,7 +92,9 @@ int64_t order_recon_msg_timeout_ms(const char *message_timeout, const char *deli
 /* A live event's segment whose gate (stock key) is missing in Redis, and since when we
  * know. A segment of a segmented event (k > 1) also keeps its snapshot of the other
  * segments (docs/segments.md): taken at snap_ms (0: not yet), their stock summed, the
- * order ids of their pending units (snap_ids: nsnap strings, owned, room for snap_cap). */
+ * order ids of their pending units (snap_ids: nsnap strings, owned, room for snap_cap),
+ * which of them were loaded (bit j of snap_present), and the ids in their released sets
+ * (rel_ids: nrel strings, owned, sorted once the snapshot is complete; issue 22). */
 typedef struct order_recon_lost {
     uint64_t id;
     unsigned seg, k;
@@ -94,6 +102,9 @@ typedef struct order_recon_lost {
     long long snap_stock;
     char **snap_ids;
     size_t nsnap, snap_cap;
+    uint64_t snap_present;
+    char **rel_ids;
+    size_t nrel, rel_cap;
 } order_recon_lost;
 
 /** @brief Fills l (id, seg and k set by the caller) from the previous scan's record of
@@ -104,6 +115,20 @@ int64_t order_recon_lost_carry(order_recon_lost *prev, int n, order_recon_lost *
 
 /** @brief Appends a copy of id to l's snapshot. @returns 0, or -1 on OOM (l unchanged). */
 int order_recon_snap_add(order_recon_lost *l, const char *id);
+
+/** @brief Appends a copy of id to l's snapshot of released ids. @returns 0, or -1 on OOM. */
+int order_recon_snap_add_released(order_recon_lost *l, const char *id);
+
+/** @brief Sorts l's released ids (once, after the snapshot's last add). */
+void order_recon_snap_sort_released(order_recon_lost *l);
+
+/** @brief How many of the n closed orders (ids[i], users[i]; decimal strings) are owed to
+ *  another segment than l's: homed on a segment j != l->seg that was loaded at the
+ *  snapshot, and not in its released set then. stock_left counts their units, but
+ *  release.lua will give them to j (or gave them after the snapshot, after j's stock was
+ *  read): the lost segment must not hold them too (issue 22). */
+long long order_recon_owed_elsewhere(const char *const *ids, const char *const *users, int n,
+                                     const order_recon_lost *l);
 
 /** @brief Frees l's snapshot; snap_ms back to 0 (none). */
 void order_recon_snap_drop(order_recon_lost *l);

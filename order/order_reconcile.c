@@ -210,15 +210,18 @@ static int reload_event(order_reconciler *r, uint64_t event_id)
     order_recon_gate g;
     int rc = order_recon_pg_gate(r->pg, event_id, &g);
     if (rc == 1) {
-        char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX];
+        char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX];
         order_key(event_id, ORDER_KEY_STOCK, ks, sizeof(ks));
         order_key(event_id, ORDER_KEY_META, km, sizeof(km));
         order_key(event_id, ORDER_KEY_BUYERS, kb, sizeof(kb));
-        const char *keys[3] = {ks, km, kb};
-        long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 3, keys, 4 + g.nbuyers, g.argv);
+        order_key(event_id, ORDER_KEY_RELEASED, kr, sizeof(kr));
+        const char *keys[4] = {ks, km, kb, kr};
+        long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 4, keys,
+                                 5 + g.nbuyers + g.nclosed, g.argv);
         if (v == 1)
-            sk_log(SK_LOG_INFO, "event_reloaded", "event_id=%" PRIu64 " stock=%s buyers=%d",
-                   event_id, g.argv[0], g.nbuyers);
+            sk_log(SK_LOG_INFO, "event_reloaded",
+                   "event_id=%" PRIu64 " stock=%s buyers=%d released=%d", event_id, g.argv[0],
+                   g.nbuyers, g.nclosed);
         rc = v == 1 ? 1 : r->rc ? 0 : -1;
     }
     order_recon_gate_clear(&g);
@@ -231,21 +234,32 @@ static int reload_event(order_reconciler *r, uint64_t event_id)
  * (logged; Redis failed or OOM). */
 static int snapshot_segment(order_reconciler *r, order_recon_lost *l, unsigned j, long long *sum)
 {
-    char ks[ORDER_KEY_MAX], kp[ORDER_KEY_MAX];
+    char ks[ORDER_KEY_MAX], kp[ORDER_KEY_MAX], kr[ORDER_KEY_MAX];
     order_key_seg(l->id, j, ORDER_KEY_STOCK, ks, sizeof(ks));
     order_key_seg(l->id, j, ORDER_KEY_PENDING, kp, sizeof(kp));
-    const char *g[2] = {"GET", ks}, *h[2] = {"HGETALL", kp};
-    redisReply *a = rcl_command_argv(r->rc, 2, g, NULL);
+    order_key_seg(l->id, j, ORDER_KEY_RELEASED, kr, sizeof(kr));
+    /* The released set before the stock: a release landing in between is then counted
+     * in the stock and as owed (one unit too few: safe), never in neither (one too many). */
+    const char *sm[2] = {"SMEMBERS", kr}, *g[2] = {"GET", ks}, *h[2] = {"HGETALL", kp};
+    redisReply *rel = rcl_command_argv(r->rc, 2, sm, NULL);
+    redisReply *a = rel ? rcl_command_argv(r->rc, 2, g, NULL) : NULL;
     redisReply *b = a ? rcl_command_argv(r->rc, 2, h, NULL) : NULL;
-    int ok = b && b->type == REDIS_REPLY_ARRAY;
-    if (ok && a->type == REDIS_REPLY_STRING)
+    int ok = b && b->type == REDIS_REPLY_ARRAY && rel->type == REDIS_REPLY_ARRAY;
+    if (ok && a->type == REDIS_REPLY_STRING) {
         *sum += strtoll(a->str, NULL, 10);
+        l->snap_present |= (uint64_t)1 << j;
+        for (size_t i = 0; ok && i < rel->elements; i++)
+            if (rel->element[i]->type == REDIS_REPLY_STRING)
+                ok = order_recon_snap_add_released(l, rel->element[i]->str) == 0;
+    }
     for (size_t i = 0; ok && i + 1 < b->elements; i += 2) {
         const redisReply *v = b->element[i + 1];
         if (v->type != REDIS_REPLY_STRING || order_recon_is_claim(v->str, v->len))
             continue;
         ok = order_recon_snap_add(l, b->element[i]->str) == 0;
     }
+    if (rel)
+        freeReplyObject(rel);
     if (a)
         freeReplyObject(a);
     if (b)
@@ -269,6 +283,7 @@ static int take_snapshot(order_reconciler *r, order_recon_lost *l)
             order_recon_snap_drop(l);
             return -1;
         }
+    order_recon_snap_sort_released(l);
     l->snap_ms = order_time_now_ms();
     l->snap_stock = sum;
     sk_log(SK_LOG_INFO, "segment_snapshot",
@@ -278,8 +293,8 @@ static int take_snapshot(order_reconciler *r, order_recon_lost *l)
 }
 
 /* Writes a lost segment back (reload_segment, under the event's lock): K into its meta,
- * then event_reload.lua with `stock` and g's buyers homed on it. g->argv[0] is replaced
- * for the call. @returns 1 reloaded, 0 not, -1 a connection failed. */
+ * then event_reload.lua with `stock`, g's buyers and closed orders homed on it. g->argv
+ * is rearranged (argv[0] replaced for the call, the homed entries kept). @returns 1 reloaded, 0 not, -1 a connection failed. */
 static int segment_write(order_reconciler *r, const order_recon_lost *l, order_recon_gate *g,
                          long long stock, long long in_pg)
 {
@@ -287,11 +302,20 @@ static int segment_write(order_reconciler *r, const order_recon_lost *l, order_r
     snprintf(stock_s, sizeof(stock_s), "%lld", stock);
     snprintf(k_s, sizeof(k_s), "%u", l->k);
     g->argv[0] = stock_s;
-    int nb = order_recon_buyers_homed(g->argv + 4, g->nbuyers, l->seg, l->k);
-    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX];
+    /* Only what is homed on this segment: its buyers, and the closed orders whose
+     * release.lua looks in its released set (moved down behind the kept buyers). */
+    int nb = order_recon_buyers_homed(g->argv + 5, g->nbuyers, l->seg, l->k);
+    int nc = order_recon_closed_homed(g->argv + 5 + g->nbuyers, g->closed_users, g->nclosed,
+                                      l->seg, l->k);
+    memmove(g->argv + 5 + nb, g->argv + 5 + g->nbuyers, (size_t)nc * sizeof(*g->argv));
+    snprintf(g->nbuyers_s, sizeof(g->nbuyers_s), "%d", nb);
+    g->nbuyers = nb;
+    g->nclosed = nc;
+    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX];
     order_key_seg(l->id, l->seg, ORDER_KEY_STOCK, ks, sizeof(ks));
     order_key_seg(l->id, l->seg, ORDER_KEY_META, km, sizeof(km));
     order_key_seg(l->id, l->seg, ORDER_KEY_BUYERS, kb, sizeof(kb));
+    order_key_seg(l->id, l->seg, ORDER_KEY_RELEASED, kr, sizeof(kr));
     /* K first: reserve.lua answers "not loaded" until the stock key exists, and then
      * must find the event's K in this segment's meta */
     const char *hs[4] = {"HSET", km, "segments", k_s};
@@ -301,14 +325,14 @@ static int segment_write(order_reconciler *r, const order_recon_lost *l, order_r
         return -1;
     }
     freeReplyObject(h);
-    const char *keys[3] = {ks, km, kb};
-    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 3, keys, 4 + nb, g->argv);
+    const char *keys[4] = {ks, km, kb, kr};
+    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 4, keys, 5 + nb + nc, g->argv);
     g->argv[0] = NULL; /* stock_s dies here */
     if (v != 1)
         return r->rc ? 0 : -1;
     sk_log(SK_LOG_INFO, "event_reloaded",
-           "event_id=%" PRIu64 " segment=%u stock=%lld buyers=%d others_stock=%lld others_pending=%zu in_pg=%lld",
-           l->id, l->seg, stock, nb, l->snap_stock, l->nsnap, in_pg);
+           "event_id=%" PRIu64 " segment=%u stock=%lld buyers=%d released=%d others_stock=%lld others_pending=%zu in_pg=%lld",
+           l->id, l->seg, stock, nb, nc, l->snap_stock, l->nsnap, in_pg);
     return 1;
 }
 
@@ -324,13 +348,20 @@ static int reload_segment(order_reconciler *r, const order_recon_lost *l)
     order_recon_gate g;
     long long in_pg = 0;
     int rc = order_recon_pg_gate(r->pg, l->id, &g);
-    if (rc == 1 && order_recon_pg_created_count(r->pg, l->id, (const char *const *)l->snap_ids,
-                                                l->nsnap, &in_pg) != 0)
+    if (rc == 1 && order_recon_pg_taken_count(r->pg, l->id, (const char *const *)l->snap_ids,
+                                              l->nsnap, &in_pg) != 0)
         rc = -1;
     if (rc == 1) {
-        long long stock = order_recon_segment_stock(strtoll(g.argv[0], NULL, 10), l->snap_stock,
-                                                    l->nsnap, in_pg);
+        /* stock_left counts every closed order's unit; those owed to a live segment go
+         * there (release.lua), not here */
+        long long owed = order_recon_owed_elsewhere(g.argv + 5 + g.nbuyers, g.closed_users,
+                                                    g.nclosed, l);
+        long long stock = order_recon_segment_stock(strtoll(g.argv[0], NULL, 10) - owed,
+                                                    l->snap_stock, l->nsnap, in_pg);
         rc = segment_write(r, l, &g, stock, in_pg);
+        if (owed)
+            sk_log(SK_LOG_INFO, "segment_owed", "event_id=%" PRIu64 " segment=%u owed_elsewhere=%lld",
+                   l->id, l->seg, owed);
     }
     order_recon_gate_clear(&g);
     event_unlock(lock, name);

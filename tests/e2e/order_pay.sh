@@ -46,13 +46,13 @@ expect() { # expect STATUS ERROR-or-STATUS-field METHOD PATH TOKEN [BODY]
 }
 
 ADMIN=$(token 1 --admin)
-# make_event STOCK WINDOW_S REBUY: prints the event id.
+# make_event STOCK WINDOW_S REBUY [SEGMENTS]: prints the event id.
 make_event() {
     local starts ends resp
     starts=$(date -u -d '-1 minute' +%Y-%m-%dT%H:%M:%SZ)
     ends=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
     resp=$(curl -fsS -X POST -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
-        -d "{\"name\":\"e2e pay\",\"stock\":$1,\"starts_at\":\"$starts\",\"ends_at\":\"$ends\",\"payment_window_s\":$2,\"rebuy_after_release\":$3}" \
+        -d "{\"name\":\"e2e pay\",\"stock\":$1,\"starts_at\":\"$starts\",\"ends_at\":\"$ends\",\"payment_window_s\":$2,\"rebuy_after_release\":$3,\"segments\":${4:-1}}" \
         "$URL/api/v1/events") || e2e_fail "create event"
     printf '%s' "$resp" | sed -n 's/.*"event_id":"\([0-9]*\)".*/\1/p'
 }
@@ -70,7 +70,7 @@ stock_left() { sql "select stock_left from seckill_event where id = $1"; }
 gate() { rcli GET "seckill:{e$1}:stock"; }
 
 USER0=$(( $(date +%s) * 1000 + 500000 ))
-mapfile -t T < <(token "$USER0" --count 8 --ttl 600)
+mapfile -t T < <(token "$USER0" --count 20 --ttl 600)
 
 # ---- pay: idempotent, another reference 409, cancel of paid 409 --------------------
 EV=$(make_event 3 900 false)
@@ -81,13 +81,22 @@ O1=$(buy "$EV" "${T[0]}")
 [ "$(sql "select pay_by - created_at between interval '900 seconds' and interval '960 seconds' from seckill_order where order_id = $O1")" = t ] ||
     e2e_fail "pay_by is not the insert's time + payment_window_s"
 expect 200 created GET "/api/v1/orders/$O1" "${T[0]}"
+# pay_by from the order index (the consumer's created entry carries PostgreSQL's value)
+pay_by() { sed -n 's/.*"pay_by":"\([^"]*\)".*/\1/p' "$E2E_TMP/resp"; }
+PB=$(pay_by)
+[ -n "$PB" ] || e2e_fail "GET of a created order answered from the index has no pay_by: $(body)"
+idx=$(rcli HGET "seckill:oidx:$((O1 >> 32))" "$O1:o")
+[ "${idx##*:}" = "$(sql "select (extract(epoch from pay_by) * 1000)::bigint from seckill_order where order_id = $O1")" ] ||
+    e2e_fail "the index entry $idx does not carry PostgreSQL's pay_by"
 expect 403 forbidden POST "/api/v1/orders/$O1/pay" "${T[1]}" '{"payment_ref":"x"}'
 expect 200 paid POST "/api/v1/orders/$O1/pay" "${T[0]}" '{"payment_ref":"ref-1"}'
 grep -q '"pay_by":"' "$E2E_TMP/resp" || e2e_fail "no pay_by in $(body)"
+[ "$(pay_by)" = "$PB" ] || e2e_fail "pay_by from PostgreSQL $(pay_by), from the index $PB"
 expect 200 paid POST "/api/v1/orders/$O1/pay" "${T[0]}" '{"payment_ref":"ref-1"}'
 expect 409 already_paid POST "/api/v1/orders/$O1/pay" "${T[0]}" '{"payment_ref":"ref-2"}'
 expect 409 already_paid POST "/api/v1/orders/$O1/cancel" "${T[0]}"
 expect 200 paid GET "/api/v1/orders/$O1" "${T[0]}"
+[ "$(pay_by)" = "$PB" ] || e2e_fail "GET of a paid order: pay_by $(pay_by), expected $PB"
 [ "$(sql "select status || ' ' || payment_ref || ' ' || (paid_at is not null) from seckill_order where order_id = $O1")" = "paid ref-1 true" ] ||
     e2e_fail "the paid row: $(sql "select status, payment_ref, paid_at from seckill_order where order_id = $O1")"
 [ "$(stock_left "$EV")" = 2 ] || e2e_fail "stock_left after a payment: $(stock_left "$EV")"
@@ -178,4 +187,79 @@ e2e_wait 10 "the sweep released $O9" swept
 [ "$(gate "$EV4")" = 1 ] || e2e_fail "gate after a repeated release: $(gate "$EV4")"
 expect 200 cancelled GET "/api/v1/orders/$O9" "${T[7]}"
 e2e_log "sweep: a release owed after a crash came back once ($O9)"
+
+# ---- segments (K = 3): the unit goes back to the buyer's home segment -------------
+# The home is the segment whose buyers set holds the user (order_seg_home); the
+# released set is there too. rebuy false keeps the buyer there, true lets it buy again.
+seg_key() { if [ "$2" = 0 ]; then echo "seckill:{e$1}:$3"; else echo "seckill:{e$1.$2}:$3"; fi; }
+user_of() { sql "select user_id from seckill_order where order_id = $1"; }
+home_of() { # home_of EVENT USER: the segment whose buyers set holds the user
+    local k
+    for k in 0 1 2; do
+        [ "$(rcli SISMEMBER "$(seg_key "$1" "$k" buyers)" "$2")" = 1 ] && { echo "$k"; return; }
+    done
+    echo none
+}
+seg_sum() { # stock + pending units over the 3 segments, plus held in PostgreSQL
+    local s=0 k v
+    for k in 0 1 2; do
+        v=$(rcli GET "$(seg_key "$1" "$k" stock)"); s=$((s + ${v:-0}))
+        s=$((s + $(rcli HLEN "$(seg_key "$1" "$k" pending)")))
+    done
+    echo $((s + $(sql "select count(*) from seckill_order where event_id = $1 and status in ('created', 'paid')")))
+}
+for rebuy in false true; do
+    EVS=$(make_event 3 900 "$rebuy" 3)
+    [ "$(sql "select segments from seckill_event where id = $EVS")" = 3 ] || e2e_fail "segments not stored"
+    if [ "$rebuy" = false ]; then t0=8; else t0=12; fi
+    OS1=$(buy "$EVS" "${T[$t0]}")
+    buy "$EVS" "${T[$((t0 + 1))]}" >/dev/null
+    buy "$EVS" "${T[$((t0 + 2))]}" >/dev/null
+    expect 409 sold_out POST "/api/v1/events/$EVS/orders" "${T[$((t0 + 3))]}"
+    U1=$(user_of "$OS1")
+    H=$(home_of "$EVS" "$U1")
+    [ "$H" != none ] || e2e_fail "K=3: buyer $U1 in no segment's buyers set"
+    stock_h() { rcli GET "$(seg_key "$EVS" "$H" stock)"; }
+    [ "$(stock_h)" = 0 ] || e2e_fail "K=3: home segment $H not empty: $(stock_h)"
+    expect 200 cancelled POST "/api/v1/orders/$OS1/cancel" "${T[$t0]}"
+    [ "$(stock_h)" = 1 ] || e2e_fail "K=3: the unit is not back in home segment $H: $(stock_h)"
+    [ "$(rcli SISMEMBER "$(seg_key "$EVS" "$H" released)" "$OS1")" = 1 ] ||
+        e2e_fail "K=3: no release marker for $OS1 in segment $H"
+    [ "$(seg_sum "$EVS")" = 3 ] || e2e_fail "K=3 rebuy=$rebuy: sums after the cancel: $(seg_sum "$EVS")"
+    if [ "$rebuy" = false ]; then
+        [ "$(home_of "$EVS" "$U1")" = "$H" ] || e2e_fail "K=3: the buyer left the buyers set without rebuy"
+        expect 409 duplicate POST "/api/v1/events/$EVS/orders" "${T[$t0]}"
+        # another user buys the released unit (from its home, or borrowed from $H)
+        buy "$EVS" "${T[$((t0 + 3))]}" >/dev/null
+    else
+        [ "$(home_of "$EVS" "$U1")" = none ] || e2e_fail "K=3: rebuy on, the buyer is still in a buyers set"
+        buy "$EVS" "${T[$t0]}" >/dev/null
+    fi
+    expect 409 sold_out POST "/api/v1/events/$EVS/orders" "${T[18]}"
+    [ "$(seg_sum "$EVS")" = 3 ] || e2e_fail "K=3 rebuy=$rebuy: sums after the resale: $(seg_sum "$EVS")"
+    [ "$(stock_left "$EVS")" = 0 ] || e2e_fail "K=3: stock_left $(stock_left "$EVS")"
+    e2e_log "K=3 rebuy=$rebuy: the unit went back to home segment $H and sold again; sums exact"
+done
+
+# ---- not_ready: a 202'd order still queued (the consumer is stopped) ------------
+e2e_stop_consumer
+EVN=$(make_event 1 900 false)
+st=$(call POST "/api/v1/events/$EVN/orders" "${T[16]}")
+[ "$st" = 202 ] || e2e_fail "order on $EVN: HTTP $st $(body)"
+ON=$(sed -n 's/.*"order_id":"\([0-9]*\)".*/\1/p' "$E2E_TMP/resp")
+in_pg "$ON" && e2e_fail "$ON reached PostgreSQL with the consumer stopped"
+hdr=$(curl -sS -D - -o "$E2E_TMP/resp" -X POST -H "Authorization: Bearer ${T[16]}" \
+    -H 'Content-Type: application/json' -d '{"payment_ref":"early"}' "$URL/api/v1/orders/$ON/pay")
+printf '%s' "$hdr" | head -n 1 | grep -q ' 409' || e2e_fail "pay of a queued order: $(printf '%s' "$hdr" | head -n 1) $(body)"
+grep -q '"error":"not_ready"' "$E2E_TMP/resp" || e2e_fail "pay of a queued order: $(body)"
+printf '%s' "$hdr" | grep -qi '^Retry-After: [0-9]' || e2e_fail "no Retry-After on not_ready: $hdr"
+expect 409 not_ready POST "/api/v1/orders/$ON/cancel" "${T[16]}"
+expect 403 forbidden POST "/api/v1/orders/$ON/pay" "${T[17]}" '{"payment_ref":"x"}'
+e2e_start_consumer
+e2e_wait 60 "order $ON in PostgreSQL" in_pg "$ON"
+[ "$(sql "select status || ' ' || coalesce(payment_ref, '-') || ' ' || (closed_at is null) from seckill_order where order_id = $ON")" = "created - true" ] ||
+    e2e_fail "the not_ready calls changed $ON: $(sql "select status, payment_ref, closed_at from seckill_order where order_id = $ON")"
+[ "$(stock_left "$EVN")" = 0 ] || e2e_fail "stock_left of $EVN: $(stock_left "$EVN")"
+expect 200 paid POST "/api/v1/orders/$ON/pay" "${T[16]}" '{"payment_ref":"early"}'
+e2e_log "not_ready: 409 with Retry-After while queued, nothing changed; paid once in PostgreSQL"
 e2e_log "PASS"

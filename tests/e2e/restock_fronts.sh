@@ -6,6 +6,8 @@
 # must be sold again through EACH front within 1 s (the flag lives soldout.ttl_ms, 500 ms).
 # The reservations given back are made and cancelled with the real lua/ scripts through
 # redis-cli; at the end seckill-check judges the event with the 202s of both fronts.
+# Then (issue 22) a durable order cancelled through front A's API: front B sells the
+# released unit within 1 s of the cancel's 200.
 . "$(dirname "$0")/lib.sh"
 e2e_require
 : "${SECKILL_SOURCE_DIR:?SECKILL_SOURCE_DIR is not set (ctest sets it)}"
@@ -106,4 +108,38 @@ e2e_log "stock given back sold again through front A after ${sold_a} ms, front B
 [ "$(wc -l <"$E2E_TMP/out/accepted.txt")" -eq 3 ] || e2e_fail "202s: $(wc -l <"$E2E_TMP/out/accepted.txt"), expected 3"
 
 e2e_check --wait 60 || e2e_fail "seckill-check found a violation"
+
+# ---- issue 22: a unit released by a cancel through front A sells through front B ----
+# A durable order (in PostgreSQL) cancelled with POST /orders/{id}/cancel on front A;
+# front B, whose flag says sold out, must accept a new buyer within 1 s of the 200.
+resp=$(curl -fsS -X POST -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+    -d "{\"name\":\"e2e release fronts\",\"stock\":1,\"starts_at\":\"$starts\",\"ends_at\":\"$ends\"}" \
+    "http://127.0.0.1:$PORT_A/api/v1/events") || e2e_fail "create event"
+EV=$(printf '%s' "$resp" | sed -n 's/.*"event_id":"\([0-9]*\)".*/\1/p')
+echo "$EV" >"$E2E_TMP/out/event_id"
+: >"$E2E_TMP/out/accepted.txt"
+i0=$(cat "$E2E_TMP/next")
+[ "$(place "$PORT_A")" = 202 ] || e2e_fail "the release event's first order was not accepted"
+OID=$(tail -n 1 "$E2E_TMP/out/accepted.txt")
+in_pg() { [ "$(psql "$SECKILL_PG" -qtAc "select status from seckill_order where order_id = $OID")" = created ]; }
+e2e_wait 60 "order $OID created in PostgreSQL" in_pg
+for port in "$PORT_A" "$PORT_B"; do
+    for _ in 1 2 3; do
+        st=$(place "$port")
+        [ "$st" = 409 ] || e2e_fail "front $port answered $st on a sold-out event, expected 409"
+    done
+done
+st=$(curl -sS -o "$E2E_TMP/resp" -w '%{http_code}' -X POST -H "Authorization: Bearer ${TOKS[$i0]}" \
+    "http://127.0.0.1:$PORT_A/api/v1/orders/$OID/cancel")
+t0=$(now_ms)
+[ "$st" = 200 ] || e2e_fail "cancel through front A: HTTP $st $(cat "$E2E_TMP/resp")"
+sold_b=
+while [ -z "$sold_b" ]; do
+    el=$(($(now_ms) - t0))
+    [ $el -le 1000 ] || e2e_fail "front B did not sell the released unit within 1000 ms of the cancel's 200"
+    if [ "$(place "$PORT_B")" = 202 ]; then sold_b=$(($(now_ms) - t0)); fi
+done
+e2e_log "a unit released by a cancel on front A sold through front B after ${sold_b} ms (bound 1000 ms)"
+[ "$(rcli GET "seckill:{e$EV}:stock")" = 0 ] || e2e_fail "stock after the resale: $(rcli GET "seckill:{e$EV}:stock")"
+e2e_check --wait 60 || e2e_fail "seckill-check found a violation after the release"
 e2e_log "PASS"

@@ -176,7 +176,7 @@ static void test_life_cycle(void **state)
     char ikey[ORDER_KEY_MAX], ofield[48], oval[ORDER_INDEX_VALUE_MAX];
     order_key_index(oid, ikey, sizeof(ikey));
     snprintf(ofield, sizeof(ofield), "%" PRIu64 "%s", oid, ORDER_INDEX_OUTCOME_SUFFIX);
-    order_index_entry out = {ev, user_base + 1, 0, 'c'};
+    order_index_entry out = {ev, user_base + 1, 0, 'c', 0};
     order_index_encode(&out, oval, sizeof(oval));
     redisContext *ic = rc;
     freeReplyObject(redisCommand(ic, "HSET %s %s %s", ikey, ofield, oval));

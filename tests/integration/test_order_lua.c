@@ -476,16 +476,33 @@ static void test_noscript_fallback(void **state)
     sk_test_redis_free(tr);
 }
 
-/* event_reload.lua: a lost gate rebuilt (stock, meta, buyers in chunks), never over a
- * live stock. */
+/* release.lua on e's keys (EVAL: the body, whether loaded or not). */
+static long long release_unit(const ev_keys *e, const char *order, const char *user)
+{
+    redisReply *r = redisCommand(rc, "EVAL %s 3 %s %s %s %s %s 0", seckill_lua_find("release"),
+                                 e->k[ORDER_KEY_STOCK], e->k[ORDER_KEY_BUYERS],
+                                 e->k[ORDER_KEY_RELEASED], order, user);
+    assert_non_null(r);
+    if (r->type != REDIS_REPLY_INTEGER)
+        fail_msg("release: reply type %d %s", r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* event_reload.lua: a lost gate rebuilt (stock, meta, buyers in chunks, the closed
+ * orders into the released set, in chunks too), never over a live stock; a release
+ * owed for a closed order the reload counted answers 0 and gives nothing. */
 static void test_event_reload(void **state)
 {
     (void)state;
     ev_keys e;
     keys_of(fresh_event(), &e);
-    enum { USERS = 2500 }; /* more than one SADD chunk */
-    const char **argv = calloc(3 + 3 + 4 + USERS, sizeof(*argv));
-    char (*ids)[24] = calloc(USERS, sizeof(*ids));
+    enum { USERS = 2500, CLOSED = 1200 }; /* more than one SADD chunk each */
+    const char **argv = calloc(4 + 4 + 5 + USERS + CLOSED, sizeof(*argv));
+    char (*ids)[24] = calloc(USERS + CLOSED, sizeof(*ids));
+    char nusers[12];
+    snprintf(nusers, sizeof(nusers), "%d", USERS);
     assert_non_null(argv);
     assert_non_null(ids);
     char sha[41];
@@ -493,20 +510,41 @@ static void test_event_reload(void **state)
     int n = 0;
     argv[n++] = "EVALSHA";
     argv[n++] = sha;
-    argv[n++] = "3";
+    argv[n++] = "4";
     argv[n++] = e.k[ORDER_KEY_STOCK];
     argv[n++] = e.k[ORDER_KEY_META];
     argv[n++] = e.k[ORDER_KEY_BUYERS];
+    argv[n++] = e.k[ORDER_KEY_RELEASED];
     argv[n++] = "7";
     argv[n++] = "1000";
     argv[n++] = "9000000000000";
     argv[n++] = "1";
+    argv[n++] = nusers;
     for (int i = 0; i < USERS; i++) {
         snprintf(ids[i], sizeof(ids[i]), "%d", 1000 + i);
         argv[n++] = ids[i];
     }
+    for (int i = USERS; i < USERS + CLOSED; i++) { /* closed orders' ids */
+        snprintf(ids[i], sizeof(ids[i]), "%d", 7000000 + i);
+        argv[n++] = ids[i];
+    }
     /* a stale buyer left in the set is dropped: the set is rebuilt whole */
     freeReplyObject(redisCommand(rc, "SADD %s 42", e.k[ORDER_KEY_BUYERS]));
+    /* a count that does not fit the ARGV is refused, nothing written */
+    argv[11] = "999999";
+    redisReply *bad = redisCommandArgv(rc, n, argv, NULL);
+    if (bad && bad->type == REDIS_REPLY_ERROR && strncmp(bad->str, "NOSCRIPT", 8) == 0) {
+        freeReplyObject(bad);
+        argv[0] = "EVAL";
+        argv[1] = seckill_lua_find("event_reload");
+        bad = redisCommandArgv(rc, n, argv, NULL);
+    }
+    assert_non_null(bad);
+    assert_int_equal(bad->type, REDIS_REPLY_ERROR);
+    freeReplyObject(bad);
+    assert_int_equal(cmd_int("EXISTS %s", e.k[ORDER_KEY_STOCK], NULL), 0);
+    assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_RELEASED], NULL), 0);
+    argv[11] = nusers;
     redisReply *r = redisCommandArgv(rc, n, argv, NULL);
     if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(r);
@@ -522,6 +560,14 @@ static void test_event_reload(void **state)
     assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_BUYERS], NULL), USERS);
     assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "42"), 0);
     assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "3499"), 1);
+    assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_RELEASED], NULL), CLOSED);
+    /* a release owed for a closed order: the reloaded stock counts its unit already */
+    assert_int_equal(release_unit(&e, ids[USERS + CLOSED - 1], "1001"), 0);
+    assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 7);
+    /* an order closed after the reload's read is not in the set: its unit comes back */
+    assert_int_equal(release_unit(&e, "6999999", "1002"), 1);
+    assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 8);
+    freeReplyObject(redisCommand(rc, "DECR %s", e.k[ORDER_KEY_STOCK]));
     assert_int_equal(reserve(&e, "1000", "1", 5000), 2); /* a buyer before the loss */
     assert_int_equal(reserve(&e, "9", "2", 5000), 0);
     /* Loaded: a second reload changes nothing (the live stock is 6 now). */

@@ -452,7 +452,7 @@ static void test_stuck_queued_bounded(void **state)
     redisContext *rc = to_redis(getenv("SECKILL_REDIS_URL"));
     assert_non_null(rc);
     char key[ORDER_KEY_MAX], val[ORDER_INDEX_VALUE_MAX];
-    order_index_entry e = {ev, user, 1, 0};
+    order_index_entry e = {ev, user, 1, 0, 0};
     order_key_index(oid, key, sizeof(key));
     order_index_encode(&e, val, sizeof(val));
     freeReplyObject(redisCommand(rc, "HSET %s %" PRIu64 " %s", key, oid, val));

@@ -217,19 +217,21 @@ static void test_ocache(void **state)
     assert_non_null(c);
     uint64_t ev, user;
     char out;
-    assert_int_equal(order_ocache_get(c, 42, NOW, &ev, &user, &out), 0);
-    order_ocache_put(c, 42, 7, 9, 'q', NOW); /* not final: ignored */
-    assert_int_equal(order_ocache_get(c, 42, NOW, &ev, &user, &out), 0);
-    order_ocache_put(c, 42, 7, 9, 'c', NOW);
-    assert_int_equal(order_ocache_get(c, 42, NOW + 999, &ev, &user, &out), 1);
+    assert_int_equal(order_ocache_get(c, 42, NOW, &ev, &user, &out, NULL), 0);
+    order_ocache_put(c, 42, 7, 9, 'q', 0, NOW); /* not final: ignored */
+    assert_int_equal(order_ocache_get(c, 42, NOW, &ev, &user, &out, NULL), 0);
+    order_ocache_put(c, 42, 7, 9, 'c', 1795000000123LL, NOW);
+    int64_t pay_by = 0;
+    assert_int_equal(order_ocache_get(c, 42, NOW + 999, &ev, &user, &out, &pay_by), 1);
     assert_true(ev == 7 && user == 9 && out == 'c');
-    assert_int_equal(order_ocache_get(c, 42, NOW + 1000, &ev, &user, &out), 0);
+    assert_int_equal(pay_by, 1795000000123LL); /* issue 22: GET answers pay_by from here too */
+    assert_int_equal(order_ocache_get(c, 42, NOW + 1000, &ev, &user, &out, NULL), 0);
     /* many orders in a small table: every hit is the order asked for */
     for (uint64_t id = 1; id <= 5000; id++)
-        order_ocache_put(c, ID_OF(100, id), id, id + 1, 'r', NOW);
+        order_ocache_put(c, ID_OF(100, id), id, id + 1, 'r', 0, NOW);
     int hits = 0;
     for (uint64_t id = 1; id <= 5000; id++) {
-        if (order_ocache_get(c, ID_OF(100, id), NOW + 1, &ev, &user, &out)) {
+        if (order_ocache_get(c, ID_OF(100, id), NOW + 1, &ev, &user, &out, NULL)) {
             hits++;
             assert_true(ev == id && user == id + 1 && out == 'r');
         }
@@ -249,7 +251,7 @@ static void test_ocache_lookups(void **state)
     char out;
     assert_int_equal(order_ocache_claim_lookup(c, 42, NOW), 1);
     assert_int_equal(order_ocache_claim_lookup(c, 42, NOW + 1), 0);      /* looked up lately */
-    assert_int_equal(order_ocache_get(c, 42, NOW + 1, &ev, &user, &out), 0); /* not an outcome */
+    assert_int_equal(order_ocache_get(c, 42, NOW + 1, &ev, &user, &out, NULL), 0); /* not an outcome */
     assert_int_equal(order_ocache_claim_lookup(c, 42, NOW + 4999), 0);
     assert_int_equal(order_ocache_claim_lookup(c, 42, NOW + 5000), 1);   /* next interval */
     /* the budget: 3 a second over all orders, whatever their ids */
@@ -260,14 +262,14 @@ static void test_ocache_lookups(void **state)
     assert_int_equal(order_ocache_claim_lookup(c, ID_OF(1, 4), t + 3), 0);
     assert_int_equal(order_ocache_claim_lookup(c, ID_OF(1, 4), t + 1000), 1); /* a new second */
     /* the lookup found it: the outcome replaces the mark */
-    order_ocache_put(c, ID_OF(1, 1), 7, 9, 'c', t + 1001);
-    assert_int_equal(order_ocache_get(c, ID_OF(1, 1), t + 1002, &ev, &user, &out), 1);
+    order_ocache_put(c, ID_OF(1, 1), 7, 9, 'c', 0, t + 1001);
+    assert_int_equal(order_ocache_get(c, ID_OF(1, 1), t + 1002, &ev, &user, &out, NULL), 1);
     assert_true(ev == 7 && user == 9 && out == 'c');
     /* and keeps both: the found outcome answers past its ttl until the next lookup may
      * start, and no second lookup in the interval */
-    assert_int_equal(order_ocache_get(c, ID_OF(1, 1), t + 4999, &ev, &user, &out), 1);
+    assert_int_equal(order_ocache_get(c, ID_OF(1, 1), t + 4999, &ev, &user, &out, NULL), 1);
     assert_int_equal(order_ocache_claim_lookup(c, ID_OF(1, 1), t + 4999), 0);
-    assert_int_equal(order_ocache_get(c, ID_OF(1, 1), t + 5000, &ev, &user, &out), 0);
+    assert_int_equal(order_ocache_get(c, ID_OF(1, 1), t + 5000, &ev, &user, &out, NULL), 0);
     assert_int_equal(order_ocache_claim_lookup(c, ID_OF(1, 1), t + 5000), 1);
     order_ocache_free(c);
 }

@@ -117,7 +117,7 @@ static void test_index_status(void **state)
         assert_true(l != 0);
         assert_string_equal(order_index_status_name(l), names[i]);
         /* the letter round-trips through an index value */
-        order_index_entry e = {11, 22, 0, l}, d;
+        order_index_entry e = {11, 22, 0, l, 0}, d;
         char v[ORDER_INDEX_VALUE_MAX];
         size_t n = order_index_encode(&e, v, sizeof(v));
         assert_int_equal(order_index_decode(v, n, &d), 0);

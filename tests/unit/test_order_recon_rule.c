@@ -220,6 +220,59 @@ static void test_lost_carry(void **state)
     order_recon_lost_free(NULL, 0);
 }
 
+/* Issue 22: the closed orders homed on a segment (its released set after a reload), and
+ * those owed to another live segment (kept out of a lost segment's stock). */
+static void test_closed_and_owed(void **state)
+{
+    (void)state;
+    char ubuf[30][8], ibuf[30][8];
+    const char *users[30], *ids[30];
+    unsigned home[30];
+    for (int i = 0; i < 30; i++) {
+        snprintf(ubuf[i], sizeof(ubuf[i]), "%d", 5000 + i);
+        snprintf(ibuf[i], sizeof(ibuf[i]), "%d", 900 + i);
+        users[i] = ubuf[i];
+        ids[i] = ibuf[i];
+        home[i] = order_seg_home(5000 + (uint64_t)i, 3);
+    }
+    /* closed_homed keeps ids and users together */
+    const char *ki[30], *ku[30];
+    memcpy(ki, ids, sizeof(ki));
+    memcpy(ku, users, sizeof(ku));
+    int n1 = order_recon_closed_homed(ki, ku, 30, 1, 3), want1 = 0;
+    for (int i = 0; i < 30; i++)
+        want1 += home[i] == 1;
+    assert_int_equal(n1, want1);
+    for (int i = 0; i < n1; i++) {
+        assert_int_equal(order_seg_home(strtoull(ku[i], NULL, 10), 3), 1);
+        assert_int_equal(atoi(ki[i]) - 900, atoi(ku[i]) - 5000);
+    }
+    /* segment 0 lost; segment 1 was loaded at the snapshot and had released the first
+     * of its closed orders; segment 2 was lost too (its own reload names its orders) */
+    order_recon_lost l = {.id = 9, .seg = 0, .k = 3, .snap_present = 1u << 1};
+    int first1 = -1, in1 = 0, in2 = 0;
+    for (int i = 0; i < 30; i++) {
+        if (home[i] == 1 && first1 < 0)
+            first1 = i;
+        in1 += home[i] == 1;
+        in2 += home[i] == 2;
+    }
+    assert_true(first1 >= 0 && in1 > 1 && in2 > 0); /* the ids spread over the segments */
+    assert_int_equal(order_recon_snap_add_released(&l, "zz-not-an-order"), 0);
+    assert_int_equal(order_recon_snap_add_released(&l, ids[first1]), 0);
+    order_recon_snap_sort_released(&l);
+    assert_int_equal(order_recon_owed_elsewhere(ids, users, 30, &l), in1 - 1);
+    /* segment 2 loaded too, nothing released there: all its orders owed as well */
+    l.snap_present |= 1u << 2;
+    assert_int_equal(order_recon_owed_elsewhere(ids, users, 30, &l), in1 - 1 + in2);
+    /* K = 1: everything is home, nothing owed */
+    order_recon_lost one = {.id = 9, .seg = 0, .k = 1, .snap_present = 1};
+    assert_int_equal(order_recon_owed_elsewhere(ids, users, 30, &one), 0);
+    order_recon_snap_drop(&l);
+    assert_int_equal(l.nrel, 0);
+    assert_int_equal(l.snap_present, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_claims_and_id_array),
         cmocka_unit_test(test_segments),
         cmocka_unit_test(test_lost_carry),
+        cmocka_unit_test(test_closed_and_owed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

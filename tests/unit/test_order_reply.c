@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "order_iwrite.h"
 #include "order_metrics.h"
 #include "order_msg.h"
 #include "order_reply.h"
@@ -132,13 +133,13 @@ static void test_index_entry(void **state)
 {
     (void)state;
     char v[ORDER_INDEX_VALUE_MAX];
-    order_index_entry e = {(uint64_t)INT64_MAX, 42, 1, 0}, d;
+    order_index_entry e = {(uint64_t)INT64_MAX, 42, 1, 0, 0}, d;
     size_t n = order_index_encode(&e, v, sizeof(v));
     assert_string_equal(v, "9223372036854775807:42:a");
     assert_int_equal(n, strlen(v));
     assert_int_equal(order_index_decode(v, n, &d), 0);
     assert_true(d.event_id == (uint64_t)INT64_MAX && d.user_id == 42 && d.acked == 1);
-    e = (order_index_entry){7, 9, 0, 0};
+    e = (order_index_entry){7, 9, 0, 0, 0};
     n = order_index_encode(&e, v, sizeof(v));
     assert_string_equal(v, "7:9:p");
     assert_int_equal(order_index_decode(v, n, &d), 0);
@@ -146,12 +147,35 @@ static void test_index_entry(void **state)
     /* the consumer's outcome fields: created, rejected, in PostgreSQL already */
     const char outcomes[] = {'c', 'r', 'd'};
     for (size_t i = 0; i < sizeof(outcomes); i++) {
-        e = (order_index_entry){7, 9, 0, outcomes[i]};
+        e = (order_index_entry){7, 9, 0, outcomes[i], 0};
         n = order_index_encode(&e, v, sizeof(v));
         assert_int_equal(v[n - 1], outcomes[i]);
         assert_int_equal(order_index_decode(v, n, &d), 0);
         assert_true(d.event_id == 7 && d.user_id == 9 && d.acked == 0 && d.outcome == outcomes[i]);
     }
+    /* issue 22: created and paid entries carry pay_by; the others never do */
+    e = (order_index_entry){(uint64_t)INT64_MAX, (uint64_t)INT64_MAX, 0, 'c', INT64_MAX};
+    n = order_index_encode(&e, v, sizeof(v));
+    assert_string_equal(v, "9223372036854775807:9223372036854775807:c:9223372036854775807");
+    assert_true(n < ORDER_INDEX_VALUE_MAX);
+    assert_int_equal(order_index_decode(v, n, &d), 0);
+    assert_true(d.outcome == 'c' && d.pay_by_ms == INT64_MAX && d.user_id == (uint64_t)INT64_MAX);
+    e = (order_index_entry){7, 9, 0, 'P', 1795000000123LL};
+    n = order_index_encode(&e, v, sizeof(v));
+    assert_string_equal(v, "7:9:P:1795000000123");
+    assert_int_equal(order_index_decode(v, n, &d), 0);
+    assert_true(d.outcome == 'P' && d.pay_by_ms == 1795000000123LL);
+    e = (order_index_entry){7, 9, 0, 'X', 1795000000123LL};
+    n = order_index_encode(&e, v, sizeof(v));
+    assert_string_equal(v, "7:9:X");
+    assert_int_equal(order_index_decode("7:9:c", 5, &d), 0); /* written before pay_by was */
+    assert_int_equal(d.pay_by_ms, 0);
+    const char *bad_pay_by[] = {"7:9:c:", "7:9:c:0", "7:9:c:-1", "7:9:c:x", "7:9:X:17",
+                                "7:9:a:17", "7:9:c:17:1", "7:9:c:9223372036854775808"};
+    for (size_t i = 0; i < sizeof(bad_pay_by) / sizeof(bad_pay_by[0]); i++)
+        if (order_index_decode(bad_pay_by[i], strlen(bad_pay_by[i]), &d) != -1)
+            fail_msg("decoded %s", bad_pay_by[i]);
+    e = (order_index_entry){7, 9, 0, 'c', 0};
     assert_int_equal(order_index_encode(&e, v, 5), 0); /* no room for the NUL */
     const char *bad[] = {"", "7", "7:9", "7:9:", "7:9:x", "7:9:aa", "7:9:o", ":9:a", "7::a", "7:9a",
                          "18446744073709551616:9:a", "7:-9:a", "7 :9:a",
@@ -183,13 +207,49 @@ static void test_metrics_text(void **state)
     free(t);
 }
 
+/* order_iwrite: the one builder of the index writes (HSET of fields, then EXPIRE). */
+static void test_iwrite(void **state)
+{
+    (void)state;
+    order_iwrite *w = order_iwrite_new(2);
+    assert_non_null(w);
+    const uint64_t a = (7ULL << 32) | 1, b = (7ULL << 32) | 2, other = (8ULL << 32) | 1;
+    order_iwrite_begin(w, a, 604800);
+    order_index_entry e = {11, 22, 0, 'P', 1795000000123LL}, f = {11, 23, 1, 0, 0};
+    assert_int_equal(order_iwrite_add(w, a, ORDER_INDEX_STATUS_SUFFIX, &e), 0);
+    assert_int_equal(order_iwrite_add(w, other, "", &f), -1); /* another second's hash */
+    assert_int_equal(order_iwrite_add(w, b, "", &f), 0);
+    assert_int_equal(order_iwrite_add(w, b, ORDER_INDEX_OUTCOME_SUFFIX, &f), -1); /* full */
+    assert_int_equal(order_iwrite_count(w), 2);
+    const char **argv;
+    const size_t *lens;
+    assert_int_equal(order_iwrite_hset(w, &argv, &lens), 6);
+    const char *want[6] = {"HSET", "seckill:oidx:7", "30064771073:s", "11:22:P:1795000000123",
+                           "30064771074", "11:23:a"};
+    for (int i = 0; i < 6; i++) {
+        assert_string_equal(argv[i], want[i]);
+        assert_int_equal(lens[i], strlen(want[i]));
+    }
+    assert_int_equal(order_iwrite_expire(w, &argv, &lens), 3);
+    assert_string_equal(argv[0], "EXPIRE");
+    assert_string_equal(argv[1], "seckill:oidx:7");
+    assert_string_equal(argv[2], "604800");
+    assert_int_equal(lens[2], 6);
+    order_iwrite_begin(w, other, 60); /* a new write drops the fields */
+    assert_int_equal(order_iwrite_count(w), 0);
+    assert_int_equal(order_iwrite_hset(w, &argv, &lens), 2);
+    assert_string_equal(argv[1], "seckill:oidx:8");
+    order_iwrite_free(w);
+    order_iwrite_free(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_bodies), cmocka_unit_test(test_reserve_codes),
         cmocka_unit_test(test_success_bodies),
         cmocka_unit_test(test_keys), cmocka_unit_test(test_index_entry),
-        cmocka_unit_test(test_metrics_text),
+        cmocka_unit_test(test_metrics_text), cmocka_unit_test(test_iwrite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
