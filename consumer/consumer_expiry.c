@@ -47,7 +47,8 @@ static const char SQL_EXPIRE[] =
 
 /* Closed orders whose unit is still owed to the gate. $1: the most rows. */
 static const char SQL_UNRELEASED[] =
-    "SELECT o.order_id, o.event_id, o.user_id, o.status, e.rebuy_after_release, e.segments "
+    "SELECT o.order_id, o.event_id, o.user_id, o.status, e.rebuy_after_release, e.segments, "
+    "e.ends_at > now() "
     "FROM seckill_order o JOIN seckill_event e ON e.id = o.event_id "
     "WHERE o.status IN ('cancelled', 'expired') AND o.released_at IS NULL "
     "ORDER BY o.closed_at LIMIT $1::int";
@@ -180,6 +181,23 @@ static int queue_release(consumer_expiry *e, PGresult *r, int i)
     return 0;
 }
 
+/* Row i of the sweep's query, release.lua answered `rep`: 1 given back now (counted in
+ * *given), 0 given back before: settled. -1, the gate is not loaded: settled only once the
+ * sale has ended (no reload will come). While it is on sale the reconciler reloads it, and
+ * this order may have closed after the reload read stock_left: its unit is then in neither
+ * the reload's count nor its released set, so the release stays owed and a later sweep
+ * gives it back (or finds it in the released set: 0). Settling it here would lose the
+ * unit. @returns 1 settled, 0 still owed, -1 not an answer. */
+static int sweep_answer(PGresult *r, int i, const redisReply *rep, long *given)
+{
+    if (rep->type != REDIS_REPLY_INTEGER)
+        return -1;
+    if (rep->integer < 0)
+        return PQgetvalue(r, i, 6)[0] == 't' ? 0 : 1; /* column 6: the sale is on */
+    *given += rep->integer == 1;
+    return 1;
+}
+
 /* The sweep: what is owed to the gate goes back, then released_at. @returns the units
  * given back now, or -1. */
 static long sweep(consumer_expiry *e)
@@ -201,7 +219,7 @@ static long sweep(consumer_expiry *e)
     /* "{id,id,...}": at most batch ids of 19 digits. */
     size_t cap = (size_t)n * 21 + 3, len = 1;
     char *ids = malloc(cap);
-    int queued = 0, failed = 0;
+    int queued = 0, failed = 0, owed = 0, first_owed = 0;
     long given = 0;
     if (!ids) {
         snprintf(e->err, sizeof(e->err), "out of memory");
@@ -221,13 +239,13 @@ static long sweep(consumer_expiry *e)
         for (int k = 0; k < 3; k++)
             if (rcl_get_reply(e->rc, &rep[k]) != 0 || rep[k]->type == REDIS_REPLY_ERROR)
                 ok = 0;
-        /* release.lua answered: 1 now, 0 before, -1 the event is not loaded (a reload
-         * counts stock_left, which holds the unit): the Redis half is settled. */
-        if (ok && rep[0]->type == REDIS_REPLY_INTEGER) {
-            given += rep[0]->integer == 1;
+        int a = ok ? sweep_answer(r, i, rep[0], &given) : -1;
+        if (a == 1)
             len += (size_t)snprintf(ids + len, cap - len, "%s%s", len > 1 ? "," : "",
                                     PQgetvalue(r, i, 0));
-        } else {
+        else if (a == 0 && owed++ == 0)
+            first_owed = i;
+        if (a < 0) {
             failed = 1;
             if (rep[0] && rep[0]->type == REDIS_REPLY_ERROR)
                 snprintf(e->err, sizeof(e->err), "release.lua: %.200s", rep[0]->str);
@@ -237,6 +255,9 @@ static long sweep(consumer_expiry *e)
         for (int k = 0; k < 3; k++)
             freeReplyObject(rep[k]);
     }
+    if (owed)
+        sk_log(SK_LOG_INFO, "release_owed", "order_id=%s event_id=%s count=%d",
+               PQgetvalue(r, first_owed, 0), PQgetvalue(r, first_owed, 1), owed);
     PQclear(r);
     snprintf(ids + len, cap - len, "}");
     if (len > 1) {

@@ -4,8 +4,10 @@
 -- ARGV[1] order_id  ARGV[2] user_id  ARGV[3] rebuy: 1 the buyer may buy this event again
 --   (the event's rebuy_after_release: SREM from buyers), 0 the buyer stays in buyers.
 -- Answers 1 released now, 0 already released (nothing changed), -1 the event's stock is
--- not loaded (nothing changed: the reconciler's reload counts PostgreSQL's stock_left,
--- which already holds this unit).
+-- not loaded (nothing changed). After -1 the caller keeps the release owed while the sale
+-- is on: the reconciler's reload puts the orders closed at its read into the released set
+-- and their units into the stock, so the retry answers 0 for those and gives back the unit
+-- of one that closed after the read.
 -- Exactly once by order id: the released set remembers every order whose unit came back,
 -- so a retry (the front's after a lost answer, the consumer's release sweep after a crash
 -- between the PostgreSQL commit and this call) changes nothing. Unlike cancel.lua there is

@@ -118,21 +118,22 @@ static void after_mark(order_task *t)
     free(p);
 }
 
-/* release.lua answered: 1 given back now, 0 given back before, -1 the event's keys are
- * not loaded (the reconciler's reload counts PostgreSQL's stock_left, which holds the
- * unit already). All three are settled: record released_at, then answer (the request
- * stays in flight until then, so SIGTERM waits for it). No answer: leave it to the
- * release sweep (released_at stays NULL). The answer comes after the unit is back: a
- * buyer told "cancelled" sees the unit on sale at once. */
+/* release.lua answered: 1 given back now, 0 given back before: settled, record
+ * released_at, then answer (the request stays in flight until then, so SIGTERM waits for
+ * it). -1, the event's keys are not loaded, or no answer: leave it to the release sweep
+ * (released_at stays NULL). A reload may have read stock_left before this close committed,
+ * so a "not loaded" unit is not surely counted; the sweep knows whether the sale is still
+ * on and retries after the reload (consumer_expiry.c). The answer comes after the unit is
+ * back: a buyer told "cancelled" sees the unit on sale at once. */
 static void on_release(redisReply *reply, void *arg)
 {
     pay_req *p = arg;
-    int settled = reply && reply->type == REDIS_REPLY_INTEGER;
+    int settled = reply && reply->type == REDIS_REPLY_INTEGER && reply->integer >= 0;
     if (settled && reply->integer == 1)
         order_soldout_clear(p->w->app->soldout, p->job.event_id);
     sk_log(settled ? SK_LOG_INFO : SK_LOG_WARN, "order_released",
            "order_id=%" PRIu64 " event_id=%" PRIu64 " status=%s redis=%lld", p->job.id,
-           p->job.event_id, p->job.order_status, settled ? (long long)reply->integer : -2LL);
+           p->job.event_id, p->job.order_status, reply && reply->type == REDIS_REPLY_INTEGER ? (long long)reply->integer : -2LL);
     order_pg_job saved = p->job;
     if (settled) {
         p->job.kind = ORDER_PG_MARK_RELEASED;
