@@ -110,13 +110,8 @@ static void test_drain(void **state)
     (void)state;
     uint64_t rnd = ctu_seed();
     ctu_kafka k;
-    assert_int_equal(ctu_kafka_start(&k, 6), 0);
-    char *conninfo = ctu_db_create(DB_NAME);
-    assert_non_null(conninfo);
-    assert_int_equal(ctu_consumer_migrate(conninfo), 0);
-    PGconn *pg = ctu_pg(conninfo);
-    for (int e = 0; e < NEVENTS; e++)
-        assert_int_equal(ctu_pg_add_event(pg, EVENT_BASE + e, STOCK), 0);
+    PGconn *pg;
+    char *conninfo = ctu_setup(&k, 6, DB_NAME, EVENT_BASE, NEVENTS, STOCK, &pg);
 
     /* Produce: valid orders in order, replays, second orders and poison spread among them. */
     poison *poisons = calloc(NPOISON, sizeof(*poisons));
@@ -160,11 +155,11 @@ static void test_drain(void **state)
     assert_int_equal(next_poison, NPOISON);
 
     int port = sk_test_free_port();
-    char env_pg[1024], env_bs[300], env_port[64];
-    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
-    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    ctu_env ce;
+    char env_port[64];
+    ctu_env_fill(&ce, conninfo, k.bootstrap);
     snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
-    const char *env[] = {env_pg, env_bs, env_port, "SECKILL_GROUP_ID=drain-test",
+    const char *env[] = {ce.pg, ce.brokers, env_port, "SECKILL_GROUP_ID=drain-test",
                          "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", NULL};
     int64_t t0 = sk_test_now_ms();
     pid_t pid = ctu_consumer_spawn(env);

@@ -40,12 +40,8 @@ static void test_events(void **state)
 {
     (void)state;
     ctu_kafka k;
-    assert_int_equal(ctu_kafka_start(&k, 3), 0);
-    char *conninfo = ctu_db_create(DB_NAME);
-    assert_non_null(conninfo);
-    assert_int_equal(ctu_consumer_migrate(conninfo), 0);
-    PGconn *pg = ctu_pg(conninfo);
-    assert_int_equal(ctu_pg_add_event(pg, EVENT, 100), 0);
+    PGconn *pg;
+    char *conninfo = ctu_setup(&k, 3, DB_NAME, EVENT, 1, 100, &pg);
 
     rd_kafka_t *p = ctu_producer(k.bootstrap);
     char buf[256], key[32];
@@ -57,11 +53,11 @@ static void test_events(void **state)
     assert_int_equal(ctu_producer_close(p), 0);
 
     int port = sk_test_free_port();
-    char env_pg[1024], env_bs[300], env_port[64];
-    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
-    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    ctu_env ce;
+    char env_port[64];
+    ctu_env_fill(&ce, conninfo, k.bootstrap);
     snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
-    const char *env[] = {env_pg, env_bs, env_port, "SECKILL_GROUP_ID=events-test",
+    const char *env[] = {ce.pg, ce.brokers, env_port, "SECKILL_GROUP_ID=events-test",
                          "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", "SECKILL_EXPIRY_INTERVAL_MS=0",
                          "SECKILL_REDIS_URL=", NULL};
     pid_t pid = ctu_consumer_spawn(env);

@@ -50,27 +50,22 @@ static void test_group(void **state)
 {
     (void)state;
     ctu_kafka k;
-    assert_int_equal(ctu_kafka_start(&k, 6), 0);
-    char *conninfo = ctu_db_create(DB_NAME);
-    assert_non_null(conninfo);
-    assert_int_equal(ctu_consumer_migrate(conninfo), 0);
-    PGconn *pg = ctu_pg(conninfo);
-    for (int e = 0; e < NEVENTS; e++)
-        assert_int_equal(ctu_pg_add_event(pg, EVENT_BASE + e, 10000), 0);
+    PGconn *pg;
+    char *conninfo = ctu_setup(&k, 6, DB_NAME, EVENT_BASE, NEVENTS, 10000, &pg);
     rd_kafka_t *p = ctu_producer(k.bootstrap);
     assert_int_equal(ctu_produce_orders(p, ORDER_BASE, N1, EVENT_BASE, NEVENTS, USER_BASE), 0);
     assert_int_equal(ctu_producer_close(p), 0);
 
     int port_a = sk_test_free_port(), port_b = sk_test_free_port();
-    char env_pg[1024], env_bs[300], env_pa[64], env_pb[64];
-    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
-    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    ctu_env ce;
+    char env_pa[64], env_pb[64];
+    ctu_env_fill(&ce, conninfo, k.bootstrap);
     snprintf(env_pa, sizeof(env_pa), "SECKILL_HTTP_PORT=%d", port_a);
     snprintf(env_pb, sizeof(env_pb), "SECKILL_HTTP_PORT=%d", port_b);
     /* Small batches and a slow-ish pace, so both members are busy when one leaves. */
-    const char *env_a[] = {env_pg, env_bs, env_pa, "SECKILL_GROUP_ID=group-test",
+    const char *env_a[] = {ce.pg, ce.brokers, env_pa, "SECKILL_GROUP_ID=group-test",
                            "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", "SECKILL_BATCH_MAX=100", NULL};
-    const char *env_b[] = {env_pg, env_bs, env_pb, "SECKILL_GROUP_ID=group-test",
+    const char *env_b[] = {ce.pg, ce.brokers, env_pb, "SECKILL_GROUP_ID=group-test",
                            "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", "SECKILL_BATCH_MAX=100", NULL};
     pid_t a = ctu_consumer_spawn(env_a);
     pid_t b = ctu_consumer_spawn(env_b);

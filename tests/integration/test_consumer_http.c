@@ -79,12 +79,12 @@ static void test_http_limits(void **state)
     char *conninfo = ctu_db_create(DB_NAME);
     assert_non_null(conninfo);
     int port = sk_test_free_port();
-    char env_pg[1024], env_bs[300], env_port[64], env_to[64];
-    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
-    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    ctu_env ce;
+    char env_port[64], env_to[64];
+    ctu_env_fill(&ce, conninfo, k.bootstrap);
     snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
     snprintf(env_to, sizeof(env_to), "SECKILL_HTTP_TIMEOUT_S=%d", TIMEOUT_S);
-    const char *env[] = {env_pg, env_bs, env_port, env_to, "SECKILL_HTTP_BIND=127.0.0.1",
+    const char *env[] = {ce.pg, ce.brokers, env_port, env_to, "SECKILL_HTTP_BIND=127.0.0.1",
                          "SECKILL_GROUP_ID=http-test", NULL};
     pid_t pid = ctu_consumer_spawn(env);
     assert_int_equal(ctu_wait_healthy(port, 60000), 0);
@@ -221,11 +221,11 @@ static void test_http_guard(void **state)
     char *conninfo = ctu_db_create(DB_NAME);
     assert_non_null(conninfo);
     int port = sk_test_free_port();
-    char env_pg[1024], env_bs[300], env_port[64];
-    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
-    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    ctu_env ce;
+    char env_port[64];
+    ctu_env_fill(&ce, conninfo, k.bootstrap);
     snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
-    const char *env[] = {env_pg, env_bs, env_port, "SECKILL_HTTP_BIND=127.0.0.1",
+    const char *env[] = {ce.pg, ce.brokers, env_port, "SECKILL_HTTP_BIND=127.0.0.1",
                          "SECKILL_HTTP_TIMEOUT_S=10", "SECKILL_HTTP_READ_TIMEOUT_MS=1500",
                          "SECKILL_LIMITS_CONNECTIONS=4", "SECKILL_HTTP_MAX_HEADER_BYTES=1024",
                          "SECKILL_GROUP_ID=http-guard-test", NULL};

@@ -39,13 +39,8 @@ static void test_kill(void **state)
     (void)state;
     uint64_t rnd = ctu_seed();
     ctu_kafka k;
-    assert_int_equal(ctu_kafka_start(&k, 6), 0);
-    char *conninfo = ctu_db_create(DB_NAME);
-    assert_non_null(conninfo);
-    assert_int_equal(ctu_consumer_migrate(conninfo), 0);
-    PGconn *pg = ctu_pg(conninfo);
-    for (int e = 0; e < NEVENTS; e++)
-        assert_int_equal(ctu_pg_add_event(pg, EVENT_BASE + e, STOCK), 0);
+    PGconn *pg;
+    char *conninfo = ctu_setup(&k, 6, DB_NAME, EVENT_BASE, NEVENTS, STOCK, &pg);
 
     rd_kafka_t *p = ctu_producer(k.bootstrap);
     assert_int_equal(ctu_produce_orders(p, ORDER_BASE, N, EVENT_BASE, NEVENTS, USER_BASE), 0);
@@ -56,11 +51,10 @@ static void test_kill(void **state)
     }
     assert_int_equal(ctu_producer_close(p), 0);
 
-    char env_pg[1024], env_bs[300];
-    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
-    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    ctu_env ce;
+    ctu_env_fill(&ce, conninfo, k.bootstrap);
     /* A short session: a killed member's partitions move on after 6 s, not 45 s. */
-    const char *env[] = {env_pg, env_bs, "SECKILL_HTTP_PORT=0", "SECKILL_GROUP_ID=kill-test",
+    const char *env[] = {ce.pg, ce.brokers, "SECKILL_HTTP_PORT=0", "SECKILL_GROUP_ID=kill-test",
                          "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000",
                          "SECKILL_KAFKA_HEARTBEAT_INTERVAL_MS=500", "SECKILL_BATCH_MAX=500", NULL};
 

@@ -38,11 +38,11 @@ static void test_nofile(void **state)
     char *conninfo = ctu_db_create(DB_NAME);
     assert_non_null(conninfo);
     int port = sk_test_free_port();
-    char env_pg[1024], env_bs[300], env_port[64];
-    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
-    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    ctu_env ce;
+    char env_port[64];
+    ctu_env_fill(&ce, conninfo, k.bootstrap);
     snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
-    const char *env[] = {env_pg, env_bs, env_port, "SECKILL_HTTP_BIND=127.0.0.1",
+    const char *env[] = {ce.pg, ce.brokers, env_port, "SECKILL_HTTP_BIND=127.0.0.1",
                          "SECKILL_GROUP_ID=nofile-test", "SECKILL_LIMITS_CONNECTIONS=10000", NULL};
 
     /* The consumer logs to its stderr, which it inherits: a file for the time of the

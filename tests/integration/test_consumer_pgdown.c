@@ -66,11 +66,11 @@ static void test_pgdown(void **state)
     assert_int_equal(ctu_producer_close(p), 0);
 
     int port = sk_test_free_port();
-    char env_pg[1024], env_bs[300], env_port[64];
-    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", srv.conninfo);
-    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    ctu_env ce;
+    char env_port[64];
+    ctu_env_fill(&ce, srv.conninfo, k.bootstrap);
     snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
-    const char *env[] = {env_pg, env_bs, env_port, "SECKILL_GROUP_ID=pgdown-test",
+    const char *env[] = {ce.pg, ce.brokers, env_port, "SECKILL_GROUP_ID=pgdown-test",
                          "SECKILL_BATCH_MAX=200", "SECKILL_RETRY_MAX_MS=1000",
                          "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", NULL};
     pid_t pid = ctu_consumer_spawn(env);
@@ -110,7 +110,7 @@ static void test_pgdown(void **state)
     int port_b = sk_test_free_port();
     char env_port_b[64];
     snprintf(env_port_b, sizeof(env_port_b), "SECKILL_HTTP_PORT=%d", port_b);
-    const char *env_b[] = {env_pg, env_bs, env_port_b, "SECKILL_GROUP_ID=pgdown-test",
+    const char *env_b[] = {ce.pg, ce.brokers, env_port_b, "SECKILL_GROUP_ID=pgdown-test",
                            "SECKILL_BATCH_MAX=200", "SECKILL_RETRY_MAX_MS=1000",
                            "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", "SECKILL_MIGRATE=false", NULL};
     pid_t pid_b = ctu_consumer_spawn(env_b);

@@ -114,14 +114,14 @@ static void test_poison_large(void **state)
     rd_kafka_destroy(p);
 
     int port = sk_test_free_port();
-    char env_pg[1024], env_bs[300], env_port[64], env_topic[200], env_dlq[220], env_group[160];
-    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
-    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", bootstrap);
+    ctu_env ce;
+    char env_port[64], env_topic[200], env_dlq[220], env_group[160];
+    ctu_env_fill(&ce, conninfo, bootstrap);
     snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
     snprintf(env_topic, sizeof(env_topic), "SECKILL_TOPIC=%s", topic);
     snprintf(env_dlq, sizeof(env_dlq), "SECKILL_DLQ_TOPIC=%s", dlq_topic);
     snprintf(env_group, sizeof(env_group), "SECKILL_GROUP_ID=%s", group);
-    const char *env[] = {env_pg, env_bs, env_port, env_topic, env_dlq, env_group,
+    const char *env[] = {ce.pg, ce.brokers, env_port, env_topic, env_dlq, env_group,
                          "SECKILL_RETRY_MAX_MS=500", "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", NULL};
     pid_t pid = ctu_consumer_spawn(env);
 
@@ -167,12 +167,8 @@ static void run_refused(int refusals, int64_t event, int64_t order)
         return;
     }
     ctu_kafka k;
-    assert_int_equal(ctu_kafka_start(&k, 1), 0);
-    char *conninfo = ctu_db_create(DB_NAME);
-    assert_non_null(conninfo);
-    assert_int_equal(ctu_consumer_migrate(conninfo), 0);
-    PGconn *pg = ctu_pg(conninfo);
-    assert_int_equal(ctu_pg_add_event(pg, event, 10), 0);
+    PGconn *pg;
+    char *conninfo = ctu_setup(&k, 1, DB_NAME, event, 1, 10, &pg);
     char key[32], buf[256];
     int kn = snprintf(key, sizeof(key), "%" PRId64, event);
     static char poison[5000]; /* over CONSUMER_MSG_MAX_BYTES: poison, and over the short copy */
@@ -188,11 +184,11 @@ static void run_refused(int refusals, int64_t event, int64_t order)
     assert_int_equal(sk_test_devkafka_control(k.control, cmd), 0);
 
     int port = sk_test_free_port();
-    char env_pg[1024], env_bs[300], env_port[64];
-    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
-    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    ctu_env ce;
+    char env_port[64];
+    ctu_env_fill(&ce, conninfo, k.bootstrap);
     snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
-    const char *env[] = {env_pg, env_bs, env_port, "SECKILL_GROUP_ID=poison-refused",
+    const char *env[] = {ce.pg, ce.brokers, env_port, "SECKILL_GROUP_ID=poison-refused",
                          "SECKILL_RETRY_MAX_MS=500", "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", NULL};
     pid_t pid = ctu_consumer_spawn(env);
     char sql[256];

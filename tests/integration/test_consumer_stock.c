@@ -100,11 +100,11 @@ static void test_stock(void **state)
     assert_int_equal(ctu_producer_close(p), 0);
 
     int port = sk_test_free_port();
-    char env_pg[1024], env_bs[300], env_port[64];
-    snprintf(env_pg, sizeof(env_pg), "SECKILL_PG=%s", conninfo);
-    snprintf(env_bs, sizeof(env_bs), "SECKILL_KAFKA_BROKERS=%s", k.bootstrap);
+    ctu_env ce;
+    char env_port[64];
+    ctu_env_fill(&ce, conninfo, k.bootstrap);
     snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
-    const char *env[] = {env_pg, env_bs, env_port, "SECKILL_GROUP_ID=stock-test",
+    const char *env[] = {ce.pg, ce.brokers, env_port, "SECKILL_GROUP_ID=stock-test",
                          "SECKILL_BATCH_MAX=7", "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", NULL};
     pid_t pid = ctu_consumer_spawn(env);
     assert_int_equal(ctu_pg_wait_ll(pg, "SELECT count(*) FROM seckill_order", 65, 60000), 65);

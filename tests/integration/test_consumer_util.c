@@ -580,3 +580,27 @@ double ctu_metric(const char *text, const char *name)
     }
     return -1;
 }
+
+/* ---- the usual start of a consumer test ---- */
+
+void ctu_env_fill(ctu_env *e, const char *conninfo, const char *bootstrap)
+{
+    snprintf(e->pg, sizeof(e->pg), "SECKILL_PG=%s", conninfo);
+    snprintf(e->brokers, sizeof(e->brokers), "SECKILL_KAFKA_BROKERS=%s", bootstrap);
+}
+
+char *ctu_setup(ctu_kafka *k, int partitions, const char *name, int64_t event_base, int nevents,
+                int stock, PGconn **pg)
+{
+    char *conninfo = NULL;
+    if (ctu_kafka_start(k, partitions) != 0 || !(conninfo = ctu_db_create(name)) ||
+        ctu_consumer_migrate(conninfo) != 0) {
+        fprintf(stderr, "ctu_setup: the test's Kafka or database did not start\n");
+        abort();
+    }
+    *pg = ctu_pg(conninfo);
+    for (int e = 0; e < nevents; e++)
+        if (ctu_pg_add_event(*pg, event_base + e, stock) != 0)
+            abort();
+    return conninfo;
+}

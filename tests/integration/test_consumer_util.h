@@ -113,6 +113,21 @@ size_t ctu_dlq_read(const char *bootstrap, const char *topic, size_t want, int t
                     ctu_dlq_msg **out);
 void ctu_dlq_free(ctu_dlq_msg *m, size_t n);
 
+/* ---- the usual start of a consumer test ---- */
+/** @brief The two environment strings every consumer a test spawns needs. */
+typedef struct ctu_env {
+    char pg[1024];     /* SECKILL_PG=<the test's database> */
+    char brokers[300]; /* SECKILL_KAFKA_BROKERS=<the test's Kafka> */
+} ctu_env;
+/** @brief Fills e from the test's database and its Kafka's bootstrap servers. */
+void ctu_env_fill(ctu_env *e, const char *conninfo, const char *bootstrap);
+/** @brief A Kafka of `partitions` (ctu_kafka_start), database `name` created and migrated
+ *  (ctu_db_create, ctu_consumer_migrate), and events event_base .. event_base + nevents - 1
+ *  of `stock` each. Aborts the test on a failure.
+ *  @returns the conninfo (malloc'd), the connection in *pg. */
+char *ctu_setup(ctu_kafka *k, int partitions, const char *name, int64_t event_base, int nevents,
+                int stock, PGconn **pg);
+
 /* ---- processes ---- */
 /** @brief Spawns $SECKILL_BIN_DIR/seckill-consumer with the given extra environment
  *  ("KEY=VALUE" strings, NULL-terminated) on top of ours, stderr inherited. */
