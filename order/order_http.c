@@ -478,11 +478,17 @@ static void gate_reserve(order_req *r)
     order_gate_submit(r->w->chain->gate, ORDER_GATE_RESERVE, &r->gi);
 }
 
-/* The next segment after r->lend.seg, round from the home one, is asked for a unit;
- * once every other segment was asked, the claim is given back and the answer is 409. */
+/* The next segment after r->lend.seg, round from the home one, not flagged empty here
+ * (order_soldout.h), is asked for a unit; once every other segment was asked or is
+ * flagged, the claim is given back and the answer is 409. The flags spare an order the
+ * calls to segments another order found empty within soldout.ttl_ms. */
 static void borrow_next(order_req *r)
 {
+    order_soldout *so = r->w->app->soldout;
+    int64_t now_ms = order_time_now_ms();
     unsigned next = (r->lend.seg + 1) % r->gi.segs;
+    while (next != r->gi.seg && order_soldout_seg_get(so, r->event_id, next, now_ms))
+        next = (next + 1) % r->gi.segs;
     if (next == r->gi.seg) {
         r->unclaim = 1;
         r->gate_wait = 1;
@@ -508,6 +514,9 @@ static void done_borrow(order_gate_item *it, long long code, void *arg)
         produce(r);
         return;
     }
+    if (code == 1)
+        order_soldout_seg_set(r->w->app->soldout, r->event_id, it->seg, it->segs,
+                              order_time_now_ms());
     borrow_next(r); /* 1 empty, 5 not loaded there: the next one */
 }
 
@@ -542,6 +551,7 @@ static void done_reserve(order_gate_item *it, long long code, void *arg)
         return;
     }
     if (code == 6) { /* the home segment is empty and holds the claim: borrow */
+        order_soldout_seg_set(app->soldout, r->event_id, it->seg, it->segs, order_time_now_ms());
         r->now_ms = it->now_ms;
         r->lend = r->gi;
         borrow_next(r);

@@ -14,7 +14,11 @@
  *    every 202 is on the topic (Kafka acknowledged it) and the stock adds up;
  *  - pause and resume across two fronts: the pause given on one holds on the other within
  *    1 s (503 paused, Retry-After), nothing is taken meanwhile, and the sale goes on
- *    after the resume given on the other front. */
+ *    after the resume given on the other front;
+ *  - per-segment sold-out flags (issue 19 section 1): K = 3 with segments 0 and 1
+ *    emptied by orders, users homed on segment 0 still buy (borrowing from segment 2)
+ *    with one borrow.lua call each, not two (the front remembers segment 1 is empty);
+ *    once all three are empty, 409 sold_out comes from memory with no Redis call. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -455,6 +459,122 @@ static void test_pause_resume_two_fronts(void **state)
     assert_int_equal(to_stop(&fb.proc, SIGTERM, 10000), 0);
 }
 
+/* Segment `seg` of a K-segment event loaded with `share` units (event_load.lua, as
+ * order_loader does for each segment). */
+static void load_segment(uint64_t id, unsigned seg, unsigned k, long share)
+{
+    char k1[ORDER_KEY_MAX], k2[ORDER_KEY_MAX], s[24], a[24], b[24], ks[8];
+    order_key_seg(id, seg, ORDER_KEY_STOCK, k1, sizeof(k1));
+    order_key_seg(id, seg, ORDER_KEY_META, k2, sizeof(k2));
+    int64_t now = (int64_t)time(NULL) * 1000;
+    snprintf(s, sizeof(s), "%ld", share);
+    snprintf(a, sizeof(a), "%" PRId64, now - 60000);
+    snprintf(b, sizeof(b), "%" PRId64, now + 3600000);
+    snprintf(ks, sizeof(ks), "%u", k);
+    const char *argv[] = {"EVAL", seckill_lua_find("event_load"), "2", k1, k2, s, a, b, "1", ks};
+    redisReply *r = redisCommandArgv(rc, 10, argv, NULL);
+    assert_non_null(r);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+}
+
+/* The next fresh user whose home among k segments is `seg`. */
+static uint64_t user_homed(unsigned seg, unsigned k)
+{
+    while (order_seg_home(next_user, k) != seg)
+        next_user++;
+    return next_user++;
+}
+
+static long long seg_stock(uint64_t ev, unsigned seg)
+{
+    char key[ORDER_KEY_MAX];
+    order_key_seg(ev, seg, ORDER_KEY_STOCK, key, sizeof(key));
+    return to_cmd_int(rc, "GET %s", key);
+}
+
+static int segs_drained(void *arg)
+{
+    uint64_t ev = *(uint64_t *)arg;
+    char key[ORDER_KEY_MAX];
+    for (unsigned seg = 0; seg < 3; seg++) {
+        order_key_seg(ev, seg, ORDER_KEY_PENDING, key, sizeof(key));
+        if (to_cmd_int(rc, "HLEN %s", key) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static void test_segment_soldout_flags(void **state)
+{
+    const char *env[] = {"SECKILL_SOLDOUT_TTL_MS=1000", NULL};
+    to_order o;
+    start(&o, env);
+    uint64_t ev = next_event++;
+    load_segment(ev, 2, 3, 12);
+    load_segment(ev, 1, 3, 2);
+    load_segment(ev, 0, 3, 2);
+    answer a;
+    /* the first order teaches the front K (reserve.lua's 100 + K), then segments 1 and 0
+     * are emptied by their own home users, with no borrowing */
+    const unsigned emptied[2] = {1, 0};
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < 2; i++) {
+            unsigned seg = emptied[j];
+            order_xff(&o, ev, user_homed(seg, 3), NULL, &a);
+            if (a.status != 202)
+                fail_msg("order homed on segment %u: %d %s", seg, a.status, a.body);
+        }
+    assert_int_equal(seg_stock(ev, 0), 0);
+    assert_int_equal(seg_stock(ev, 1), 0);
+    assert_int_equal(seg_stock(ev, 2), 12);
+    assert_int_equal(to_order_metric(&o, "seckill_order_gate_calls_total{script=\"borrow\"}"), 0);
+    /* users homed on the empty segment 0 still buy: the claim at home, the unit from 2 */
+    const int n = 8;
+    long long b0 = to_order_metric(&o, "seckill_order_gate_calls_total{script=\"borrow\"}");
+    long long r0 = to_order_metric(&o, "seckill_order_gate_calls_total{script=\"reserve\"}");
+    int64_t t0 = sk_test_now_ms();
+    for (int i = 0; i < n; i++) {
+        order_xff(&o, ev, user_homed(0, 3), NULL, &a);
+        if (a.status != 202)
+            fail_msg("order %d homed on the empty segment 0: %d %s", i, a.status, a.body);
+    }
+    int64_t took = sk_test_now_ms() - t0;
+    long long borrows = to_order_metric(&o, "seckill_order_gate_calls_total{script=\"borrow\"}") - b0;
+    long long reserves = to_order_metric(&o, "seckill_order_gate_calls_total{script=\"reserve\"}") - r0;
+    fprintf(stderr, "segments: %d orders homed on an empty segment in %" PRId64
+            " ms: %lld reserve and %lld borrow calls\n", n, took, reserves, borrows);
+    assert_int_equal(reserves, n);
+    /* Without the flags every order asks segment 1 then segment 2: 2n borrows. With them
+     * only the first order (and one per flag lifetime, 1 s, should the loop be slow)
+     * asks segment 1. */
+    long long most = n + 1 + took / 1000;
+    if (borrows > most)
+        fail_msg("%lld borrow.lua calls for %d orders (want at most %lld)", borrows, n, most);
+    assert_int_equal(seg_stock(ev, 2), 12 - n);
+    /* the rest of segment 2 to its own users, then nothing is left anywhere */
+    for (int i = 0; i < 12 - n; i++) {
+        order_xff(&o, ev, user_homed(2, 3), NULL, &a);
+        assert_int_equal(a.status, 202);
+    }
+    order_xff(&o, ev, user_homed(1, 3), NULL, &a); /* finds every segment empty */
+    assert_int_equal(a.status, 409);
+    assert_non_null(strstr(a.body, "\"sold_out\""));
+    assert_int_equal(to_wait(segs_drained, &ev, 5000), 1);
+    /* sold out in memory: the next orders cost Redis nothing */
+    long long e0 = evalsha_calls(), hits0 = to_order_metric(&o, "seckill_order_soldout_flag_hits_total");
+    for (unsigned seg = 0; seg < 3; seg++) {
+        order_xff(&o, ev, user_homed(seg, 3), NULL, &a);
+        assert_int_equal(a.status, 409);
+        assert_non_null(strstr(a.body, "\"sold_out\""));
+    }
+    assert_int_equal(evalsha_calls() - e0, 0);
+    assert_int_equal(to_order_metric(&o, "seckill_order_soldout_flag_hits_total") - hits0, 3);
+    for (unsigned seg = 0; seg < 3; seg++)
+        assert_int_equal(seg_stock(ev, seg), 0);
+    assert_int_equal(to_stop(&o.proc, SIGTERM, 10000), 0);
+}
+
 static int setup(void **state)
 {
     char err[256];
@@ -486,6 +606,7 @@ int main(void)
         cmocka_unit_test(test_event_level_two_fronts),
         cmocka_unit_test(test_slow_redis_sheds),
         cmocka_unit_test(test_pause_resume_two_fronts),
+        cmocka_unit_test(test_segment_soldout_flags),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
