@@ -18,7 +18,10 @@
  *  - per-segment sold-out flags (issue 19 section 1): K = 3 with segments 0 and 1
  *    emptied by orders, users homed on segment 0 still buy (borrowing from segment 2)
  *    with one borrow.lua call each, not two (the front remembers segment 1 is empty);
- *    once all three are empty, 409 sold_out comes from memory with no Redis call. */
+ *    once all three are empty, 409 sold_out comes from memory with no Redis call;
+ *  - per-event overrides of the levels, learnt from the event's meta by a front that did
+ *    not create it: ip_rate 2, user_rate 1, event_rate 3 each answer 429 naming their
+ *    level, while an event without overrides on the same front is not limited. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -459,6 +462,94 @@ static void test_pause_resume_two_fronts(void **state)
     assert_int_equal(to_stop(&fb.proc, SIGTERM, 10000), 0);
 }
 
+/* An event loaded with its rate overrides in meta (event_load.lua ARGV 6..8, as
+ * order_loader writes them for an event created with "limits"); 0: none. */
+static uint64_t load_event_limits(long stock, long ip_rate, long user_rate, long event_rate)
+{
+    uint64_t id = next_event++;
+    char k1[ORDER_KEY_MAX], k2[ORDER_KEY_MAX], s[24], a[24], b[24], r[3][24];
+    order_key(id, ORDER_KEY_STOCK, k1, sizeof(k1));
+    order_key(id, ORDER_KEY_META, k2, sizeof(k2));
+    int64_t now = (int64_t)time(NULL) * 1000;
+    snprintf(s, sizeof(s), "%ld", stock);
+    snprintf(a, sizeof(a), "%" PRId64, now - 60000);
+    snprintf(b, sizeof(b), "%" PRId64, now + 3600000);
+    snprintf(r[0], sizeof(r[0]), "%ld", ip_rate);
+    snprintf(r[1], sizeof(r[1]), "%ld", user_rate);
+    snprintf(r[2], sizeof(r[2]), "%ld", event_rate);
+    const char *argv[] = {"EVAL", seckill_lua_find("event_load"), "2", k1, k2, s, a, b, "1", "1",
+                          r[0], r[1], r[2]};
+    redisReply *rep = redisCommandArgv(rc, 13, argv, NULL);
+    assert_non_null(rep);
+    assert_int_equal(rep->integer, 1);
+    freeReplyObject(rep);
+    return id;
+}
+
+/* Per-event overrides (issue 19 section 2), learnt by a front that did not create the
+ * events (from their meta): each level refuses the event with a low override, naming
+ * the level, while an event without one, on the same front, is not limited. The
+ * configured levels are off (ip), 5/s burst 10 (user) and off (event). */
+static void test_event_overrides(void **state)
+{
+    to_order o;
+    start(&o, NULL);
+    uint64_t plain = load_event(1000), by_ip = load_event_limits(1000, 2, 0, 0);
+    uint64_t by_user = load_event_limits(1000, 0, 1, 0), by_event = load_event_limits(1000, 0, 0, 3);
+    answer a;
+    int ok = 0, limited = 0;
+    /* ip: 2 per second from one address on by_ip; 8 orders of distinct users */
+    for (int i = 0; i < 8; i++) {
+        order_xff(&o, by_ip, next_user++, NULL, &a);
+        if (a.status == 429) {
+            is_limited(&a, "ip");
+            limited++;
+        } else {
+            assert_int_equal(a.status, 202);
+            ok++;
+        }
+    }
+    if (ok < 2 || ok > 4 || limited < 4)
+        fail_msg("ip override 2/s: %d of 8 passed, %d limited", ok, limited);
+    /* the same address on the event without an override: not limited (level off) */
+    for (int i = 0; i < 8; i++) {
+        order_xff(&o, plain, next_user++, NULL, &a);
+        assert_int_equal(a.status, 202);
+    }
+    /* user: 1 per second on by_user; one user's retries are 429 user, not 409 */
+    uint64_t u = next_user++;
+    order_xff(&o, by_user, u, NULL, &a);
+    assert_int_equal(a.status, 202);
+    order_xff(&o, by_user, u, NULL, &a);
+    is_limited(&a, "user");
+    assert_int_equal(a.retry_after, 1);
+    /* the same user on the plain event: the configured burst of 10, so 202 then 409 */
+    order_xff(&o, plain, u, NULL, &a);
+    assert_int_equal(a.status, 202);
+    order_xff(&o, plain, u, NULL, &a);
+    assert_int_equal(a.status, 409);
+    /* event: 3 per second for the whole event; 10 orders of distinct users */
+    ok = limited = 0;
+    for (int i = 0; i < 10; i++) {
+        order_xff(&o, by_event, next_user++, NULL, &a);
+        if (a.status == 429) {
+            is_limited(&a, "event");
+            limited++;
+        } else {
+            assert_int_equal(a.status, 202);
+            ok++;
+        }
+    }
+    if (ok < 3 || ok > 5 || limited < 5)
+        fail_msg("event override 3/s: %d of 10 passed, %d limited", ok, limited);
+    for (int i = 0; i < 10; i++) { /* the event level is off for the plain event */
+        order_xff(&o, plain, next_user++, NULL, &a);
+        assert_int_equal(a.status, 202);
+    }
+    assert_true(limited_metric(&o, "event") >= 5);
+    assert_int_equal(to_stop(&o.proc, SIGTERM, 10000), 0);
+}
+
 /* Segment `seg` of a K-segment event loaded with `share` units (event_load.lua, as
  * order_loader does for each segment). */
 static void load_segment(uint64_t id, unsigned seg, unsigned k, long share)
@@ -607,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_slow_redis_sheds),
         cmocka_unit_test(test_pause_resume_two_fronts),
         cmocka_unit_test(test_segment_soldout_flags),
+        cmocka_unit_test(test_event_overrides),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
