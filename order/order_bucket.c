@@ -23,7 +23,7 @@ struct order_bucket_table {
     bucket_set *sets;
 };
 
-static uint64_t mix(uint64_t x)
+uint64_t order_bucket_mix(uint64_t x)
 {
     /* splitmix64 finaliser: user ids are sequential, spread them over the sets. */
     x ^= x >> 30;
@@ -65,7 +65,7 @@ int order_bucket_take_rate(order_bucket_table *t, uint64_t user, int64_t now_us,
                            double burst)
 {
     double rate_per_us = rate / 1e6;
-    bucket_set *s = &t->sets[mix(user) & (t->nsets - 1)];
+    bucket_set *s = &t->sets[order_bucket_mix(user) & (t->nsets - 1)];
     pthread_mutex_lock(&s->mu);
     bucket *b = NULL, *victim = &s->b[0];
     for (int i = 0; i < WAYS; i++) {

@@ -26,6 +26,10 @@ int order_bucket_take(order_bucket_table *t, uint64_t user, int64_t now_us);
 int order_bucket_take_rate(order_bucket_table *t, uint64_t key, int64_t now_us, double rate,
                            double burst);
 
+/** @brief The table's key hash (splitmix64's finaliser), for callers that build a key
+ *  from several ids. */
+uint64_t order_bucket_mix(uint64_t x);
+
 /** @brief NULL is fine. */
 void order_bucket_free(order_bucket_table *t);
 

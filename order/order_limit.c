@@ -211,23 +211,13 @@ int order_limit_ip_take(order_limit *l, uint32_t ip, int64_t now_us, long long *
     return 0;
 }
 
-/* splitmix64's finaliser */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 int order_limit_override_take(order_limit *l, order_limit_level level, uint64_t who,
                               uint64_t event_id, int64_t rate, int64_t now_us,
                               long long *retry_after_s)
 {
     /* One key per (level, who, event), never 0 (order_bucket's empty way). A collision
      * of two 64-bit keys shares a bucket: negligible. */
-    uint64_t x = mix64(mix64(who ^ ((uint64_t)level << 62)) ^ event_id);
+    uint64_t x = order_bucket_mix(order_bucket_mix(who ^ ((uint64_t)level << 62)) ^ event_id);
     if (order_bucket_take_rate(l->over, x ? x : 1, now_us, (double)rate, (double)rate))
         return 1;
     *retry_after_s = order_limit_retry_after_s((double)rate);

@@ -50,22 +50,33 @@ static sk_test_redis *tr;
 static redisContext *rc;
 static uint64_t next_event = 5000, next_user = 1000;
 
-/* Loads an event straight into Redis with event_load.lua (no PostgreSQL here). */
+/* One segment of an event straight into Redis with event_load.lua (no PostgreSQL here),
+ * as order_loader writes it: `share` units, K = k, and the event's rate overrides in
+ * meta (ARGV 6..8; 0: none). */
+static void load_keys(uint64_t id, unsigned seg, unsigned k, long share, const long rates[3])
+{
+    char k1[ORDER_KEY_MAX], k2[ORDER_KEY_MAX], s[24], a[24], b[24], ks[8], r[3][24];
+    order_key_seg(id, seg, ORDER_KEY_STOCK, k1, sizeof(k1));
+    order_key_seg(id, seg, ORDER_KEY_META, k2, sizeof(k2));
+    int64_t now = (int64_t)time(NULL) * 1000;
+    snprintf(s, sizeof(s), "%ld", share);
+    snprintf(a, sizeof(a), "%" PRId64, now - 60000);
+    snprintf(b, sizeof(b), "%" PRId64, now + 3600000);
+    snprintf(ks, sizeof(ks), "%u", k);
+    for (int i = 0; i < 3; i++)
+        snprintf(r[i], sizeof(r[i]), "%ld", rates ? rates[i] : 0L);
+    const char *argv[] = {"EVAL", seckill_lua_find("event_load"), "2", k1, k2, s, a, b, "1", ks,
+                          r[0], r[1], r[2]};
+    redisReply *rep = redisCommandArgv(rc, 13, argv, NULL);
+    assert_non_null(rep);
+    assert_int_equal(rep->integer, 1);
+    freeReplyObject(rep);
+}
+
 static uint64_t load_event(long stock)
 {
     uint64_t id = next_event++;
-    char k1[ORDER_KEY_MAX], k2[ORDER_KEY_MAX], s[24], a[24], b[24];
-    order_key(id, ORDER_KEY_STOCK, k1, sizeof(k1));
-    order_key(id, ORDER_KEY_META, k2, sizeof(k2));
-    int64_t now = (int64_t)time(NULL) * 1000;
-    snprintf(s, sizeof(s), "%ld", stock);
-    snprintf(a, sizeof(a), "%" PRId64, now - 60000);
-    snprintf(b, sizeof(b), "%" PRId64, now + 3600000);
-    const char *argv[] = {"EVAL", seckill_lua_find("event_load"), "2", k1, k2, s, a, b, "1"};
-    redisReply *r = redisCommandArgv(rc, 9, argv, NULL);
-    assert_non_null(r);
-    assert_int_equal(r->integer, 1);
-    freeReplyObject(r);
+    load_keys(id, 0, 1, stock, NULL);
     return id;
 }
 
@@ -462,28 +473,34 @@ static void test_pause_resume_two_fronts(void **state)
     assert_int_equal(to_stop(&fb.proc, SIGTERM, 10000), 0);
 }
 
-/* An event loaded with its rate overrides in meta (event_load.lua ARGV 6..8, as
- * order_loader writes them for an event created with "limits"); 0: none. */
+/* An event with its rate overrides in meta (as for an event created with "limits"). */
 static uint64_t load_event_limits(long stock, long ip_rate, long user_rate, long event_rate)
 {
     uint64_t id = next_event++;
-    char k1[ORDER_KEY_MAX], k2[ORDER_KEY_MAX], s[24], a[24], b[24], r[3][24];
-    order_key(id, ORDER_KEY_STOCK, k1, sizeof(k1));
-    order_key(id, ORDER_KEY_META, k2, sizeof(k2));
-    int64_t now = (int64_t)time(NULL) * 1000;
-    snprintf(s, sizeof(s), "%ld", stock);
-    snprintf(a, sizeof(a), "%" PRId64, now - 60000);
-    snprintf(b, sizeof(b), "%" PRId64, now + 3600000);
-    snprintf(r[0], sizeof(r[0]), "%ld", ip_rate);
-    snprintf(r[1], sizeof(r[1]), "%ld", user_rate);
-    snprintf(r[2], sizeof(r[2]), "%ld", event_rate);
-    const char *argv[] = {"EVAL", seckill_lua_find("event_load"), "2", k1, k2, s, a, b, "1", "1",
-                          r[0], r[1], r[2]};
-    redisReply *rep = redisCommandArgv(rc, 13, argv, NULL);
-    assert_non_null(rep);
-    assert_int_equal(rep->integer, 1);
-    freeReplyObject(rep);
+    const long rates[3] = {ip_rate, user_rate, event_rate};
+    load_keys(id, 0, 1, stock, rates);
     return id;
+}
+
+/* `n` orders of distinct users on `ev`: each 202, or 429 naming `level`; *limited gets
+ * the 429s. @returns the 202s. */
+static int orders_limited(const to_order *o, uint64_t ev, int n, const char *level, int *limited)
+{
+    answer a;
+    int ok = 0;
+    *limited = 0;
+    for (int i = 0; i < n; i++) {
+        order_xff(o, ev, next_user++, NULL, &a);
+        if (a.status == 429 && level) {
+            is_limited(&a, level);
+            (*limited)++;
+        } else {
+            if (a.status != 202)
+                fail_msg("order %d on event %" PRIu64 ": %d %s", i, ev, a.status, a.body);
+            ok++;
+        }
+    }
+    return ok;
 }
 
 /* Per-event overrides (issue 19 section 2), learnt by a front that did not create the
@@ -497,25 +514,13 @@ static void test_event_overrides(void **state)
     uint64_t plain = load_event(1000), by_ip = load_event_limits(1000, 2, 0, 0);
     uint64_t by_user = load_event_limits(1000, 0, 1, 0), by_event = load_event_limits(1000, 0, 0, 3);
     answer a;
-    int ok = 0, limited = 0;
+    int limited;
     /* ip: 2 per second from one address on by_ip; 8 orders of distinct users */
-    for (int i = 0; i < 8; i++) {
-        order_xff(&o, by_ip, next_user++, NULL, &a);
-        if (a.status == 429) {
-            is_limited(&a, "ip");
-            limited++;
-        } else {
-            assert_int_equal(a.status, 202);
-            ok++;
-        }
-    }
+    int ok = orders_limited(&o, by_ip, 8, "ip", &limited);
     if (ok < 2 || ok > 4 || limited < 4)
         fail_msg("ip override 2/s: %d of 8 passed, %d limited", ok, limited);
     /* the same address on the event without an override: not limited (level off) */
-    for (int i = 0; i < 8; i++) {
-        order_xff(&o, plain, next_user++, NULL, &a);
-        assert_int_equal(a.status, 202);
-    }
+    assert_int_equal(orders_limited(&o, plain, 8, NULL, &limited), 8);
     /* user: 1 per second on by_user; one user's retries are 429 user, not 409 */
     uint64_t u = next_user++;
     order_xff(&o, by_user, u, NULL, &a);
@@ -529,44 +534,18 @@ static void test_event_overrides(void **state)
     order_xff(&o, plain, u, NULL, &a);
     assert_int_equal(a.status, 409);
     /* event: 3 per second for the whole event; 10 orders of distinct users */
-    ok = limited = 0;
-    for (int i = 0; i < 10; i++) {
-        order_xff(&o, by_event, next_user++, NULL, &a);
-        if (a.status == 429) {
-            is_limited(&a, "event");
-            limited++;
-        } else {
-            assert_int_equal(a.status, 202);
-            ok++;
-        }
-    }
+    ok = orders_limited(&o, by_event, 10, "event", &limited);
     if (ok < 3 || ok > 5 || limited < 5)
         fail_msg("event override 3/s: %d of 10 passed, %d limited", ok, limited);
-    for (int i = 0; i < 10; i++) { /* the event level is off for the plain event */
-        order_xff(&o, plain, next_user++, NULL, &a);
-        assert_int_equal(a.status, 202);
-    }
+    /* the event level is off for the plain event */
+    assert_int_equal(orders_limited(&o, plain, 10, NULL, &limited), 10);
     assert_true(limited_metric(&o, "event") >= 5);
     assert_int_equal(to_stop(&o.proc, SIGTERM, 10000), 0);
 }
 
-/* Segment `seg` of a K-segment event loaded with `share` units (event_load.lua, as
- * order_loader does for each segment). */
 static void load_segment(uint64_t id, unsigned seg, unsigned k, long share)
 {
-    char k1[ORDER_KEY_MAX], k2[ORDER_KEY_MAX], s[24], a[24], b[24], ks[8];
-    order_key_seg(id, seg, ORDER_KEY_STOCK, k1, sizeof(k1));
-    order_key_seg(id, seg, ORDER_KEY_META, k2, sizeof(k2));
-    int64_t now = (int64_t)time(NULL) * 1000;
-    snprintf(s, sizeof(s), "%ld", share);
-    snprintf(a, sizeof(a), "%" PRId64, now - 60000);
-    snprintf(b, sizeof(b), "%" PRId64, now + 3600000);
-    snprintf(ks, sizeof(ks), "%u", k);
-    const char *argv[] = {"EVAL", seckill_lua_find("event_load"), "2", k1, k2, s, a, b, "1", ks};
-    redisReply *r = redisCommandArgv(rc, 10, argv, NULL);
-    assert_non_null(r);
-    assert_int_equal(r->integer, 1);
-    freeReplyObject(r);
+    load_keys(id, seg, k, share, NULL);
 }
 
 /* The next fresh user whose home among k segments is `seg`. */
