@@ -109,7 +109,7 @@ struct order_app {
     order_admit *admit;   /* shedding on the gate's p99 (order_admit.h) */
     order_window *window; /* known sale windows: 403 before the start without Redis */
     order_pause *paused;  /* events an admin paused (order_pause.h) */
-    order_evrate *evrate; /* local shares of the per-event rate; NULL when off */
+    order_evrate *evrate; /* local shares of the per-event rates (configured or the event's own) */
     order_events *events; /* GET /api/v1/events/{id} from memory (order_events.h) */
     order_evlist *evlist; /* GET /api/v1/events from memory (order_evlist.h) */
     order_ocache *ocache; /* final order outcomes, young orders' lookup bound (order_ocache.h) */

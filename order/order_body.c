@@ -4,6 +4,7 @@
 #include "order_time.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,49 @@ static json_t *load_body(const char *body, size_t len, char *err, size_t errsz)
     if (!root)
         snprintf(err, errsz, "invalid JSON");
     return root;
+}
+
+int order_event_limits_any(const order_event_limits *l)
+{
+    return l->ip_rate > 0 || l->user_rate > 0 || l->event_rate > 0;
+}
+
+/* "limits": an object of optional positive integers, no other key (a misspelt level would
+ * otherwise be silently the default). @returns 0, or -1 with err. */
+static int parse_limits(json_t *v, order_event_limits *out, char *err, size_t errsz)
+{
+    static const struct {
+        const char *key;
+        size_t off;
+        int64_t max;
+    } levels[] = {
+        {"ip_rate", offsetof(order_event_limits, ip_rate), ORDER_LIMIT_RATE_MAX},
+        {"user_rate", offsetof(order_event_limits, user_rate), ORDER_LIMIT_RATE_MAX},
+        {"event_rate", offsetof(order_event_limits, event_rate), ORDER_LIMIT_EVENT_RATE_MAX},
+    };
+    if (!json_is_object(v)) {
+        snprintf(err, errsz, "limits: an object of ip_rate, user_rate, event_rate");
+        return -1;
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+        json_t *x = json_object_get(v, levels[i].key);
+        if (!x)
+            continue;
+        found++;
+        if (!json_is_integer(x) || json_integer_value(x) < 1 ||
+            json_integer_value(x) > levels[i].max) {
+            snprintf(err, errsz, "limits.%s: an integer from 1 to %lld (requests per second)",
+                     levels[i].key, (long long)levels[i].max);
+            return -1;
+        }
+        *(int64_t *)((char *)out + levels[i].off) = json_integer_value(x);
+    }
+    if (found != json_object_size(v)) {
+        snprintf(err, errsz, "limits: only ip_rate, user_rate and event_rate");
+        return -1;
+    }
+    return 0;
 }
 
 int order_body_parse_event(const char *body, size_t len, order_event_spec *out, char *err,
@@ -103,6 +147,9 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
         }
         out->segments = (int)json_integer_value(segs);
     }
+    json_t *limits = json_object_get(root, "limits");
+    if (limits && parse_limits(limits, &out->limits, err, errsz) != 0)
+        goto out;
     rc = 0;
 out:
     json_decref(root);

@@ -23,7 +23,7 @@ struct order_bucket_table {
     bucket_set *sets;
 };
 
-static uint64_t mix(uint64_t x)
+uint64_t order_bucket_mix(uint64_t x)
 {
     /* splitmix64 finaliser: user ids are sequential, spread them over the sets. */
     x ^= x >> 30;
@@ -58,7 +58,14 @@ order_bucket_table *order_bucket_new(size_t capacity, double rate, double burst)
 
 int order_bucket_take(order_bucket_table *t, uint64_t user, int64_t now_us)
 {
-    bucket_set *s = &t->sets[mix(user) & (t->nsets - 1)];
+    return order_bucket_take_rate(t, user, now_us, t->rate_per_us * 1e6, t->burst);
+}
+
+int order_bucket_take_rate(order_bucket_table *t, uint64_t user, int64_t now_us, double rate,
+                           double burst)
+{
+    double rate_per_us = rate / 1e6;
+    bucket_set *s = &t->sets[order_bucket_mix(user) & (t->nsets - 1)];
     pthread_mutex_lock(&s->mu);
     bucket *b = NULL, *victim = &s->b[0];
     for (int i = 0; i < WAYS; i++) {
@@ -73,12 +80,12 @@ int order_bucket_take(order_bucket_table *t, uint64_t user, int64_t now_us)
     if (!b) {
         b = victim;
         b->user = user;
-        b->tokens = t->burst;
+        b->tokens = burst;
         b->last_us = now_us;
     } else if (now_us > b->last_us) {
-        b->tokens += (double)(now_us - b->last_us) * t->rate_per_us;
-        if (b->tokens > t->burst)
-            b->tokens = t->burst;
+        b->tokens += (double)(now_us - b->last_us) * rate_per_us;
+        if (b->tokens > burst)
+            b->tokens = burst;
         b->last_us = now_us;
     }
     int ok = 0;

@@ -252,7 +252,7 @@ order_events_status order_events_peek(order_events *c, uint64_t id, int64_t now_
 static int render(entry *x)
 {
     char *full = order_reply_event(x->id, x->spec.name, x->spec.stock, x->stock_left,
-                                   x->spec.starts_at_ms, x->spec.ends_at_ms);
+                                   x->spec.starts_at_ms, x->spec.ends_at_ms, &x->spec.limits);
     if (!full)
         return -1;
     size_t n = strlen(full);

@@ -140,7 +140,7 @@ order_events_waiter *order_evlist_loaded(order_evlist *l, const order_evlist_row
     for (; it && k < n; k++) {
         const order_evlist_row *r = &rows[k];
         it[k].json = order_reply_event(r->id, r->spec.name, r->spec.stock, r->stock_left,
-                                       r->spec.starts_at_ms, r->spec.ends_at_ms);
+                                       r->spec.starts_at_ms, r->spec.ends_at_ms, &r->spec.limits);
         if (!it[k].json)
             break;
         it[k].len = strlen(it[k].json);

@@ -5,6 +5,8 @@
 #include <event2/event.h>
 #include <stdlib.h>
 
+_Static_assert(ORDER_GATE_OPS == ORDER_METRICS_GATE_OPS, "a call counter per script, borrow too");
+
 typedef struct gate_queue {
     order_gate_item *head, **tail;
 } gate_queue;

@@ -64,6 +64,7 @@ typedef struct order_req {
      * gate_wait: confirms or cancels still unanswered (the request waits for all). */
     order_gate_item lend;
     int lender, gate_wait, unclaim, retried;
+    order_event_limits lim; /* the event's rate overrides (order_window.h), 0s: defaults */
     /* GET event of a segmented event: the sum of the segments' stock, their GETs still
      * unanswered, and whether one failed (then the last figure is kept) */
     int64_t stock_sum;
@@ -478,11 +479,17 @@ static void gate_reserve(order_req *r)
     order_gate_submit(r->w->chain->gate, ORDER_GATE_RESERVE, &r->gi);
 }
 
-/* The next segment after r->lend.seg, round from the home one, is asked for a unit;
- * once every other segment was asked, the claim is given back and the answer is 409. */
+/* The next segment after r->lend.seg, round from the home one, not flagged empty here
+ * (order_soldout.h), is asked for a unit; once every other segment was asked or is
+ * flagged, the claim is given back and the answer is 409. The flags spare an order the
+ * calls to segments another order found empty within soldout.ttl_ms. */
 static void borrow_next(order_req *r)
 {
+    order_soldout *so = r->w->app->soldout;
+    int64_t now_ms = order_time_now_ms();
     unsigned next = (r->lend.seg + 1) % r->gi.segs;
+    while (next != r->gi.seg && order_soldout_seg_get(so, r->event_id, next, now_ms))
+        next = (next + 1) % r->gi.segs;
     if (next == r->gi.seg) {
         r->unclaim = 1;
         r->gate_wait = 1;
@@ -508,6 +515,9 @@ static void done_borrow(order_gate_item *it, long long code, void *arg)
         produce(r);
         return;
     }
+    if (code == 1)
+        order_soldout_seg_set(r->w->app->soldout, r->event_id, it->seg, it->segs,
+                              order_time_now_ms());
     borrow_next(r); /* 1 empty, 5 not loaded there: the next one */
 }
 
@@ -542,6 +552,7 @@ static void done_reserve(order_gate_item *it, long long code, void *arg)
         return;
     }
     if (code == 6) { /* the home segment is empty and holds the claim: borrow */
+        order_soldout_seg_set(app->soldout, r->event_id, it->seg, it->segs, order_time_now_ms());
         r->now_ms = it->now_ms;
         r->lend = r->gi;
         borrow_next(r);
@@ -587,7 +598,9 @@ static void on_ratelimit(redisReply *reply, void *arg)
     if (reply->integer != 1) {
         atomic_fetch_add_explicit(&r->w->app->metrics.rate_limited, 1, memory_order_relaxed);
         reply_limited(r->w, r->req, r->route, r->start_us, ORDER_LIMIT_USER,
-                      order_limit_retry_after_s((double)r->w->app->cfg.ratelimit_rate));
+                      order_limit_retry_after_s((double)(r->lim.user_rate > 0
+                                                             ? r->lim.user_rate
+                                                             : r->w->app->cfg.ratelimit_rate)));
         free(r);
         return;
     }
@@ -614,7 +627,8 @@ static int bucket_call(order_req *r, const char *key, size_t klen, long long rat
  * sold-out flag, a paused event, the user's local bucket, a known sale window, the
  * Kafka backlog, the gate's p99. @returns 1 when one answered the request. */
 static int refuse_locally(order_worker *w, struct evhttp_request *req, const order_route *rt,
-                          int64_t start_us, const sk_jwt_claims *claims, int64_t now_ms)
+                          int64_t start_us, const sk_jwt_claims *claims, int64_t now_ms,
+                          const order_event_limits *lim)
 {
     order_app *app = w->app;
     long long retry_s;
@@ -629,8 +643,17 @@ static int refuse_locally(order_worker *w, struct evhttp_request *req, const ord
         reply_error(w, req, rt->id, start_us, ORDER_ERR_PAUSED, NULL, 0);
         return 1;
     }
-    if (app->cfg.rl_mode == ORDER_RL_LOCAL &&
-        !order_bucket_take(app->buckets, claims->sub, order_time_mono_us())) {
+    /* The event's own per-user rate, if it has one, in place of the configured bucket
+     * (in process, unless ratelimit.mode = redis: then after_event_level's). */
+    if (lim->user_rate > 0 && app->cfg.rl_mode != ORDER_RL_REDIS) {
+        if (!order_limit_override_take(app->limits, ORDER_LIMIT_USER, claims->sub, rt->arg,
+                                       lim->user_rate, order_time_mono_us(), &retry_s)) {
+            atomic_fetch_add_explicit(&app->metrics.rate_limited, 1, memory_order_relaxed);
+            reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_USER, retry_s);
+            return 1;
+        }
+    } else if (lim->user_rate == 0 && app->cfg.rl_mode == ORDER_RL_LOCAL &&
+               !order_bucket_take(app->buckets, claims->sub, order_time_mono_us())) {
         atomic_fetch_add_explicit(&app->metrics.rate_limited, 1, memory_order_relaxed);
         reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_USER,
                       order_limit_retry_after_s((double)app->cfg.ratelimit_rate));
@@ -663,14 +686,83 @@ static int refuse_locally(order_worker *w, struct evhttp_request *req, const ord
     return 0;
 }
 
+static void order_create(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                         int64_t start_us, int learned);
+
+/* The event's meta (segment 0's: its window, its K, its rate overrides), read once per
+ * event per front for an order of an event not in this front's table, then the order is
+ * decided again from the top with what was learnt. */
+static void on_event_meta(redisReply *reply, void *arg)
+{
+    order_req *r = arg;
+    order_app *app = r->w->app;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 6) {
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    redisReply **f = reply->element;
+    if (f[0]->type == REDIS_REPLY_STRING && f[1]->type == REDIS_REPLY_STRING) {
+        int64_t v[4] = {0, 0, 0, 1};
+        for (int i = 0; i < 4; i++)
+            if (f[2 + i]->type == REDIS_REPLY_STRING)
+                v[i] = strtoll(f[2 + i]->str, NULL, 10);
+        order_event_limits lim = {v[0] > 0 ? v[0] : 0, v[1] > 0 ? v[1] : 0, v[2] > 0 ? v[2] : 0};
+        if (v[3] >= 1 && v[3] <= ORDER_SEGMENTS_MAX)
+            order_segs_set(app->segs, r->event_id, (unsigned)v[3]);
+        order_window_set(app->window, r->event_id, strtoll(f[0]->str, NULL, 10),
+                         strtoll(f[1]->str, NULL, 10), &lim);
+    }
+    /* No meta: an unknown event, or one whose keys were lost; the gate answers for it,
+     * under the configured levels. */
+    order_route rt = {r->route, r->event_id, 0, NULL};
+    order_worker *w = r->w;
+    struct evhttp_request *req = r->req;
+    int64_t start_us = r->start_us;
+    free(r);
+    order_create(w, req, &rt, start_us, 1);
+}
+
+static void learn_event(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                        int64_t start_us, const sk_jwt_claims *claims)
+{
+    order_req *r = req_for_redis(w, req, rt, start_us, claims);
+    if (!r)
+        return;
+    char key[ORDER_KEY_MAX];
+    const char *argv[8] = {"HMGET", key, "starts_at_ms", "ends_at_ms", "ip_rate", "user_rate",
+                           "event_rate", "segments"};
+    size_t lens[8] = {5, order_key_seg(r->event_id, 0, ORDER_KEY_META, key, sizeof(key))};
+    for (int i = 2; i < 8; i++)
+        lens[i] = strlen(argv[i]);
+    if (order_redis_command(w->redis, 8, argv, lens, on_event_meta, r) != 0)
+        req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+}
+
 static void handle_order_create(order_worker *w, struct evhttp_request *req,
                                 const order_route *rt, int64_t start_us)
 {
+    order_create(w, req, rt, start_us, 0);
+}
+
+/* An order, from its address level to the gate. `learned`: the second pass, once the
+ * event's meta was read (learn_event); its first pass took the configured address level
+ * already, so only an override of it is applied now. */
+static void order_create(order_worker *w, struct evhttp_request *req, const order_route *rt,
+                         int64_t start_us, int learned)
+{
     order_app *app = w->app;
     long long retry_s;
+    order_event_limits lim;
+    int known = order_window_limits(app->window, rt->arg, &lim);
     /* The address level first: it is the cheapest, and spares the token check's HMAC. */
-    if (order_limit_ip_on(app->limits) &&
-        !order_limit_ip_take(app->limits, client_ip(app, req), start_us, &retry_s)) {
+    if (lim.ip_rate > 0) {
+        if (!order_limit_override_take(app->limits, ORDER_LIMIT_IP, client_ip(app, req), rt->arg,
+                                       lim.ip_rate, start_us, &retry_s)) {
+            reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_IP, retry_s);
+            return;
+        }
+    } else if (!learned && order_limit_ip_on(app->limits) &&
+               !order_limit_ip_take(app->limits, client_ip(app, req), start_us, &retry_s)) {
         reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_IP, retry_s);
         return;
     }
@@ -690,18 +782,24 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
         reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST, msg, 0);
         return;
     }
+    if (!known && !learned) { /* an authenticated order of an event new here */
+        learn_event(w, req, rt, start_us, &claims);
+        return;
+    }
     int64_t now_ms = order_time_now_ms();
-    if (refuse_locally(w, req, rt, start_us, &claims, now_ms))
+    if (refuse_locally(w, req, rt, start_us, &claims, now_ms, &lim))
         return;
     order_req *r = req_for_redis(w, req, rt, start_us, &claims);
     if (!r)
         return;
     r->now_ms = now_ms;
+    r->lim = lim;
     /* The event's rate: a local token if this front holds one, else a batch from Redis. */
-    int et = app->evrate ? order_evrate_take(app->evrate, r->event_id, now_ms) : 1;
+    int64_t erate = lim.event_rate > 0 ? lim.event_rate : app->cfg.event_rate;
+    int et = erate > 0 ? order_evrate_take(app->evrate, r->event_id, now_ms) : 1;
     if (et < 0) {
         reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_EVENT,
-                      order_limit_retry_after_s((double)app->cfg.event_rate));
+                      order_limit_retry_after_s((double)erate));
         free(r);
         return;
     }
@@ -717,10 +815,15 @@ static void after_event_level(order_req *r)
 {
     order_app *app = r->w->app;
     if (app->cfg.rl_mode == ORDER_RL_REDIS) {
-        char key[ORDER_KEY_MAX];
+        char key[ORDER_KEY_MAX + 32];
         size_t klen = order_key_ratelimit(r->user, key, sizeof(key));
-        if (bucket_call(r, key, klen, app->cfg.ratelimit_rate, app->cfg.ratelimit_burst, 1,
-                        on_ratelimit) != 0)
+        long long rate = app->cfg.ratelimit_rate, burst = app->cfg.ratelimit_burst;
+        if (r->lim.user_rate > 0) { /* the event's own rate: the user's bucket for this event */
+            int n = snprintf(key + klen, sizeof(key) - klen, ":e%" PRIu64, r->event_id);
+            klen += n > 0 ? (size_t)n : 0;
+            rate = burst = r->lim.user_rate;
+        }
+        if (bucket_call(r, key, klen, rate, burst, 1, on_ratelimit) != 0)
             req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
@@ -738,7 +841,8 @@ static void on_event_tokens(redisReply *reply, void *arg)
     if (reply->integer < 1) {
         order_evrate_dry(app->evrate, r->event_id, order_time_now_ms());
         reply_limited(r->w, r->req, r->route, r->start_us, ORDER_LIMIT_EVENT,
-                      order_limit_retry_after_s((double)app->cfg.event_rate));
+                      order_limit_retry_after_s((double)(r->lim.event_rate > 0 ? r->lim.event_rate
+                                                                               : app->cfg.event_rate)));
         free(r);
         return;
     }
@@ -752,8 +856,10 @@ static void take_event_tokens(order_req *r)
     order_app *app = r->w->app;
     char key[ORDER_KEY_MAX];
     size_t klen = order_evrate_key(r->event_id, key, sizeof(key));
-    if (bucket_call(r, key, klen, app->cfg.event_rate, app->cfg.event_burst, app->cfg.event_batch,
-                    on_event_tokens) != 0)
+    /* the event's own rate, if it has one: a bucket of one second's worth */
+    long long rate = r->lim.event_rate > 0 ? r->lim.event_rate : app->cfg.event_rate;
+    long long burst = r->lim.event_rate > 0 ? r->lim.event_rate : app->cfg.event_burst;
+    if (bucket_call(r, key, klen, rate, burst, app->cfg.event_batch, on_event_tokens) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
@@ -1086,7 +1192,7 @@ static void after_pg_create(order_task *t)
     sk_log(SK_LOG_INFO, "event_created", "event_id=%" PRIu64 " stock=%" PRId64 " segments=%d",
            r->event_id, r->job.spec.stock, r->job.spec.segments);
     order_window_set(r->w->app->window, r->event_id, r->job.spec.starts_at_ms,
-                     r->job.spec.ends_at_ms);
+                     r->job.spec.ends_at_ms, &r->job.spec.limits);
     char body[64];
     size_t n = order_reply_event_created(body, sizeof(body), r->event_id);
     req_json(r, 201, body, n);
@@ -1254,7 +1360,8 @@ static void after_pg_event(order_task *t)
     }
     order_segs_set(app->segs, r->event_id,
                    r->job.spec.segments > 1 ? (unsigned)r->job.spec.segments : 1);
-    order_window_set(app->window, r->event_id, r->job.spec.starts_at_ms, r->job.spec.ends_at_ms);
+    order_window_set(app->window, r->event_id, r->job.spec.starts_at_ms, r->job.spec.ends_at_ms,
+                     &r->job.spec.limits);
     event_wake(order_events_loaded(app->events, r->event_id, &r->job.spec, r->job.stock_left,
                                    order_time_now_ms()));
     event_get_step(r);

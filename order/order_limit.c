@@ -14,6 +14,7 @@ struct order_limit {
     order_limit_proxies proxies;
     order_bucket_table *ip; /* NULL: level off */
     double ip_rate;
+    order_bucket_table *over; /* per-event overrides, each key its own rate */
 };
 
 const char *order_limit_level_name(order_limit_level l)
@@ -160,11 +161,19 @@ order_limit *order_limit_new(long long ip_rate, long long ip_burst, long long ip
         free(l);
         return NULL;
     }
+    /* The rate is given per call (the event's); 1/1 here is never used. */
+    l->over = order_bucket_new((size_t)ip_capacity, 1, 1);
+    if (!l->over) {
+        snprintf(err, errsz, "ratelimit.ips: cannot make the per-event buckets");
+        free(l);
+        return NULL;
+    }
     if (ip_rate > 0) {
         l->ip_rate = (double)ip_rate;
         l->ip = order_bucket_new((size_t)ip_capacity, (double)ip_rate, (double)ip_burst);
         if (!l->ip) {
             snprintf(err, errsz, "ratelimit.ip_*: cannot make the buckets");
+            order_bucket_free(l->over);
             free(l);
             return NULL;
         }
@@ -177,6 +186,7 @@ void order_limit_free(order_limit *l)
     if (!l)
         return;
     order_bucket_free(l->ip);
+    order_bucket_free(l->over);
     free(l);
 }
 
@@ -198,5 +208,18 @@ int order_limit_ip_take(order_limit *l, uint32_t ip, int64_t now_us, long long *
     if (order_bucket_take(l->ip, (uint64_t)ip + 1, now_us))
         return 1;
     *retry_after_s = order_limit_retry_after_s(l->ip_rate);
+    return 0;
+}
+
+int order_limit_override_take(order_limit *l, order_limit_level level, uint64_t who,
+                              uint64_t event_id, int64_t rate, int64_t now_us,
+                              long long *retry_after_s)
+{
+    /* One key per (level, who, event), never 0 (order_bucket's empty way). A collision
+     * of two 64-bit keys shares a bucket: negligible. */
+    uint64_t x = order_bucket_mix(order_bucket_mix(who ^ ((uint64_t)level << 62)) ^ event_id);
+    if (order_bucket_take_rate(l->over, x ? x : 1, now_us, (double)rate, (double)rate))
+        return 1;
+    *retry_after_s = order_limit_retry_after_s((double)rate);
     return 0;
 }

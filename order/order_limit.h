@@ -9,6 +9,8 @@
  *   user  per user (order_bucket.h, or ratelimit.lua in Redis mode: unchanged);
  *   event the event's admission rate across every front (order_evrate.h).
  * Each refusal is 429 with Retry-After and {"error":"rate_limited","level":"<level>"}.
+ * An event created with "limits" (order_event_limits, order_body.h) has its own rate at
+ * a level, used for its orders in place of the configured one.
  *
  * The parsing and the client choice are pure (unit-tested); the buckets are
  * order_bucket.h's, keyed by address, so memory stays bounded whatever the number of
@@ -78,5 +80,15 @@ const order_limit_proxies *order_limit_proxies_of(const order_limit *l);
 /** @brief Takes one token of client `ip` at monotonic now_us. @returns 1 allowed, 0
  *  limited (then *retry_after_s is set). Allowed when the level is off. */
 int order_limit_ip_take(order_limit *l, uint32_t ip, int64_t now_us, long long *retry_after_s);
+
+/** @brief The per-event override of the ip or user level (order_event_limits, given at
+ *  the event's creation): takes one token of `who` (a client address, or a user id) in
+ *  its own bucket for event_id, of `rate` tokens/s (> 0) and a burst of `rate` (one
+ *  second's worth), in place of the configured level. The buckets share one bounded
+ *  table (ratelimit.ips entries), keyed by (level, who, event). @returns 1 allowed, 0
+ *  limited (then *retry_after_s is set). */
+int order_limit_override_take(order_limit *l, order_limit_level level, uint64_t who,
+                              uint64_t event_id, int64_t rate, int64_t now_us,
+                              long long *retry_after_s);
 
 #endif

@@ -243,13 +243,12 @@ static int run_make_limits(order_app *app)
                                  app->cfg.admit_min_samples);
     app->window = order_window_new();
     app->paused = order_pause_new();
-    if (app->cfg.event_rate > 0) {
-        /* A batch is valid for the time the bucket takes to make it (at least 100 ms). */
-        int64_t valid = app->cfg.event_batch * 1000 / app->cfg.event_rate;
-        app->evrate = order_evrate_new(valid < 100 ? 100 : valid);
-    }
-    if (!app->limits || !app->admit || !app->window || !app->paused ||
-        (app->cfg.event_rate > 0 && !app->evrate)) {
+    /* Always made: an event may have its own rate (order_event_limits) when the
+     * configured level is off. A batch is valid for the time the bucket takes to make
+     * it at the configured rate (at least 100 ms). */
+    int64_t valid = app->cfg.event_rate > 0 ? app->cfg.event_batch * 1000 / app->cfg.event_rate : 100;
+    app->evrate = order_evrate_new(valid < 100 ? 100 : valid);
+    if (!app->limits || !app->admit || !app->window || !app->paused || !app->evrate) {
         sk_log(SK_LOG_ERROR, "start_failed", "what=limits err=\"%s\"", app->limits ? "out of memory" : lerr);
         return 1;
     }

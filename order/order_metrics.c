@@ -102,7 +102,8 @@ static void render_gate(FILE *f, order_metrics *m)
 {
     static const char *const codes[ORDER_METRICS_RESERVE_CODES] = {
         "ok", "sold_out", "duplicate", "not_started", "ended", "not_loaded", "other"};
-    static const char *const gate_ops[ORDER_METRICS_GATE_OPS] = {"reserve", "cancel", "confirm"};
+    static const char *const gate_ops[ORDER_METRICS_GATE_OPS] = {"reserve", "cancel", "confirm",
+                                                                  "borrow"};
     render_family(f, "seckill_order_reserve_total", "reserve.lua results, by code.", "result",
                   codes, m->reserve, ORDER_METRICS_RESERVE_CODES);
     render_family(f, "seckill_order_gate_calls_total",

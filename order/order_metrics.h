@@ -15,7 +15,7 @@
 /* The statuses the API answers; anything else lands in the last slot. */
 #define ORDER_METRICS_STATUSES 14
 #define ORDER_METRICS_RESERVE_CODES 7 /* reserve.lua 0..5, and "other" */
-#define ORDER_METRICS_GATE_OPS 3      /* order_gate_op */
+#define ORDER_METRICS_GATE_OPS 4      /* order_gate_op */
 #define ORDER_METRICS_LIMIT_LEVELS 3  /* order_limit_level */
 
 /* Stages of the accept path, timed separately so that a slow answer can be placed. */

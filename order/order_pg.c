@@ -37,6 +37,11 @@ void order_pg_fail(order_pg_job *job, void *pgconn, const void *pgres, const cha
 static void run_create_event(PGconn *c, order_pg_job *job)
 {
     char id[24], stock[24], starts[24], ends[24], lim[12], win[12], segs[12];
+    char rates[3][24];
+    const order_event_limits *ol = &job->spec.limits;
+    const int64_t rv[3] = {ol->ip_rate, ol->user_rate, ol->event_rate};
+    for (int i = 0; i < 3; i++) /* 0: no override, NULL in the row */
+        snprintf(rates[i], sizeof(rates[i]), "%" PRId64, rv[i]);
     snprintf(id, sizeof(id), "%" PRIu64, job->id);
     snprintf(segs, sizeof(segs), "%d", job->spec.segments > 0 ? job->spec.segments : 1);
     snprintf(stock, sizeof(stock), "%" PRId64, job->spec.stock);
@@ -44,7 +49,7 @@ static void run_create_event(PGconn *c, order_pg_job *job)
     snprintf(ends, sizeof(ends), "%" PRId64, job->spec.ends_at_ms);
     snprintf(lim, sizeof(lim), "%d", job->spec.per_user_limit);
     snprintf(win, sizeof(win), "%d", job->spec.payment_window_s);
-    const char *params[9] = {
+    const char *params[12] = {
         id,             /* $1 event id from libidgen */
         job->spec.name, /* $2 name */
         stock,          /* $3 stock_total = stock_left at creation */
@@ -54,14 +59,19 @@ static void run_create_event(PGconn *c, order_pg_job *job)
         win,            /* $7 payment_window_s */
         job->spec.rebuy_after_release ? "true" : "false", /* $8 rebuy_after_release */
         segs,           /* $9 segments */
+        rv[0] > 0 ? rates[0] : NULL, /* $10 ip_rate override, NULL: the default */
+        rv[1] > 0 ? rates[1] : NULL, /* $11 user_rate override */
+        rv[2] > 0 ? rates[2] : NULL, /* $12 event_rate override */
     };
     PGresult *res = PQexecParams(
         c,
         "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at, "
-        "per_user_limit, payment_window_s, rebuy_after_release, segments) VALUES ($1::bigint, "
+        "per_user_limit, payment_window_s, rebuy_after_release, segments, ip_rate, user_rate, "
+        "event_rate) VALUES ($1::bigint, "
         "$2, $3::int, $3::int, to_timestamp($4::bigint / 1000.0), "
-        "to_timestamp($5::bigint / 1000.0), $6::int, $7::int, $8::boolean, $9::int)",
-        9, NULL, params, NULL, NULL, 0);
+        "to_timestamp($5::bigint / 1000.0), $6::int, $7::int, $8::boolean, $9::int, $10::int, "
+        "$11::int, $12::int)",
+        12, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
         order_pg_fail(job, c, res, "insert event");
     else
@@ -70,7 +80,8 @@ static void run_create_event(PGconn *c, order_pg_job *job)
 }
 
 /* An event's columns from `col`: name, stock_total, stock_left, starts_at and ends_at in
- * ms, per_user_limit, segments (the SELECT lists of run_get_event and run_list_events). */
+ * ms, per_user_limit, segments, and the rate overrides (0 when NULL) (the SELECT lists of
+ * run_get_event and run_list_events: EVENT_COLUMNS). */
 static void event_row(const PGresult *res, int row, int col, order_event_spec *spec,
                       int64_t *stock_left)
 {
@@ -81,6 +92,9 @@ static void event_row(const PGresult *res, int row, int col, order_event_spec *s
     spec->ends_at_ms = strtoll(PQgetvalue(res, row, col + 4), NULL, 10);
     spec->per_user_limit = atoi(PQgetvalue(res, row, col + 5));
     spec->segments = atoi(PQgetvalue(res, row, col + 6));
+    spec->limits.ip_rate = strtoll(PQgetvalue(res, row, col + 7), NULL, 10);
+    spec->limits.user_rate = strtoll(PQgetvalue(res, row, col + 8), NULL, 10);
+    spec->limits.event_rate = strtoll(PQgetvalue(res, row, col + 9), NULL, 10);
 }
 
 static void run_get_event(PGconn *c, order_pg_job *job)
@@ -92,7 +106,8 @@ static void run_get_event(PGconn *c, order_pg_job *job)
         c,
         "SELECT name, stock_total, stock_left, "
         "(extract(epoch from starts_at) * 1000)::bigint, "
-        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments "
+        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
+        "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
         "FROM seckill_event WHERE id = $1::bigint",
         1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -115,7 +130,8 @@ static void run_list_events(PGconn *c, order_pg_job *job)
         c,
         "SELECT id, name, stock_total, stock_left, "
         "(extract(epoch from starts_at) * 1000)::bigint, "
-        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments "
+        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
+        "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
         "FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
         1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {

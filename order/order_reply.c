@@ -152,7 +152,8 @@ size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id)
 }
 
 char *order_reply_event(uint64_t event_id, const char *name, int64_t stock_total,
-                        int64_t stock_left, int64_t starts_at_ms, int64_t ends_at_ms)
+                        int64_t stock_left, int64_t starts_at_ms, int64_t ends_at_ms,
+                        const order_event_limits *lim)
 {
     char id[24], s[32], e[32];
     snprintf(id, sizeof(id), "%" PRIu64, event_id);
@@ -164,6 +165,16 @@ char *order_reply_event(uint64_t event_id, const char *name, int64_t stock_total
                           order_time_format_rfc3339(ends_at_ms, e, sizeof(e)));
     if (!o)
         return NULL;
+    if (lim && order_event_limits_any(lim)) {
+        json_t *l = json_object();
+        if (lim->ip_rate > 0)
+            json_object_set_new(l, "ip_rate", json_integer((json_int_t)lim->ip_rate));
+        if (lim->user_rate > 0)
+            json_object_set_new(l, "user_rate", json_integer((json_int_t)lim->user_rate));
+        if (lim->event_rate > 0)
+            json_object_set_new(l, "event_rate", json_integer((json_int_t)lim->event_rate));
+        json_object_set_new(o, "limits", l);
+    }
     char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return text;

@@ -6,6 +6,8 @@
 #ifndef ORDER_REPLY_H
 #define ORDER_REPLY_H
 
+#include "order_body.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,9 +66,12 @@ size_t order_reply_order_pay_by(char *out, size_t outsz, uint64_t order_id, uint
 /** @brief {"event_id":"<id>"} @returns the length. */
 size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id);
 
-/** @brief GET event body. @returns a malloc'd NUL-terminated string the caller frees, or NULL. */
+/** @brief GET event body; with "limits":{...} holding the overridden levels of `lim`
+ *  when there is any (NULL: none). @returns a malloc'd NUL-terminated string the caller
+ *  frees, or NULL. */
 char *order_reply_event(uint64_t event_id, const char *name, int64_t stock_total,
-                        int64_t stock_left, int64_t starts_at_ms, int64_t ends_at_ms);
+                        int64_t stock_left, int64_t starts_at_ms, int64_t ends_at_ms,
+                        const order_event_limits *lim);
 
 /** @brief Reserve result code (reserve.lua) -> error; 0 (ok) is not an error: returns -1. */
 int order_err_from_reserve(long long code);

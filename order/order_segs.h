@@ -5,8 +5,9 @@
  * It is never trusted: reserve.lua compares the K the front sent with the event's
  * (meta "segments") and answers 100 + K, changing nothing, when they differ; the front
  * then records K here and sends the order to its home segment. So a front that never saw
- * the event created learns K from its first order, and a collision in this table costs
- * one more Redis call, never a wrong sale.
+ * the event created learns K from its first order (from the event's meta, read once with
+ * its window and rate overrides, or else from reserve.lua's answer), and a collision in
+ * this table costs one more Redis call, never a wrong sale.
  * A fixed table of 1024 slots by event id. Lock-free and thread-safe (relaxed atomics). */
 #ifndef ORDER_SEGS_H
 #define ORDER_SEGS_H

@@ -1,4 +1,5 @@
-/* order_soldout: this instance's "sold out" flags, one per event, that expire.
+/* order_soldout: this instance's "sold out" flags, one per event and one per stock
+ * segment (issue 19), that expire.
  *
  * Once reserve.lua answers "sold out" for an event, requests for it are answered 409
  * here without asking Redis, until the flag expires (ttl_ms, below one second). Expiry
@@ -6,7 +7,15 @@
  * within a second, with no pub/sub to lose: after expiry the next request asks Redis
  * again and either sells or sets the flag again (one Redis call per event per ttl).
  * A fixed table of 1024 slots by event id; a collision only costs a Redis call.
- * Lock-free and thread-safe (relaxed atomics: a stale read errs towards asking Redis). */
+ * Lock-free and thread-safe (relaxed atomics: a stale read errs towards asking Redis).
+ *
+ * Segmented events (K > 1): a segment found empty (reserve.lua's claim answer 6, or
+ * borrow.lua's 1) is flagged for ttl_ms, so the next orders do not ask it for a unit;
+ * once all K are flagged the event's own flag is set, and orders are answered 409 from
+ * memory. A segment flag is one word in the event's slot: its deadline and a 22-bit tag
+ * of the event id, so a flag left by another event that shared the slot is not read as
+ * this event's (a false match needs the slot and the tag to collide, about 1 in 4
+ * million pairs of events live in the same second, and lasts at most ttl_ms). */
 #ifndef ORDER_SOLDOUT_H
 #define ORDER_SOLDOUT_H
 
@@ -20,10 +29,23 @@ void order_soldout_free(order_soldout *s);
 /** @brief Marks event_id sold out from now_ms for ttl_ms. */
 void order_soldout_set(order_soldout *s, uint64_t event_id, int64_t now_ms);
 
-/** @brief Lifts event_id's flag on this instance now (a unit came back: issue 22). */
+/** @brief Lifts event_id's flag and its segments' on this instance now (a unit came
+ *  back: issue 22). */
 void order_soldout_clear(order_soldout *s, uint64_t event_id);
 
 /** @brief @returns 1 if event_id is flagged sold out at now_ms. */
 int order_soldout_get(order_soldout *s, uint64_t event_id, int64_t now_ms);
+
+/** @brief Marks segment `seg` (< k <= ORDER_SOLDOUT_SEGS) of event_id empty from now_ms
+ *  for ttl_ms; when every one of the k segments is then flagged, the event is flagged
+ *  too (order_soldout_set). @returns 1 if the event is now flagged, else 0. */
+int order_soldout_seg_set(order_soldout *s, uint64_t event_id, unsigned seg, unsigned k,
+                          int64_t now_ms);
+
+/** @brief @returns 1 if segment `seg` of event_id is flagged empty at now_ms. */
+int order_soldout_seg_get(order_soldout *s, uint64_t event_id, unsigned seg, int64_t now_ms);
+
+/* Segments a slot keeps flags for (ORDER_SEGMENTS_MAX, order_msg.h). */
+#define ORDER_SOLDOUT_SEGS 64
 
 #endif

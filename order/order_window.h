@@ -1,6 +1,7 @@
 /* order_window: this instance's copy of each known event's sale window, so that an order
  * before starts_at (or after ends_at) is answered 403 from memory, without Redis, like a
- * sold-out flag (issue 19 section 2).
+ * sold-out flag (issue 19 section 2); and of its rate overrides (order_event_limits),
+ * fixed at creation like the window, which the limit levels read on every order.
  *
  * Filled when this front learns an event's window (it created the event, or loaded it
  * from PostgreSQL for the event page buyers refresh before the start). The window of an
@@ -13,6 +14,8 @@
  * writers, rare, are serialised by one mutex. Thread-safe. */
 #ifndef ORDER_WINDOW_H
 #define ORDER_WINDOW_H
+
+#include "order_body.h"
 
 #include <stdint.h>
 
@@ -29,8 +32,14 @@ order_window *order_window_new(void);
 /** @brief NULL is fine. */
 void order_window_free(order_window *t);
 
-/** @brief Remembers event_id's window [starts_at_ms, ends_at_ms). */
-void order_window_set(order_window *t, uint64_t event_id, int64_t starts_at_ms, int64_t ends_at_ms);
+/** @brief Remembers event_id's window [starts_at_ms, ends_at_ms) and its rate overrides
+ *  (`lim`, copied; NULL: none). */
+void order_window_set(order_window *t, uint64_t event_id, int64_t starts_at_ms, int64_t ends_at_ms,
+                      const order_event_limits *lim);
+
+/** @brief event_id's rate overrides into *out, if its entry is here. @returns 1 known
+ *  (*out filled, zeros where the default applies), 0 unknown (*out zeroed). */
+int order_window_limits(order_window *t, uint64_t event_id, order_event_limits *out);
 
 /** @brief Where wall-clock now_ms lies in event_id's window, if known. */
 order_window_state order_window_get(order_window *t, uint64_t event_id, int64_t now_ms);

@@ -14,7 +14,14 @@
  *    every 202 is on the topic (Kafka acknowledged it) and the stock adds up;
  *  - pause and resume across two fronts: the pause given on one holds on the other within
  *    1 s (503 paused, Retry-After), nothing is taken meanwhile, and the sale goes on
- *    after the resume given on the other front. */
+ *    after the resume given on the other front;
+ *  - per-segment sold-out flags (issue 19 section 1): K = 3 with segments 0 and 1
+ *    emptied by orders, users homed on segment 0 still buy (borrowing from segment 2)
+ *    with one borrow.lua call each, not two (the front remembers segment 1 is empty);
+ *    once all three are empty, 409 sold_out comes from memory with no Redis call;
+ *  - per-event overrides of the levels, learnt from the event's meta by a front that did
+ *    not create it: ip_rate 2, user_rate 1, event_rate 3 each answer 429 naming their
+ *    level, while an event without overrides on the same front is not limited. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,22 +50,33 @@ static sk_test_redis *tr;
 static redisContext *rc;
 static uint64_t next_event = 5000, next_user = 1000;
 
-/* Loads an event straight into Redis with event_load.lua (no PostgreSQL here). */
+/* One segment of an event straight into Redis with event_load.lua (no PostgreSQL here),
+ * as order_loader writes it: `share` units, K = k, and the event's rate overrides in
+ * meta (ARGV 6..8; 0: none). */
+static void load_keys(uint64_t id, unsigned seg, unsigned k, long share, const long rates[3])
+{
+    char k1[ORDER_KEY_MAX], k2[ORDER_KEY_MAX], s[24], a[24], b[24], ks[8], r[3][24];
+    order_key_seg(id, seg, ORDER_KEY_STOCK, k1, sizeof(k1));
+    order_key_seg(id, seg, ORDER_KEY_META, k2, sizeof(k2));
+    int64_t now = (int64_t)time(NULL) * 1000;
+    snprintf(s, sizeof(s), "%ld", share);
+    snprintf(a, sizeof(a), "%" PRId64, now - 60000);
+    snprintf(b, sizeof(b), "%" PRId64, now + 3600000);
+    snprintf(ks, sizeof(ks), "%u", k);
+    for (int i = 0; i < 3; i++)
+        snprintf(r[i], sizeof(r[i]), "%ld", rates ? rates[i] : 0L);
+    const char *argv[] = {"EVAL", seckill_lua_find("event_load"), "2", k1, k2, s, a, b, "1", ks,
+                          r[0], r[1], r[2]};
+    redisReply *rep = redisCommandArgv(rc, 13, argv, NULL);
+    assert_non_null(rep);
+    assert_int_equal(rep->integer, 1);
+    freeReplyObject(rep);
+}
+
 static uint64_t load_event(long stock)
 {
     uint64_t id = next_event++;
-    char k1[ORDER_KEY_MAX], k2[ORDER_KEY_MAX], s[24], a[24], b[24];
-    order_key(id, ORDER_KEY_STOCK, k1, sizeof(k1));
-    order_key(id, ORDER_KEY_META, k2, sizeof(k2));
-    int64_t now = (int64_t)time(NULL) * 1000;
-    snprintf(s, sizeof(s), "%ld", stock);
-    snprintf(a, sizeof(a), "%" PRId64, now - 60000);
-    snprintf(b, sizeof(b), "%" PRId64, now + 3600000);
-    const char *argv[] = {"EVAL", seckill_lua_find("event_load"), "2", k1, k2, s, a, b, "1"};
-    redisReply *r = redisCommandArgv(rc, 9, argv, NULL);
-    assert_non_null(r);
-    assert_int_equal(r->integer, 1);
-    freeReplyObject(r);
+    load_keys(id, 0, 1, stock, NULL);
     return id;
 }
 
@@ -129,9 +147,20 @@ static long long limited_metric(const to_order *o, const char *level)
     return to_order_metric(o, name);
 }
 
+/* /readyz 200: the front's Redis connection (and Kafka) is up. */
+static int front_ready(void *o)
+{
+    char resp[512];
+    return to_http1(((to_order *)o)->port, "GET", "/readyz", NULL, NULL, resp, sizeof(resp)) == 200;
+}
+
+/* A front for one case, ready for orders: to_order_start waits for /healthz only, and an
+ * order sent before the Redis connection is up is a 503 that has already spent its
+ * address token (a count of 202s would then be one short). */
 static void start(to_order *o, const char *const *env)
 {
     assert_int_equal(to_order_start(o, sk_test_redis_url(tr), kafka.bootstrap, NULL, env), 0);
+    assert_int_equal(to_wait(front_ready, o, 10000), 1);
 }
 
 /* No trusted proxy: the peer (127.0.0.1) is the client, whatever X-Forwarded-For says. */
@@ -174,12 +203,15 @@ static void test_ip_level_trusted_proxy(void **state)
     uint64_t ev = load_event(100);
     answer a;
     int passed = 0;
+    char seen[128] = "";
     for (int i = 0; i < 6; i++) {
         order_xff(&o, ev, next_user++, "198.51.100.1", &a);
         passed += a.status == 202;
+        size_t n = strlen(seen);
+        snprintf(seen + n, sizeof(seen) - n, " %d", a.status);
     }
     if (passed < 2 || passed > 4)
-        fail_msg("%d of 6 passed for one forwarded client (want 2..4)", passed);
+        fail_msg("%d of 6 passed for one forwarded client (want 2..4), answers%s", passed, seen);
     /* the same client behind a second proxy of ours, with a forged entry on the left */
     order_xff(&o, ev, next_user++, "203.0.113.77, 198.51.100.1, 10.1.2.3", &a);
     is_limited(&a, "ip");
@@ -455,6 +487,178 @@ static void test_pause_resume_two_fronts(void **state)
     assert_int_equal(to_stop(&fb.proc, SIGTERM, 10000), 0);
 }
 
+/* An event with its rate overrides in meta (as for an event created with "limits"). */
+static uint64_t load_event_limits(long stock, long ip_rate, long user_rate, long event_rate)
+{
+    uint64_t id = next_event++;
+    const long rates[3] = {ip_rate, user_rate, event_rate};
+    load_keys(id, 0, 1, stock, rates);
+    return id;
+}
+
+/* `n` orders of distinct users on `ev`: each 202, or 429 naming `level`; *limited gets
+ * the 429s. @returns the 202s. */
+static int orders_limited(const to_order *o, uint64_t ev, int n, const char *level, int *limited)
+{
+    answer a;
+    int ok = 0;
+    *limited = 0;
+    for (int i = 0; i < n; i++) {
+        order_xff(o, ev, next_user++, NULL, &a);
+        if (a.status == 429 && level) {
+            is_limited(&a, level);
+            (*limited)++;
+        } else {
+            if (a.status != 202)
+                fail_msg("order %d on event %" PRIu64 ": %d %s", i, ev, a.status, a.body);
+            ok++;
+        }
+    }
+    return ok;
+}
+
+/* Per-event overrides (issue 19 section 2), learnt by a front that did not create the
+ * events (from their meta): each level refuses the event with a low override, naming
+ * the level, while an event without one, on the same front, is not limited. The
+ * configured levels are off (ip), 5/s burst 10 (user) and off (event). */
+static void test_event_overrides(void **state)
+{
+    to_order o;
+    start(&o, NULL);
+    uint64_t plain = load_event(1000), by_ip = load_event_limits(1000, 2, 0, 0);
+    uint64_t by_user = load_event_limits(1000, 0, 1, 0), by_event = load_event_limits(1000, 0, 0, 3);
+    answer a;
+    int limited;
+    /* ip: 2 per second from one address on by_ip; 8 orders of distinct users */
+    int ok = orders_limited(&o, by_ip, 8, "ip", &limited);
+    if (ok < 2 || ok > 4 || limited < 4)
+        fail_msg("ip override 2/s: %d of 8 passed, %d limited", ok, limited);
+    /* the same address on the event without an override: not limited (level off) */
+    assert_int_equal(orders_limited(&o, plain, 8, NULL, &limited), 8);
+    /* user: 1 per second on by_user; one user's retries are 429 user, not 409 */
+    uint64_t u = next_user++;
+    order_xff(&o, by_user, u, NULL, &a);
+    assert_int_equal(a.status, 202);
+    order_xff(&o, by_user, u, NULL, &a);
+    is_limited(&a, "user");
+    assert_int_equal(a.retry_after, 1);
+    /* the same user on the plain event: the configured burst of 10, so 202 then 409 */
+    order_xff(&o, plain, u, NULL, &a);
+    assert_int_equal(a.status, 202);
+    order_xff(&o, plain, u, NULL, &a);
+    assert_int_equal(a.status, 409);
+    /* event: 3 per second for the whole event; 10 orders of distinct users */
+    ok = orders_limited(&o, by_event, 10, "event", &limited);
+    if (ok < 3 || ok > 5 || limited < 5)
+        fail_msg("event override 3/s: %d of 10 passed, %d limited", ok, limited);
+    /* the event level is off for the plain event */
+    assert_int_equal(orders_limited(&o, plain, 10, NULL, &limited), 10);
+    assert_true(limited_metric(&o, "event") >= 5);
+    assert_int_equal(to_stop(&o.proc, SIGTERM, 10000), 0);
+}
+
+static void load_segment(uint64_t id, unsigned seg, unsigned k, long share)
+{
+    load_keys(id, seg, k, share, NULL);
+}
+
+/* The next fresh user whose home among k segments is `seg`. */
+static uint64_t user_homed(unsigned seg, unsigned k)
+{
+    while (order_seg_home(next_user, k) != seg)
+        next_user++;
+    return next_user++;
+}
+
+static long long seg_stock(uint64_t ev, unsigned seg)
+{
+    char key[ORDER_KEY_MAX];
+    order_key_seg(ev, seg, ORDER_KEY_STOCK, key, sizeof(key));
+    return to_cmd_int(rc, "GET %s", key);
+}
+
+static int segs_drained(void *arg)
+{
+    uint64_t ev = *(uint64_t *)arg;
+    char key[ORDER_KEY_MAX];
+    for (unsigned seg = 0; seg < 3; seg++) {
+        order_key_seg(ev, seg, ORDER_KEY_PENDING, key, sizeof(key));
+        if (to_cmd_int(rc, "HLEN %s", key) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static void test_segment_soldout_flags(void **state)
+{
+    const char *env[] = {"SECKILL_SOLDOUT_TTL_MS=1000", NULL};
+    to_order o;
+    start(&o, env);
+    uint64_t ev = next_event++;
+    load_segment(ev, 2, 3, 12);
+    load_segment(ev, 1, 3, 2);
+    load_segment(ev, 0, 3, 2);
+    answer a;
+    /* the first order teaches the front K (reserve.lua's 100 + K), then segments 1 and 0
+     * are emptied by their own home users, with no borrowing */
+    const unsigned emptied[2] = {1, 0};
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < 2; i++) {
+            unsigned seg = emptied[j];
+            order_xff(&o, ev, user_homed(seg, 3), NULL, &a);
+            if (a.status != 202)
+                fail_msg("order homed on segment %u: %d %s", seg, a.status, a.body);
+        }
+    assert_int_equal(seg_stock(ev, 0), 0);
+    assert_int_equal(seg_stock(ev, 1), 0);
+    assert_int_equal(seg_stock(ev, 2), 12);
+    assert_int_equal(to_order_metric(&o, "seckill_order_gate_calls_total{script=\"borrow\"}"), 0);
+    /* users homed on the empty segment 0 still buy: the claim at home, the unit from 2 */
+    const int n = 8;
+    long long b0 = to_order_metric(&o, "seckill_order_gate_calls_total{script=\"borrow\"}");
+    long long r0 = to_order_metric(&o, "seckill_order_gate_calls_total{script=\"reserve\"}");
+    int64_t t0 = sk_test_now_ms();
+    for (int i = 0; i < n; i++) {
+        order_xff(&o, ev, user_homed(0, 3), NULL, &a);
+        if (a.status != 202)
+            fail_msg("order %d homed on the empty segment 0: %d %s", i, a.status, a.body);
+    }
+    int64_t took = sk_test_now_ms() - t0;
+    long long borrows = to_order_metric(&o, "seckill_order_gate_calls_total{script=\"borrow\"}") - b0;
+    long long reserves = to_order_metric(&o, "seckill_order_gate_calls_total{script=\"reserve\"}") - r0;
+    fprintf(stderr, "segments: %d orders homed on an empty segment in %" PRId64
+            " ms: %lld reserve and %lld borrow calls\n", n, took, reserves, borrows);
+    assert_int_equal(reserves, n);
+    /* Without the flags every order asks segment 1 then segment 2: 2n borrows. With them
+     * only the first order (and one per flag lifetime, 1 s, should the loop be slow)
+     * asks segment 1. */
+    long long most = n + 1 + took / 1000;
+    if (borrows > most)
+        fail_msg("%lld borrow.lua calls for %d orders (want at most %lld)", borrows, n, most);
+    assert_int_equal(seg_stock(ev, 2), 12 - n);
+    /* the rest of segment 2 to its own users, then nothing is left anywhere */
+    for (int i = 0; i < 12 - n; i++) {
+        order_xff(&o, ev, user_homed(2, 3), NULL, &a);
+        assert_int_equal(a.status, 202);
+    }
+    order_xff(&o, ev, user_homed(1, 3), NULL, &a); /* finds every segment empty */
+    assert_int_equal(a.status, 409);
+    assert_non_null(strstr(a.body, "\"sold_out\""));
+    assert_int_equal(to_wait(segs_drained, &ev, 5000), 1);
+    /* sold out in memory: the next orders cost Redis nothing */
+    long long e0 = evalsha_calls(), hits0 = to_order_metric(&o, "seckill_order_soldout_flag_hits_total");
+    for (unsigned seg = 0; seg < 3; seg++) {
+        order_xff(&o, ev, user_homed(seg, 3), NULL, &a);
+        assert_int_equal(a.status, 409);
+        assert_non_null(strstr(a.body, "\"sold_out\""));
+    }
+    assert_int_equal(evalsha_calls() - e0, 0);
+    assert_int_equal(to_order_metric(&o, "seckill_order_soldout_flag_hits_total") - hits0, 3);
+    for (unsigned seg = 0; seg < 3; seg++)
+        assert_int_equal(seg_stock(ev, seg), 0);
+    assert_int_equal(to_stop(&o.proc, SIGTERM, 10000), 0);
+}
+
 static int setup(void **state)
 {
     char err[256];
@@ -486,6 +690,8 @@ int main(void)
         cmocka_unit_test(test_event_level_two_fronts),
         cmocka_unit_test(test_slow_redis_sheds),
         cmocka_unit_test(test_pause_resume_two_fronts),
+        cmocka_unit_test(test_segment_soldout_flags),
+        cmocka_unit_test(test_event_overrides),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -85,6 +85,17 @@ static void test_event_body(void **state)
                            "\"rebuy_after_release\":true}", &s, err), 0);
     assert_int_equal(s.segments, 3);
     assert_true(s.rebuy_after_release);
+    assert_int_equal(order_event_limits_any(&s.limits), 0); /* no override: the defaults */
+    assert_int_equal(parse("{\"name\":\"x\",\"stock\":9,\"starts_at\":\"2026-11-22T10:00:00Z\","
+                           "\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"ip_rate\":7,"
+                           "\"event_rate\":10000000}}", &s, err), 0);
+    assert_int_equal(s.limits.ip_rate, 7);
+    assert_int_equal(s.limits.user_rate, 0);
+    assert_int_equal(s.limits.event_rate, 10000000);
+    assert_int_equal(order_event_limits_any(&s.limits), 1);
+    assert_int_equal(parse("{\"name\":\"x\",\"stock\":9,\"starts_at\":\"2026-11-22T10:00:00Z\","
+                           "\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{}}", &s, err), 0);
+    assert_int_equal(order_event_limits_any(&s.limits), 0);
     assert_int_equal(parse("{\"name\":\"x\",\"stock\":0,\"starts_at\":\"2026-11-22T10:00:00Z\","
                            "\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":1}", &s, err), 0);
 
@@ -112,6 +123,15 @@ static void test_event_body(void **state)
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"segments\":0}", "segments"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"segments\":65}", "segments"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"segments\":\"3\"}", "segments"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":[1]}", "limits: an object"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"ip_rate\":0}}", "limits.ip_rate"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"user_rate\":-3}}", "limits.user_rate"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"user_rate\":1000001}}", "limits.user_rate"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"event_rate\":10000001}}", "limits.event_rate"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"event_rate\":2.5}}", "limits.event_rate"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"ip_rate\":\"5\"}}", "limits.ip_rate"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"ip_rate\":null}}", "limits.ip_rate"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"per_ip\":5}}", "only ip_rate"},
         {"{\"name\":\"x\",\"stock\":1,\"stock\":5,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "invalid JSON"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -187,7 +187,17 @@ static void test_window_table(void **state)
     order_window *t = order_window_new();
     assert_non_null(t);
     assert_int_equal(order_window_get(t, 77, 1000), ORDER_WINDOW_UNKNOWN);
-    order_window_set(t, 77, 5000, 9000);
+    order_event_limits lim = {0, 0, 0};
+    assert_int_equal(order_window_limits(t, 77, &lim), 0);
+    order_window_set(t, 77, 5000, 9000, NULL);
+    assert_int_equal(order_window_limits(t, 77, &lim), 1); /* known: no override */
+    assert_int_equal(order_event_limits_any(&lim), 0);
+    order_event_limits over = {3, 0, 250};
+    order_window_set(t, 79, 5000, 9000, &over);
+    assert_int_equal(order_window_limits(t, 79, &lim), 1);
+    assert_int_equal(lim.ip_rate, 3);
+    assert_int_equal(lim.user_rate, 0);
+    assert_int_equal(lim.event_rate, 250);
     assert_int_equal(order_window_get(t, 77, 4999), ORDER_WINDOW_NOT_STARTED);
     assert_int_equal(order_window_get(t, 77, 5000), ORDER_WINDOW_UNKNOWN); /* open: the gate decides */
     assert_int_equal(order_window_get(t, 77, 8999), ORDER_WINDOW_UNKNOWN);
@@ -195,13 +205,20 @@ static void test_window_table(void **state)
     assert_int_equal(order_window_get(t, 78, 1000), ORDER_WINDOW_UNKNOWN);
     /* many events: a slot taken by another event forgets the first, never mixes them */
     for (uint64_t id = 1000; id < 100000; id++)
-        order_window_set(t, id, (int64_t)id * 10, (int64_t)id * 10 + 5);
+    {
+        order_event_limits l = {(int64_t)id, 0, 0};
+        order_window_set(t, id, (int64_t)id * 10, (int64_t)id * 10 + 5, &l);
+    }
     int known = 0;
     for (uint64_t id = 1000; id < 100000; id++) {
         order_window_state st = order_window_get(t, id, (int64_t)id * 10 - 1);
         assert_true(st == ORDER_WINDOW_UNKNOWN || st == ORDER_WINDOW_NOT_STARTED);
         known += st == ORDER_WINDOW_NOT_STARTED;
         assert_true(order_window_get(t, id, (int64_t)id * 10 + 1) == ORDER_WINDOW_UNKNOWN);
+        if (order_window_limits(t, id, &lim)) /* an entry's overrides are its own */
+            assert_int_equal(lim.ip_rate, (int64_t)id);
+        else
+            assert_int_equal(lim.ip_rate, 0);
     }
     assert_true(known >= 4096 / 2);
     order_window_free(t);

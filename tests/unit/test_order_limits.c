@@ -67,12 +67,46 @@ static void test_soldout(void **state)
     order_soldout_free(s);
 }
 
+/* Segment flags (issue 19): each expires alone; the event is flagged once all K are;
+ * another event sharing the slot reads none of them; a clear lifts them all. */
+static void test_soldout_segments(void **state)
+{
+    order_soldout *s = order_soldout_new(500);
+    assert_non_null(s);
+    uint64_t ev = 1700000000123ULL, other = ev + 1024;
+    assert_int_equal(order_soldout_seg_get(s, ev, 0, 1000), 0);
+    assert_int_equal(order_soldout_seg_set(s, ev, 0, 3, 1000), 0);
+    assert_int_equal(order_soldout_seg_get(s, ev, 0, 1000), 1);
+    assert_int_equal(order_soldout_seg_get(s, ev, 1, 1000), 0);
+    assert_int_equal(order_soldout_seg_get(s, other, 0, 1000), 0);
+    assert_int_equal(order_soldout_get(s, ev, 1000), 0); /* one of three: not sold out */
+    assert_int_equal(order_soldout_seg_set(s, ev, 2, 3, 1100), 0);
+    assert_int_equal(order_soldout_seg_get(s, ev, 0, 1500), 0); /* expired alone */
+    assert_int_equal(order_soldout_seg_get(s, ev, 2, 1500), 1);
+    /* segment 0 expired: flagging 1 leaves the event open */
+    assert_int_equal(order_soldout_seg_set(s, ev, 1, 3, 1500), 0);
+    assert_int_equal(order_soldout_get(s, ev, 1500), 0);
+    assert_int_equal(order_soldout_seg_set(s, ev, 0, 3, 1550), 1); /* all three now */
+    assert_int_equal(order_soldout_get(s, ev, 1550), 1);
+    assert_int_equal(order_soldout_get(s, ev, 2049), 1);
+    assert_int_equal(order_soldout_get(s, ev, 2050), 0);
+    order_soldout_clear(s, ev);
+    for (unsigned i = 0; i < 3; i++)
+        assert_int_equal(order_soldout_seg_get(s, ev, i, 1600), 0);
+    assert_int_equal(order_soldout_get(s, ev, 1600), 0);
+    /* out of range: never flagged */
+    assert_int_equal(order_soldout_seg_set(s, ev, ORDER_SOLDOUT_SEGS, 3, 1000), 0);
+    assert_int_equal(order_soldout_seg_get(s, ev, ORDER_SOLDOUT_SEGS, 1000), 0);
+    order_soldout_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bucket_rate_and_burst),
         cmocka_unit_test(test_bucket_bounded),
         cmocka_unit_test(test_soldout),
+        cmocka_unit_test(test_soldout_segments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

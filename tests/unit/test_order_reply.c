@@ -81,11 +81,19 @@ static void test_success_bodies(void **state)
     assert_string_equal(b, "{\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"status\":\"created\"}");
     order_reply_event_created(b, sizeof(b), 77);
     assert_string_equal(b, "{\"event_id\":\"77\"}");
-    char *e = order_reply_event(5, "a \"quoted\" name", 100, 7, 1795341600000LL, 1795345200123LL);
+    char *e = order_reply_event(5, "a \"quoted\" name", 100, 7, 1795341600000LL, 1795345200123LL, NULL);
     assert_non_null(e);
     assert_string_equal(e, "{\"event_id\":\"5\",\"name\":\"a \\\"quoted\\\" name\",\"stock_total\":100,"
                            "\"stock_left\":7,\"starts_at\":\"2026-11-22T10:00:00.000Z\","
                            "\"ends_at\":\"2026-11-22T11:00:00.123Z\"}");
+    free(e);
+    order_event_limits lim = {4, 0, 300}; /* only the overridden levels are shown */
+    e = order_reply_event(5, "n", 1, 1, 1795341600000LL, 1795345200000LL, &lim);
+    assert_non_null(e);
+    assert_string_equal(e, "{\"event_id\":\"5\",\"name\":\"n\",\"stock_total\":1,\"stock_left\":1,"
+                           "\"starts_at\":\"2026-11-22T10:00:00.000Z\","
+                           "\"ends_at\":\"2026-11-22T11:00:00.000Z\","
+                           "\"limits\":{\"ip_rate\":4,\"event_rate\":300}}");
     free(e);
 }
 
