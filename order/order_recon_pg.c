@@ -136,7 +136,8 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
     PQclear(PQexec(p->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
     g->event = gate_query(p,
                           "SELECT stock_left, (extract(epoch FROM starts_at) * 1000)::bigint, "
-                          "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit "
+                          "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit, "
+                          "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
                           "FROM seckill_event WHERE id = $1",
                           a);
     /* The buyers: users holding an order (created or paid), and those whose order was
@@ -163,18 +164,19 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
     if (PQntuples(g->event) != 1)
         return 0;
     int nu = PQntuples(g->buyers), nc = PQntuples(g->closed);
-    g->argv = calloc((size_t)nu + (size_t)nc + 5, sizeof(*g->argv));
+    const int f = ORDER_RECON_GATE_FIXED;
+    g->argv = calloc((size_t)nu + (size_t)nc + (size_t)f, sizeof(*g->argv));
     g->closed_users = calloc((size_t)nc + 1, sizeof(*g->closed_users));
     if (!g->argv || !g->closed_users)
         return 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < f - 1; i++)
         g->argv[i] = PQgetvalue(g->event, 0, i);
     snprintf(g->nbuyers_s, sizeof(g->nbuyers_s), "%d", nu);
-    g->argv[4] = g->nbuyers_s;
+    g->argv[f - 1] = g->nbuyers_s;
     for (int i = 0; i < nu; i++)
-        g->argv[5 + i] = PQgetvalue(g->buyers, i, 0);
+        g->argv[f + i] = PQgetvalue(g->buyers, i, 0);
     for (int i = 0; i < nc; i++) {
-        g->argv[5 + nu + i] = PQgetvalue(g->closed, i, 0);
+        g->argv[f + nu + i] = PQgetvalue(g->closed, i, 0);
         g->closed_users[i] = PQgetvalue(g->closed, i, 1);
     }
     g->nbuyers = nu;

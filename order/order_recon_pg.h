@@ -46,15 +46,18 @@ int order_recon_pg_stored(order_recon_pg *p, const char *const *ids, size_t n,
                           unsigned char *stored);
 
 /* What event_reload.lua takes after its keys: stock_left, starts_at_ms, ends_at_ms,
- * per_user_limit, the number of users, the users that stay buyers (created or paid
+ * per_user_limit, the event's rate overrides (ip_rate, user_rate, event_rate; "0" none),
+ * the number of users, the users that stay buyers (created or paid
  * orders, and closed ones when the event keeps them out), then the ids of the event's
  * closed (cancelled or expired) orders, whose units stock_left already counts. All read
  * in one snapshot (REPEATABLE READ): stock_left counts exactly these closed orders. */
+/* The fixed head of event_reload.lua's ARGV: stock .. event_rate, then the user count. */
+#define ORDER_RECON_GATE_FIXED 8
 typedef struct order_recon_gate {
-    const char **argv;          /* 5 + nbuyers + nclosed strings, owned by g */
+    const char **argv;          /* ORDER_RECON_GATE_FIXED + nbuyers + nclosed strings, owned by g */
     int nbuyers, nclosed;
     const char **closed_users;  /* nclosed: the user of each closed order (its home) */
-    char nbuyers_s[12];         /* argv[4] */
+    char nbuyers_s[12];         /* argv[ORDER_RECON_GATE_FIXED - 1] */
     PGresult *event, *buyers, *closed;
 } order_recon_gate;
 

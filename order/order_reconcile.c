@@ -217,7 +217,7 @@ static int reload_event(order_reconciler *r, uint64_t event_id)
         order_key(event_id, ORDER_KEY_RELEASED, kr, sizeof(kr));
         const char *keys[4] = {ks, km, kb, kr};
         long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 4, keys,
-                                 5 + g.nbuyers + g.nclosed, g.argv);
+                                 ORDER_RECON_GATE_FIXED + g.nbuyers + g.nclosed, g.argv);
         if (v == 1)
             sk_log(SK_LOG_INFO, "event_reloaded",
                    "event_id=%" PRIu64 " stock=%s buyers=%d released=%d", event_id, g.argv[0],
@@ -304,10 +304,10 @@ static int segment_write(order_reconciler *r, const order_recon_lost *l, order_r
     g->argv[0] = stock_s;
     /* Only what is homed on this segment: its buyers, and the closed orders whose
      * release.lua looks in its released set (moved down behind the kept buyers). */
-    int nb = order_recon_buyers_homed(g->argv + 5, g->nbuyers, l->seg, l->k);
-    int nc = order_recon_closed_homed(g->argv + 5 + g->nbuyers, g->closed_users, g->nclosed,
+    int nb = order_recon_buyers_homed(g->argv + ORDER_RECON_GATE_FIXED, g->nbuyers, l->seg, l->k);
+    int nc = order_recon_closed_homed(g->argv + ORDER_RECON_GATE_FIXED + g->nbuyers, g->closed_users, g->nclosed,
                                       l->seg, l->k);
-    memmove(g->argv + 5 + nb, g->argv + 5 + g->nbuyers, (size_t)nc * sizeof(*g->argv));
+    memmove(g->argv + ORDER_RECON_GATE_FIXED + nb, g->argv + ORDER_RECON_GATE_FIXED + g->nbuyers, (size_t)nc * sizeof(*g->argv));
     snprintf(g->nbuyers_s, sizeof(g->nbuyers_s), "%d", nb);
     g->nbuyers = nb;
     g->nclosed = nc;
@@ -326,7 +326,7 @@ static int segment_write(order_reconciler *r, const order_recon_lost *l, order_r
     }
     freeReplyObject(h);
     const char *keys[4] = {ks, km, kb, kr};
-    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 4, keys, 5 + nb + nc, g->argv);
+    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 4, keys, ORDER_RECON_GATE_FIXED + nb + nc, g->argv);
     g->argv[0] = NULL; /* stock_s dies here */
     if (v != 1)
         return r->rc ? 0 : -1;
@@ -354,7 +354,7 @@ static int reload_segment(order_reconciler *r, const order_recon_lost *l)
     if (rc == 1) {
         /* stock_left counts every closed order's unit; those owed to a live segment go
          * there (release.lua), not here */
-        long long owed = order_recon_owed_elsewhere(g.argv + 5 + g.nbuyers, g.closed_users,
+        long long owed = order_recon_owed_elsewhere(g.argv + ORDER_RECON_GATE_FIXED + g.nbuyers, g.closed_users,
                                                     g.nclosed, l);
         long long stock = order_recon_segment_stock(strtoll(g.argv[0], NULL, 10) - owed,
                                                     l->snap_stock, l->nsnap, in_pg);

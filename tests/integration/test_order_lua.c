@@ -499,7 +499,7 @@ static void test_event_reload(void **state)
     ev_keys e;
     keys_of(fresh_event(), &e);
     enum { USERS = 2500, CLOSED = 1200 }; /* more than one SADD chunk each */
-    const char **argv = calloc(4 + 4 + 5 + USERS + CLOSED, sizeof(*argv));
+    const char **argv = calloc(4 + 4 + 8 + USERS + CLOSED, sizeof(*argv));
     char (*ids)[24] = calloc(USERS + CLOSED, sizeof(*ids));
     char nusers[12];
     snprintf(nusers, sizeof(nusers), "%d", USERS);
@@ -519,6 +519,9 @@ static void test_event_reload(void **state)
     argv[n++] = "1000";
     argv[n++] = "9000000000000";
     argv[n++] = "1";
+    argv[n++] = "5"; /* ip_rate */
+    argv[n++] = "0"; /* user_rate: none */
+    argv[n++] = "9"; /* event_rate */
     argv[n++] = nusers;
     for (int i = 0; i < USERS; i++) {
         snprintf(ids[i], sizeof(ids[i]), "%d", 1000 + i);
@@ -531,7 +534,7 @@ static void test_event_reload(void **state)
     /* a stale buyer left in the set is dropped: the set is rebuilt whole */
     freeReplyObject(redisCommand(rc, "SADD %s 42", e.k[ORDER_KEY_BUYERS]));
     /* a count that does not fit the ARGV is refused, nothing written */
-    argv[11] = "999999";
+    argv[14] = "999999";
     redisReply *bad = redisCommandArgv(rc, n, argv, NULL);
     if (bad && bad->type == REDIS_REPLY_ERROR && strncmp(bad->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(bad);
@@ -544,7 +547,7 @@ static void test_event_reload(void **state)
     freeReplyObject(bad);
     assert_int_equal(cmd_int("EXISTS %s", e.k[ORDER_KEY_STOCK], NULL), 0);
     assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_RELEASED], NULL), 0);
-    argv[11] = nusers;
+    argv[14] = nusers;
     redisReply *r = redisCommandArgv(rc, n, argv, NULL);
     if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(r);
@@ -561,6 +564,14 @@ static void test_event_reload(void **state)
     assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "42"), 0);
     assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "3499"), 1);
     assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_RELEASED], NULL), CLOSED);
+    /* the rate overrides are back in meta ("0": none), for fronts that learn them there */
+    redisReply *m = redisCommand(rc, "HMGET %s ip_rate event_rate", e.k[ORDER_KEY_META]);
+    assert_non_null(m);
+    assert_int_equal(m->elements, 2);
+    assert_string_equal(m->element[0]->str, "5");
+    assert_string_equal(m->element[1]->str, "9");
+    freeReplyObject(m);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_META], "user_rate"), 0);
     /* a release owed for a closed order: the reloaded stock counts its unit already */
     assert_int_equal(release_unit(&e, ids[USERS + CLOSED - 1], "1001"), 0);
     assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 7);
