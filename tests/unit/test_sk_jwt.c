@@ -314,6 +314,20 @@ static void test_b64url(void **state)
     }
     assert_int_equal(sk_b64url_decode("abcde", 5, back, sizeof(back)), -1);
     assert_int_equal(sk_b64url_decode("ab+/", 4, back, sizeof(back)), -1);
+    /* every byte value: only the 64 of the alphabet decode, each to its own value */
+    static const char alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    for (int c = 0; c < 256; c++) {
+        char q[4] = {'A', 'A', 'A', (char)c};
+        const char *at = c ? memchr(alpha, c, 64) : NULL;
+        long rc = sk_b64url_decode(q, 4, back, sizeof(back));
+        if (!at) {
+            if (rc != -1)
+                fail_msg("byte %d decoded", c);
+            continue;
+        }
+        assert_int_equal(rc, 3);
+        assert_int_equal(back[2], (unsigned char)(at - alpha));
+    }
 }
 
 /* The claims as sk_jwt_mint spells them are read without the JSON parser; each case here
