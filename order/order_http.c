@@ -23,6 +23,7 @@
 #include "order_pay_http.h"
 #include "order_pauser.h"
 #include "order_reply.h"
+#include "sk_httpdate.h"
 #include "sk_httpguard.h"
 #include "order_route.h"
 #include "order_time.h"
@@ -127,6 +128,9 @@ static void reply_send(order_worker *w, struct evhttp_request *req, order_route_
 {
     order_app *app = w->app;
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    /* Our Date, made once a second per worker thread: evhttp formats one per answer else. */
+    static _Thread_local sk_httpdate date = {.sec = -1};
+    evhttp_add_header(h, "Date", sk_httpdate_get(&date, (int64_t)time(NULL)));
     evhttp_add_header(h, "Content-Type", ctype);
     if (atomic_load_explicit(&app->draining, memory_order_relaxed))
         evhttp_add_header(h, "Connection", "close");
