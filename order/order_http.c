@@ -98,7 +98,14 @@ struct order_chain {
     order_req *produce_head, **produce_tail;
     struct event *produce_ev;
     order_pauser *pauser; /* worker 0 only: reads the paused events */
+    /* Freed requests kept for the next ones (linked by produce_next): an order_req is
+     * over glibc's small-chunk size, and each calloc of one took the large-chunk path
+     * (fastbin consolidation, 1.9k instructions per placed order, issue 16). */
+    order_req *spare;
+    int nspare;
 };
+
+#define REQ_SPARE_MAX 256 /* requests kept per worker; more are freed */
 
 static const char *reason(int status)
 {
@@ -211,25 +218,46 @@ static uint32_t client_ip(order_app *app, struct evhttp_request *req)
                                                     "X-Forwarded-For"));
 }
 
+/* Frees a request: kept for reuse when on its worker's thread (req_new runs there too)
+ * and the worker's chain has room, else free(). */
+static void req_free(order_req *r)
+{
+    struct order_chain *c = r->w ? r->w->chain : NULL;
+    if (c && c->nspare < REQ_SPARE_MAX && order_worker_self() == r->w) {
+        r->produce_next = c->spare;
+        c->spare = r;
+        c->nspare++;
+        return;
+    }
+    free(r);
+}
+
 /* Answers a waiting request and frees it. */
 static void req_error(order_req *r, order_err e, const char *msg, uint64_t order_id)
 {
     reply_error(r->w, r->req, r->route, r->start_us, e, msg, order_id);
-    free(r);
+    req_free(r);
 }
 
 static void req_json(order_req *r, int status, const char *body, size_t len)
 {
     reply_json(r->w, r->req, r->route, r->start_us, status, body, len);
-    free(r);
+    req_free(r);
 }
 
 static order_req *req_new(order_worker *w, struct evhttp_request *req, order_route_id route,
                           int64_t start_us, const sk_jwt_claims *claims)
 {
-    order_req *r = calloc(1, sizeof(*r));
-    if (!r)
+    struct order_chain *c = w->chain;
+    order_req *r;
+    if (c && c->spare && order_worker_self() == w) {
+        r = c->spare;
+        c->spare = r->produce_next;
+        c->nspare--;
+        memset(r, 0, sizeof(*r));
+    } else if (!(r = calloc(1, sizeof(*r)))) {
         return NULL;
+    }
     r->w = w;
     r->req = req;
     r->route = route;
@@ -326,7 +354,7 @@ static void done_confirm(order_gate_item *it, long long code, void *arg)
         return;
     order_metrics_stage(&r->w->app->metrics, ORDER_STAGE_CONFIRM, order_time_mono_us() - r->stage_us);
     request_done(r->w);
-    free(r);
+    req_free(r);
 }
 
 /* Kafka acknowledged the order. The 202 rests on that acknowledgement alone, so it goes
@@ -592,7 +620,7 @@ static void on_ratelimit(redisReply *reply, void *arg)
         atomic_fetch_add_explicit(&r->w->app->metrics.rate_limited, 1, memory_order_relaxed);
         reply_limited(r->w, r->req, r->route, r->start_us, ORDER_LIMIT_USER,
                       order_limit_retry_after_s((double)r->w->app->cfg.ratelimit_rate));
-        free(r);
+        req_free(r);
         return;
     }
     reserve(r);
@@ -706,7 +734,7 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
     if (et < 0) {
         reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_EVENT,
                       order_limit_retry_after_s((double)app->cfg.event_rate));
-        free(r);
+        req_free(r);
         return;
     }
     if (et == 0) {
@@ -743,7 +771,7 @@ static void on_event_tokens(redisReply *reply, void *arg)
         order_evrate_dry(app->evrate, r->event_id, order_time_now_ms());
         reply_limited(r->w, r->req, r->route, r->start_us, ORDER_LIMIT_EVENT,
                       order_limit_retry_after_s((double)app->cfg.event_rate));
-        free(r);
+        req_free(r);
         return;
     }
     if (reply->integer > 1) /* one is this order's; the rest for the next ones here */
@@ -1203,7 +1231,7 @@ static void cached_send(order_worker *w, struct evhttp_request *req, order_route
 static void cached_reply(order_req *r, const char *head, size_t hlen, const char *etag, int64_t now_ms)
 {
     cached_send(r->w, r->req, r->route, r->start_us, head, hlen, etag, now_ms);
-    free(r);
+    req_free(r);
 }
 
 static void event_reply(order_req *r, const order_event_view *v, int64_t now_ms)
@@ -1717,6 +1745,11 @@ static void chain_free(order_worker *w)
     order_pauser_free(c->pauser);
     if (c->produce_ev)
         event_free(c->produce_ev);
+    while (c->spare) {
+        order_req *r = c->spare;
+        c->spare = r->produce_next;
+        free(r);
+    }
     free(c);
     w->chain = NULL;
 }
