@@ -54,11 +54,6 @@ static const unsigned char b64url_vals[256] = {
     ['_'] = 64,
 };
 
-static int b64url_val(unsigned char c)
-{
-    return (int)b64url_vals[c] - 1;
-}
-
 long sk_b64url_decode(const char *in, size_t len, unsigned char *out, size_t outsz)
 {
     if (len % 4 == 1)
@@ -66,24 +61,39 @@ long sk_b64url_decode(const char *in, size_t len, unsigned char *out, size_t out
     size_t need = len / 4 * 3 + (len % 4 ? len % 4 - 1 : 0);
     if (need > outsz)
         return -1;
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        int v = b64url_val((unsigned char)in[i]);
-        if (v < 0)
+    const unsigned char *p = (const unsigned char *)in;
+    size_t o = 0, i = 0;
+    /* Four characters to three bytes at a time; a character outside the alphabet reads
+     * as 0xffffffff (its table entry 0, minus one), so one test covers the four. */
+    for (; i + 4 <= len; i += 4) {
+        uint32_t a = b64url_vals[p[i]] - 1u, b = b64url_vals[p[i + 1]] - 1u,
+                 c = b64url_vals[p[i + 2]] - 1u, d = b64url_vals[p[i + 3]] - 1u;
+        if ((a | b | c | d) > 63)
             return -1;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)(acc >> bits & 0xff);
-        }
+        uint32_t v = a << 18 | b << 12 | c << 6 | d;
+        out[o++] = (unsigned char)(v >> 16);
+        out[o++] = (unsigned char)(v >> 8 & 0xff);
+        out[o++] = (unsigned char)(v & 0xff);
     }
-    /* The 2 or 4 bits left over carry nothing: set, they would give one token several
-     * spellings that all verify. */
-    if (bits && (acc & ((1u << bits) - 1)) != 0)
+    if (i == len)
+        return (long)o;
+    /* 2 or 3 characters left: 12 or 18 bits, of which the last 4 or 2 carry nothing.
+     * Set, they would give one token several spellings that all verify. */
+    uint32_t a = b64url_vals[p[i]] - 1u, b = b64url_vals[p[i + 1]] - 1u;
+    uint32_t c = len - i == 3 ? b64url_vals[p[i + 2]] - 1u : 0;
+    if ((a | b | c) > 63)
         return -1;
+    if (len - i == 2) {
+        if (b & 0xf)
+            return -1;
+        out[o++] = (unsigned char)(a << 2 | b >> 4);
+    } else {
+        if (c & 0x3)
+            return -1;
+        uint32_t v = a << 12 | b << 6 | c;
+        out[o++] = (unsigned char)(v >> 10);
+        out[o++] = (unsigned char)(v >> 2 & 0xff);
+    }
     return (long)o;
 }
 

@@ -328,6 +328,29 @@ static void test_b64url(void **state)
         assert_int_equal(rc, 3);
         assert_int_equal(back[2], (unsigned char)(at - alpha));
     }
+    /* the same in a 3-character tail (its last 2 bits must be zero) and first in a
+     * 2-character one */
+    for (int c = 0; c < 256; c++) {
+        char q[3] = {'A', 'A', (char)c}, r[2] = {(char)c, 'A'};
+        const char *at = c ? memchr(alpha, c, 64) : NULL;
+        long v = at ? (long)(at - alpha) : -1;
+        long rc = sk_b64url_decode(q, 3, back, sizeof(back));
+        if (v < 0 || (v & 3)) {
+            if (rc != -1)
+                fail_msg("tail byte %d decoded", c);
+        } else {
+            assert_int_equal(rc, 2);
+            assert_int_equal(back[1], (unsigned char)(v >> 2));
+        }
+        rc = sk_b64url_decode(r, 2, back, sizeof(back));
+        if (v < 0) {
+            if (rc != -1)
+                fail_msg("first tail byte %d decoded", c);
+        } else {
+            assert_int_equal(rc, 1);
+            assert_int_equal(back[0], (unsigned char)(v << 2));
+        }
+    }
 }
 
 /* The claims as sk_jwt_mint spells them are read without the JSON parser; each case here
