@@ -50,8 +50,8 @@ int sk_jwt_verify(const char *token, size_t len, const unsigned char *secret, si
  * copies what it needs of the secret; the caller may free the secret afterwards. */
 typedef struct sk_jwt_key sk_jwt_key;
 
-/** @returns a new key (free with sk_jwt_key_free), or NULL when OpenSSL has no HMAC
- *  or memory ran out. */
+/** @returns a new key (free with sk_jwt_key_free, which wipes it), or NULL when
+ *  memory ran out or OpenSSL's SHA-256 failed. */
 sk_jwt_key *sk_jwt_key_new(const unsigned char *secret, size_t secret_len);
 void sk_jwt_key_free(sk_jwt_key *key);
 

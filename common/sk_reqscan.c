@@ -117,6 +117,28 @@ static int header_line_done(sk_reqscan *s)
     return 0;
 }
 
+/* Adds n bytes of a header line (no LF among them) to the line: CRs are not part of it,
+ * and only the first SK_REQSCAN_LINE bytes are kept. */
+static void line_add(sk_reqscan *s, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        const unsigned char *cr = memchr(p, '\r', n);
+        size_t k = cr ? (size_t)(cr - p) : n;
+        if (s->linelen < SK_REQSCAN_LINE) {
+            size_t room = SK_REQSCAN_LINE - s->linelen;
+            memcpy(s->line + s->linelen, p, k < room ? k : room);
+        }
+        s->linelen += k;
+        if (!cr)
+            break;
+        p += k + 1;
+        n -= k + 1;
+    }
+}
+
+/* A line at a time (memchr for its LF), not a byte at a time: the byte loop cost 7k
+ * instructions per placed order, about a tenth of the service's work (issue 16). The
+ * result is the byte loop's: the same line, counts and refusal point. */
 int sk_reqscan_feed(sk_reqscan *s, const unsigned char *p, size_t n)
 {
     size_t i = 0;
@@ -130,13 +152,14 @@ int sk_reqscan_feed(sk_reqscan *s, const unsigned char *p, size_t n)
                 s->state = 0;
             continue;
         }
-        unsigned char c = p[i++];
         if (s->state == 0) {
-            if (c == '\r' || c == '\n')
+            if (p[i] == '\r' || p[i] == '\n') {
+                i++;
                 continue; /* blank lines before a request are allowed */
+            }
             s->state = 1;
             s->requests++;
-            s->start = base + i - 1;
+            s->start = base + i;
             s->header_bytes = 0;
             s->linelen = 0;
             s->first_line = 1;
@@ -144,35 +167,40 @@ int sk_reqscan_feed(sk_reqscan *s, const unsigned char *p, size_t n)
             s->cl_seen = 0;
             s->content_length = 0;
         }
-        if (s->max_header_bytes && ++s->header_bytes > s->max_header_bytes) {
+        /* state 1: the rest of the current line, its LF included when it is here */
+        const unsigned char *lf = memchr(p + i, '\n', n - i);
+        size_t seg = lf ? (size_t)(lf - (p + i)) + 1 : n - i;
+        if (s->max_header_bytes && s->header_bytes + seg > s->max_header_bytes) {
+            /* scanned up to and including the byte that goes over the bound */
+            size_t k = s->max_header_bytes - s->header_bytes;
+            line_add(s, p + i, k);
+            i += k + 1;
+            s->header_bytes = s->max_header_bytes + 1;
             s->refusal = SK_REQSCAN_HEADERS_LARGE;
             s->state = 3;
             break;
         }
-        if (c == '\r')
-            continue;
-        if (c == '\n') {
-            if (s->linelen == 0) { /* the blank line: headers done */
-                if (s->content_length > 0) {
-                    s->state = 2;
-                    s->body_left = s->content_length;
-                } else
-                    s->state = 0;
-                continue;
-            }
-            int rc = s->first_line ? request_line_done(s) : header_line_done(s);
-            s->first_line = 0;
-            s->linelen = 0;
-            if (rc != 0) {
-                s->state = 3; /* sticky until the connection closes */
-                if (s->refusal == SK_REQSCAN_OK)
-                    s->refusal = SK_REQSCAN_FRAMING;
-            }
+        s->header_bytes += seg;
+        line_add(s, p + i, lf ? seg - 1 : seg);
+        i += seg;
+        if (!lf)
+            break;
+        if (s->linelen == 0) { /* the blank line: headers done */
+            if (s->content_length > 0) {
+                s->state = 2;
+                s->body_left = s->content_length;
+            } else
+                s->state = 0;
             continue;
         }
-        if (s->linelen < SK_REQSCAN_LINE)
-            s->line[s->linelen] = (char)c;
-        s->linelen++;
+        int rc = s->first_line ? request_line_done(s) : header_line_done(s);
+        s->first_line = 0;
+        s->linelen = 0;
+        if (rc != 0) {
+            s->state = 3; /* sticky until the connection closes */
+            if (s->refusal == SK_REQSCAN_OK)
+                s->refusal = SK_REQSCAN_FRAMING;
+        }
     }
     s->fed = base + i;
     return s->state != 0;

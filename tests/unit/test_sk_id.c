@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "sk_id.h"
@@ -77,6 +78,19 @@ static void test_format(void **state)
     for (uint64_t x = 1; x < (uint64_t)INT64_MAX / 7; x = x * 7 + 3) { /* the writer's text reads back */
         assert_int_equal(sk_id_parse(d, sk_id_format(d, x), &v), 0);
         assert_true(v == x);
+    }
+    /* two digits at a time: every length and both sides of each power of ten, as printf */
+    uint64_t pow10 = 1;
+    for (int k = 0; k < 20; k++, pow10 *= 10) {
+        const uint64_t xs[] = {pow10 - 1, pow10, pow10 + 1, pow10 * 3 + 7, pow10 * 9 + pow10 / 2};
+        for (size_t i = 0; i < sizeof(xs) / sizeof(xs[0]); i++) {
+            char want[32];
+            int wn = snprintf(want, sizeof(want), "%llu", (unsigned long long)xs[i]);
+            if (xs[i] > UINT64_MAX / 10 && k == 19 && i > 2)
+                continue; /* past 2^64 */
+            assert_int_equal(sk_id_format(d, xs[i]), wn);
+            assert_string_equal(d, want);
+        }
     }
 }
 

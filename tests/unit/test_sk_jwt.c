@@ -200,6 +200,41 @@ static void test_key_empty_secret(void **state)
     sk_jwt_key_free(NULL); /* a no-op, like free() */
 }
 
+/* The prepared key computes HMAC-SHA256 itself (the padded key's SHA-256 states): for
+ * secrets shorter than, equal to and longer than SHA-256's 64-byte block (a longer one
+ * is hashed first, RFC 2104), a token signed by HMAC() verifies, and the same secret
+ * with its last byte changed does not; tokens of one to several blocks. */
+static void test_key_secret_lengths(void **state)
+{
+    (void)state;
+    static const size_t lens[] = {1, 31, 32, 55, 63, 64, 65, 127, 128, 200};
+    unsigned char sec[200];
+    for (size_t i = 0; i < sizeof(sec); i++)
+        sec[i] = (unsigned char)(i * 37 + 11);
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        size_t len = lens[i];
+        char tok[512];
+        sk_jwt_claims c;
+        sk_jwt_key *k = sk_jwt_key_new(sec, len);
+        assert_non_null(k);
+        for (int admin = 0; admin <= 1; admin++) {
+            uint64_t sub = admin ? UINT64_C(9223372036854775807) : 7;
+            assert_true(sk_jwt_mint(sec, len, sub, admin, NOW + 60, tok, sizeof(tok)) > 0);
+            if (sk_jwt_key_verify(k, tok, strlen(tok), NOW, &c) != SK_JWT_OK || c.sub != sub ||
+                c.is_admin != admin)
+                fail_msg("secret of %zu bytes: a minted token does not verify", len);
+        }
+        sec[len - 1] ^= 1;
+        sk_jwt_key *other = sk_jwt_key_new(sec, len);
+        sec[len - 1] ^= 1;
+        assert_non_null(other);
+        if (sk_jwt_key_verify(other, tok, strlen(tok), NOW, &c) != SK_JWT_BAD_SIG)
+            fail_msg("secret of %zu bytes: another secret verifies", len);
+        sk_jwt_key_free(other);
+        sk_jwt_key_free(k);
+    }
+}
+
 /* nbf and iat in the future are refused beyond the leeway (default 60 s); at or within
  * it they pass; a non-integer is malformed. The key's leeway is configurable. */
 static void test_not_yet(void **state)
@@ -279,6 +314,43 @@ static void test_b64url(void **state)
     }
     assert_int_equal(sk_b64url_decode("abcde", 5, back, sizeof(back)), -1);
     assert_int_equal(sk_b64url_decode("ab+/", 4, back, sizeof(back)), -1);
+    /* every byte value: only the 64 of the alphabet decode, each to its own value */
+    static const char alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    for (int c = 0; c < 256; c++) {
+        char q[4] = {'A', 'A', 'A', (char)c};
+        const char *at = c ? memchr(alpha, c, 64) : NULL;
+        long rc = sk_b64url_decode(q, 4, back, sizeof(back));
+        if (!at) {
+            if (rc != -1)
+                fail_msg("byte %d decoded", c);
+            continue;
+        }
+        assert_int_equal(rc, 3);
+        assert_int_equal(back[2], (unsigned char)(at - alpha));
+    }
+    /* the same in a 3-character tail (its last 2 bits must be zero) and first in a
+     * 2-character one */
+    for (int c = 0; c < 256; c++) {
+        char q[3] = {'A', 'A', (char)c}, r[2] = {(char)c, 'A'};
+        const char *at = c ? memchr(alpha, c, 64) : NULL;
+        long v = at ? (long)(at - alpha) : -1;
+        long rc = sk_b64url_decode(q, 3, back, sizeof(back));
+        if (v < 0 || (v & 3)) {
+            if (rc != -1)
+                fail_msg("tail byte %d decoded", c);
+        } else {
+            assert_int_equal(rc, 2);
+            assert_int_equal(back[1], (unsigned char)(v >> 2));
+        }
+        rc = sk_b64url_decode(r, 2, back, sizeof(back));
+        if (v < 0) {
+            if (rc != -1)
+                fail_msg("first tail byte %d decoded", c);
+        } else {
+            assert_int_equal(rc, 1);
+            assert_int_equal(back[0], (unsigned char)(v << 2));
+        }
+    }
 }
 
 /* The claims as sk_jwt_mint spells them are read without the JSON parser; each case here
@@ -351,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_header_forms),   cmocka_unit_test(test_key_empty_secret),
         cmocka_unit_test(test_b64url),         cmocka_unit_test(test_not_yet),
         cmocka_unit_test(test_b64url_canonical), cmocka_unit_test(test_claims_fast_path),
+        cmocka_unit_test(test_key_secret_lengths),
     };
     return cmocka_run_group_tests(tests, key_setup, key_teardown);
 }

@@ -186,6 +186,66 @@ static void test_hdrcheck(void **state)
     assert_int_equal(sk_hdrcheck_done(&h, 0), -1);        /* GET with a body */
 }
 
+/* The scan goes a line at a time: wherever the reads split a stream (whole, a byte at a
+ * time, 2, 3 or 7 bytes), the boundaries, counts, kept line and refusal point are the
+ * same. Streams: pipelined requests with bodies, a CR inside a line, a long header, bare
+ * LFs, and each kind of refusal (framing, header bound, body bound). */
+static void test_split_invariance(void **state)
+{
+    (void)state;
+    static const char *streams[] = {
+        "\r\nPOST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\nX: y\r\n",
+        "GET / HTTP/1.1\nX-Long: 0123456789012345678901234567890123456789012345678901234567\nA: b\rc\n\nGET",
+        "GET / HTTP/1.1\r\nX-A: 0123456789012345678901234567890123456789012345678\r\nB: 1\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 50\r\n\r\n",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /x HTTP/1.1\r\nCookie: 01234567890123456789\r\n\r\n",
+    };
+    static const size_t steps[] = {0, 1, 2, 3, 7};
+    for (size_t k = 0; k < sizeof(streams) / sizeof(streams[0]); k++) {
+        const unsigned char *p = (const unsigned char *)streams[k];
+        size_t n = strlen(streams[k]);
+        sk_reqscan ref;
+        for (size_t t = 0; t < sizeof(steps) / sizeof(steps[0]); t++) {
+            sk_reqscan s;
+            sk_reqscan_init(&s);
+            s.max_header_bytes = k == 5 ? 40 : 0;
+            s.max_body_bytes = 20;
+            int rc = 0;
+            for (size_t at = 0; at < n;) {
+                size_t take = steps[t] == 0 || steps[t] > n - at ? n - at : steps[t];
+                rc = sk_reqscan_feed(&s, p + at, take);
+                at += take;
+            }
+            if (t == 0) {
+                ref = s;
+                continue;
+            }
+            if (s.state != ref.state || s.refusal != ref.refusal || s.requests != ref.requests ||
+                s.fed != ref.fed || s.start != ref.start || s.header_bytes != ref.header_bytes ||
+                s.linelen != ref.linelen || s.body_left != ref.body_left ||
+                memcmp(s.line, ref.line, s.linelen < SK_REQSCAN_LINE ? s.linelen : SK_REQSCAN_LINE) != 0 ||
+                rc != (ref.state != 0))
+                fail_msg("stream %zu fed %zu bytes at a time differs from whole", k, steps[t]);
+        }
+    }
+    /* what the streams end in, fed whole */
+    sk_reqscan s;
+    sk_reqscan_init(&s);
+    assert_int_equal(feed(&s, streams[1]), 1);
+    assert_int_equal(s.requests, 2);
+    assert_int_equal(s.linelen, 3);
+    sk_reqscan_init(&s);
+    s.max_header_bytes = 40;
+    assert_int_equal(feed(&s, streams[5]), 1);
+    assert_int_equal(s.refusal, SK_REQSCAN_HEADERS_LARGE);
+    assert_int_equal(s.fed, 27 + 41);
+    sk_reqscan_init(&s);
+    s.max_body_bytes = 20;
+    assert_int_equal(feed(&s, streams[3]), 1);
+    assert_int_equal(s.refusal, SK_REQSCAN_BODY_LARGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -196,6 +256,7 @@ int main(void)
         cmocka_unit_test(test_hdrcheck),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_request_start),
+        cmocka_unit_test(test_split_invariance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
