@@ -2,8 +2,9 @@
 # cluster: a master killed (SIGKILL) during the burst (issue 8). 3 events of 1,000 stock,
 # one on each master, 2 fronts, 2 consumers, a rate-limited burst per event; when the
 # first event has sold about 200, its master is killed. Its replica takes over (node
-# timeout 1.5 s); the fronts answer 503 for that event during the gap and recover by
-# themselves (no restart): a burst after the failover is answered without a 503.
+# timeout 1.5 s); the fronts answer 503 for that event during the gap, or hold its orders
+# until the new master answers, and recover by themselves (no restart): a burst after
+# the failover is answered without a 503.
 # Afterwards seckill-check must be green for the other events; for the killed master's
 # event it is green too unless Redis's asynchronous replication lost acknowledged
 # writes, in which case the test reports what was lost (reservations the new master
@@ -76,8 +77,15 @@ done
 for ev in "${CL_EVENTS[@]}"; do
     e2e_log "event $ev: $(cl_summary "$E2E_TMP/out-$ev" answered) answered, $(cl_summary "$E2E_TMP/out-$ev" accepted) accepted, $(status_count "$E2E_TMP/out-$ev" 503) answered 503"
 done
+# The gap was seen: a 503 for the event, or an answer held through it (a front whose
+# cluster client already knows the node is down waits for the new slot map, up to
+# redis.timeout_ms per try, instead of failing; which of the two a request meets depends
+# on whether it reached the dead connection first: at 150 req/s, often none does).
 gap503=$(status_count "$E2E_TMP/out-$VICTIM_EV" 503)
-[ "$gap503" -gt 0 ] || e2e_fail "no 503 for event $VICTIM_EV: the gap was not seen (or answered wrongly)"
+gapmax=$(cl_summary "$E2E_TMP/out-$VICTIM_EV" max)
+e2e_log "event $VICTIM_EV: $gap503 answered 503, the slowest answer took $gapmax ms"
+awk -v n="$gap503" -v m="$gapmax" 'BEGIN { exit !(n > 0 || m >= 1000) }' ||
+    e2e_fail "no 503 and no answer held for event $VICTIM_EV: the gap was not seen (or answered wrongly)"
 
 # Recovered by themselves: a second burst on the event, through both fronts, no 503.
 SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-bench" --http "$CL_HTTP" --event "$VICTIM_EV" \
