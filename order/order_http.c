@@ -631,6 +631,18 @@ static void reserve(order_req *r)
     gate_reserve(r);
 }
 
+/* The rate of the user and event levels for one event: its own override when it was
+ * created with one (a bucket of one second's worth), else the configured level. */
+static int64_t user_rate_of(const order_app *app, const order_event_limits *lim)
+{
+    return lim->user_rate > 0 ? lim->user_rate : app->cfg.ratelimit_rate;
+}
+
+static int64_t event_rate_of(const order_app *app, const order_event_limits *lim)
+{
+    return lim->event_rate > 0 ? lim->event_rate : app->cfg.event_rate;
+}
+
 static void on_ratelimit(redisReply *reply, void *arg)
 {
     order_req *r = arg;
@@ -641,9 +653,7 @@ static void on_ratelimit(redisReply *reply, void *arg)
     if (reply->integer != 1) {
         atomic_fetch_add_explicit(&r->w->app->metrics.rate_limited, 1, memory_order_relaxed);
         reply_limited(r->w, r->req, r->route, r->start_us, ORDER_LIMIT_USER,
-                      order_limit_retry_after_s((double)(r->lim.user_rate > 0
-                                                             ? r->lim.user_rate
-                                                             : r->w->app->cfg.ratelimit_rate)));
+                      order_limit_retry_after_s((double)user_rate_of(r->w->app, &r->lim)));
         req_free(r);
         return;
     }
@@ -838,7 +848,7 @@ static void order_create(order_worker *w, struct evhttp_request *req, const orde
     r->now_ms = now_ms;
     r->lim = lim;
     /* The event's rate: a local token if this front holds one, else a batch from Redis. */
-    int64_t erate = lim.event_rate > 0 ? lim.event_rate : app->cfg.event_rate;
+    int64_t erate = event_rate_of(app, &lim);
     int et = erate > 0 ? order_evrate_take(app->evrate, r->event_id, now_ms) : 1;
     if (et < 0) {
         reply_limited(w, req, rt->id, start_us, ORDER_LIMIT_EVENT,
@@ -860,11 +870,11 @@ static void after_event_level(order_req *r)
     if (app->cfg.rl_mode == ORDER_RL_REDIS) {
         char key[ORDER_KEY_MAX + 32];
         size_t klen = order_key_ratelimit(r->user, key, sizeof(key));
-        long long rate = app->cfg.ratelimit_rate, burst = app->cfg.ratelimit_burst;
+        long long rate = user_rate_of(app, &r->lim), burst = app->cfg.ratelimit_burst;
         if (r->lim.user_rate > 0) { /* the event's own rate: the user's bucket for this event */
             int n = snprintf(key + klen, sizeof(key) - klen, ":e%" PRIu64, r->event_id);
             klen += n > 0 ? (size_t)n : 0;
-            rate = burst = r->lim.user_rate;
+            burst = r->lim.user_rate;
         }
         if (bucket_call(r, key, klen, rate, burst, 1, on_ratelimit) != 0)
             req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
@@ -884,8 +894,7 @@ static void on_event_tokens(redisReply *reply, void *arg)
     if (reply->integer < 1) {
         order_evrate_dry(app->evrate, r->event_id, order_time_now_ms());
         reply_limited(r->w, r->req, r->route, r->start_us, ORDER_LIMIT_EVENT,
-                      order_limit_retry_after_s((double)(r->lim.event_rate > 0 ? r->lim.event_rate
-                                                                               : app->cfg.event_rate)));
+                      order_limit_retry_after_s((double)event_rate_of(app, &r->lim)));
         req_free(r);
         return;
     }
@@ -900,7 +909,7 @@ static void take_event_tokens(order_req *r)
     char key[ORDER_KEY_MAX];
     size_t klen = order_evrate_key(r->event_id, key, sizeof(key));
     /* the event's own rate, if it has one: a bucket of one second's worth */
-    long long rate = r->lim.event_rate > 0 ? r->lim.event_rate : app->cfg.event_rate;
+    long long rate = event_rate_of(app, &r->lim);
     long long burst = r->lim.event_rate > 0 ? r->lim.event_rate : app->cfg.event_burst;
     if (bucket_call(r, key, klen, rate, burst, app->cfg.event_batch, on_event_tokens) != 0)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
