@@ -16,7 +16,6 @@ url=${SECKILL_REDIS_URL#redis://}
 hp=${url%%/*}
 rcli() { redis-cli -h "${hp%%:*}" -p "${hp##*:}" "$@"; }
 K="seckill:{e$EV}"
-sql() { psql "$SECKILL_PG" -v ON_ERROR_STOP=1 -qtAc "$1"; }
 unstage() {
     sql "delete from seckill_order where event_id = $EV; delete from seckill_event where id = $EV" || true
     rcli UNLINK "$K:stock" "$K:buyers" "$K:pending" "$K:meta" >/dev/null || true

@@ -21,9 +21,6 @@ e2e_start_consumer
 e2e_start_order
 e2e_warmup
 URL="http://127.0.0.1:$E2E_HTTP_PORT"
-rcli() { redis-cli -u "$SECKILL_REDIS_URL" --no-auth-warning "$@"; }
-token() { SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-order" token --sub "$@"; }
-sql() { psql "$SECKILL_PG" -v ON_ERROR_STOP=1 -qtAc "$1"; }
 T0=$SECONDS
 
 STOCK=1000 BUYERS=1000 WINDOW=3 WAVE2=800

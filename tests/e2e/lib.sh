@@ -18,6 +18,13 @@ E2E_PIDS=()
 e2e_log() { printf '[e2e %s] %s\n' "$(date -u +%H:%M:%S.%N | cut -c1-12)" "$*" >&2; }
 e2e_fail() { e2e_log "FAIL: $*"; exit 1; }
 e2e_skip() { e2e_log "SKIP: $*"; exit $E2E_SKIP; }
+# Short helpers the e2e scripts share (read their settings when called, so a script may
+# point SECKILL_REDIS_URL or SECKILL_PG elsewhere first): redis-cli on the test's Redis,
+# a token minted with the test front's secret (`token SUB [--admin] [--count N] ...`), and
+# one SQL statement's rows, unaligned.
+rcli() { redis-cli -u "$SECKILL_REDIS_URL" --no-auth-warning "$@"; }
+token() { SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-order" token --sub "$@"; }
+sql() { psql "$SECKILL_PG" -v ON_ERROR_STOP=1 -qtAc "$1"; }
 
 e2e_cleanup() {
     local rc=${1:-$?} i pid

@@ -31,9 +31,6 @@ E2E_PIDS+=($FRONT_B)
 e2e_wait 60 "second seckill-order /readyz" curl -fsS "http://127.0.0.1:$PORT_B/readyz"
 e2e_warmup
 
-rcli() { redis-cli -u "$SECKILL_REDIS_URL" --no-auth-warning "$@"; }
-token() { SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-order" token --sub "$@"; }
-sql() { psql "$SECKILL_PG" -v ON_ERROR_STOP=1 -qtAc "$1"; }
 
 STOCK=100 BUYERS=120 WINDOW=8
 ADMIN=$(token 1 --admin)

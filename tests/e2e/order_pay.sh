@@ -23,9 +23,6 @@ e2e_start_consumer
 e2e_start_order
 URL="http://127.0.0.1:$E2E_HTTP_PORT"
 
-rcli() { redis-cli -u "$SECKILL_REDIS_URL" --no-auth-warning "$@"; }
-token() { SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-order" token --sub "$@"; }
-sql() { psql "$SECKILL_PG" -v ON_ERROR_STOP=1 -qtAc "$1"; }
 # call METHOD PATH TOKEN [BODY]: prints the status; the body lands in $E2E_TMP/resp.
 call() {
     local args=(-sS -o "$E2E_TMP/resp" -w '%{http_code}' -X "$1")

@@ -34,9 +34,7 @@ redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$
     >"$E2E_TMP/redis.log" 2>&1 &
 E2E_PIDS+=($!)
 export SECKILL_REDIS_URL="redis://127.0.0.1:$RPORT"
-rcli() { redis-cli -u "$SECKILL_REDIS_URL" --no-auth-warning "$@"; }
 e2e_wait 20 "private redis-server" rcli PING
-sql() { psql "$SECKILL_PG" -v ON_ERROR_STOP=1 -qtAc "$1"; }
 
 e2e_start_kafka
 # The sweep off: the releases stay owed until the consumer is restarted with it on.
@@ -47,7 +45,6 @@ export SECKILL_RECONCILE_INTERVAL_MS=300 SECKILL_RECONCILE_MARGIN_MS=500 \
 e2e_start_order
 ORDER_PID=${E2E_PIDS[-1]}
 URL="http://127.0.0.1:$E2E_HTTP_PORT"
-token() { SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-order" token --sub "$@"; }
 ADMIN=$(token 1 --admin)
 
 # make_event STOCK SEGMENTS: prints the event id.
@@ -87,22 +84,28 @@ USER0=$(( $(date +%s) * 1000 + 700000 ))
 mapfile -t T < <(token "$USER0" --count 40 --ttl 600)
 [ ${#T[@]} -eq 40 ] || e2e_fail "minted ${#T[@]} tokens"
 STOCK=10
-run_case() { # run_case K: one event of K segments through the whole story
-    local k=$1 ev i st oid n=6 closed
-    ev=$(make_event "$STOCK" "$k")
-    [ -n "$ev" ] || e2e_fail "no event id"
+# buy EV N FIRST: N orders on EV with the tokens T[FIRST..], each must be 202; their ids in
+# IDS and in accepted_EV.txt (for seckill-check); returns once PostgreSQL holds all N.
+buy() {
+    local ev=$1 n=$2 first=$3 i st
+    IDS=()
     : >"$E2E_TMP/accepted_$ev.txt"
-    local ids=()
     for ((i = 0; i < n; i++)); do
         st=$(curl -sS -o "$E2E_TMP/resp" -w '%{http_code}' -X POST \
-            -H "Authorization: Bearer ${T[$((k * 10 + i))]}" "$URL/api/v1/events/$ev/orders")
+            -H "Authorization: Bearer ${T[$((first + i))]}" "$URL/api/v1/events/$ev/orders")
         [ "$st" = 202 ] || e2e_fail "order $i on $ev: HTTP $st $(cat "$E2E_TMP/resp")"
-        oid=$(sed -n 's/.*"order_id":"\([0-9]*\)".*/\1/p' "$E2E_TMP/resp")
-        ids+=("$oid")
-        echo "$oid" >>"$E2E_TMP/accepted_$ev.txt"
+        IDS+=("$(sed -n 's/.*"order_id":"\([0-9]*\)".*/\1/p' "$E2E_TMP/resp")")
+        echo "${IDS[-1]}" >>"$E2E_TMP/accepted_$ev.txt"
     done
     all_in() { [ "$(sql "select count(*) from seckill_order where event_id = $ev")" = "$n" ]; }
     e2e_wait 60 "the $n orders in PostgreSQL" all_in
+}
+run_case() { # run_case K: one event of K segments through the whole story
+    local k=$1 ev n=6 closed
+    ev=$(make_event "$STOCK" "$k")
+    [ -n "$ev" ] || e2e_fail "no event id"
+    buy "$ev" "$n" $((k * 10))
+    local ids=("${IDS[@]}")
     # Three releases owed: closed in PostgreSQL as a front's cancel commits them, Redis
     # not told (a front killed right after its COMMIT; the sweep is off).
     closed="${ids[0]},${ids[2]},${ids[4]}"
@@ -123,20 +126,10 @@ e2e_log "reloaded after FLUSHALL with three releases owed (K = 1 and K = 3)"
 # master's writes), releases owed to it and to a segment that survived: the lost one
 # is rebuilt without the units owed elsewhere (release.lua gives them to their home).
 run_partial() {
-    local ev i st oid n=6 k lost closed u
+    local ev i n=6 k lost closed u
     ev=$(make_event "$STOCK" 3)
-    : >"$E2E_TMP/accepted_$ev.txt"
-    local ids=() homes=()
-    for ((i = 0; i < n; i++)); do
-        st=$(curl -sS -o "$E2E_TMP/resp" -w '%{http_code}' -X POST \
-            -H "Authorization: Bearer ${T[$((30 + i))]}" "$URL/api/v1/events/$ev/orders")
-        [ "$st" = 202 ] || e2e_fail "order $i on $ev: HTTP $st $(cat "$E2E_TMP/resp")"
-        oid=$(sed -n 's/.*"order_id":"\([0-9]*\)".*/\1/p' "$E2E_TMP/resp")
-        ids+=("$oid")
-        echo "$oid" >>"$E2E_TMP/accepted_$ev.txt"
-    done
-    all_in() { [ "$(sql "select count(*) from seckill_order where event_id = $ev")" = "$n" ]; }
-    e2e_wait 60 "the $n orders in PostgreSQL" all_in
+    buy "$ev" "$n" 30
+    local ids=("${IDS[@]}") homes=()
     for ((i = 0; i < n; i++)); do # each buyer's home: the segment whose buyers set has it
         u=$(sql "select user_id from seckill_order where order_id = ${ids[$i]}")
         homes+=(none)
@@ -198,15 +191,8 @@ done <"$E2E_TMP/events"
 # reconciler) is stopped, Redis flushed, an order closed; the sweep must keep it owed,
 # and settle it once the restarted front has reloaded the gate.
 ev=$(make_event "$STOCK" 1)
-ids=()
-for i in 0 1; do
-    st=$(curl -sS -o "$E2E_TMP/resp" -w '%{http_code}' -X POST \
-        -H "Authorization: Bearer ${T[$((20 + i))]}" "$URL/api/v1/events/$ev/orders")
-    [ "$st" = 202 ] || e2e_fail "order $i on $ev: HTTP $st $(cat "$E2E_TMP/resp")"
-    ids+=("$(sed -n 's/.*"order_id":"\([0-9]*\)".*/\1/p' "$E2E_TMP/resp")")
-done
-both_in() { [ "$(sql "select count(*) from seckill_order where event_id = $ev and status = 'created'")" = 2 ]; }
-e2e_wait 60 "the 2 orders in PostgreSQL" both_in
+buy "$ev" 2 20
+ids=("${IDS[@]}")
 kill -TERM "$ORDER_PID" && wait "$ORDER_PID" || true
 rcli FLUSHALL >/dev/null
 sql "begin; update seckill_order set status = 'cancelled', closed_at = now() where order_id = ${ids[0]}; update seckill_event set stock_left = stock_left + 1 where id = $ev; commit"

@@ -25,8 +25,6 @@ E2E_PIDS+=($!)
 e2e_wait 60 "second seckill-order /readyz" curl -fsS "http://127.0.0.1:$PORT_B/readyz"
 e2e_log "second front up (port $PORT_B)"
 
-rcli() { redis-cli -u "$SECKILL_REDIS_URL" --no-auth-warning "$@"; }
-token() { SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-order" token --sub "$@"; }
 now_ms() { date +%s%3N; }
 metric() { # metric PORT NAME: the sample's value (0 when absent)
     curl -fsS "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }'

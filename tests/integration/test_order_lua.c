@@ -490,6 +490,20 @@ static long long release_unit(const ev_keys *e, const char *order, const char *u
     return v;
 }
 
+/* An EVALSHA of event_reload.lua too long for evalsha() (argv: EVALSHA, sha, the rest);
+ * on NOSCRIPT argv becomes an EVAL of the source, for this call and the next ones. */
+static redisReply *script_argv(int n, const char **argv)
+{
+    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
+    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        freeReplyObject(r);
+        argv[0] = "EVAL";
+        argv[1] = seckill_lua_find("event_reload");
+        r = redisCommandArgv(rc, n, argv, NULL);
+    }
+    return r;
+}
+
 /* event_reload.lua: a lost gate rebuilt (stock, meta, buyers in chunks, the closed
  * orders into the released set, in chunks too), never over a live stock; a release
  * owed for a closed order the reload counted answers 0 and gives nothing. */
@@ -535,26 +549,14 @@ static void test_event_reload(void **state)
     freeReplyObject(redisCommand(rc, "SADD %s 42", e.k[ORDER_KEY_BUYERS]));
     /* a count that does not fit the ARGV is refused, nothing written */
     argv[14] = "999999";
-    redisReply *bad = redisCommandArgv(rc, n, argv, NULL);
-    if (bad && bad->type == REDIS_REPLY_ERROR && strncmp(bad->str, "NOSCRIPT", 8) == 0) {
-        freeReplyObject(bad);
-        argv[0] = "EVAL";
-        argv[1] = seckill_lua_find("event_reload");
-        bad = redisCommandArgv(rc, n, argv, NULL);
-    }
+    redisReply *bad = script_argv(n, argv);
     assert_non_null(bad);
     assert_int_equal(bad->type, REDIS_REPLY_ERROR);
     freeReplyObject(bad);
     assert_int_equal(cmd_int("EXISTS %s", e.k[ORDER_KEY_STOCK], NULL), 0);
     assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_RELEASED], NULL), 0);
     argv[14] = nusers;
-    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
-    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-        freeReplyObject(r);
-        argv[0] = "EVAL";
-        argv[1] = seckill_lua_find("event_reload");
-        r = redisCommandArgv(rc, n, argv, NULL);
-    }
+    redisReply *r = script_argv(n, argv);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
     assert_int_equal(r->integer, 1);
