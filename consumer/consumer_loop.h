@@ -38,7 +38,7 @@ typedef struct consumer_cfg {
     long long http_max_header_bytes; /* request line + headers past this: refused, closed */
     long long http_timeout_s;        /* a connection silent this long is closed */
     long long http_read_timeout_ms;  /* a request not whole this long after its first byte */
-    long long max_connections;       /* on the HTTP port at once (sk_httpguard) */
+    long long max_connections;       /* on the HTTP port at once (sk_http) */
     char *redis_url;       /* "" : outcomes are not recorded in the order index (consumer_oidx.h) */
     long long index_ttl_s; /* the order index's expiry, as seckill-order's order.index_ttl_s */
     long long expiry_interval_ms; /* between expiry rounds (consumer_expiry.h); 0: off */

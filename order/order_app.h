@@ -1,7 +1,7 @@
 /* order_app: the state of one seckill-order process, shared by its worker threads, and
  * the worker threads themselves (internal header).
  *
- * Design: N workers, each one libevent loop with its own evhttp server listening on the
+ * Design: N workers, each one libevent loop with its own HTTP server (sk_http) listening on the
  * same port (SO_REUSEPORT: the kernel spreads connections over them) and its own Redis
  * connection, so a request lives on one thread from accept to answer. What is shared is
  * thread-safe by construction: the producer (librdkafka), the ID generators (libidgen),
@@ -10,7 +10,7 @@
  * producer's report fd): worker 0's own requests go on at once. Work that finishes on
  * another thread (a report for another worker's request, a PostgreSQL job on a pool
  * thread) comes back to its worker through the worker's inbox: a locked list plus an
- * event made active from that thread. Nothing touches evhttp or hiredis from any thread
+ * event made active from that thread. Nothing touches sk_http or hiredis from any thread
  * but the owning worker. */
 #ifndef ORDER_APP_H
 #define ORDER_APP_H
@@ -33,6 +33,7 @@
 #include "order_redis.h"
 #include "order_segs.h"
 #include "order_soldout.h"
+#include "sk_http.h"
 #include "sk_jwt.h"
 #include "sk_redis_url.h"
 
@@ -43,9 +44,6 @@
 
 struct event_base;
 struct event;
-struct evhttp;
-struct evhttp_bound_socket;
-struct evhttp_request;
 
 /* A continuation run on a worker's loop; embedded in the object it belongs to. */
 typedef struct order_task {
@@ -59,8 +57,8 @@ typedef struct order_worker order_worker;
 /* What a worker runs, given from outside (order_main takes it from order_http.h), so
  * the worker knows nothing of the handlers. */
 typedef struct order_worker_hooks {
-    /* evhttp's request callback (arg: the worker). */
-    void (*handle)(struct evhttp_request *req, void *worker);
+    /* sk_http's request handler (arg: the worker). */
+    void (*handle)(sk_http_req *req, void *worker);
     /* Makes w->chain once the worker's loop and Redis connection exist. @returns 0 or -1. */
     int (*chain_new)(order_worker *w);
     /* After the loop ended, before the Redis connection is freed: sends (or fails) what
@@ -74,10 +72,8 @@ struct order_worker {
     int index;
     order_app *app;
     struct event_base *base;
-    struct evhttp *http;
-    struct evhttp_bound_socket *bound; /* NULL once it stopped accepting */
+    sk_http *http;              /* its HTTP server (sk_http.h), listening until stop_accepting */
     order_redis *redis;
-    struct sk_httpguard *guard; /* slow clients and the connection cap (sk_httpguard.h) */
     struct sk_listen_backoff *accept_backoff; /* accept() out of descriptors: pause (sk_listen.h) */
     sk_jwt_key *jwt;           /* the JWT secret made ready once; used on this loop only */
     pthread_t thread;

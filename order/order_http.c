@@ -23,14 +23,12 @@
 #include "order_pay_http.h"
 #include "order_pauser.h"
 #include "order_reply.h"
-#include "sk_httpdate.h"
-#include "sk_httpguard.h"
+#include "sk_http.h"
 #include "order_route.h"
 #include "order_time.h"
 #include "sk_jwt.h"
 #include "sk_log.h"
 
-#include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -48,7 +46,7 @@
 typedef struct order_req {
     order_task task; /* continuation posted back to the worker */
     order_worker *w;
-    struct evhttp_request *req;
+    sk_http_req *req;
     order_route_id route;
     int64_t start_us;
     uint64_t user;
@@ -141,28 +139,15 @@ static const char *reason(int status)
 
 /* Sends the answer and counts it; the request stays "in flight" (the gauge, and the bound
  * that SIGTERM waits on) until request_done. */
-static void reply_send(order_worker *w, struct evhttp_request *req, order_route_id route,
+static void reply_send(order_worker *w, sk_http_req *req, order_route_id route,
                        int64_t start_us, int status, const char *ctype, const char *body,
                        size_t len)
 {
     order_app *app = w->app;
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    /* Our Date, made once a second per worker thread: evhttp formats one per answer else. */
-    static _Thread_local sk_httpdate date = {.sec = -1};
-    evhttp_add_header(h, "Date", sk_httpdate_get(&date, (int64_t)time(NULL)));
-    evhttp_add_header(h, "Content-Type", ctype);
     if (atomic_load_explicit(&app->draining, memory_order_relaxed))
-        evhttp_add_header(h, "Connection", "close");
-    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
-        /* HEAD: the GET answer's length, no body (evhttp would send the body and no
-         * length, which desyncs a kept-alive connection). */
-        char clen[24];
-        snprintf(clen, sizeof(clen), "%zu", len);
-        evhttp_add_header(h, "Content-Length", clen);
-        len = 0;
-    }
-    evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
-    evhttp_send_reply(req, status, reason(status), NULL);
+        sk_http_close_after(req);
+    /* sk_http writes Date, Content-Length and Connection, and no body for HEAD */
+    sk_http_reply(req, status, reason(status), ctype, body, len);
     order_metrics_request(&app->metrics, route, status, order_time_mono_us() - start_us);
 }
 
@@ -171,7 +156,7 @@ static void request_done(order_worker *w)
     atomic_fetch_sub_explicit(&w->app->metrics.requests_inflight, 1, memory_order_relaxed);
 }
 
-static void reply_raw(order_worker *w, struct evhttp_request *req, order_route_id route,
+static void reply_raw(order_worker *w, sk_http_req *req, order_route_id route,
                       int64_t start_us, int status, const char *ctype, const char *body,
                       size_t len)
 {
@@ -179,31 +164,31 @@ static void reply_raw(order_worker *w, struct evhttp_request *req, order_route_i
     request_done(w);
 }
 
-static void reply_json(order_worker *w, struct evhttp_request *req, order_route_id route,
+static void reply_json(order_worker *w, sk_http_req *req, order_route_id route,
                        int64_t start_us, int status, const char *body, size_t len)
 {
     reply_raw(w, req, route, start_us, status, "application/json", body, len);
 }
 
-static void reply_error(order_worker *w, struct evhttp_request *req, order_route_id route,
+static void reply_error(order_worker *w, sk_http_req *req, order_route_id route,
                         int64_t start_us, order_err e, const char *msg, uint64_t order_id)
 {
     char body[640];
     size_t n = order_reply_error(body, sizeof(body), e, msg, order_id);
     if (e == ORDER_ERR_UNAUTHORIZED)
-        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
+        sk_http_add_header(req, "WWW-Authenticate", "Bearer");
     reply_json(w, req, route, start_us, order_err_status(e), body, n);
 }
 
-static void set_retry_after(struct evhttp_request *req, long long s)
+static void set_retry_after(sk_http_req *req, long long s)
 {
     char v[24];
     snprintf(v, sizeof(v), "%lld", s);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", v);
+    sk_http_add_header(req, "Retry-After", v);
 }
 
 /* 429 of a limit level (order_limit.h), with Retry-After; counted by level. */
-static void reply_limited(order_worker *w, struct evhttp_request *req, order_route_id route,
+static void reply_limited(order_worker *w, sk_http_req *req, order_route_id route,
                           int64_t start_us, order_limit_level level, long long retry_after_s)
 {
     char body[256];
@@ -215,10 +200,9 @@ static void reply_limited(order_worker *w, struct evhttp_request *req, order_rou
 
 /* The client's IPv4 address (host order): the peer, or X-Forwarded-For's first untrusted
  * hop when the peer is a trusted proxy (order_limit.h). 0 when unknown. */
-static uint32_t client_ip(order_app *app, struct evhttp_request *req)
+static uint32_t client_ip(order_app *app, sk_http_req *req)
 {
-    struct evhttp_connection *c = evhttp_request_get_connection(req);
-    const struct sockaddr *sa = c ? evhttp_connection_get_addr(c) : NULL;
+    const struct sockaddr *sa = sk_http_peer(req);
     if (!sa || sa->sa_family != AF_INET)
         return 0;
     uint32_t peer = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
@@ -226,8 +210,7 @@ static uint32_t client_ip(order_app *app, struct evhttp_request *req)
     if (p->n == 0 || !order_limit_proxy_trusted(p, peer))
         return peer;
     return order_limit_client_ip(p, peer,
-                                 evhttp_find_header(evhttp_request_get_input_headers(req),
-                                                    "X-Forwarded-For"));
+                                 sk_http_header(req, "X-Forwarded-For"));
 }
 
 /* Frees a request: kept for reuse when on its worker's thread (req_new runs there too)
@@ -257,7 +240,7 @@ static void req_json(order_req *r, int status, const char *body, size_t len)
     req_free(r);
 }
 
-static order_req *req_new(order_worker *w, struct evhttp_request *req, order_route_id route,
+static order_req *req_new(order_worker *w, sk_http_req *req, order_route_id route,
                           int64_t start_us, const sk_jwt_claims *claims)
 {
     struct order_chain *c = w->chain;
@@ -281,7 +264,7 @@ static order_req *req_new(order_worker *w, struct evhttp_request *req, order_rou
 
 /* A request of event rt->arg that goes on to Redis: answered 503 here (and NULL) when
  * Redis is not connected or memory is short. */
-static order_req *req_for_redis(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static order_req *req_for_redis(order_worker *w, sk_http_req *req, const order_route *rt,
                                 int64_t start_us, const sk_jwt_claims *claims)
 {
     if (!order_redis_connected(w->redis)) {
@@ -297,9 +280,9 @@ static order_req *req_for_redis(order_worker *w, struct evhttp_request *req, con
     return r;
 }
 
-static int authenticate(order_worker *w, struct evhttp_request *req, sk_jwt_claims *claims)
+static int authenticate(order_worker *w, sk_http_req *req, sk_jwt_claims *claims)
 {
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    const char *h = sk_http_header(req, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return -1;
     const char *tok = h + 7;
@@ -310,13 +293,9 @@ static int authenticate(order_worker *w, struct evhttp_request *req, sk_jwt_clai
 }
 
 /* The body as one contiguous string (NUL-terminated copy not needed: callers take len). */
-static const char *request_body(struct evhttp_request *req, size_t *len)
+static const char *request_body(sk_http_req *req, size_t *len)
 {
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    *len = evbuffer_get_length(in);
-    if (*len == 0)
-        return "";
-    return (const char *)evbuffer_pullup(in, -1);
+    return sk_http_body(req, len);
 }
 
 /* ---- placing an order ---------------------------------------------------------- */
@@ -388,7 +367,7 @@ static void accept_order(order_req *r)
     char body[128];
     size_t n = order_reply_order_queued(body, sizeof(body), r->order_id);
     reply_send(w, r->req, r->route, r->start_us, 202, "application/json", body, n);
-    r->req = NULL; /* evhttp owns and frees it once answered */
+    r->req = NULL; /* sk_http frees it once answered */
 }
 
 static void after_delivery(order_task *t)
@@ -679,7 +658,7 @@ static int bucket_call(order_req *r, const char *key, size_t klen, long long rat
 /* The refusals decided in this process, cheapest first, before any Redis call: the
  * sold-out flag, a paused event, the user's local bucket, a known sale window, the
  * Kafka backlog, the gate's p99. @returns 1 when one answered the request. */
-static int refuse_locally(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static int refuse_locally(order_worker *w, sk_http_req *req, const order_route *rt,
                           int64_t start_us, const sk_jwt_claims *claims, int64_t now_ms,
                           const order_event_limits *lim)
 {
@@ -739,7 +718,7 @@ static int refuse_locally(order_worker *w, struct evhttp_request *req, const ord
     return 0;
 }
 
-static void order_create(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static void order_create(order_worker *w, sk_http_req *req, const order_route *rt,
                          int64_t start_us, int learned);
 
 /* The event's meta (segment 0's: its window, its K, its rate overrides), read once per
@@ -769,13 +748,13 @@ static void on_event_meta(redisReply *reply, void *arg)
      * under the configured levels. */
     order_route rt = {r->route, r->event_id, 0, NULL};
     order_worker *w = r->w;
-    struct evhttp_request *req = r->req;
+    sk_http_req *req = r->req;
     int64_t start_us = r->start_us;
     req_free(r);
     order_create(w, req, &rt, start_us, 1);
 }
 
-static void learn_event(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static void learn_event(order_worker *w, sk_http_req *req, const order_route *rt,
                         int64_t start_us, const sk_jwt_claims *claims)
 {
     order_req *r = req_for_redis(w, req, rt, start_us, claims);
@@ -791,7 +770,7 @@ static void learn_event(order_worker *w, struct evhttp_request *req, const order
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
-static void handle_order_create(order_worker *w, struct evhttp_request *req,
+static void handle_order_create(order_worker *w, sk_http_req *req,
                                 const order_route *rt, int64_t start_us)
 {
     order_create(w, req, rt, start_us, 0);
@@ -800,7 +779,7 @@ static void handle_order_create(order_worker *w, struct evhttp_request *req,
 /* An order, from its address level to the gate. `learned`: the second pass, once the
  * event's meta was read (learn_event); its first pass took the configured address level
  * already, so only an override of it is applied now. */
-static void order_create(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static void order_create(order_worker *w, sk_http_req *req, const order_route *rt,
                          int64_t start_us, int learned)
 {
     order_app *app = w->app;
@@ -957,7 +936,7 @@ static void on_pause_exists(redisReply *reply, void *arg)
         req_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
-static void handle_event_pause(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static void handle_event_pause(order_worker *w, sk_http_req *req, const order_route *rt,
                                int64_t start_us)
 {
     sk_jwt_claims claims;
@@ -1184,7 +1163,7 @@ static int submit_pg(order_req *r, void (*next)(order_task *), void (*done)(orde
     return order_pg_submit(app->pg, &r->job, 4096);
 }
 
-static void handle_order_get(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static void handle_order_get(order_worker *w, sk_http_req *req, const order_route *rt,
                              int64_t start_us)
 {
     sk_jwt_claims claims;
@@ -1261,7 +1240,7 @@ static void on_pg_create_done(order_pg_job *job)
     order_worker_post(r->w, &r->task);
 }
 
-static void handle_event_create(order_worker *w, struct evhttp_request *req,
+static void handle_event_create(order_worker *w, sk_http_req *req,
                                 const order_route *rt, int64_t start_us)
 {
     order_app *app = w->app;
@@ -1341,27 +1320,34 @@ static void event_wake(order_events_waiter *list)
 /* Answers a cached page: Cache-Control, its ETag, 304 when If-None-Match matches,
  * otherwise `head` (the body without its closing brace) plus the server's time, so a
  * countdown to starts_at can correct the client's clock. */
-static void cached_send(order_worker *w, struct evhttp_request *req, order_route_id route,
+static void cached_send(order_worker *w, sk_http_req *req, order_route_id route,
                         int64_t start_us, const char *head, size_t hlen, const char *etag,
                         int64_t now_ms)
 {
     order_app *app = w->app;
-    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     char cc[48];
     snprintf(cc, sizeof(cc), "public, max-age=%lld", app->cfg.events_max_age_s);
-    evhttp_add_header(out, "Cache-Control", cc);
-    evhttp_add_header(out, "ETag", etag);
-    const char *inm = evhttp_find_header(evhttp_request_get_input_headers(req), "If-None-Match");
+    sk_http_add_header(req, "Cache-Control", cc);
+    sk_http_add_header(req, "ETag", etag);
+    const char *inm = sk_http_header(req, "If-None-Match");
     if (inm && order_events_etag_match(inm, etag)) {
         reply_json(w, req, route, start_us, 304, "", 0);
         return;
     }
-    char now[32];
+    char now[32], tail[48];
     order_time_format_rfc3339(now_ms, now, sizeof(now));
-    struct evbuffer *buf = evhttp_request_get_output_buffer(req);
-    evbuffer_add(buf, head, hlen);
-    evbuffer_add_printf(buf, ",\"now\":\"%s\"}", now);
-    reply_json(w, req, route, start_us, 200, "", 0);
+    int tlen = snprintf(tail, sizeof(tail), ",\"now\":\"%s\"}", now);
+    char stackbuf[4096];
+    char *body = hlen + (size_t)tlen <= sizeof(stackbuf) ? stackbuf : malloc(hlen + (size_t)tlen);
+    if (!body) {
+        reply_error(w, req, route, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return;
+    }
+    memcpy(body, head, hlen);
+    memcpy(body + hlen, tail, (size_t)tlen);
+    reply_json(w, req, route, start_us, 200, body, hlen + (size_t)tlen);
+    if (body != stackbuf)
+        free(body);
 }
 
 static void cached_reply(order_req *r, const char *head, size_t hlen, const char *etag, int64_t now_ms)
@@ -1434,7 +1420,7 @@ static void event_get_step(order_req *r)
         req_error(r, ORDER_ERR_NOT_FOUND, "no such event", 0);
         return;
     case ORDER_EVENTS_BUSY:
-        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", "1");
+        sk_http_add_header(r->req, "Retry-After", "1");
         req_error(r, ORDER_ERR_UNAVAILABLE, "too many lookups of events not in memory", 0);
         return;
     case ORDER_EVENTS_LOAD:
@@ -1557,7 +1543,7 @@ static int query_num(const struct evkeyvalq *q, const char *name, long long lo, 
     return 0;
 }
 
-static void handle_event_list(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static void handle_event_list(order_worker *w, sk_http_req *req, const order_route *rt,
                               int64_t start_us)
 {
     sk_jwt_claims claims;
@@ -1567,7 +1553,7 @@ static void handle_event_list(order_worker *w, struct evhttp_request *req, const
     }
     struct evkeyvalq q;
     TAILQ_INIT(&q);
-    const char *uri = evhttp_request_get_uri(req), *qs = strchr(uri, '?');
+    const char *uri = sk_http_uri(req), *qs = strchr(uri, '?');
     long long offset, limit;
     int bad = qs && evhttp_parse_query_str(qs + 1, &q) != 0;
     bad = bad || query_num(&q, "offset", 0, 1000000, 0, &offset) != 0 ||
@@ -1589,7 +1575,7 @@ static void handle_event_list(order_worker *w, struct evhttp_request *req, const
     event_list_step(r);
 }
 
-static void handle_event_get(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static void handle_event_get(order_worker *w, sk_http_req *req, const order_route *rt,
                              int64_t start_us)
 {
     sk_jwt_claims claims;
@@ -1617,12 +1603,12 @@ static void handle_event_get(order_worker *w, struct evhttp_request *req, const 
 /* ---- the entry point ------------------------------------------------------------- */
 
 /* /metrics when metrics.token is set: the exact bearer, compared in constant time. */
-static int metrics_allowed(const order_app *app, struct evhttp_request *req)
+static int metrics_allowed(const order_app *app, sk_http_req *req)
 {
     const char *want = app->cfg.metrics_token;
     if (!*want)
         return 1;
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    const char *h = sk_http_header(req, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return 0;
     h += 7;
@@ -1635,12 +1621,12 @@ static int metrics_allowed(const order_app *app, struct evhttp_request *req)
     return diff == 0;
 }
 
-static order_method method_of(struct evhttp_request *req)
+static order_method method_of(sk_http_req *req)
 {
-    switch (evhttp_request_get_command(req)) {
-    case EVHTTP_REQ_GET: return ORDER_METHOD_GET;
-    case EVHTTP_REQ_POST: return ORDER_METHOD_POST;
-    case EVHTTP_REQ_HEAD: return ORDER_METHOD_HEAD;
+    switch (sk_http_method_of(req)) {
+    case SK_HTTP_GET: return ORDER_METHOD_GET;
+    case SK_HTTP_POST: return ORDER_METHOD_POST;
+    case SK_HTTP_HEAD: return ORDER_METHOD_HEAD;
     default: return ORDER_METHOD_OTHER;
     }
 }
@@ -1649,14 +1635,13 @@ static order_method method_of(struct evhttp_request *req)
  * whatever their framing, as 405 with an Allow header (RFC 9110 asks for one): the
  * path's methods, or the server's for a target that is no path of ours (CONNECT's
  * host:port). */
-static void reply_connect_trace(order_worker *w, struct evhttp_request *req, int64_t start_us)
+static void reply_connect_trace(order_worker *w, sk_http_req *req, int64_t start_us)
 {
-    const char *u = evhttp_request_get_uri(req);
+    const char *u = sk_http_uri(req);
     order_route rt;
     order_route_match(ORDER_METHOD_OTHER, u, strcspn(u, "?#"), &rt);
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    evhttp_add_header(h, "Connection", "close");
-    evhttp_add_header(h, "Allow", rt.status == 405 ? rt.allow : "GET, HEAD, POST");
+    sk_http_close_after(req);
+    sk_http_add_header(req, "Allow", rt.status == 405 ? rt.allow : "GET, HEAD, POST");
     reply_error(w, req, rt.status == 405 ? rt.id : ORDER_ROUTE_NONE, start_us, ORDER_ERR_METHOD,
                 NULL, 0);
 }
@@ -1665,12 +1650,12 @@ static void reply_connect_trace(order_worker *w, struct evhttp_request *req, int
  * with the connection closed, since what follows on it cannot be trusted to be a
  * request, yet a method the path does not take is still said as such (405, closed
  * too); then 404, 405 and 400 of the route. @returns 1 when answered. */
-static int reply_refused(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static int reply_refused(order_worker *w, sk_http_req *req, const order_route *rt,
                          int64_t start_us)
 {
-    const char *framing = sk_httpguard_framing(req);
+    const char *framing = sk_http_framing(req);
     if (framing) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        sk_http_add_header(req, "Connection", "close");
         if (rt->status != 405) {
             reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_BAD_REQUEST, framing, 0);
             return 1;
@@ -1681,7 +1666,7 @@ static int reply_refused(order_worker *w, struct evhttp_request *req, const orde
         return 1;
     }
     if (rt->status == 405) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", rt->allow);
+        sk_http_add_header(req, "Allow", rt->allow);
         reply_error(w, req, rt->id, start_us, ORDER_ERR_METHOD, NULL, 0);
         return 1;
     }
@@ -1693,7 +1678,7 @@ static int reply_refused(order_worker *w, struct evhttp_request *req, const orde
     return 0;
 }
 
-static void handle_readyz(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static void handle_readyz(order_worker *w, sk_http_req *req, const order_route *rt,
                           int64_t start_us)
 {
     order_app *app = w->app;
@@ -1708,7 +1693,7 @@ static void handle_readyz(order_worker *w, struct evhttp_request *req, const ord
     reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, msg, 0);
 }
 
-static void handle_metrics(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static void handle_metrics(order_worker *w, sk_http_req *req, const order_route *rt,
                            int64_t start_us)
 {
     order_app *app = w->app;
@@ -1727,7 +1712,7 @@ static void handle_metrics(order_worker *w, struct evhttp_request *req, const or
     free(text);
 }
 
-static void handle_console(order_worker *w, struct evhttp_request *req, const order_route *rt,
+static void handle_console(order_worker *w, sk_http_req *req, const order_route *rt,
                            const char *uri, size_t plen, int64_t start_us)
 {
     const char *ctype;
@@ -1737,28 +1722,26 @@ static void handle_console(order_worker *w, struct evhttp_request *req, const or
         reply_error(w, req, rt->id, start_us, ORDER_ERR_NOT_FOUND, "no such file", 0);
         return;
     }
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    evhttp_add_header(h, "Content-Security-Policy", ORDER_CONSOLE_CSP);
-    evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
-    evhttp_add_header(h, "Referrer-Policy", "no-referrer");
-    evhttp_add_header(h, "Cache-Control", "no-cache");
+    sk_http_add_header(req, "Content-Security-Policy", ORDER_CONSOLE_CSP);
+    sk_http_add_header(req, "X-Content-Type-Options", "nosniff");
+    sk_http_add_header(req, "Referrer-Policy", "no-referrer");
+    sk_http_add_header(req, "Cache-Control", "no-cache");
     reply_raw(w, req, rt->id, start_us, 200, ctype, file, len);
 }
 
-void order_http_handle(struct evhttp_request *req, void *arg)
+void order_http_handle(sk_http_req *req, void *arg)
 {
     order_worker *w = arg;
     order_app *app = w->app;
-    sk_httpguard_track(w->guard, req); /* a refused later request waits for this answer */
     int64_t start_us = order_time_mono_us();
     int64_t inflight =
         atomic_fetch_add_explicit(&app->metrics.requests_inflight, 1, memory_order_relaxed) + 1;
-    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    if (cmd == EVHTTP_REQ_CONNECT || cmd == EVHTTP_REQ_TRACE) {
+    sk_http_method cmd = sk_http_method_of(req);
+    if (cmd == SK_HTTP_CONNECT || cmd == SK_HTTP_TRACE) {
         reply_connect_trace(w, req, start_us);
         return;
     }
-    const char *uri = evhttp_request_get_uri(req);
+    const char *uri = sk_http_uri(req);
     size_t plen = strcspn(uri, "?#");
     order_route rt;
     order_route_match(method_of(req), uri, plen, &rt);
@@ -1817,24 +1800,24 @@ void order_http_handle(struct evhttp_request *req, void *arg)
 
 /* ---- for the other handler files (order_http.h) --------------------------------- */
 
-int order_http_authenticate(order_worker *w, struct evhttp_request *req, sk_jwt_claims *claims)
+int order_http_authenticate(order_worker *w, sk_http_req *req, sk_jwt_claims *claims)
 {
     return authenticate(w, req, claims);
 }
 
-void order_http_reply_error(order_worker *w, struct evhttp_request *req, order_route_id route,
+void order_http_reply_error(order_worker *w, sk_http_req *req, order_route_id route,
                             int64_t start_us, order_err e, const char *msg, uint64_t order_id)
 {
     reply_error(w, req, route, start_us, e, msg, order_id);
 }
 
-void order_http_reply_json(order_worker *w, struct evhttp_request *req, order_route_id route,
+void order_http_reply_json(order_worker *w, sk_http_req *req, order_route_id route,
                            int64_t start_us, int status, const char *body, size_t len)
 {
     reply_json(w, req, route, start_us, status, body, len);
 }
 
-const char *order_http_body(struct evhttp_request *req, size_t *len)
+const char *order_http_body(sk_http_req *req, size_t *len)
 {
     return request_body(req, len);
 }

@@ -13,8 +13,8 @@
 /* The worker hooks of seckill-order (order_app.h): set app->hooks to this. */
 extern const order_worker_hooks order_http_hooks;
 
-/* evhttp's request callback (arg: the worker); order_http_hooks.handle. */
-void order_http_handle(struct evhttp_request *req, void *worker);
+/* sk_http's request handler (arg: the worker); order_http_hooks.handle. */
+void order_http_handle(sk_http_req *req, void *worker);
 
 /* The producer's delivery callback (order_kafka_new's dr): opaque is the request. */
 void order_http_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg_status_t status,
@@ -22,14 +22,14 @@ void order_http_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg_
 
 /* Shared with the other handler files of the front (order_pay_http.c). */
 /** @brief Verifies the bearer token. @returns 0 and the claims, or -1. */
-int order_http_authenticate(order_worker *w, struct evhttp_request *req, sk_jwt_claims *claims);
+int order_http_authenticate(order_worker *w, sk_http_req *req, sk_jwt_claims *claims);
 /** @brief Answers an error (JSON body, counted in the metrics, request done). */
-void order_http_reply_error(order_worker *w, struct evhttp_request *req, order_route_id route,
+void order_http_reply_error(order_worker *w, sk_http_req *req, order_route_id route,
                             int64_t start_us, order_err e, const char *msg, uint64_t order_id);
 /** @brief Answers `status` with a JSON body (counted in the metrics, request done). */
-void order_http_reply_json(order_worker *w, struct evhttp_request *req, order_route_id route,
+void order_http_reply_json(order_worker *w, sk_http_req *req, order_route_id route,
                            int64_t start_us, int status, const char *body, size_t len);
 /** @brief The request body (contiguous; len bytes, not NUL-terminated). */
-const char *order_http_body(struct evhttp_request *req, size_t *len);
+const char *order_http_body(sk_http_req *req, size_t *len);
 
 #endif

@@ -9,7 +9,6 @@
 #include "order_time.h"
 #include "sk_log.h"
 
-#include <event2/http.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +19,7 @@
 typedef struct pay_req {
     order_task task;
     order_worker *w;
-    struct evhttp_request *req; /* NULL once answered */
+    sk_http_req *req; /* NULL once answered */
     order_route_id route;
     int64_t start_us;
     order_pg_job job;
@@ -179,7 +178,7 @@ static void on_index(redisReply *reply, void *arg)
         pay_error(p, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may pay or cancel this order");
         return;
     }
-    evhttp_add_header(evhttp_request_get_output_headers(p->req), "Retry-After", "1");
+    sk_http_add_header(p->req, "Retry-After", "1");
     pay_error(p, ORDER_ERR_NOT_READY, NULL);
 }
 
@@ -214,7 +213,7 @@ static void after_pg(order_task *t)
     free(p);
 }
 
-void order_pay_http_handle(order_worker *w, struct evhttp_request *req, const order_route *rt,
+void order_pay_http_handle(order_worker *w, sk_http_req *req, const order_route *rt,
                            int64_t start_us)
 {
     sk_jwt_claims claims;

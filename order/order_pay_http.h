@@ -17,10 +17,9 @@
 
 #include <stdint.h>
 
-struct evhttp_request;
 
 /** @brief Serves ORDER_ROUTE_ORDER_PAY or ORDER_ROUTE_ORDER_CANCEL (rt->arg: the order id). */
-void order_pay_http_handle(order_worker *w, struct evhttp_request *req, const order_route *rt,
+void order_pay_http_handle(order_worker *w, sk_http_req *req, const order_route *rt,
                            int64_t start_us);
 
 #endif

@@ -1,13 +1,11 @@
 /* order_worker: worker threads, their listening sockets and their inboxes. See order_app.h. */
 #include "order_app.h"
 #include "sk_listen.h"
-#include "sk_httpguard.h"
 #include "sk_log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
-#include <event2/http.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,9 +57,8 @@ static void on_inbox(evutil_socket_t fd, short what, void *arg)
 static void on_stop_accepting(order_task *t)
 {
     order_worker *w = (order_worker *)((char *)t - offsetof(order_worker, stop_accepting_task));
-    if (w->bound) {
-        evhttp_del_accept_socket(w->http, w->bound); /* closes the socket */
-        w->bound = NULL;
+    if (w->http && sk_http_listener(w->http)) {
+        sk_http_stop_listening(w->http); /* closes the socket */
         sk_listen_backoff_free(w->accept_backoff);
         w->accept_backoff = NULL;
     }
@@ -136,10 +133,10 @@ static int listen_socket(const char *bind_addr, int port, int first, int *bound_
  * gave that one. @returns 0 or -1 (err set). */
 static int worker_base_new(order_app *app, order_worker *w, char *err, size_t errsz)
 {
-    /* The epoll changelist folds the add/del/modify churn that evhttp makes on every
-     * request into one epoll_ctl per fd per loop: measured +40% on the sold-out path,
-     * where half the CPU was kernel time. Its one hazard, fds cloned with dup(), does not
-     * arise here (sockets from accept and hiredis only). */
+    /* The epoll changelist folds add/del/modify churn into one epoll_ctl per fd per
+     * loop (evhttp made some on every request: +40% on the sold-out path then; sk_http
+     * keeps its read events added, hiredis still toggles writes). Its one hazard, fds
+     * cloned with dup(), does not arise here (sockets from accept and hiredis only). */
     struct event_config *ecfg = event_config_new();
     if (ecfg) {
         event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
@@ -169,11 +166,21 @@ static int worker_base_new(order_app *app, order_worker *w, char *err, size_t er
     return 0;
 }
 
-/* Makes w->http on w->base with its bounds, guard, methods and handler, and the
- * worker's JWT key. @returns 0 or -1 (err set). */
+/* Makes w->http on w->base with its bounds and handler, and the worker's JWT key.
+ * @returns 0 or -1 (err set). */
 static int worker_http_new(order_app *app, order_worker *w, char *err, size_t errsz)
 {
-    w->http = evhttp_new(w->base);
+    /* The body bound stops absurd uploads before they are buffered (JSON 413, closed);
+     * the handlers answer bodies over 4 KiB with their own 413. */
+    sk_http_opts o = {
+        .max_header_bytes = (size_t)app->cfg.http_max_header_bytes,
+        .max_body_bytes = app->cfg.http_max_body_bytes,
+        .read_timeout_ms = app->cfg.http_read_timeout_ms,
+        .idle_timeout_ms = app->cfg.http_idle_timeout_s * 1000,
+        .max_conns = (app->cfg.max_connections + app->nworkers - 1) / app->nworkers,
+        .allow = "GET, HEAD, POST",
+    };
+    w->http = sk_http_new(w->base, &o, app->hooks.handle, w);
     if (!w->http) {
         snprintf(err, errsz, "out of memory");
         return -1;
@@ -184,27 +191,6 @@ static int worker_http_new(order_app *app, order_worker *w, char *err, size_t er
         return -1;
     }
     sk_jwt_key_set_leeway(w->jwt, app->cfg.jwt_leeway_s);
-    /* Bodies over 4 KiB get our JSON 413; the evhttp bound (413 without a JSON body,
-     * connection closed) only stops absurd uploads before they are buffered. Headers
-     * past their bound get 400/413 from evhttp and the connection is closed. */
-    evhttp_set_max_body_size(w->http, (ev_ssize_t)app->cfg.http_max_body_bytes);
-    evhttp_set_max_headers_size(w->http, (ev_ssize_t)app->cfg.http_max_header_bytes);
-    evhttp_set_timeout(w->http, (int)app->cfg.http_idle_timeout_s);
-    int64_t per_worker = (app->cfg.max_connections + app->nworkers - 1) / app->nworkers;
-    w->guard = sk_httpguard_install(w->http, w->base, app->cfg.http_read_timeout_ms, per_worker,
-                                    (size_t)app->cfg.http_max_header_bytes,
-                                    app->cfg.http_max_body_bytes, "GET, HEAD, POST");
-    if (!w->guard) {
-        snprintf(err, errsz, "out of memory");
-        return -1;
-    }
-    evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS |
-                                            /* ours to answer (JSON 405, closed), not
-                                             * evhttp's HTML 501 */
-                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_TRACE);
-    evhttp_set_gencb(w->http, app->hooks.handle, w);
     return 0;
 }
 
@@ -219,14 +205,11 @@ static int worker_listen(order_app *app, order_worker *w, char *err, size_t errs
     if (fd < 0)
         return -1;
     app->port = port;
-    w->bound = evhttp_accept_socket_with_handle(w->http, fd);
-    if (!w->bound) {
-        close(fd);
-        snprintf(err, errsz, "evhttp_accept_socket failed");
+    if (sk_http_listen(w->http, fd) != 0) { /* closes fd on failure */
+        snprintf(err, errsz, "listen: out of memory");
         return -1;
     }
-    w->accept_backoff =
-        sk_listen_backoff_install(evhttp_bound_socket_get_listener(w->bound), w->base, 100);
+    w->accept_backoff = sk_listen_backoff_install(sk_http_listener(w->http), w->base, 100);
     if (!w->accept_backoff) {
         snprintf(err, errsz, "out of memory");
         return -1;
@@ -333,16 +316,13 @@ void order_workers_free(order_app *app)
         order_redis_free(w->redis);
         if (w->chain)
             app->hooks.chain_free(w);
-        if (w->http)
-            evhttp_free(w->http);
+        sk_http_free(w->http);
         if (w->inbox_ev)
             event_free(w->inbox_ev);
         if (w->kafka_ev)
             event_free(w->kafka_ev);
         if (w->base)
             event_base_free(w->base);
-        /* After the base: connections' bufferevents may be finalized as late as that. */
-        sk_httpguard_free(w->guard);
         sk_listen_backoff_free(w->accept_backoff);
         w->accept_backoff = NULL;
         sk_jwt_key_free(w->jwt);

@@ -1,0 +1,760 @@
+/* sk_http: a small HTTP/1.1 server on one libevent loop. See sk_http.h.
+ *
+ * A connection's input buffer holds the bytes read and not yet consumed, from in_off to
+ * in_len. A request is parsed in place (sk_http_parse_head writes NULs into it), so the
+ * buffer must not move under a request the handler holds: while one is with the
+ * handler, a full buffer pauses reading instead of growing. A request whose head is
+ * parsed but whose body is still coming (`partial`) is not with the handler yet; when
+ * the buffer moves under it, its pointers are moved too (rebase). */
+#include "sk_http.h"
+#include "sk_httpdate.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define IN_INIT 4096      /* a connection's first input buffer */
+#define LINGER_MS 2000    /* how long a lingering close drains input */
+#define SWEEP_MS 100      /* the deadline check's period */
+#define FREE_REQS_MAX 256 /* requests kept for reuse per server */
+#define BODY_INLINE 2048  /* bodies up to this go out in the head's write */
+
+typedef struct conn conn;
+
+struct sk_http_req {
+    conn *c; /* NULL once the connection is gone */
+    sk_http *s;
+    sk_http_head head;
+    size_t head_len;
+    const char *body;
+    size_t body_len;
+    char *ox; /* added answer header lines */
+    size_t oxlen, oxcap;
+    int close;
+    sk_http_req *next_free;
+};
+
+struct conn {
+    sk_http *s;
+    int fd;
+    struct event *rev, *wev;
+    char *in;
+    size_t in_off, in_len, in_cap;
+    char *out;
+    size_t out_off, out_len, out_cap;
+    sk_http_req *req;     /* with the handler */
+    sk_http_req *partial; /* head parsed, body still coming */
+    int64_t req_start_ms; /* a request's first byte came (0: between requests) */
+    int64_t last_ms;      /* the last read or write progress */
+    int64_t linger_ms;
+    unsigned reading : 1, writing : 1, closing : 1, lingering : 1, in_process : 1, dead : 1,
+        cont_sent : 1;
+    struct sockaddr_storage peer;
+    conn *prev, *next;
+};
+
+struct sk_http {
+    struct event_base *base;
+    sk_http_opts o;
+    sk_http_handler handler;
+    void *arg;
+    struct evconnlistener *lev;
+    struct event *sweep;
+    conn *conns;
+    int64_t nconns;
+    sk_http_req *free_reqs;
+    int nfree;
+    sk_httpdate date;
+    char *scratch;
+    size_t scratch_cap;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- requests ---- */
+
+static sk_http_req *req_get(sk_http *s)
+{
+    sk_http_req *r = s->free_reqs;
+    if (r) {
+        s->free_reqs = r->next_free;
+        s->nfree--;
+    } else if (!(r = calloc(1, sizeof(*r)))) {
+        return NULL;
+    }
+    r->s = s;
+    r->c = NULL;
+    r->oxlen = 0;
+    r->close = 0;
+    r->body = "";
+    r->body_len = 0;
+    return r;
+}
+
+static void req_put(sk_http_req *r)
+{
+    sk_http *s = r->s;
+    if (s && s->nfree < FREE_REQS_MAX) {
+        r->next_free = s->free_reqs;
+        s->free_reqs = r;
+        s->nfree++;
+        return;
+    }
+    free(r->ox);
+    free(r);
+}
+
+/* The buffer's bytes moved by `delta`: the partial request's pointers follow. */
+static void rebase(sk_http_req *r, ptrdiff_t delta)
+{
+    sk_http_head *h = &r->head;
+    h->uri += delta;
+    for (int i = 0; i < h->nh; i++) {
+        h->h[i].name += delta;
+        h->h[i].value += delta;
+    }
+}
+
+/* ---- connections ---- */
+
+static void on_read(evutil_socket_t fd, short what, void *arg);
+static void on_write(evutil_socket_t fd, short what, void *arg);
+static void process(conn *c);
+
+static void conn_free(conn *c)
+{
+    sk_http *s = c->s;
+    if (c->rev)
+        event_free(c->rev);
+    if (c->wev)
+        event_free(c->wev);
+    close(c->fd);
+    if (c->req)
+        c->req->c = NULL; /* its handler answers it later: then it is just freed */
+    if (c->partial)
+        req_put(c->partial);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->nconns--;
+    free(c->in);
+    free(c->out);
+    free(c);
+}
+
+/* Closes now, or once process() (up the stack) is done with c. */
+static void conn_abort(conn *c)
+{
+    if (c->in_process) {
+        c->dead = 1;
+        if (c->reading)
+            event_del(c->rev);
+        if (c->writing)
+            event_del(c->wev);
+        c->reading = c->writing = 0;
+        return;
+    }
+    conn_free(c);
+}
+
+static void set_reading(conn *c, int on)
+{
+    if (on && !c->reading && event_add(c->rev, NULL) == 0)
+        c->reading = 1;
+    else if (!on && c->reading) {
+        event_del(c->rev);
+        c->reading = 0;
+    }
+}
+
+/* Every answer is out: the FIN goes, and the input is drained until the peer closes
+ * or LINGER_MS passed (sweep). */
+static void start_linger(conn *c)
+{
+    shutdown(c->fd, SHUT_WR);
+    c->lingering = 1;
+    c->linger_ms = now_ms();
+    c->in_off = c->in_len = 0;
+    if (c->partial) {
+        req_put(c->partial);
+        c->partial = NULL;
+    }
+    set_reading(c, 1);
+}
+
+/* Keeps out[0..n) to be written when the socket takes it. @returns 0 or -1 (OOM). */
+static int out_keep(conn *c, const char *p, size_t n)
+{
+    if (c->out_off == c->out_len)
+        c->out_off = c->out_len = 0;
+    if (c->out_len + n > c->out_cap) {
+        size_t cap = c->out_cap ? c->out_cap : 4096;
+        while (cap < c->out_len + n)
+            cap *= 2;
+        char *o = realloc(c->out, cap);
+        if (!o)
+            return -1;
+        c->out = o;
+        c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, p, n);
+    c->out_len += n;
+    return 0;
+}
+
+/* Writes a then b (either may be empty) now as far as the socket takes them, keeping
+ * the rest. @returns 0, or -1 when the connection failed (the caller aborts it). */
+static int conn_send(conn *c, const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t done = 0;
+    if (c->out_off == c->out_len) { /* nothing queued before: straight to the socket */
+        struct iovec v[2] = {{(void *)a, alen}, {(void *)b, blen}};
+        ssize_t n;
+        do
+            n = blen ? writev(c->fd, v, 2) : write(c->fd, a, alen);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return -1;
+        done = n > 0 ? (size_t)n : 0;
+        if (done == alen + blen) {
+            c->last_ms = now_ms();
+            return 0;
+        }
+    }
+    if (done < alen && out_keep(c, a + done, alen - done) != 0)
+        return -1;
+    size_t bdone = done > alen ? done - alen : 0;
+    if (bdone < blen && out_keep(c, b + bdone, blen - bdone) != 0)
+        return -1;
+    if (!c->writing && event_add(c->wev, NULL) == 0)
+        c->writing = 1;
+    return 0;
+}
+
+/* After an answer is out: close (lingering) if asked, else go on with the input: at
+ * once from an I/O callback, or (deferred) from the loop when the answer came from
+ * elsewhere (a Redis or Kafka callback), so that the handler never runs inside
+ * another module's callback. */
+static void after_answer(conn *c, int deferred)
+{
+    if (c->out_off != c->out_len)
+        return; /* on_write comes back here */
+    if (c->closing) {
+        if (!c->lingering)
+            start_linger(c);
+        return;
+    }
+    set_reading(c, 1);
+    if (c->in_off < c->in_len) {
+        if (deferred)
+            event_active(c->rev, EV_READ, 1);
+        else
+            process(c);
+    }
+}
+
+static void on_write(evutil_socket_t fd, short what, void *arg)
+{
+    conn *c = arg;
+    ssize_t n;
+    do
+        n = write(fd, c->out + c->out_off, c->out_len - c->out_off);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        conn_free(c);
+        return;
+    }
+    if (n > 0) {
+        c->out_off += (size_t)n;
+        c->last_ms = now_ms();
+    }
+    if (c->out_off == c->out_len) {
+        c->out_off = c->out_len = 0;
+        event_del(c->wev);
+        c->writing = 0;
+        after_answer(c, 0);
+    }
+}
+
+/* A JSON refusal of the server's own, then the close. */
+static void refuse(conn *c, sk_http_parse_rc rc)
+{
+    int status;
+    const char *reason, *code, *message;
+    sk_http_refusal(rc, &status, &reason, &code, &message);
+    char body[256], head[512];
+    size_t blen = (size_t)snprintf(body, sizeof(body), "{\"error\":\"%s\",\"message\":\"%s\"}",
+                                   code, message);
+    const char *allow = status == 405 && c->s->o.allow ? c->s->o.allow : NULL;
+    size_t hlen = (size_t)snprintf(head, sizeof(head),
+                                   "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: application/json\r\n"
+                                   "Content-Length: %zu\r\n%s%s%sConnection: close\r\n\r\n",
+                                   status, reason, sk_httpdate_get(&c->s->date, (int64_t)time(NULL)),
+                                   blen, allow ? "Allow: " : "", allow ? allow : "",
+                                   allow ? "\r\n" : "");
+    c->closing = 1;
+    c->in_off = c->in_len = 0;
+    if (conn_send(c, head, hlen, body, blen) != 0) {
+        conn_abort(c);
+        return;
+    }
+    after_answer(c, 0);
+}
+
+/* Hands requests to the handler while the connection has one complete and nothing
+ * else is under way (one request with the handler at a time; its answer written
+ * before the next is read: answers go out in order, and a client that pipelines
+ * without reading cannot make the server buffer answers). */
+static void process(conn *c)
+{
+    sk_http *s = c->s;
+    if (c->in_process)
+        return;
+    c->in_process = 1;
+    while (!c->dead && !c->req && !c->closing && c->out_off == c->out_len) {
+        sk_http_req *r = c->partial;
+        if (r) {
+            if (c->in_len - c->in_off < r->head_len + (size_t)r->head.content_length)
+                break;
+            c->partial = NULL;
+        } else {
+            while (c->in_off < c->in_len && (c->in[c->in_off] == '\r' || c->in[c->in_off] == '\n'))
+                c->in_off++;
+            if (c->in_off == c->in_len) {
+                c->in_off = c->in_len = 0;
+                c->req_start_ms = 0;
+                break;
+            }
+            if (!c->req_start_ms)
+                c->req_start_ms = now_ms();
+            if (!(r = req_get(s))) {
+                conn_abort(c);
+                break;
+            }
+            sk_http_parse_rc rc =
+                sk_http_parse_head(c->in + c->in_off, c->in_len - c->in_off, s->o.max_header_bytes,
+                                   s->o.max_body_bytes, &r->head, &r->head_len);
+            if (rc != SK_HTTP_OK) {
+                req_put(r);
+                if (rc != SK_HTTP_INCOMPLETE)
+                    refuse(c, rc);
+                break;
+            }
+            r->c = c;
+            if (r->head.framing) {
+                /* Nothing after this head can be trusted to be a request. */
+                r->close = 1;
+                c->in_len = c->in_off + r->head_len;
+            } else if (c->in_len - c->in_off < r->head_len + (size_t)r->head.content_length) {
+                c->partial = r;
+                if (r->head.expect_continue && !c->cont_sent) {
+                    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                    c->cont_sent = 1;
+                    if (conn_send(c, cont, sizeof(cont) - 1, NULL, 0) != 0)
+                        conn_abort(c);
+                }
+                break;
+            }
+        }
+        r->body = c->in + c->in_off + r->head_len;
+        r->body_len = (size_t)r->head.content_length;
+        c->in_off += r->head_len + r->body_len;
+        c->req_start_ms = 0;
+        c->cont_sent = 0;
+        if (!r->head.keep_alive)
+            r->close = 1;
+        c->req = r;
+        s->handler(r, s->arg); /* may answer at once: c->req is NULL again then */
+    }
+    c->in_process = 0;
+    if (c->dead)
+        conn_free(c);
+    else if (!c->req && !c->closing)
+        set_reading(c, 1); /* paused while a request held the full buffer */
+}
+
+static void on_read(evutil_socket_t fd, short what, void *arg)
+{
+    conn *c = arg;
+    sk_http *s = c->s;
+    if (c->lingering) {
+        char sink[4096];
+        ssize_t n = read(fd, sink, sizeof(sink));
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            conn_free(c);
+        return;
+    }
+    if (c->in_len == c->in_cap) {
+        if (c->req) { /* the handler's request points into the buffer: wait for its answer */
+            set_reading(c, 0);
+            return;
+        }
+        if (c->in_off > 0) {
+            memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+            if (c->partial)
+                rebase(c->partial, -(ptrdiff_t)c->in_off);
+            c->in_len -= c->in_off;
+            c->in_off = 0;
+        }
+        if (c->in_len == c->in_cap) {
+            size_t limit = s->o.max_header_bytes + (size_t)(s->o.max_body_bytes > 0 ? s->o.max_body_bytes : 0) + IN_INIT;
+            size_t cap = c->in_cap * 2 < limit ? c->in_cap * 2 : limit;
+            char *in = cap > c->in_cap ? realloc(c->in, cap) : NULL;
+            if (!in) { /* past every bound the parser allows (cannot happen), or OOM */
+                conn_free(c);
+                return;
+            }
+            if (c->partial)
+                rebase(c->partial, in - c->in);
+            c->in = in;
+            c->in_cap = cap;
+        }
+    }
+    ssize_t n = read(fd, c->in + c->in_len, c->in_cap - c->in_len);
+    if (n > 0) {
+        c->in_len += (size_t)n;
+        c->last_ms = now_ms();
+    } else if (n == 0) {
+        if (!c->req) { /* between requests, or in the middle of one: nothing to answer */
+            conn_free(c);
+            return;
+        }
+        /* The peer closed its side with a request in hand: answer it, then close. */
+        c->closing = 1;
+        set_reading(c, 0);
+        return;
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        conn_abort(c);
+        return;
+    }
+    process(c);
+}
+
+static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    (void)lev;
+    sk_http *s = arg;
+    if (s->o.max_conns > 0 && s->nconns >= s->o.max_conns) {
+        close(fd); /* over the cap: closed as soon as accepted */
+        return;
+    }
+    conn *c = calloc(1, sizeof(*c));
+    char *in = malloc(IN_INIT);
+    if (!c || !in) {
+        free(c);
+        free(in);
+        close(fd);
+        return;
+    }
+    c->s = s;
+    c->fd = fd;
+    c->in = in;
+    c->in_cap = IN_INIT;
+    if (salen > 0 && (size_t)salen <= sizeof(c->peer))
+        memcpy(&c->peer, sa, (size_t)salen);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_read, c);
+    c->wev = event_new(s->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    c->last_ms = now_ms();
+    if (!c->rev || !c->wev) {
+        conn_free(c);
+        return;
+    }
+    set_reading(c, 1);
+}
+
+/* The deadlines: a request read too slowly, an idle kept-alive connection, an answer
+ * the client does not read, a lingering close that lingers too long. */
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    sk_http *s = arg;
+    int64_t now = now_ms();
+    for (conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->lingering) {
+            if (now - c->linger_ms > LINGER_MS)
+                conn_free(c);
+        } else if (c->req) {
+            continue; /* the handler's: no deadline of ours */
+        } else if (s->o.read_timeout_ms > 0 && c->req_start_ms &&
+                   now - c->req_start_ms > s->o.read_timeout_ms) {
+            conn_free(c);
+        } else if (s->o.idle_timeout_ms > 0 && now - c->last_ms > s->o.idle_timeout_ms) {
+            conn_free(c);
+        }
+    }
+}
+
+/* ---- the server ---- */
+
+sk_http *sk_http_new(struct event_base *base, const sk_http_opts *opts, sk_http_handler h,
+                     void *arg)
+{
+    sk_http *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->base = base;
+    s->o = *opts;
+    s->handler = h;
+    s->arg = arg;
+    sk_httpdate_init(&s->date);
+    s->sweep = event_new(base, -1, EV_PERSIST, on_sweep, s);
+    struct timeval tv = {0, SWEEP_MS * 1000};
+    if (!s->sweep || event_add(s->sweep, &tv) != 0) {
+        sk_http_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int sk_http_listen(sk_http *s, int fd)
+{
+    if (s->lev) {
+        close(fd);
+        return -1;
+    }
+    s->lev = evconnlistener_new(s->base, on_accept, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                -1, fd);
+    if (!s->lev) {
+        close(fd);
+        return -1;
+    }
+    return 0;
+}
+
+void sk_http_stop_listening(sk_http *s)
+{
+    if (s && s->lev) {
+        evconnlistener_free(s->lev);
+        s->lev = NULL;
+    }
+}
+
+struct evconnlistener *sk_http_listener(sk_http *s)
+{
+    return s->lev;
+}
+
+int64_t sk_http_connections(const sk_http *s)
+{
+    return s->nconns;
+}
+
+void sk_http_free(sk_http *s)
+{
+    if (!s)
+        return;
+    sk_http_stop_listening(s);
+    while (s->conns) {
+        conn *c = s->conns;
+        sk_http_req *r = c->req;
+        conn_free(c);
+        if (r) { /* unanswered: freed here, as evhttp_free does */
+            r->s = NULL;
+            req_put(r);
+        }
+    }
+    while (s->free_reqs) {
+        sk_http_req *r = s->free_reqs;
+        s->free_reqs = r->next_free;
+        free(r->ox);
+        free(r);
+    }
+    if (s->sweep)
+        event_free(s->sweep);
+    free(s->scratch);
+    free(s);
+}
+
+/* ---- a request ---- */
+
+sk_http_method sk_http_method_of(const sk_http_req *r)
+{
+    return (sk_http_method)r->head.method;
+}
+
+const char *sk_http_uri(const sk_http_req *r)
+{
+    return r->head.uri;
+}
+
+const char *sk_http_header(const sk_http_req *r, const char *name)
+{
+    for (int i = 0; i < r->head.nh; i++)
+        if (strcasecmp(r->head.h[i].name, name) == 0)
+            return r->head.h[i].value;
+    return NULL;
+}
+
+const char *sk_http_body(const sk_http_req *r, size_t *len)
+{
+    *len = r->body_len;
+    return r->body_len ? r->body : "";
+}
+
+const struct sockaddr *sk_http_peer(const sk_http_req *r)
+{
+    return r->c && r->c->peer.ss_family ? (const struct sockaddr *)&r->c->peer : NULL;
+}
+
+const char *sk_http_framing(const sk_http_req *r)
+{
+    return r->head.framing;
+}
+
+/* ---- the answer ---- */
+
+int sk_http_add_header(sk_http_req *r, const char *name, const char *value)
+{
+    if (strpbrk(name, "\r\n") || strpbrk(value, "\r\n"))
+        return -1;
+    if (strcasecmp(name, "Connection") == 0) {
+        if (strcasecmp(value, "close") == 0)
+            r->close = 1; /* the server writes the line itself */
+        return 0;
+    }
+    size_t nl = strlen(name), vl = strlen(value), need = r->oxlen + nl + vl + 4;
+    if (need > r->oxcap) {
+        size_t cap = r->oxcap ? r->oxcap * 2 : 256;
+        while (cap < need)
+            cap *= 2;
+        char *p = realloc(r->ox, cap);
+        if (!p)
+            return -1;
+        r->ox = p;
+        r->oxcap = cap;
+    }
+    char *p = r->ox + r->oxlen;
+    memcpy(p, name, nl);
+    p[nl] = ':';
+    p[nl + 1] = ' ';
+    memcpy(p + nl + 2, value, vl);
+    p[nl + 2 + vl] = '\r';
+    p[nl + 3 + vl] = '\n';
+    r->oxlen = need;
+    return 0;
+}
+
+void sk_http_close_after(sk_http_req *r)
+{
+    r->close = 1;
+}
+
+static char *put(char *p, const char *s, size_t n)
+{
+    memcpy(p, s, n);
+    return p + n;
+}
+
+static char *put_u64(char *p, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+void sk_http_reply(sk_http_req *r, int status, const char *reason, const char *ctype,
+                   const void *body, size_t len)
+{
+    conn *c = r->c;
+    sk_http *s = r->s;
+    if (!c) {
+        req_put(r);
+        return;
+    }
+    size_t rlen = strlen(reason), clen = ctype ? strlen(ctype) : 0;
+    if (status < 100 || status > 999)
+        status = 500;
+    /* HEAD: the length the GET would have, no body; 1xx, 204, 304: neither */
+    int head_only = r->head.method == SK_HTTP_HEAD || status < 200 || status == 204 || status == 304;
+    size_t inline_body = !head_only && len <= BODY_INLINE ? len : 0;
+    size_t need = 256 + rlen + clen + r->oxlen + inline_body;
+    if (need > s->scratch_cap) {
+        size_t cap = s->scratch_cap ? s->scratch_cap : 4096;
+        while (cap < need)
+            cap *= 2;
+        char *p = realloc(s->scratch, cap);
+        if (!p) {
+            c->req = NULL;
+            req_put(r);
+            conn_abort(c);
+            return;
+        }
+        s->scratch = p;
+        s->scratch_cap = cap;
+    }
+    int close_after = r->close || c->closing;
+    char *p = s->scratch;
+    p = put(p, "HTTP/1.1 ", 9);
+    *p++ = (char)('0' + status / 100);
+    *p++ = (char)('0' + status / 10 % 10);
+    *p++ = (char)('0' + status % 10);
+    *p++ = ' ';
+    p = put(p, reason, rlen);
+    p = put(p, "\r\nDate: ", 8);
+    p = put(p, sk_httpdate_get(&s->date, (int64_t)time(NULL)), 29);
+    p = put(p, "\r\n", 2);
+    if (ctype) {
+        p = put(p, "Content-Type: ", 14);
+        p = put(p, ctype, clen);
+        p = put(p, "\r\n", 2);
+    }
+    if (status >= 200 && status != 204 && status != 304) { /* RFC 9110 8.6 */
+        p = put(p, "Content-Length: ", 16);
+        p = put_u64(p, len);
+        p = put(p, "\r\n", 2);
+    }
+    if (r->oxlen)
+        p = put(p, r->ox, r->oxlen);
+    if (close_after)
+        p = put(p, "Connection: close\r\n", 19);
+    else if (r->head.minor == 0)
+        p = put(p, "Connection: keep-alive\r\n", 24);
+    p = put(p, "\r\n", 2);
+    if (inline_body)
+        p = put(p, body, inline_body);
+    size_t hlen = (size_t)(p - s->scratch);
+    const char *rest = !head_only && !inline_body ? body : NULL;
+    size_t restlen = rest ? len : 0;
+    c->req = NULL;
+    req_put(r);
+    if (close_after)
+        c->closing = 1;
+    if (conn_send(c, s->scratch, hlen, rest, restlen) != 0) {
+        conn_abort(c);
+        return;
+    }
+    if (!c->in_process)
+        after_answer(c, 1);
+    else if (c->closing && c->out_off == c->out_len && !c->lingering)
+        start_linger(c);
+}

@@ -1,0 +1,175 @@
+/* sk_http: a small HTTP/1.1 server on one libevent loop, for the services' ports.
+ *
+ * Why not evhttp: on seckill-order's accept path evhttp was about half the worker's
+ * instructions (a header list with a malloc per header each way, a request object and
+ * two evbuffers per request, printf-built status and header lines, an ioctl(FIONREAD)
+ * before every read and an enable/disable of the read event around every request), and
+ * the slow-client deadline, the connection cap and JSON refusals had to be bolted on
+ * from outside (sk_httpguard). Here a connection is one fd, one persistent read event
+ * and one buffer: a request is parsed in place in that buffer, handed to the handler,
+ * and its answer is written with one write() when the handler replies (an EV_WRITE
+ * event only when the socket is full). Issue 16, order/README.md.
+ *
+ * What it serves:
+ *  - HTTP/1.1 and 1.0, keep-alive (1.0: on "Connection: keep-alive"), pipelining:
+ *    one request of a connection at a time is with the handler; the next is parsed once
+ *    it is answered, so answers go out in order.
+ *  - Content-Length bodies up to max_body_bytes. Refused by the server itself, in JSON
+ *    {"error","message"}, and the connection closed: request line and headers over
+ *    max_header_bytes or a Content-Length over max_body_bytes (413), Transfer-Encoding
+ *    or an Expect other than 100-continue (400), a method it does not know (405 with
+ *    `allow`), a malformed request line or header line (400), an HTTP version other
+ *    than 1.x (505). "Expect: 100-continue" gets its interim answer.
+ *  - Framing the handler must refuse (sk_reqscan.h's sk_hdrcheck rule: two or a
+ *    non-decimal Content-Length, two Host headers, whitespace in a header name, a body
+ *    on a method without one): the request is handed over without its body and
+ *    sk_http_framing() says why; the connection is closed after its answer.
+ *  - The slow-client deadline: a request must arrive, first byte to last, within
+ *    read_timeout_ms, or the connection is cut; a kept-alive connection may stay idle
+ *    for idle_timeout_ms between requests; a client that does not read its answers is
+ *    cut after idle_timeout_ms without progress. Checked by one timer per server.
+ *  - At most max_conns connections: one over is closed as soon as it is accepted.
+ *  - A close after an answer is a lingering close: FIN first, the input drained (up
+ *    to 2 s), so that unread input does not turn the close into a reset that could
+ *    destroy the answer in flight.
+ *
+ * Threads: a server, its connections and its requests belong to the loop's thread;
+ * every call runs there. */
+#ifndef SK_HTTP_H
+#define SK_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct sockaddr;
+
+typedef struct sk_http sk_http;
+typedef struct sk_http_req sk_http_req;
+
+typedef enum {
+    SK_HTTP_GET = 0,
+    SK_HTTP_HEAD,
+    SK_HTTP_POST,
+    SK_HTTP_PUT,
+    SK_HTTP_DELETE,
+    SK_HTTP_PATCH,
+    SK_HTTP_OPTIONS,
+    SK_HTTP_CONNECT,
+    SK_HTTP_TRACE,
+} sk_http_method;
+
+typedef struct sk_http_opts {
+    size_t max_header_bytes;  /* request line and headers, line ends included (> 0) */
+    int64_t max_body_bytes;   /* Content-Length bound; -1: no body on any method (413) */
+    int64_t read_timeout_ms;  /* one request, first byte to last; 0: no deadline */
+    int64_t idle_timeout_ms;  /* between requests, and a stalled answer; 0: none */
+    int64_t max_conns;        /* 0: no cap */
+    const char *allow;        /* the Allow header of a 405 for an unknown method */
+} sk_http_opts;
+
+/* The handler owns `req` until it answers it (sk_http_reply), at once or later from
+ * the same loop. `arg` is sk_http_new's. */
+typedef void (*sk_http_handler)(sk_http_req *req, void *arg);
+
+/** @brief A server on `base` (nothing accepted yet). opts is copied (allow is kept
+ *  as a pointer: a static string). @returns NULL on OOM. */
+sk_http *sk_http_new(struct event_base *base, const sk_http_opts *opts, sk_http_handler h,
+                     void *arg);
+
+/** @brief Accepts on `fd`, a listening socket (non-blocking), which the server owns
+ *  from now on, including on failure. One at a time. @returns 0 or -1. */
+int sk_http_listen(sk_http *s, int fd);
+
+/** @brief Closes the listening socket; connections stay. */
+void sk_http_stop_listening(sk_http *s);
+
+/** @brief The listener, for sk_listen_backoff_install (NULL when not listening). */
+struct evconnlistener *sk_http_listener(sk_http *s);
+
+/** @brief Connections open now. */
+int64_t sk_http_connections(const sk_http *s);
+
+/** @brief Closes every connection and frees the server, and with it every request
+ *  still unanswered (as evhttp_free does): nothing may answer them afterwards. NULL is
+ *  fine. */
+void sk_http_free(sk_http *s);
+
+/* ---- a request (valid until answered) ---- */
+
+sk_http_method sk_http_method_of(const sk_http_req *r);
+/** @brief The request target as sent (not decoded), NUL-terminated. */
+const char *sk_http_uri(const sk_http_req *r);
+/** @brief The first header `name` (case-insensitive), its value trimmed; NULL if none. */
+const char *sk_http_header(const sk_http_req *r, const char *name);
+/** @brief The body (len 0 and "" when none); not NUL-terminated. */
+const char *sk_http_body(const sk_http_req *r, size_t *len);
+/** @brief The peer's address (NULL when unknown). */
+const struct sockaddr *sk_http_peer(const sk_http_req *r);
+/** @brief NULL, or why the framing is refused (static text, see above). */
+const char *sk_http_framing(const sk_http_req *r);
+
+/* ---- the answer ---- */
+
+/** @brief Adds a header line to the answer (before sk_http_reply). A "Connection:
+ *  close" makes the server close the connection after the answer. @returns 0 or -1
+ *  (OOM, or a name or value with a line break). */
+int sk_http_add_header(sk_http_req *r, const char *name, const char *value);
+
+/** @brief Sends the answer and frees the request: the status line, Date,
+ *  Content-Type (when ctype is not NULL), Content-Length, the added headers,
+ *  Connection: close when the connection closes after it (asked for by the client, by
+ *  a header above, by sk_http_close or the framing), then the body (none for HEAD,
+ *  whose Content-Length is still len). A request whose connection is already gone is
+ *  just freed. */
+void sk_http_reply(sk_http_req *r, int status, const char *reason, const char *ctype,
+                   const void *body, size_t len);
+
+/** @brief The connection closes after this request's answer. */
+void sk_http_close_after(sk_http_req *r);
+
+/* ---- the pure parser (sk_http_parse.c; unit-tested and fuzzed) ---- */
+
+#define SK_HTTP_MAX_HEADERS 64
+
+typedef struct sk_http_head {
+    int method;      /* sk_http_method, or -1 for a method token the server does not know */
+    char *uri;       /* NUL-terminated in the buffer */
+    int minor;       /* HTTP/1.minor */
+    int nh;
+    struct {
+        char *name, *value; /* NUL-terminated in the buffer, value trimmed */
+    } h[SK_HTTP_MAX_HEADERS];
+    int64_t content_length; /* 0 when none, or when the framing is refused */
+    int keep_alive;         /* after this request, by version and Connection */
+    int expect_continue;    /* "Expect: 100-continue" */
+    const char *framing;    /* for the handler (see above), or NULL */
+} sk_http_head;
+
+/* What sk_http_parse_head refuses itself (the server answers these and closes). */
+typedef enum {
+    SK_HTTP_OK = 0,
+    SK_HTTP_INCOMPLETE,     /* no blank line yet */
+    SK_HTTP_BAD,            /* malformed request line or header line: 400 */
+    SK_HTTP_HEADERS_LARGE,  /* over max_header_bytes or SK_HTTP_MAX_HEADERS: 413 */
+    SK_HTTP_BODY_LARGE,     /* Content-Length over max_body_bytes: 413 */
+    SK_HTTP_CHUNKED,        /* Transfer-Encoding: 400 */
+    SK_HTTP_EXPECT,         /* an Expect other than 100-continue: 400 */
+    SK_HTTP_METHOD,         /* a method token not in sk_http_method: 405 */
+    SK_HTTP_VERSION,        /* HTTP/2.0 and the like: 505 */
+} sk_http_parse_rc;
+
+/** @brief Parses the request line and headers at buf[0..len) (leading empty lines are
+ *  skipped), writing NULs into buf. Line ends: CRLF or LF.
+ *  @returns SK_HTTP_OK with *head_len the bytes up to and including the blank line and
+ *  `h` filled, SK_HTTP_INCOMPLETE (buf untouched) when the blank line is not there
+ *  yet and len is within max_header_bytes, or a refusal. */
+sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t max_header_bytes,
+                                    int64_t max_body_bytes, sk_http_head *h, size_t *head_len);
+
+/** @brief The JSON refusal of rc (not OK/INCOMPLETE): status, reason, error code and
+ *  message, fixed text. */
+void sk_http_refusal(sk_http_parse_rc rc, int *status, const char **reason, const char **code,
+                     const char **message);
+
+#endif
