@@ -8,6 +8,7 @@
  * the buffer moves under it, its pointers are moved too (rebase). */
 #include "sk_http.h"
 #include "sk_httpdate.h"
+#include "sk_id.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -670,18 +671,6 @@ static char *put(char *p, const char *s, size_t n)
     return p + n;
 }
 
-static char *put_u64(char *p, uint64_t v)
-{
-    char tmp[24];
-    size_t n = 0;
-    do
-        tmp[n++] = (char)('0' + v % 10);
-    while ((v /= 10) != 0);
-    while (n)
-        *p++ = tmp[--n];
-    return p;
-}
-
 void sk_http_reply(sk_http_req *r, int status, const char *reason, const char *ctype,
                    const void *body, size_t len)
 {
@@ -730,7 +719,7 @@ void sk_http_reply(sk_http_req *r, int status, const char *reason, const char *c
     }
     if (status >= 200 && status != 204 && status != 304) { /* RFC 9110 8.6 */
         p = put(p, "Content-Length: ", 16);
-        p = put_u64(p, len);
+        p += sk_id_format(p, len); /* its NUL is overwritten next */
         p = put(p, "\r\n", 2);
     }
     if (r->oxlen)

@@ -34,10 +34,8 @@ typedef struct acmd {
     rcl_async *owner;
     rcl_async_cb *cb;
     void *priv;
-    void *mem;
-    int argc;
-    const char **argv;
-    size_t *lens;
+    char *resp; /* the command in RESP (rcl_resp_format), sent again on a retry */
+    size_t resplen;
     const char *body; /* registered script of an EVALSHA, else NULL */
     int slot;
     int node;  /* where it is in flight */
@@ -373,7 +371,7 @@ static void cmd_free(acmd *c)
         c->next->prev = c->prev;
     if (c->timer)
         event_free(c->timer);
-    free(c->mem);
+    free(c->resp);
     free(c);
 }
 
@@ -404,7 +402,7 @@ static int send_to(acmd *c, int ni, int load)
     }
     if (c->ask >= 0)
         redisAsyncCommand(hac, NULL, NULL, "ASKING");
-    if (redisAsyncCommandArgv(hac, on_reply, c, c->argc, c->argv, c->lens) != REDIS_OK)
+    if (redisAsyncFormattedCommand(hac, on_reply, c, c->resp, c->resplen) != REDIS_OK)
         return -1;
     c->node = ni;
     if (a->nodes[ni].outstanding++ == 0 && a->nodes[ni].connected)
@@ -573,7 +571,7 @@ int rcl_async_command_argv(rcl_async *a, rcl_async_cb *cb, void *privdata, int a
             return -1;
     }
     acmd *c = calloc(1, sizeof(*c));
-    if (!c || !(c->mem = rcl_argv_copy(argc, argv, lens, &c->argv, &c->lens))) {
+    if (!c || !(c->resp = rcl_resp_format(argc, argv, lens, &c->resplen))) {
         free(c);
         snprintf(a->err, sizeof(a->err), "out of memory");
         return -1;
@@ -581,10 +579,9 @@ int rcl_async_command_argv(rcl_async *a, rcl_async_cb *cb, void *privdata, int a
     c->owner = a;
     c->cb = cb;
     c->priv = privdata;
-    c->argc = argc;
     c->slot = slot;
     c->ask = -1;
-    c->body = rcl_scripts_body_for(&a->scripts, argc, c->argv, c->lens);
+    c->body = rcl_scripts_body_for(&a->scripts, argc, argv, lens);
     c->next = a->cmds;
     if (a->cmds)
         a->cmds->prev = c;

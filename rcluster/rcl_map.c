@@ -224,3 +224,45 @@ void *rcl_argv_copy(int argc, const char **argv, const size_t *lens, const char 
     *out_lens = l;
     return mem;
 }
+
+/* Writes v in decimal at p; @returns the end. (common/'s sk_id_format is not linked
+ * into this library, which the shared libidgen and librlock carry as hidden copies.) */
+static char *put_dec(char *p, size_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+char *rcl_resp_format(int argc, const char **argv, const size_t *lens, size_t *len)
+{
+    size_t total = 1 + 20 + 2;
+    for (int i = 0; i < argc; i++)
+        total += 1 + 20 + 2 + (lens ? lens[i] : strlen(argv[i])) + 2;
+    char *buf = malloc(total);
+    if (!buf)
+        return NULL;
+    char *p = buf;
+    *p++ = '*';
+    p = put_dec(p, (size_t)argc);
+    *p++ = '\r';
+    *p++ = '\n';
+    for (int i = 0; i < argc; i++) {
+        size_t n = lens ? lens[i] : strlen(argv[i]);
+        *p++ = '$';
+        p = put_dec(p, n);
+        *p++ = '\r';
+        *p++ = '\n';
+        memcpy(p, argv[i], n);
+        p += n;
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    *len = (size_t)(p - buf);
+    return buf;
+}

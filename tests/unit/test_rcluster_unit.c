@@ -10,6 +10,9 @@
 
 #include "rcl_int.h"
 
+#include <hiredis/hiredis.h>
+#include <stdlib.h>
+
 static void test_urls(void **state)
 {
     rcl_url u;
@@ -180,12 +183,52 @@ static void test_scripts(void **state)
     rcl_scripts_free(&s);
 }
 
+/* rcl_resp_format makes the bytes hiredis's own formatter makes, for empty arguments,
+ * binary ones (NUL, CR, LF inside), lengths across digit counts, and argc across them. */
+static void test_resp_format(void **state)
+{
+    (void)state;
+    static char big[100000];
+    memset(big, 'x', sizeof(big));
+    big[5] = '\0';
+    big[6] = '\r';
+    big[7] = '\n';
+    const size_t sizes[] = {0, 1, 9, 10, 99, 100, 12345, sizeof(big)};
+    for (int argc = 1; argc <= 120; argc += 7) {
+        const char *argv[120];
+        size_t lens[120];
+        for (int i = 0; i < argc; i++) {
+            argv[i] = big;
+            lens[i] = sizes[(size_t)(i * 3 + argc) % (sizeof(sizes) / sizeof(sizes[0]))];
+        }
+        size_t got_len = 0;
+        char *got = rcl_resp_format(argc, argv, lens, &got_len);
+        char *want = NULL;
+        long long want_len = redisFormatCommandArgv(&want, argc, argv, lens);
+        assert_non_null(got);
+        assert_true(want_len > 0);
+        assert_int_equal(got_len, (size_t)want_len);
+        assert_memory_equal(got, want, got_len);
+        free(got);
+        redisFreeCommand(want);
+    }
+    /* lens NULL: C strings */
+    const char *cmd[] = {"EVALSHA", "0123456789012345678901234567890123456789", "0"};
+    size_t n;
+    char *got = rcl_resp_format(3, cmd, NULL, &n);
+    const char *want = "*3\r\n$7\r\nEVALSHA\r\n$40\r\n0123456789012345678901234567890123456789\r\n$1\r\n0\r\n";
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(got, want, n);
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_urls),     cmocka_unit_test(test_command_keys),
         cmocka_unit_test(test_keyslot),  cmocka_unit_test(test_classify),
         cmocka_unit_test(test_slotmap),  cmocka_unit_test(test_scripts),
+        cmocka_unit_test(test_resp_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
