@@ -1,6 +1,7 @@
 /* sk_http_parse: the request head parser of sk_http (pure: no I/O). See sk_http.h. */
 #include "sk_http.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -34,17 +35,18 @@ static void hdrcheck_init(hdrcheck *h)
     memset(h, 0, sizeof(*h));
 }
 
-static int hdrcheck_add(hdrcheck *h, const char *name, const char *value)
+/* name is nlen bytes long (the length tells which names can matter). */
+static int hdrcheck_add(hdrcheck *h, const char *name, size_t nlen, const char *value)
 {
     if (h->why)
         return -1;
-    if (strpbrk(name, " \t"))
+    if (memchr(name, ' ', nlen) || memchr(name, '\t', nlen))
         h->why = "whitespace in a header name";
-    else if (strcasecmp(name, "Transfer-Encoding") == 0)
+    else if (nlen == 17 && strcasecmp(name, "Transfer-Encoding") == 0)
         h->why = "Transfer-Encoding is not accepted: send Content-Length";
-    else if (strcasecmp(name, "Host") == 0 && h->host++ > 0)
+    else if (nlen == 4 && strcasecmp(name, "Host") == 0 && h->host++ > 0)
         h->why = "more than one Host header";
-    else if (strcasecmp(name, "Content-Length") == 0 &&
+    else if (nlen == 14 && strcasecmp(name, "Content-Length") == 0 &&
              (h->content_length++ > 0 || (h->length = parse_length(value, strlen(value))) < 0))
         h->why = h->content_length > 1 ? "more than one Content-Length header"
                                        : "Content-Length is not a decimal number";
@@ -104,13 +106,14 @@ static int has_token(const char *v, const char *token)
     return 0;
 }
 
-/* Ends the line at p (its LF, and the CR before it if any) with a NUL; returns the
- * start of the next line. */
-static char *end_line(char *line, char *lf)
+/* Ends the line at lf (its LF, and the CR before it if any) with a NUL; returns the
+ * start of the next line, and the line's length in *len. */
+static char *end_line(char *line, char *lf, size_t *len)
 {
     if (lf > line && lf[-1] == '\r')
         lf[-1] = '\0';
     *lf = '\0';
+    *len = (size_t)(lf - line) - (lf > line && lf[-1] == '\0');
     return lf + 1;
 }
 
@@ -145,30 +148,52 @@ static sk_http_parse_rc request_line(char *line, sk_http_head *h)
     return SK_HTTP_OK;
 }
 
-/* One header line "name: value" (NUL-terminated): kept in h, value trimmed. */
-static sk_http_parse_rc header_line(char *line, sk_http_head *h)
+/* 1 if one of the n bytes at p is a control character other than HT (a bare CR
+ * above all: a line end to some other parser). Eight bytes at a time: a header value
+ * is mostly a bearer token of a few hundred bytes. */
+static int has_ctl(const char *p, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, p + i, 8);
+        /* a byte below 0x20 (with its top bit clear) sets its top bit here */
+        if (((x - 0x2020202020202020ULL) & ~x & 0x8080808080808080ULL) == 0)
+            continue;
+        for (size_t j = i; j < i + 8; j++)
+            if ((unsigned char)p[j] < 0x20 && p[j] != '\t')
+                return 1;
+    }
+    for (; i < n; i++)
+        if ((unsigned char)p[i] < 0x20 && p[i] != '\t')
+            return 1;
+    return 0;
+}
+
+/* One header line "name: value", line[0..len) (NUL-terminated there): kept in h, value
+ * trimmed; *nlen is the name's length. */
+static sk_http_parse_rc header_line(char *line, size_t len, sk_http_head *h, size_t *nlen)
 {
     if (*line == ' ' || *line == '\t')
         return SK_HTTP_BAD; /* obsolete line folding (RFC 9112: reject or unfold) */
-    char *colon = strchr(line, ':');
+    char *colon = memchr(line, ':', len);
     if (!colon || colon == line)
         return SK_HTTP_BAD;
     if (h->nh == SK_HTTP_MAX_HEADERS)
         return SK_HTTP_HEADERS_LARGE;
     *colon = '\0';
-    char *v = colon + 1;
-    while (*v == ' ' || *v == '\t')
+    char *v = colon + 1, *e = line + len;
+    while (v < e && (*v == ' ' || *v == '\t'))
         v++;
-    char *e = v + strlen(v);
     while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
         e--;
     *e = '\0';
-    for (const char *p = v; p < e; p++)
-        if ((unsigned char)*p < 0x20 && *p != '\t')
-            return SK_HTTP_BAD; /* a bare CR, or another control character */
+    if (has_ctl(v, (size_t)(e - v)))
+        return SK_HTTP_BAD; /* a bare CR, or another control character */
     h->h[h->nh].name = line;
     h->h[h->nh].value = v;
     h->nh++;
+    *nlen = (size_t)(colon - line);
     return SK_HTTP_OK;
 }
 
@@ -202,7 +227,8 @@ sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t max_header_byt
         return SK_HTTP_BAD; /* a NUL would cut the strings handed on */
     memset(h, 0, sizeof(*h));
     char *lf = memchr(start, '\n', (size_t)(blank + 1 - start));
-    char *next = end_line(start, lf);
+    size_t llen;
+    char *next = end_line(start, lf, &llen);
     sk_http_parse_rc rc = request_line(start, h);
     if (rc != SK_HTTP_OK)
         return rc;
@@ -212,16 +238,17 @@ sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t max_header_byt
     while (next < blank && !(next + 1 == blank && *next == '\r')) {
         lf = memchr(next, '\n', (size_t)(blank + 1 - next));
         char *line = next;
-        next = end_line(line, lf);
-        if ((rc = header_line(line, h)) != SK_HTTP_OK)
+        size_t nlen;
+        next = end_line(line, lf, &llen);
+        if ((rc = header_line(line, llen, h, &nlen)) != SK_HTTP_OK)
             return rc;
         const char *name = h->h[h->nh - 1].name, *value = h->h[h->nh - 1].value;
-        hdrcheck_add(&hc, name, value);
-        switch (name[0] | 0x20) { /* only the few names the server reads */
-        case 't':
+        hdrcheck_add(&hc, name, nlen, value);
+        switch (nlen) { /* only the few names the server reads */
+        case 17:
             te |= strcasecmp(name, "Transfer-Encoding") == 0;
             break;
-        case 'e':
+        case 6:
             if (strcasecmp(name, "Expect") == 0) {
                 if (strcasecmp(value, "100-continue") == 0)
                     h->expect_continue = 1;
@@ -229,7 +256,7 @@ sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t max_header_byt
                     expect_bad = 1;
             }
             break;
-        case 'c':
+        case 10:
             if (strcasecmp(name, "Connection") == 0) {
                 conn_close |= has_token(value, "close");
                 conn_keep |= has_token(value, "keep-alive");
