@@ -1,5 +1,6 @@
 /* order_iwrite: the order index's write builder. See order_iwrite.h. */
 #include "order_iwrite.h"
+#include "sk_id.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -71,9 +72,15 @@ int order_iwrite_add(order_iwrite *w, uint64_t order_id, const char *suffix,
     if (w->n == w->cap || order_index_bucket(order_id) != w->bucket)
         return -1;
     size_t i = w->n++;
-    int f = snprintf(w->field[i], FIELD_MAX, "%" PRIu64 "%s", order_id, suffix ? suffix : "");
+    /* the id, then the suffix (snprintf was 1.2k instructions per placed order) */
+    size_t f = sk_id_format(w->field[i], order_id);
+    size_t sl = suffix ? strlen(suffix) : 0;
+    if (f + sl >= FIELD_MAX)
+        sl = FIELD_MAX - 1 - f;
+    memcpy(w->field[i] + f, suffix ? suffix : "", sl);
+    w->field[i][f + sl] = '\0';
     w->argv[2 + 2 * i] = w->field[i];
-    w->lens[2 + 2 * i] = f > 0 ? (size_t)f : 0;
+    w->lens[2 + 2 * i] = f + sl;
     w->argv[3 + 2 * i] = w->value[i];
     w->lens[3 + 2 * i] = order_index_encode(e, w->value[i], sizeof(w->value[i]));
     return 0;
