@@ -30,9 +30,10 @@ int sk_id_parse_str(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
     return s ? sk_id_parse_range(s, strlen(s), lo, hi, out) : -1;
 }
 
-/* Two digits per division, written from the end once the length is known (from the bit
- * length, not by dividing): a placed order formats ids 12 times, and the digit-at-a-time
- * loop with its reversal was 4.6k instructions of it (issue 16). */
+/* Written from the end once the length is known (from the bit length, not by
+ * dividing), eight digits per 64-bit division and two per table lookup: a placed order
+ * formats ids about ten times, and the digit-at-a-time loop with its reversal was 4.6k
+ * instructions of it (issue 16). */
 static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
                                      "25262728293031323334353637383940414243444546474849"
                                      "50515253545556575859606162636465666768697071727374"
@@ -55,17 +56,28 @@ size_t sk_id_format(char out[SK_ID_DEC_MAX], uint64_t v)
         n = 1;
     out[n] = 0;
     char *p = out + n;
-    while (v >= 100) {
-        unsigned d = (unsigned)(v % 100) * 2;
-        v /= 100;
-        *--p = digit_pairs[d + 1];
-        *--p = digit_pairs[d];
+    /* Eight digits at a time in 32-bit arithmetic (one 64-bit division per eight
+     * digits instead of one per two), then pairs. */
+    while (v >= 100000000) {
+        uint32_t lo = (uint32_t)(v % 100000000);
+        v /= 100000000;
+        uint32_t a = lo / 10000, b = lo % 10000;
+        memcpy(p - 2, digit_pairs + (b % 100) * 2, 2);
+        memcpy(p - 4, digit_pairs + (b / 100) * 2, 2);
+        memcpy(p - 6, digit_pairs + (a % 100) * 2, 2);
+        memcpy(p - 8, digit_pairs + (a / 100) * 2, 2);
+        p -= 8;
     }
-    if (v >= 10) {
-        *--p = digit_pairs[v * 2 + 1];
-        *--p = digit_pairs[v * 2];
+    uint32_t w = (uint32_t)v;
+    while (w >= 100) {
+        memcpy(p - 2, digit_pairs + (w % 100) * 2, 2);
+        w /= 100;
+        p -= 2;
+    }
+    if (w >= 10) {
+        memcpy(p - 2, digit_pairs + w * 2, 2);
     } else {
-        *--p = (char)('0' + v);
+        *--p = (char)('0' + w);
     }
     return n;
 }

@@ -79,7 +79,7 @@ static void test_format(void **state)
         assert_int_equal(sk_id_parse(d, sk_id_format(d, x), &v), 0);
         assert_true(v == x);
     }
-    /* two digits at a time: every length and both sides of each power of ten, as printf */
+    /* eight then two digits at a time: every length and both sides of each power of ten, as printf */
     uint64_t pow10 = 1;
     for (int k = 0; k < 20; k++, pow10 *= 10) {
         const uint64_t xs[] = {pow10 - 1, pow10, pow10 + 1, pow10 * 3 + 7, pow10 * 9 + pow10 / 2};
