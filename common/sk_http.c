@@ -226,10 +226,12 @@ static int conn_send(conn *c, const char *a, size_t alen, const char *b, size_t 
 {
     size_t done = 0;
     if (c->out_off == c->out_len) { /* nothing queued before: straight to the socket */
+        /* MSG_NOSIGNAL: a peer gone is an error here, not a SIGPIPE for the process */
         struct iovec v[2] = {{(void *)a, alen}, {(void *)b, blen}};
+        struct msghdr m = {.msg_iov = v, .msg_iovlen = 2};
         ssize_t n;
         do
-            n = blen ? writev(c->fd, v, 2) : write(c->fd, a, alen);
+            n = blen ? sendmsg(c->fd, &m, MSG_NOSIGNAL) : send(c->fd, a, alen, MSG_NOSIGNAL);
         while (n < 0 && errno == EINTR);
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
             return -1;
@@ -276,7 +278,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     conn *c = arg;
     ssize_t n;
     do
-        n = write(fd, c->out + c->out_off, c->out_len - c->out_off);
+        n = send(fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
         conn_free(c);
