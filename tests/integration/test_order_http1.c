@@ -7,8 +7,8 @@
  *  - a request split at each kind of boundary, the server silent until the last byte
  *  - three pipelined POSTs with bodies in one send: three answers, in order
  *  - a half-close right after a complete request: the answer, then EOF
- *  - a client that pipelines past the input buffer and reads slowly gets every answer;
- *    one that never reads is cut after http.idle_timeout_s without progress
+ *  - a client that pipelines past the input buffer and pauses reading for 1 s gets
+ *    every answer; one that never reads is cut after http.idle_timeout_s without progress
  *  - HTTP/2.0 -> 505, obs-fold -> 400, 65 header lines -> 413: JSON, then closed
  *  - a 304 has no Content-Length and no body; the connection goes on */
 #ifndef _GNU_SOURCE
@@ -65,10 +65,13 @@ static int setup(void **state)
     return 0;
 }
 
+static void rc_close_all(void);
+
 static int teardown(void **state)
 {
     (void)state;
     int rc = 0;
+    rc_close_all();
     /* A clean exit: nothing leaked or used after free under the sanitizers. */
     if (srv.proc.pid && to_stop(&srv.proc, SIGTERM, 10000) != 0)
         rc = -1;
@@ -94,17 +97,31 @@ typedef struct answer {
     long long content_length; /* -1 when the answer has none */
 } answer;
 
+/* The connections open now: a failed check jumps out of its test, and the group's
+ * teardown closes what it left (no leak reported for a failure). */
+static rconn *open_conns[8];
+
 static rconn *rc_open(void)
 {
     rconn *c = calloc(1, sizeof(*c));
     assert_non_null(c);
     c->fd = to_http_connect(srv.port);
-    assert_true(c->fd >= 0);
+    size_t i = 0;
+    while (i < 8 && open_conns[i])
+        i++;
+    if (i == 8 || c->fd < 0) {
+        free(c);
+        fail_msg("rc_open: no slot or no connection");
+    }
+    open_conns[i] = c;
     return c;
 }
 
 static void rc_close(rconn *c)
 {
+    for (size_t i = 0; i < 8; i++)
+        if (open_conns[i] == c)
+            open_conns[i] = NULL;
     close(c->fd);
     free(c);
 }
@@ -123,6 +140,13 @@ static void rc_send(rconn *c, const char *p, size_t n)
 static void rc_sends(rconn *c, const char *s)
 {
     rc_send(c, s, strlen(s));
+}
+
+static void rc_close_all(void)
+{
+    for (size_t i = 0; i < 8; i++)
+        if (open_conns[i])
+            rc_close(open_conns[i]);
 }
 
 /* Reads what is there within timeout_ms (one recv). @returns bytes read, 0 on EOF or
@@ -394,6 +418,41 @@ static void test_half_close(void **state)
     rc_close(c);
 }
 
+/* The same with two more requests pipelined behind one that waits for PostgreSQL: the
+ * requests arrived whole before the FIN, so each gets its answer, in order, then EOF
+ * (as when the first is answered at once). */
+static void test_half_close_pipelined(void **state)
+{
+    (void)state;
+    static char all[8192];
+    char head[2048], body[256];
+    answer a;
+    for (int slow = 0; slow < 2; slow++) {
+        size_t n = 0;
+        if (slow) {
+            event_request(head, sizeof(head), "half-close-pipelined", "", body, sizeof(body));
+            n += (size_t)snprintf(all + n, sizeof(all) - n, "%s%s", head, body);
+        } else {
+            n += (size_t)snprintf(all + n, sizeof(all) - n, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        }
+        n += (size_t)snprintf(all + n, sizeof(all) - n,
+                              "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                              "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        rconn *c = rc_open();
+        rc_send(c, all, n);
+        assert_int_equal(shutdown(c->fd, SHUT_WR), 0);
+        int st[3];
+        for (int i = 0; i < 3; i++)
+            st[i] = rc_answer(c, &a, 10000);
+        fprintf(stderr, "# half-close behind %s: %d %d %d\n", slow ? "a POST" : "a GET", st[0], st[1], st[2]);
+        if (st[0] != (slow ? 201 : 200) || st[1] != 200 || st[2] != 200)
+            fail_msg("three pipelined requests then SHUT_WR (first %s): answers %d %d %d",
+                     slow ? "waits for PostgreSQL" : "answered at once", st[0], st[1], st[2]);
+        assert_int_equal(rc_closed_within(c, 3000), 1);
+        rc_close(c);
+    }
+}
+
 /* A client that pipelines request after request and never reads: once its answers fill
  * the socket buffers the server makes no progress, and cuts it within
  * http.idle_timeout_s (plus the sweep period and some slack); others are served. */
@@ -450,20 +509,22 @@ static void test_greedy_client_cut(void **state)
     assert_int_equal(to_http1(srv.port, "GET", "/healthz", NULL, NULL, resp, sizeof(resp)), 200);
 }
 
-/* A client that pipelines more requests than the server's input buffer holds and reads
- * its answers slowly, but steadily: it is not cut, and gets every answer (the server
- * reads its requests as the answers drain). */
-static void test_pipelined_slow_reader(void **state)
+/* A client that pipelines far more than the server's input buffer holds and does not
+ * read for 1 s (half the idle timeout), then reads everything: the server must wait for
+ * it (stop reading while its answers cannot be written), not cut it, and every answer
+ * arrives. 60,000 requests: 2 MB of requests, 7 MB of answers, more than the socket
+ * buffers hold (tcp_wmem's 4 MB at most), so the server's writes do stall. */
+static void test_pipelined_paused_reader(void **state)
 {
     (void)state;
     static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-    const size_t reqlen = sizeof(req) - 1, nreq = 4000; /* 140 KB: over 8192 + 65536 + 4096 */
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int small = 4096;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    const size_t reqlen = sizeof(req) - 1, nreq = 60000;
+    static char chunk[64 * 1024];
+    for (size_t i = 0; i + reqlen <= sizeof(chunk); i += reqlen)
+        memcpy(chunk + i, req, reqlen);
+    const size_t chunk_len = sizeof(chunk) / reqlen * reqlen;
+    int fd = to_http_connect(srv.port);
+    assert_true(fd >= 0);
     /* One answer first: every /healthz answer has the same length (Date is fixed width). */
     assert_int_equal(send(fd, req, reqlen, MSG_NOSIGNAL), (ssize_t)reqlen);
     static char one[1024];
@@ -474,37 +535,47 @@ static void test_pipelined_slow_reader(void **state)
         onelen += (size_t)r;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    size_t sent = 0, got = 0, want = nreq * onelen;
+    size_t sent = 0, got = 0, total = nreq * reqlen, want = nreq * onelen;
     int eof = 0;
-    int64_t t0 = sk_test_now_ms();
+    int64_t t0 = sk_test_now_ms(), first_read = -1;
     while (got < want && !eof && sk_test_now_ms() - t0 < 60000) {
-        if (sent < nreq * reqlen) {
-            ssize_t w = send(fd, req + sent % reqlen, reqlen - sent % reqlen, MSG_NOSIGNAL);
-            if (w > 0) {
+        int reading = sk_test_now_ms() - t0 >= 1000;
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+        if (sent < total)
+            p.events |= POLLOUT;
+        if (reading)
+            p.events |= POLLIN;
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        if (p.revents & POLLOUT) {
+            size_t off = sent % chunk_len, n = total - sent < chunk_len - off ? total - sent : chunk_len - off;
+            ssize_t w = send(fd, chunk + off, n, MSG_NOSIGNAL);
+            if (w > 0)
                 sent += (size_t)w;
-                continue;
-            }
-            if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-                break;
-        }
-        /* Slowly: at most 2 KB every 5 ms. */
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 5) > 0) {
-            char buf[2048];
-            ssize_t r = recv(fd, buf, sizeof(buf), 0);
-            if (r > 0)
-                got += (size_t)r;
-            else if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+            else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
                 eof = 1;
         }
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL); /* the pace of a slow reader, not a wait for a condition */
+        if (reading && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) {
+            static char buf[256 * 1024];
+            ssize_t r = recv(fd, buf, sizeof(buf), 0);
+            if (r > 0) {
+                got += (size_t)r;
+                if (first_read < 0)
+                    first_read = sk_test_now_ms();
+            } else if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+                eof = 1;
+            }
+        } else if (!reading && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            eof = 1; /* cut while we were not reading */
+        }
     }
     close(fd);
-    fprintf(stderr, "# slow reader: %zu of %zu request bytes sent, %zu of %zu answer bytes read%s\n",
-            sent, nreq * reqlen, got, want, eof ? ", then the server closed" : "");
+    fprintf(stderr, "# paused reader: %zu of %zu request bytes sent, %zu of %zu answer bytes read%s (%lld ms)\n",
+            sent, total, got, want, eof ? ", then the server closed" : "",
+            (long long)(sk_test_now_ms() - t0));
     if (eof || got != want)
-        fail_msg("a pipelining client that reads slowly got %zu of %zu answers", got / onelen, nreq);
+        fail_msg("a pipelining client that paused reading for 1 s got %zu of %zu answers%s", got / onelen,
+                 nreq, eof ? " and was cut" : "");
 }
 
 /* The server's own refusals on a fresh connection: status, JSON, Connection: close,
@@ -600,9 +671,10 @@ int main(void)
         cmocka_unit_test(test_split_request),
         cmocka_unit_test(test_pipelined_posts),
         cmocka_unit_test(test_half_close),
+        cmocka_unit_test(test_half_close_pipelined),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_not_modified),
-        cmocka_unit_test(test_pipelined_slow_reader),
+        cmocka_unit_test(test_pipelined_paused_reader),
         cmocka_unit_test(test_greedy_client_cut),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
