@@ -502,9 +502,9 @@ static void test_greedy_client_cut(void **state)
                     " (idle timeout %d s)\n",
             sent, (long long)(cut_at - last_progress), IDLE_TIMEOUT_S);
     /* Not before the idle timeout: the server made progress (read our requests) until
-     * shortly before our last send (the socket buffers took the rest within a few ms),
+     * shortly before our last send (the socket buffers took the rest; 92 ms seen),
      * so a cut much earlier than that is not the idle deadline. */
-    assert_true(cut_at - last_progress >= IDLE_TIMEOUT_S * 1000 - 300);
+    assert_true(cut_at - last_progress >= IDLE_TIMEOUT_S * 1000 - 500);
     assert_true(cut_at - last_progress <= IDLE_TIMEOUT_S * 1000 + 2000);
     char resp[256];
     assert_int_equal(to_http1(srv.port, "GET", "/healthz", NULL, NULL, resp, sizeof(resp)), 200);
