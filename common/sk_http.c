@@ -58,7 +58,7 @@ struct conn {
     int64_t last_ms;      /* the last read or write progress */
     int64_t linger_ms;
     unsigned reading : 1, writing : 1, closing : 1, lingering : 1, in_process : 1, dead : 1,
-        cont_sent : 1;
+        cont_sent : 1, peer_eof : 1;
     struct sockaddr_storage peer;
     conn *prev, *next;
 };
@@ -177,6 +177,8 @@ static void conn_abort(conn *c)
 
 static void set_reading(conn *c, int on)
 {
+    if (on && c->peer_eof)
+        return; /* nothing more will come */
     if (on && !c->reading && event_add(c->rev, NULL) == 0)
         c->reading = 1;
     else if (!on && c->reading) {
@@ -189,6 +191,10 @@ static void set_reading(conn *c, int on)
  * or LINGER_MS passed (sweep). */
 static void start_linger(conn *c)
 {
+    if (c->peer_eof) { /* the peer sent its FIN: nothing to drain */
+        conn_abort(c);
+        return;
+    }
     shutdown(c->fd, SHUT_WR);
     c->lingering = 1;
     c->linger_ms = now_ms();
@@ -265,6 +271,10 @@ static void after_answer(conn *c, int deferred)
         return;
     }
     set_reading(c, 1);
+    if (c->peer_eof && c->in_off == c->in_len) {
+        start_linger(c); /* every request the peer sent is answered */
+        return;
+    }
     if (c->in_off < c->in_len) {
         if (deferred)
             event_active(c->rev, EV_READ, 1);
@@ -334,8 +344,11 @@ static void process(conn *c)
     while (!c->dead && !c->req && !c->closing && c->out_off == c->out_len) {
         sk_http_req *r = c->partial;
         if (r) {
-            if (c->in_len - c->in_off < r->head_len + (size_t)r->head.content_length)
+            if (c->in_len - c->in_off < r->head_len + (size_t)r->head.content_length) {
+                if (c->peer_eof)
+                    c->closing = 1; /* a body the peer will never finish */
                 break;
+            }
             c->partial = NULL;
         } else {
             while (c->in_off < c->in_len && (c->in[c->in_off] == '\r' || c->in[c->in_off] == '\n'))
@@ -343,6 +356,8 @@ static void process(conn *c)
             if (c->in_off == c->in_len) {
                 c->in_off = c->in_len = 0;
                 c->req_start_ms = 0;
+                if (c->peer_eof)
+                    c->closing = 1; /* every request the peer sent is answered */
                 break;
             }
             if (!c->req_start_ms)
@@ -358,6 +373,8 @@ static void process(conn *c)
                 req_put(r);
                 if (rc != SK_HTTP_INCOMPLETE)
                     refuse(c, rc);
+                else if (c->peer_eof)
+                    c->closing = 1; /* a request the peer will never finish */
                 break;
             }
             r->c = c;
@@ -381,7 +398,7 @@ static void process(conn *c)
         c->in_off += r->head_len + r->body_len;
         c->req_start_ms = 0;
         c->cont_sent = 0;
-        if (!r->head.keep_alive)
+        if (!r->head.keep_alive || (c->peer_eof && c->in_off == c->in_len))
             r->close = 1;
         c->req = r;
         s->handler(r, s->arg); /* may answer at once: c->req is NULL again then */
@@ -389,6 +406,8 @@ static void process(conn *c)
     c->in_process = 0;
     if (c->dead)
         conn_free(c);
+    else if (c->closing && !c->req && c->out_off == c->out_len && !c->lingering)
+        start_linger(c);
     else if (!c->req && !c->closing)
         set_reading(c, 1); /* paused while a request held the full buffer */
 }
@@ -397,6 +416,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     conn *c = arg;
     sk_http *s = c->s;
+    if (c->peer_eof) { /* after_answer's deferred turn: the buffered requests */
+        process(c);
+        return;
+    }
     if (c->lingering) {
         char sink[4096];
         ssize_t n = read(fd, sink, sizeof(sink));
@@ -405,7 +428,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (c->in_len == c->in_cap) {
-        if (c->req) { /* the handler's request points into the buffer: wait for its answer */
+        if (c->req || c->out_off != c->out_len) {
+            /* the handler's request points into the buffer, or an answer is waiting for
+             * the client to read: wait (after_answer reads on), so that a client that
+             * pipelines faster than it reads is slowed down, not cut */
             set_reading(c, 0);
             return;
         }
@@ -435,12 +461,13 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         c->in_len += (size_t)n;
         c->last_ms = now_ms();
     } else if (n == 0) {
-        if (!c->req) { /* between requests, or in the middle of one: nothing to answer */
+        if (!c->req && c->out_off == c->out_len) { /* nothing to answer */
             conn_free(c);
             return;
         }
-        /* The peer closed its side with a request in hand: answer it, then close. */
-        c->closing = 1;
+        /* The peer closed its side with requests in hand: answer each, then close
+         * (after_answer goes on with the buffer). */
+        c->peer_eof = 1;
         set_reading(c, 0);
         return;
     } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {

@@ -179,6 +179,10 @@ static sk_http_parse_rc header_line(char *line, size_t len, sk_http_head *h, siz
     char *colon = memchr(line, ':', len);
     if (!colon || colon == line)
         return SK_HTTP_BAD;
+    /* A field name is a token; spaces and tabs are left to the framing rule. */
+    for (const char *p = line; p < colon; p++)
+        if (*p != ' ' && *p != '\t' && !is_tchar((unsigned char)*p))
+            return SK_HTTP_BAD;
     if (h->nh == SK_HTTP_MAX_HEADERS)
         return SK_HTTP_HEADERS_LARGE;
     *colon = '\0';

@@ -1,0 +1,102 @@
+/* fuzz_http_parse: sk_http's request head parser (sk_http_parse_head) and its refusals
+ * (sk_http_refusal) against what common/sk_http.h promises, on the bytes of a
+ * connection.
+ *
+ * Input: byte 0 picks the bounds (low 4 bits: max_header_bytes, high 4 bits:
+ * max_body_bytes, from the tables below: tiny bounds reach the edges); the rest is the
+ * buffer, in an exact-size heap copy so that a read past it is an ASan finding.
+ * Checks: the rc is one of sk_http_parse_rc; INCOMPLETE leaves the buffer byte for byte
+ * as it was and happens only within max_header_bytes; OK gives 0 < head_len <= len,
+ * leaves the bytes after the head alone, and hands on a method in range, a minor in
+ * 0..9, at most SK_HTTP_MAX_HEADERS headers, and a target, names and values that lie
+ * inside [buf, buf + head_len) with no CR, LF or NUL inside them; 0 <= content_length
+ * <= max(max_body_bytes, 0); a framing refusal comes with content_length 0 and
+ * keep_alive 0; the head alone (buf[0..head_len)) parses to the same answer; every
+ * refusal maps to 400/405/413/505 with non-empty texts. */
+#include "fuzz_util.h"
+#include "sk_http.h"
+
+static const size_t max_headers_of[16] = {1,   2,   3,   8,    16,   17,   32,   40,
+                                          64,  100, 128, 255,  256,  1024, 4096, 8192};
+static const int64_t max_body_of[16] = {-1, -1, 0, 0, 1, 2, 5, 9, 10, 99, 100, 4096, 65536,
+                                        999999999999999LL, INT64_MAX, 1 << 20};
+
+/* 1 if the NUL-terminated string s lies inside [lo, hi) (its NUL included) and holds no
+ * CR or LF. */
+static int inside(const char *s, const char *lo, const char *hi)
+{
+    if (!s || s < lo || s >= hi)
+        return 0;
+    const char *nul = memchr(s, '\0', (size_t)(hi - s));
+    return nul != NULL && memchr(s, '\r', (size_t)(nul - s)) == NULL &&
+           memchr(s, '\n', (size_t)(nul - s)) == NULL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    size_t maxh = max_headers_of[data[0] & 15];
+    int64_t maxb = max_body_of[data[0] >> 4];
+    size_t len = size - 1;
+    char *buf = malloc(len ? len : 1);
+    char *orig = malloc(len ? len : 1);
+    if (!buf || !orig)
+        abort();
+    memcpy(buf, data + 1, len);
+    memcpy(orig, data + 1, len);
+
+    sk_http_head h;
+    size_t head_len = (size_t)-1;
+    sk_http_parse_rc rc = sk_http_parse_head(buf, len, maxh, maxb, &h, &head_len);
+    FUZZ_CHECK(rc >= SK_HTTP_OK && rc <= SK_HTTP_VERSION);
+
+    if (rc == SK_HTTP_INCOMPLETE) {
+        FUZZ_CHECK(memcmp(buf, orig, len) == 0);
+        size_t skip = 0;
+        while (skip < len && (orig[skip] == '\r' || orig[skip] == '\n'))
+            skip++;
+        FUZZ_CHECK(len - skip <= maxh);
+    } else if (rc == SK_HTTP_OK) {
+        FUZZ_CHECK(head_len > 0 && head_len <= len);
+        FUZZ_CHECK(orig[head_len - 1] == '\n');
+        FUZZ_CHECK(memcmp(buf + head_len, orig + head_len, len - head_len) == 0);
+        FUZZ_CHECK(h.method >= SK_HTTP_GET && h.method <= SK_HTTP_TRACE);
+        FUZZ_CHECK(h.minor >= 0 && h.minor <= 9);
+        FUZZ_CHECK(h.nh >= 0 && h.nh <= SK_HTTP_MAX_HEADERS);
+        const char *lo = buf, *hi = buf + head_len;
+        FUZZ_CHECK(inside(h.uri, lo, hi) && h.uri[0] != '\0');
+        for (int i = 0; i < h.nh; i++) {
+            FUZZ_CHECK(inside(h.h[i].name, lo, hi) && h.h[i].name[0] != '\0');
+            FUZZ_CHECK(inside(h.h[i].value, lo, hi));
+        }
+        FUZZ_CHECK(h.content_length >= 0 && h.content_length <= (maxb > 0 ? maxb : 0));
+        FUZZ_CHECK(h.keep_alive == 0 || h.keep_alive == 1);
+        FUZZ_CHECK(h.expect_continue == 0 || h.expect_continue == 1);
+        if (h.framing) {
+            FUZZ_CHECK(h.framing[0] != '\0');
+            FUZZ_CHECK(h.content_length == 0 && h.keep_alive == 0);
+        }
+
+        /* The head alone is the same request: nothing after head_len was looked at. */
+        sk_http_head h2;
+        size_t head_len2 = 0;
+        memcpy(buf, orig, head_len);
+        FUZZ_CHECK(sk_http_parse_head(buf, head_len, maxh, maxb, &h2, &head_len2) == SK_HTTP_OK);
+        FUZZ_CHECK(head_len2 == head_len && h2.method == h.method && h2.nh == h.nh &&
+                   h2.content_length == h.content_length && h2.keep_alive == h.keep_alive &&
+                   h2.minor == h.minor && (h2.framing == NULL) == (h.framing == NULL));
+    } else {
+        int status = 0;
+        const char *reason = NULL, *code = NULL, *message = NULL;
+        sk_http_refusal(rc, &status, &reason, &code, &message);
+        FUZZ_CHECK(status == 400 || status == 405 || status == 413 || status == 505);
+        FUZZ_CHECK(reason && reason[0] && code && code[0] && message && message[0]);
+        FUZZ_CHECK((rc == SK_HTTP_METHOD) == (status == 405));
+        FUZZ_CHECK((rc == SK_HTTP_VERSION) == (status == 505));
+        FUZZ_CHECK((rc == SK_HTTP_HEADERS_LARGE || rc == SK_HTTP_BODY_LARGE) == (status == 413));
+    }
+    free(buf);
+    free(orig);
+    return 0;
+}
