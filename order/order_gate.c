@@ -31,12 +31,12 @@ typedef struct gate_call {
     order_gate *g;
     order_gate_op op;
     size_t n;
-    order_gate_item *items[ORDER_GATE_BATCH_MAX];
+    order_gate_item *items[ORDER_GATE_ITEMS_MAX];
 } gate_call;
 
 static void answer(gate_call *c, const redisReply *reply)
 {
-    long long codes[ORDER_GATE_BATCH_MAX];
+    long long codes[ORDER_GATE_ITEMS_MAX];
     order_gate_codes(c->op, reply, c->n, codes);
     for (size_t i = 0; i < c->n; i++)
         c->g->done[c->op](c->items[i], codes[i], c->g->arg);
@@ -53,7 +53,7 @@ static void fail_item(order_gate *g, order_gate_op op, order_gate_item *it)
     g->done[op](it, ORDER_GATE_FAILED, g->arg);
 }
 
-/* Takes the first queued item of `op` and up to ORDER_GATE_BATCH_MAX - 1 more of its
+/* Takes the first queued item of `op` and up to order_gate_batch_max(op) - 1 more of its
  * event (in arrival order) off the queue, and sends them in one call. */
 static void send_one(order_gate *g, order_gate_op op, int64_t now_ms)
 {
@@ -73,7 +73,8 @@ static void send_one(order_gate *g, order_gate_op op, int64_t now_ms)
     uint64_t event_id = q->head->event_id;
     unsigned seg = q->head->seg;
     order_gate_item **pp = &q->head;
-    while (*pp && c->n < ORDER_GATE_BATCH_MAX) {
+    size_t max = order_gate_batch_max(op);
+    while (*pp && c->n < max) {
         order_gate_item *it = *pp;
         if (it->event_id != event_id || it->seg != seg) {
             pp = &it->next;
@@ -125,7 +126,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     (void)what;
     order_gate *g = arg;
     g->armed = 0;
-    flush(g, 1, g->confirm_wait_ms == 0 || g->confirms >= ORDER_GATE_BATCH_MAX);
+    flush(g, 1, g->confirm_wait_ms == 0 || g->confirms >= ORDER_GATE_CONFIRM_MAX);
 }
 
 /* The first held confirm waited confirm_wait_ms: send the confirms, and only them
@@ -172,7 +173,7 @@ void order_gate_submit(order_gate *g, order_gate_op op, order_gate_item *it)
     if (op == ORDER_GATE_CONFIRM && g->confirm_wait_ms > 0) {
         /* Held (see order_gate.h): a full call's worth goes at the end of this turn,
          * else the first confirm's wait starts the timer. */
-        if (++g->confirms < ORDER_GATE_BATCH_MAX) {
+        if (++g->confirms < ORDER_GATE_CONFIRM_MAX) {
             if (!evtimer_pending(g->confirm_ev, NULL)) {
                 struct timeval tv = {g->confirm_wait_ms / 1000, (g->confirm_wait_ms % 1000) * 1000};
                 evtimer_add(g->confirm_ev, &tv);

@@ -11,11 +11,11 @@
  *
  * confirm.lua is the exception: it holds up no answer (the 202 went out before it is
  * sent), so confirms are gathered across turns, for at most confirm_wait_ms after the
- * first one held (ORDER_GATE_CONFIRM_WAIT_MS) or until ORDER_GATE_BATCH_MAX of them
+ * first one held (ORDER_GATE_CONFIRM_WAIT_MS) or until ORDER_GATE_CONFIRM_MAX of them
  * wait (then at the end of that turn), and order_gate_close sends what is held. In a
  * flash sale a delivery-report turn acknowledged about 20 orders, so one confirm call
  * per report turn was a quarter of the script calls per accepted order (order/README.md,
- * "Script calls per accepted order"); gathered, a call carries up to 126.
+ * "Script calls per accepted order"); gathered, a call carries up to 257.
  *
  * The argument builders and the reply decoding are pure (order_gate_args.c, in
  * order_core): they follow the KEYS/ARGV contract written at the top of each script in
@@ -48,6 +48,13 @@ typedef enum {
  * within ORDER_REDIS_SCRIPT_MAX_ARGS. */
 #define ORDER_GATE_BATCH_MAX ((ORDER_REDIS_SCRIPT_MAX_ARGS - 5) / 2)
 
+/* The most orders in one confirm.lua call: its one key, then one word per order. */
+#define ORDER_GATE_CONFIRM_MAX (ORDER_REDIS_SCRIPT_MAX_ARGS - 1)
+
+/* The most items in a call of any script (the size of a call's arrays). */
+#define ORDER_GATE_ITEMS_MAX ORDER_GATE_CONFIRM_MAX
+_Static_assert(ORDER_GATE_ITEMS_MAX >= ORDER_GATE_BATCH_MAX, "a call's arrays hold any batch");
+
 /* How long the first confirm held may wait for others (ms). Safe for the reconciler:
  * it looks at a pending entry only once it is older than the producer's
  * message.timeout.ms + reconcile.margin_ms (15 s by default, 2000 times this bound),
@@ -56,7 +63,7 @@ typedef enum {
  * held meanwhile only leaves an entry the reconciler would confirm itself. The request
  * of a held confirm stays in flight (SIGTERM waits for it; the wait ends within this
  * bound while the loop runs, and order_gate_close sends what is left). */
-#define ORDER_GATE_CONFIRM_WAIT_MS 5
+#define ORDER_GATE_CONFIRM_WAIT_MS 10
 
 /* One order in the gate; embedded in the caller's request, which outlives the call. */
 typedef struct order_gate_item {
@@ -70,6 +77,10 @@ typedef struct order_gate_item {
 } order_gate_item;
 
 /* ---- pure: arguments and codes (order_gate_args.c) ---- */
+
+/** @brief The most items one `op` call carries: ORDER_GATE_CONFIRM_MAX for confirm,
+ *  ORDER_GATE_BATCH_MAX for the others (two words per item). */
+size_t order_gate_batch_max(order_gate_op op);
 
 /* One script call's keys then arguments, as order_redis_script takes them. The strings
  * point into the struct itself. */
@@ -87,7 +98,7 @@ typedef struct order_gate_args {
  *  pending; ARGV order_id, user_id per item. confirm: KEYS pending; ARGV order_id per
  *  item. borrow: KEYS stock, pending; ARGV now_ms, then user_id, order_id per item).
  *  now_ms is used by reserve and borrow only.
- *  @returns 0, or -1 if n is 0 or above ORDER_GATE_BATCH_MAX, or the items' events or
+ *  @returns 0, or -1 if n is 0 or above order_gate_batch_max(op), or the items' events or
  *  segments differ. */
 int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
                           const order_gate_item *const *items, size_t n);

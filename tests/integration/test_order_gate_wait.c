@@ -167,14 +167,15 @@ static int teardown(void **state)
     return 0;
 }
 
-/* 3 turns of 40 confirms: no call; 6 more (126, a full call): one call at the end of
- * that turn, and every entry gone. Before issue 16's change: a call per turn. */
+/* 3 turns of 40 confirms: no call; the rest of a full call (257 in all) in one more
+ * turn: one call at the end of that turn, and every entry gone. Before issue 16's
+ * change: a call per turn. */
 static void test_confirms_held_across_turns(void **state)
 {
     fixture *f = *state;
     order_gate_set_confirm_wait(f->gate, 600000); /* only the batch bound sends */
     uint64_t ev = 71;
-    int n = ORDER_GATE_BATCH_MAX;
+    int n = ORDER_GATE_CONFIRM_MAX;
     order_gate_item *items = pending_items(ev, n);
     long long calls0 = evalsha_calls();
     for (int t = 0; t < 3; t++) {
