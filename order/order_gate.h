@@ -57,7 +57,7 @@ _Static_assert(ORDER_GATE_ITEMS_MAX >= ORDER_GATE_BATCH_MAX, "a call's arrays ho
 
 /* How long the first confirm held may wait for others (ms). Safe for the reconciler:
  * it looks at a pending entry only once it is older than the producer's
- * message.timeout.ms + reconcile.margin_ms (15 s by default, 2000 times this bound),
+ * message.timeout.ms + reconcile.margin_ms (15 s by default, 1500 times this bound),
  * and even then never cancels an order that Kafka acknowledged (it is in PostgreSQL by
  * the time the consumer group passes the entry's mark: order_recon_rule.h); a confirm
  * held meanwhile only leaves an entry the reconciler would confirm itself. The request
