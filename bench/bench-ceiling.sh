@@ -14,7 +14,8 @@
 # redis-server, seckill-devkafka and seckill-order per round and mode). Prints the
 # medians (and ranges), p50/p99, the CPU per accepted order of each process (from
 # /proc), Redis calls per accepted order (INFO commandstats deltas: EVALSHA alone, and
-# every command including those run inside scripts), and the ratios to the nginx row of
+# every command including those run inside scripts; and the script calls of the gate's
+# reserve.lua and confirm.lua from seckill-order's /metrics), and the ratios to the nginx row of
 # the same round against the issue's targets. The machine's other work shares the cores:
 # quote medians and ratios, not absolute rates.
 # Knobs: BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_CONNS (64), BENCH_TOKENS (500000),
@@ -118,21 +119,26 @@ lat_ms() { awk -v p="$2" '$1==p { v=$2; if (v ~ /us$/) { sub(/us$/,"",v); v=v/10
 cmdstats() { # all calls, evalsha calls
     redis-cli -p "$RPORT" INFO commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_/ { all += $3; if ($1 == "cmdstat_evalsha") ev = $3 } END { print all + 0, ev + 0 }'
 }
+gatestats() { # the gate's reserve.lua calls, confirm.lua calls (seckill-order's /metrics)
+    curl -fsS "$url/metrics" | awk '/^seckill_order_gate_calls_total\{script="reserve"\}/ { r = $2 }
+        /^seckill_order_gate_calls_total\{script="confirm"\}/ { c = $2 } END { print r + 0, c + 0 }'
+}
 
 # Results: one line per (round, mode, row) in $WORK/results:
 #   round mode row rate p50 p99 accepted cpu_us(order|nginx) redis_us kafka_us wrk_us calls_per evalsha_per
+#   reserve_per confirm_per
 : >"$WORK/results"
-record() { # round mode row rate accepted [calls evalsha]
-    local round=$1 mode=$2 row=$3 rate=$4 acc=$5 calls=${6:-0} ev=${7:-0}
+record() { # round mode row rate accepted [calls evalsha reserve confirm]
+    local round=$1 mode=$2 row=$3 rate=$4 acc=$5 calls=${6:-0} ev=${7:-0} res=${8:-0} conf=${9:-0}
     local f="$WORK/$round.$mode.$row"
     awk -v r="$round" -v m="$mode" -v row="$row" -v rate="$rate" -v acc="$acc" -v hz="$TICK" \
-        -v p50="$(lat_ms "$f.wrk" 50%)" -v p99="$(lat_ms "$f.wrk" 99%)" -v calls="$calls" -v ev="$ev" '
+        -v p50="$(lat_ms "$f.wrk" 50%)" -v p99="$(lat_ms "$f.wrk" 99%)" -v calls="$calls" -v ev="$ev" -v res="$res" -v conf="$conf" '
         { t[NR] = $1 }
         END {
             n = (acc > 0) ? acc : 1
             if (row == "nginx") { o = t[1]; rd = 0; k = 0; w = t[2] } else { o = t[1]; rd = t[2]; k = t[3]; w = t[4] }
-            printf "%s %s %s %.0f %s %s %d %.1f %.1f %.1f %.1f %.3f %.3f\n", r, m, row, rate, p50, p99, acc,
-                o / hz * 1e6 / n, rd / hz * 1e6 / n, k / hz * 1e6 / n, w / hz * 1e6 / n, calls / n, ev / n
+            printf "%s %s %s %.0f %s %s %d %.1f %.1f %.1f %.1f %.3f %.3f %.3f %.3f\n", r, m, row, rate, p50, p99, acc,
+                o / hz * 1e6 / n, rd / hz * 1e6 / n, k / hz * 1e6 / n, w / hz * 1e6 / n, calls / n, ev / n, res / n, conf / n
         }' "$f.cpu" >>"$WORK/results"
 }
 
@@ -180,10 +186,13 @@ for round in $(seq 1 "$ROUNDS"); do
         url="http://127.0.0.1:$PORT"
 
         read -r c0 e0 < <(cmdstats)
+        read -r r0 f0 < <(gatestats)
         run_wrk "$round.$mode.accept" "$url" "/api/v1/events/$ev_accept/orders" "$WORK/tokens" 0 "${procs[@]}"
         read -r c1 e1 < <(cmdstats)
+        read -r r1 f1 < <(gatestats)
         acc=$(( 2000000000 - $(redis-cli -p "$RPORT" GET "seckill:{e$ev_accept}:stock") ))
-        record "$round" "$mode" accept "$(rps "$WORK/$round.$mode.accept.wrk")" "$acc" $(( c1 - c0 )) $(( e1 - e0 ))
+        record "$round" "$mode" accept "$(rps "$WORK/$round.$mode.accept.wrk")" "$acc" $(( c1 - c0 )) $(( e1 - e0 )) \
+            $(( r1 - r0 )) $(( f1 - f0 ))
         curl -fsS "$url/metrics" >"$WORK/$round.$mode.accept.metrics" || true
 
         # the first answer comes from Redis and raises the flag; the run measures the flag
@@ -193,8 +202,16 @@ for round in $(seq 1 "$ROUNDS"); do
         record "$round" "$mode" sold_out "$(rps "$WORK/$round.$mode.sold_out.wrk")" "$n_total"
 
         read -r c0 e0 < <(cmdstats)
+        read -r r0 f0 < <(gatestats)
         run_wrk "$round.$mode.flash" "$url" "/api/v1/events/$ev_flash/orders" "$WORK/tokens.flash" "$FLASH_USERS" "${procs[@]}"
+        # confirms still held when the last answer came (order_gate.h: a few ms) are
+        # counted once sent: wait until every accepted order was confirmed
+        for _ in $(seq 1 100); do
+            [ "$(redis-cli -p "$RPORT" HLEN "seckill:{e$ev_flash}:pending")" = 0 ] && break
+            sleep 0.01
+        done
         read -r c1 e1 < <(cmdstats)
+        read -r r1 f1 < <(gatestats)
         acc=$(( FLASH_STOCK - $(redis-cli -p "$RPORT" GET "seckill:{e$ev_flash}:stock") ))
         if [ -s "$WORK/$round.$mode.flash.end" ]; then
             frate=$(awk -v n="$FLASH_USERS" -v a="$(cat "$WORK/$round.$mode.flash.start")" -v b="$(cat "$WORK/$round.$mode.flash.end")" \
@@ -202,7 +219,7 @@ for round in $(seq 1 "$ROUNDS"); do
         else
             frate=0 # never saw the last answer within wrk's 120 s
         fi
-        record "$round" "$mode" flash "$frate" "$acc" $(( c1 - c0 )) $(( e1 - e0 ))
+        record "$round" "$mode" flash "$frate" "$acc" $(( c1 - c0 )) $(( e1 - e0 )) $(( r1 - r0 )) $(( f1 - f0 ))
         echo "round $round, redis persistence $mode: done (accepted $acc of $FLASH_STOCK in the flash sale)" >&2
 
         kill -TERM "$ORDER_PID"; wait "$ORDER_PID" 2>/dev/null || true
@@ -221,17 +238,17 @@ ratio_med() { awk -v m="$1" -v r="$2" '$2 == m && $3 == "nginx" { n[$1] = $4 } $
 
 printf '\nbench-ceiling: %s rounds, %s s per row, wrk -t1 -c%s for every row; seckill-order %s worker(s) on %s; load average before: %s (2 cores shared with other work)\n' \
     "$ROUNDS" "$SECS" "$CONNS" "${BENCH_WORKERS:-1}" "${BENCH_EVENT_METHOD:-poll}" "$LOAD0"
-printf '%-7s %-9s %18s %7s %7s %6s %10s %10s %8s %8s %8s %9s %9s\n' redis row "rate/s (range)" p50ms p99ms "/nginx" "us order" "us redis" "us kafka" "us wrk" "accepted" "calls/acc" "evalsha/acc"
+printf '%-7s %-9s %18s %7s %7s %6s %10s %10s %8s %8s %8s %9s %9s %9s %9s\n' redis row "rate/s (range)" p50ms p99ms "/nginx" "us order" "us redis" "us kafka" "us wrk" "accepted" "calls/acc" "evalsha/acc" "reserve" "confirm"
 for mode in $MODES; do
     for row in nginx accept sold_out flash; do
-        printf '%-7s %-9s %18s %7s %7s %6s %10s %10s %8s %8s %8s %9s %9s\n' "$mode" "$row" \
+        printf '%-7s %-9s %18s %7s %7s %6s %10s %10s %8s %8s %8s %9s %9s %9s %9s\n' "$mode" "$row" \
             "$(col "$mode" $row 4 | med) ($(rng "$mode" $row 4))" "$(col "$mode" $row 5 | med)" "$(col "$mode" $row 6 | med)" \
             "$( [ $row = nginx ] && echo 1 || ratio_med "$mode" $row)" "$(col "$mode" $row 8 | med)" "$(col "$mode" $row 9 | med)" \
             "$(col "$mode" $row 10 | med)" "$(col "$mode" $row 11 | med)" "$(col "$mode" $row 7 | med)" \
-            "$(col "$mode" $row 12 | med)" "$(col "$mode" $row 13 | med)"
+            "$(col "$mode" $row 12 | med)" "$(col "$mode" $row 13 | med)" "$(col "$mode" $row 14 | med)" "$(col "$mode" $row 15 | med)"
     done
 done
-printf '(us: CPU per accepted order, per answer for the nginx and sold_out rows; calls/acc: every Redis command, those inside scripts included, per accepted order; evalsha/acc: script calls per accepted order)\n'
+printf '(us: CPU per accepted order, per answer for the nginx and sold_out rows; calls/acc: every Redis command, those inside scripts included, per accepted order; evalsha/acc: script calls per accepted order; reserve, confirm: reserve.lua and confirm.lua calls per accepted order)\n'
 printf 'targets: accept >= 0.35 of nginx and p99 <= 10 ms in both modes; sold_out >= 0.70; flash >= 0.60; script calls per accepted order <= 0.2\n'
 for mode in $MODES; do
     printf '{"bench":"ceiling","redis":"%s","nginx_rps":%s,"accept_rps":%s,"accept_over_nginx":%s,"accept_p99_ms":%s,"sold_out_over_nginx":%s,"flash_over_nginx":%s,"accept_order_cpu_us":%s,"accept_evalsha_per_order":%s}\n' \

@@ -1,4 +1,5 @@
-/* order_gate: the gate's script calls, batched per event per loop turn. See order_gate.h. */
+/* order_gate: the gate's script calls, batched per event per loop turn (confirms across
+ * turns, for at most confirm_wait_ms). See order_gate.h. */
 #include "order_gate.h"
 #include "order_time.h"
 
@@ -17,7 +18,11 @@ struct order_gate {
     order_gate_done_fn *done[ORDER_GATE_OPS];
     void *arg;
     struct event *flush_ev; /* active on the loop while anything is queued */
+    struct event *confirm_ev; /* pending while confirms are held (confirm_wait_ms) */
     gate_queue q[ORDER_GATE_OPS];
+    size_t confirms;     /* confirms queued (every event) */
+    int confirm_wait_ms; /* how long the first held confirm may wait; 0: end of turn */
+    int armed;           /* flush_ev is active: the end of this turn sends */
     int closed;
 };
 
@@ -26,12 +31,12 @@ typedef struct gate_call {
     order_gate *g;
     order_gate_op op;
     size_t n;
-    order_gate_item *items[ORDER_GATE_BATCH_MAX];
+    order_gate_item *items[ORDER_GATE_ITEMS_MAX];
 } gate_call;
 
 static void answer(gate_call *c, const redisReply *reply)
 {
-    long long codes[ORDER_GATE_BATCH_MAX];
+    long long codes[ORDER_GATE_ITEMS_MAX];
     order_gate_codes(c->op, reply, c->n, codes);
     for (size_t i = 0; i < c->n; i++)
         c->g->done[c->op](c->items[i], codes[i], c->g->arg);
@@ -48,7 +53,7 @@ static void fail_item(order_gate *g, order_gate_op op, order_gate_item *it)
     g->done[op](it, ORDER_GATE_FAILED, g->arg);
 }
 
-/* Takes the first queued item of `op` and up to ORDER_GATE_BATCH_MAX - 1 more of its
+/* Takes the first queued item of `op` and up to order_gate_batch_max(op) - 1 more of its
  * event (in arrival order) off the queue, and sends them in one call. */
 static void send_one(order_gate *g, order_gate_op op, int64_t now_ms)
 {
@@ -68,7 +73,8 @@ static void send_one(order_gate *g, order_gate_op op, int64_t now_ms)
     uint64_t event_id = q->head->event_id;
     unsigned seg = q->head->seg;
     order_gate_item **pp = &q->head;
-    while (*pp && c->n < ORDER_GATE_BATCH_MAX) {
+    size_t max = order_gate_batch_max(op);
+    while (*pp && c->n < max) {
         order_gate_item *it = *pp;
         if (it->event_id != event_id || it->seg != seg) {
             pp = &it->next;
@@ -93,21 +99,43 @@ static void send_one(order_gate *g, order_gate_op op, int64_t now_ms)
         answer(c, NULL);
 }
 
-static void flush(order_gate *g)
+/* Sends what is queued: the items of every op but confirm if `others`, the (held)
+ * confirms if `confirms`. */
+static void flush(order_gate *g, int others, int confirms)
 {
     /* One clock read for the turn: every reservation of one call carries the same
      * now_ms (the window check and the pending entry's time). */
     int64_t now_ms = order_time_now_ms();
-    for (int op = 0; op < ORDER_GATE_OPS; op++)
+    for (int op = 0; op < ORDER_GATE_OPS; op++) {
+        if (op == ORDER_GATE_CONFIRM ? !confirms : !others)
+            continue;
         while (g->q[op].head)
             send_one(g, (order_gate_op)op, now_ms);
+    }
+    if (confirms) {
+        g->confirms = 0;
+        evtimer_del(g->confirm_ev);
+    }
 }
 
+/* The end of a turn in which something was queued: confirms only once a full call's
+ * worth waits (or when they are not held at all). */
 static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    flush(arg);
+    order_gate *g = arg;
+    g->armed = 0;
+    flush(g, 1, g->confirm_wait_ms == 0 || g->confirms >= ORDER_GATE_CONFIRM_MAX);
+}
+
+/* The first held confirm waited confirm_wait_ms: send the confirms, and only them
+ * (what this turn queued for the other scripts waits for the turn's end, in one call). */
+static void on_confirm_wait(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    flush(arg, 0, 1);
 }
 
 order_gate *order_gate_new(struct event_base *base, order_redis *redis, order_metrics *metrics,
@@ -123,9 +151,11 @@ order_gate *order_gate_new(struct event_base *base, order_redis *redis, order_me
         g->done[op] = done[op];
         g->q[op].tail = &g->q[op].head;
     }
+    g->confirm_wait_ms = ORDER_GATE_CONFIRM_WAIT_MS;
     g->flush_ev = event_new(base, -1, 0, on_flush, g);
-    if (!g->flush_ev) {
-        free(g);
+    g->confirm_ev = evtimer_new(base, on_confirm_wait, g);
+    if (!g->flush_ev || !g->confirm_ev) {
+        order_gate_free(g);
         return NULL;
     }
     return g;
@@ -137,22 +167,36 @@ void order_gate_submit(order_gate *g, order_gate_op op, order_gate_item *it)
         fail_item(g, op, it);
         return;
     }
-    int idle = 1;
-    for (int i = 0; i < ORDER_GATE_OPS; i++)
-        if (g->q[i].head)
-            idle = 0;
-    if (idle)
-        event_active(g->flush_ev, EV_TIMEOUT, 0); /* this thread's loop: no wake-up */
     it->next = NULL;
     *g->q[op].tail = it;
     g->q[op].tail = &it->next;
+    if (op == ORDER_GATE_CONFIRM && g->confirm_wait_ms > 0) {
+        /* Held (see order_gate.h): a full call's worth goes at the end of this turn,
+         * else the first confirm's wait starts the timer. */
+        if (++g->confirms < ORDER_GATE_CONFIRM_MAX) {
+            if (!evtimer_pending(g->confirm_ev, NULL)) {
+                struct timeval tv = {g->confirm_wait_ms / 1000, (g->confirm_wait_ms % 1000) * 1000};
+                evtimer_add(g->confirm_ev, &tv);
+            }
+            return;
+        }
+    }
+    if (!g->armed) {
+        g->armed = 1;
+        event_active(g->flush_ev, EV_TIMEOUT, 0); /* this thread's loop: no wake-up */
+    }
+}
+
+void order_gate_set_confirm_wait(order_gate *g, int wait_ms)
+{
+    g->confirm_wait_ms = wait_ms > 0 ? wait_ms : 0;
 }
 
 void order_gate_close(order_gate *g)
 {
     if (!g)
         return;
-    flush(g);
+    flush(g, 1, 1);
     g->closed = 1;
 }
 
@@ -160,6 +204,9 @@ void order_gate_free(order_gate *g)
 {
     if (!g)
         return;
-    event_free(g->flush_ev);
+    if (g->flush_ev)
+        event_free(g->flush_ev);
+    if (g->confirm_ev)
+        event_free(g->confirm_ev);
     free(g);
 }

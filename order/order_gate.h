@@ -9,6 +9,14 @@
  * calls of one turn leave in one write. On a Redis Cluster one event's keys share a slot,
  * so every call goes to one node, and the events of one turn go to their own masters.
  *
+ * confirm.lua is the exception: it holds up no answer (the 202 went out before it is
+ * sent), so confirms are gathered across turns, for at most confirm_wait_ms after the
+ * first one held (ORDER_GATE_CONFIRM_WAIT_MS) or until ORDER_GATE_CONFIRM_MAX of them
+ * wait (then at the end of that turn), and order_gate_close sends what is held. In a
+ * flash sale a delivery-report turn acknowledged about 20 orders, so one confirm call
+ * per report turn was a quarter of the script calls per accepted order (order/README.md,
+ * "Script calls per accepted order"); gathered, a call carries up to 257.
+ *
  * The argument builders and the reply decoding are pure (order_gate_args.c, in
  * order_core): they follow the KEYS/ARGV contract written at the top of each script in
  * lua/, and the unit tests hold them to it.
@@ -40,6 +48,23 @@ typedef enum {
  * within ORDER_REDIS_SCRIPT_MAX_ARGS. */
 #define ORDER_GATE_BATCH_MAX ((ORDER_REDIS_SCRIPT_MAX_ARGS - 5) / 2)
 
+/* The most orders in one confirm.lua call: its one key, then one word per order. */
+#define ORDER_GATE_CONFIRM_MAX (ORDER_REDIS_SCRIPT_MAX_ARGS - 1)
+
+/* The most items in a call of any script (the size of a call's arrays). */
+#define ORDER_GATE_ITEMS_MAX ORDER_GATE_CONFIRM_MAX
+_Static_assert(ORDER_GATE_ITEMS_MAX >= ORDER_GATE_BATCH_MAX, "a call's arrays hold any batch");
+
+/* How long the first confirm held may wait for others (ms). Safe for the reconciler:
+ * it looks at a pending entry only once it is older than the producer's
+ * message.timeout.ms + reconcile.margin_ms (15 s by default, 1500 times this bound),
+ * and even then never cancels an order that Kafka acknowledged (it is in PostgreSQL by
+ * the time the consumer group passes the entry's mark: order_recon_rule.h); a confirm
+ * held meanwhile only leaves an entry the reconciler would confirm itself. The request
+ * of a held confirm stays in flight (SIGTERM waits for it; the wait ends within this
+ * bound while the loop runs, and order_gate_close sends what is left). */
+#define ORDER_GATE_CONFIRM_WAIT_MS 10
+
 /* One order in the gate; embedded in the caller's request, which outlives the call. */
 typedef struct order_gate_item {
     struct order_gate_item *next; /* the gate's queue */
@@ -52,6 +77,10 @@ typedef struct order_gate_item {
 } order_gate_item;
 
 /* ---- pure: arguments and codes (order_gate_args.c) ---- */
+
+/** @brief The most items one `op` call carries: ORDER_GATE_CONFIRM_MAX for confirm,
+ *  ORDER_GATE_BATCH_MAX for the others (two words per item). */
+size_t order_gate_batch_max(order_gate_op op);
 
 /* One script call's keys then arguments, as order_redis_script takes them. The strings
  * point into the struct itself. */
@@ -69,7 +98,7 @@ typedef struct order_gate_args {
  *  pending; ARGV order_id, user_id per item. confirm: KEYS pending; ARGV order_id per
  *  item. borrow: KEYS stock, pending; ARGV now_ms, then user_id, order_id per item).
  *  now_ms is used by reserve and borrow only.
- *  @returns 0, or -1 if n is 0 or above ORDER_GATE_BATCH_MAX, or the items' events or
+ *  @returns 0, or -1 if n is 0 or above order_gate_batch_max(op), or the items' events or
  *  segments differ. */
 int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
                           const order_gate_item *const *items, size_t n);
@@ -95,12 +124,20 @@ order_gate *order_gate_new(struct event_base *base, order_redis *redis, order_me
                            order_gate_done_fn *const done[ORDER_GATE_OPS], void *arg);
 
 /** @brief Queues `it` for the end of this loop turn (event_id, user_id, order_id set;
- *  the gate owns it->next until done runs). After order_gate_close, done runs at once
- *  with ORDER_GATE_FAILED. */
+ *  the gate owns it->next until done runs); a confirm is held for up to the gate's
+ *  confirm wait instead (above). After order_gate_close, done runs at once with
+ *  ORDER_GATE_FAILED. */
 void order_gate_submit(order_gate *g, order_gate_op op, order_gate_item *it);
 
-/** @brief Sends everything queued now (the end-of-turn event does this; call it once
- *  more after the loop ended), then refuses new items: call before freeing the Redis
+/** @brief Sets how long a confirm may be held (ms; ORDER_GATE_CONFIRM_WAIT_MS by
+ *  default; 0: sent at the end of its turn like the other scripts). Call before the
+ *  first confirm is submitted (the tests set a long wait to see the gathering without
+ *  timing). */
+void order_gate_set_confirm_wait(order_gate *g, int wait_ms);
+
+/** @brief Sends everything queued now, held confirms included (the end-of-turn event
+ *  and the confirm timer do this; call it once more after the loop ended), then
+ *  refuses new items: call before freeing the Redis
  *  connection, whose pending calls then fail and may submit (e.g. a cancel). */
 void order_gate_close(order_gate *g);
 

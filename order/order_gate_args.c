@@ -24,10 +24,15 @@ static void add_u64(order_gate_args *a, uint64_t v)
     add(a, w, sk_id_format(w, v));
 }
 
+size_t order_gate_batch_max(order_gate_op op)
+{
+    return op == ORDER_GATE_CONFIRM ? ORDER_GATE_CONFIRM_MAX : ORDER_GATE_BATCH_MAX;
+}
+
 int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
                           const order_gate_item *const *items, size_t n)
 {
-    if (n == 0 || n > ORDER_GATE_BATCH_MAX || op < 0 || op >= ORDER_GATE_OPS)
+    if (op < 0 || op >= ORDER_GATE_OPS || n == 0 || n > order_gate_batch_max(op))
         return -1;
     uint64_t event_id = items[0]->event_id;
     unsigned seg = items[0]->seg, segs = items[0]->segs;

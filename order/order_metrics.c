@@ -150,7 +150,7 @@ static void render_failures(FILE *f, order_metrics *m)
                     LOAD(m->overload_rejections));
     sk_prom_gauge(f, "seckill_order_requests_inflight",
                   "Requests received and not finished (an accepted order finishes when "
-                  "confirm.lua answers, just after its 202).",
+                  "confirm.lua answers, up to 10 ms after its 202: confirms are gathered).",
                   LOAD(m->requests_inflight));
     sk_prom_gauge(f, "seckill_order_kafka_inflight", "Messages produced and not yet reported.",
                   LOAD(m->kafka_inflight));

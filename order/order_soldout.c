@@ -11,7 +11,9 @@
 
 typedef struct {
     /* Both halves of a slot are written one after the other; a reader that sees the new
-     * id with an old deadline (or the reverse) at worst asks Redis once more. */
+     * id with an old deadline (or the reverse) at worst asks Redis once more.
+     * until_ms > 0: flagged until then (expired: the next get claims the probe);
+     * < 0: the probe is out, the others are answered 409 until -until_ms; 0: no flag. */
     _Atomic uint64_t event_id;
     _Atomic int64_t until_ms;
     /* per segment: (tag << 42) | deadline in ms (42 bits: until the year 2109) */
@@ -23,16 +25,23 @@ typedef struct {
 
 _Static_assert(ORDER_SOLDOUT_SEGS >= ORDER_SEGMENTS_MAX, "a flag per segment");
 
+/* How long the probe of an expired flag holds it for the other requests (ms, at most
+ * ttl_ms): a reserve.lua round trip, an fsync under appendfsync always included, with
+ * room to spare. */
+#define PROBE_MS 50
+
 struct order_soldout {
-    int64_t ttl_ms;
+    int64_t ttl_ms, probe_ms;
     slot slots[SLOTS];
 };
 
 order_soldout *order_soldout_new(int64_t ttl_ms)
 {
     order_soldout *s = calloc(1, sizeof(*s));
-    if (s)
+    if (s) {
         s->ttl_ms = ttl_ms;
+        s->probe_ms = ttl_ms < PROBE_MS ? ttl_ms : PROBE_MS;
+    }
     return s;
 }
 
@@ -98,6 +107,18 @@ int order_soldout_seg_set(order_soldout *s, uint64_t event_id, unsigned seg, uns
 int order_soldout_get(order_soldout *s, uint64_t event_id, int64_t now_ms)
 {
     slot *sl = slot_of(s, event_id);
-    return atomic_load_explicit(&sl->event_id, memory_order_relaxed) == event_id &&
-           now_ms < atomic_load_explicit(&sl->until_ms, memory_order_relaxed);
+    if (atomic_load_explicit(&sl->event_id, memory_order_relaxed) != event_id)
+        return 0;
+    int64_t until = atomic_load_explicit(&sl->until_ms, memory_order_relaxed);
+    if (until > 0 && now_ms >= until) {
+        /* Expired: one caller (this one, if it wins) asks Redis; the flag holds for
+         * the others while its answer comes (a sold out sets it again for ttl_ms). */
+        if (atomic_compare_exchange_strong_explicit(&sl->until_ms, &until, -(now_ms + s->probe_ms),
+                                                    memory_order_relaxed, memory_order_relaxed))
+            return 0;
+        /* another caller claimed it, or a set/clear came: until holds the new value */
+    }
+    if (until < 0) /* the probe is out: 409 until its answer sets the flag, or its hold ends */
+        return now_ms < -until;
+    return now_ms < until;
 }

@@ -30,6 +30,13 @@ if(TARGET seckill_order_core)
                      LABELS integration TIMEOUT 240)
     add_dependencies(test_order_${t} seckill-order seckill-devkafka)
   endforeach()
+  # The gate's confirms held across loop turns (issue 16), against a throwaway
+  # redis-server: order_gate.c and order_redis.c are the binary's, built in here.
+  seckill_add_test(NAME test_order_gate_wait SOURCES integration/test_order_gate_wait.c
+                   ${CMAKE_SOURCE_DIR}/order/order_gate.c ${CMAKE_SOURCE_DIR}/order/order_redis.c
+                   LIBS seckill_order_core seckill::lua seckill::rcluster PkgConfig::HIREDIS
+                        PkgConfig::LIBEVENT PkgConfig::LIBCRYPTO
+                   LABELS integration TIMEOUT 120)
   # reads waits five times for PostgreSQL's statistics to settle (11 s each, 60 s at most)
   set_tests_properties(test_order_reads PROPERTIES TIMEOUT 420)
   # The same HTTP tests with the loops on poll instead of epoll (http.event_method).

@@ -59,8 +59,8 @@ static void check_word(const order_gate_args *a, int i, const char *want)
     assert_memory_equal(a->argv[i], want, a->lens[i]);
 }
 
-static order_gate_item items[ORDER_GATE_BATCH_MAX + 1];
-static const order_gate_item *its[ORDER_GATE_BATCH_MAX + 1];
+static order_gate_item items[ORDER_GATE_ITEMS_MAX + 1];
+static const order_gate_item *its[ORDER_GATE_ITEMS_MAX + 1];
 
 static void fill(size_t n, uint64_t event)
 {
@@ -181,12 +181,16 @@ static void test_bounds(void **state)
 {
     (void)state;
     order_gate_args a;
-    fill(ORDER_GATE_BATCH_MAX + 1, 77);
+    fill(ORDER_GATE_ITEMS_MAX + 1, 77);
+    /* two words per item (126), confirm.lua one (257): each fills the call exactly */
+    assert_int_equal(order_gate_batch_max(ORDER_GATE_RESERVE), 126);
+    assert_int_equal(order_gate_batch_max(ORDER_GATE_CONFIRM), 257);
     for (int op = 0; op < ORDER_GATE_OPS; op++) {
+        size_t max = order_gate_batch_max((order_gate_op)op);
         assert_int_equal(order_gate_args_build(&a, (order_gate_op)op, 1, its, 0), -1);
-        assert_int_equal(order_gate_args_build(&a, (order_gate_op)op, 1, its, ORDER_GATE_BATCH_MAX), 0);
+        assert_int_equal(order_gate_args_build(&a, (order_gate_op)op, 1, its, max), 0);
         assert_true(a.n <= ORDER_REDIS_SCRIPT_MAX_ARGS);
-        assert_int_equal(order_gate_args_build(&a, (order_gate_op)op, 1, its, ORDER_GATE_BATCH_MAX + 1), -1);
+        assert_int_equal(order_gate_args_build(&a, (order_gate_op)op, 1, its, max + 1), -1);
     }
     /* a batch is one event's: an item of another event is refused (not silently sent
      * to the first one's keys) */

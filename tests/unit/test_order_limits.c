@@ -67,6 +67,41 @@ static void test_soldout(void **state)
     order_soldout_free(s);
 }
 
+/* An expired flag sends one request to Redis (the probe) and holds for the others
+ * until the probe's sold out sets it again, or for 50 ms; then everyone asks. A clear
+ * lifts it with no hold. */
+static void test_soldout_probe(void **state)
+{
+    (void)state;
+    order_soldout *s = order_soldout_new(500);
+    assert_non_null(s);
+    order_soldout_set(s, 7, 1000);
+    assert_int_equal(order_soldout_get(s, 7, 1500), 0); /* the probe */
+    assert_int_equal(order_soldout_get(s, 7, 1500), 1); /* the others: still 409 */
+    assert_int_equal(order_soldout_get(s, 7, 1549), 1);
+    order_soldout_set(s, 7, 1510); /* the probe's answer: sold out */
+    assert_int_equal(order_soldout_get(s, 7, 2009), 1);
+    assert_int_equal(order_soldout_get(s, 7, 2010), 0); /* the next expiry's probe */
+    assert_int_equal(order_soldout_get(s, 7, 2059), 1);
+    /* no sold out came back (the probe sold, or never reached Redis): after the hold,
+     * every request asks, as without a flag */
+    assert_int_equal(order_soldout_get(s, 7, 2060), 0);
+    assert_int_equal(order_soldout_get(s, 7, 2061), 0);
+    /* a unit came back: no flag, no hold */
+    order_soldout_set(s, 7, 3000);
+    order_soldout_clear(s, 7);
+    assert_int_equal(order_soldout_get(s, 7, 3001), 0);
+    assert_int_equal(order_soldout_get(s, 7, 3001), 0);
+    order_soldout_free(s);
+    /* a ttl below the hold: the hold is the ttl */
+    s = order_soldout_new(10);
+    order_soldout_set(s, 9, 1000);
+    assert_int_equal(order_soldout_get(s, 9, 1010), 0);
+    assert_int_equal(order_soldout_get(s, 9, 1019), 1);
+    assert_int_equal(order_soldout_get(s, 9, 1020), 0);
+    order_soldout_free(s);
+}
+
 /* Segment flags (issue 19): each expires alone; the event is flagged once all K are;
  * another event sharing the slot reads none of them; a clear lifts them all. */
 static void test_soldout_segments(void **state)
@@ -106,6 +141,7 @@ int main(void)
         cmocka_unit_test(test_bucket_rate_and_burst),
         cmocka_unit_test(test_bucket_bounded),
         cmocka_unit_test(test_soldout),
+        cmocka_unit_test(test_soldout_probe),
         cmocka_unit_test(test_soldout_segments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
