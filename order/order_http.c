@@ -6,8 +6,8 @@
  *      reserve.lua, one call per event for the orders of one loop turn)
  *   -> produce to Kafka (the turn's messages together) ... delivery report (served on
  *      worker 0; other workers' handed back through their inbox)
- *   -> acknowledged: index entry (order_index.h) and confirm.lua queued for the end of
- *      the turn, 202 (not waiting for confirm's answer)
+ *   -> acknowledged: index entry (order_index.h) queued for the end of the turn,
+ *      confirm.lua gathered across turns (order_gate.h), 202 (not waiting for either)
  *   -> NOT_PERSISTED: cancel.lua (batched like reserve) -> 503
  *   -> POSSIBLY_PERSISTED: the reservation stays pending -> 503 with the order id.
  * The Redis arguments of the gate's scripts and the index writes live in their modules;
@@ -350,11 +350,13 @@ static void done_confirm(order_gate_item *it, long long code, void *arg)
 
 /* Kafka acknowledged the order. The 202 rests on that acknowledgement alone, so it goes
  * out right after its index entry and confirm.lua are queued, without waiting for their
- * answer: under appendfsync always that answer costs one more fsync of latency. Both
- * are sent later in this same loop turn (the index's and the gate's end-of-turn events),
- * so they are on the Redis connection before the loop reads anything the client can
- * send after the 202; a confirm that never lands only leaves a pending entry for the
- * reconciler, which must check Kafka and PostgreSQL before it gives stock back anyway.
+ * answer: under appendfsync always that answer costs one more fsync of latency. The
+ * index entry is sent later in this same loop turn (the index's end-of-turn event), so
+ * it is on the Redis connection before the loop reads anything the client can send
+ * after the 202; confirm.lua is gathered across turns (up to ORDER_GATE_CONFIRM_WAIT_MS),
+ * and a confirm that is late or never lands only leaves a pending entry for the
+ * reconciler, which looks at entries 15 s old and must check Kafka and PostgreSQL
+ * before it gives stock back anyway.
  * The request counts as in flight until confirm.lua answers, so SIGTERM waits for it. */
 static void accept_order(order_req *r)
 {
