@@ -19,7 +19,7 @@
 # the same round against the issue's targets. The machine's other work shares the cores:
 # quote medians and ratios, not absolute rates.
 # Knobs: BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_CONNS (64), BENCH_TOKENS (500000),
-# BENCH_WORKERS (seckill-order workers, 1), BENCH_EVENT_METHOD (poll), BENCH_MODES
+# BENCH_WORKERS (seckill-order workers, 1), BENCH_EVENT_METHOD (epoll, the service's default), BENCH_MODES
 # ("none always"), BENCH_BIN (a Release build's bin/, default $SECKILL_BIN_DIR).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -170,7 +170,7 @@ for round in $(seq 1 "$ROUNDS"); do
         env -u SECKILL_PG SECKILL_REDIS_URL="redis://127.0.0.1:$RPORT" SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$PORT" \
             SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
             SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 SECKILL_WORKERS="${BENCH_WORKERS:-1}" \
-            SECKILL_HTTP_EVENT_METHOD="${BENCH_EVENT_METHOD:-poll}" \
+            SECKILL_HTTP_EVENT_METHOD="${BENCH_EVENT_METHOD:-epoll}" \
             "$BIN/seckill-order" >"$WORK/order.$round.$mode.log" 2>&1 &
         ORDER_PID=$!
         PIDS+=("$ORDER_PID")
@@ -237,7 +237,7 @@ ratio_med() { awk -v m="$1" -v r="$2" '$2 == m && $3 == "nginx" { n[$1] = $4 } $
     END { for (k in v) if (n[k] > 0) printf "%.3f\n", v[k] / n[k] }' "$WORK/results" | med; }
 
 printf '\nbench-ceiling: %s rounds, %s s per row, wrk -t1 -c%s for every row; seckill-order %s worker(s) on %s; load average before: %s (2 cores shared with other work)\n' \
-    "$ROUNDS" "$SECS" "$CONNS" "${BENCH_WORKERS:-1}" "${BENCH_EVENT_METHOD:-poll}" "$LOAD0"
+    "$ROUNDS" "$SECS" "$CONNS" "${BENCH_WORKERS:-1}" "${BENCH_EVENT_METHOD:-epoll}" "$LOAD0"
 printf '%-7s %-9s %18s %7s %7s %6s %10s %10s %8s %8s %8s %9s %9s %9s %9s\n' redis row "rate/s (range)" p50ms p99ms "/nginx" "us order" "us redis" "us kafka" "us wrk" "accepted" "calls/acc" "evalsha/acc" "reserve" "confirm"
 for mode in $MODES; do
     for row in nginx accept sold_out flash; do

@@ -18,8 +18,9 @@
 # Redis, devkafka and the load generator share, one loop does the work at less CPU per
 # order, and each delivery report is served on the loop that owns the request instead
 # of one hop away; measured side by side in README), BENCH_EVENT_METHOD (the service's
-# http.event_method, default poll: 64 connections on one loop, where epoll would spend
-# three epoll_ctl per request on evhttp's changes of interest), BENCH_BIN (default $SECKILL_BIN_DIR; use a Release build),
+# http.event_method, default epoll: sk_http keeps its read events added, so epoll has no
+# per-request epoll_ctl to make, and poll would scan every connection each turn),
+# BENCH_BIN (default $SECKILL_BIN_DIR; use a Release build),
 # BENCH_REDIS=stack (the stack's Redis, from .run/env, instead of a private one),
 # BENCH_REDIS_FSYNC (the private Redis's appendfsync, default always), BENCH_TOKENS,
 # BENCH_ACCEPT_ONLY=1 (the accept run alone: quick A/B of a change), BENCH_LOADGEN
@@ -80,7 +81,7 @@ SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 env -u SECKILL_PG SECKILL_REDIS_URL="redis://$RHOST:$RPORT" SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$PORT" SECKILL_HTTP_BIND=127.0.0.1 \
     SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
     SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 SECKILL_WORKERS="${BENCH_WORKERS:-1}" \
-    SECKILL_HTTP_EVENT_METHOD="${BENCH_EVENT_METHOD:-poll}" \
+    SECKILL_HTTP_EVENT_METHOD="${BENCH_EVENT_METHOD:-epoll}" \
     "$BIN/seckill-order" >"$WORK/order.log" 2>&1 &
 PIDS+=($!)
 ORDER_PID=$!
@@ -197,7 +198,7 @@ S_N=$(total "$WORK/sold_out.wrk"); S_BAD=$(non2xx "$WORK/sold_out.wrk")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 printf '\nload average before the runs: %s (other work on the machine shares the 2 cores)\n' "$LOAD0"
-printf 'seckill-order (%s s per run, %s connections, accept: %s, sold out: wrk -t%s; seckill-order %s worker(s) on %s; %s; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS" "$( [ "$LOADGEN" = wrk ] && echo "wrk -t$WRK_THREADS" || echo "seckill-bench --threads=$SB_THREADS")" "$WRK_THREADS" "${BENCH_WORKERS:-1}" "${BENCH_EVENT_METHOD:-poll}" "$REDIS_DESC"
+printf 'seckill-order (%s s per run, %s connections, accept: %s, sold out: wrk -t%s; seckill-order %s worker(s) on %s; %s; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS" "$( [ "$LOADGEN" = wrk ] && echo "wrk -t$WRK_THREADS" || echo "seckill-bench --threads=$SB_THREADS")" "$WRK_THREADS" "${BENCH_WORKERS:-1}" "${BENCH_EVENT_METHOD:-epoll}" "$REDIS_DESC"
 printf '%-34s %12s %9s %9s %s\n' "path" "requests/s" "p50 ms" "p99 ms" "notes"
 printf '%-34s %12s %9s %9s %s\n' "accept (202, distinct users)" "$A_RPS" "$A50" "$A99" "$A_N requests, $A_BAD not 2xx, $accepted_in_redis reserved in Redis, $(cpu_us accept) us CPU/request in seckill-order"
 printf '%-34s %12s %9s %9s %s\n' "sold out (409, in-process flag)" "$S_RPS" "$S50" "$S99" "$S_N requests, $S_BAD answered 409, $(cpu_us sold_out) us CPU/request"

@@ -60,7 +60,7 @@ PORT=$(free_port)
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 SECKILL_REDIS_URL="redis://127.0.0.1:$RPORT" SECKILL_PG="$USER_PG" SECKILL_JWT_SECRET="$SECRET" \
     SECKILL_HTTP_PORT="$PORT" SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" \
-    SECKILL_LOG_LEVEL=warn SECKILL_WORKERS="${BENCH_WORKERS:-1}" SECKILL_HTTP_EVENT_METHOD="${BENCH_EVENT_METHOD:-poll}" \
+    SECKILL_LOG_LEVEL=warn SECKILL_WORKERS="${BENCH_WORKERS:-1}" SECKILL_HTTP_EVENT_METHOD="${BENCH_EVENT_METHOD:-epoll}" \
     SECKILL_RECONCILE_INTERVAL_MS=0 SECKILL_LIMITS_INFLIGHT=100000 \
     "$BIN/seckill-order" >"$WORK/order.log" 2>&1 &
 PIDS+=($!)
@@ -136,7 +136,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 
 printf '\nload average before the runs: %s (other work on the machine shares the 2 cores)\n' "$LOAD0"
 printf 'seckill-order reads (%s s per run, wrk -t1 -c%s, %s rounds alternating; 1 worker on %s; private Redis, devkafka, database)\n' \
-    "$SECS" "$CONNS" "$ROUNDS" "${BENCH_EVENT_METHOD:-poll}"
+    "$SECS" "$CONNS" "$ROUNDS" "${BENCH_EVENT_METHOD:-epoll}"
 printf '%-7s %-6s %10s %8s %8s %10s %s\n' round path "req/s" "p50 ms" "p99 ms" "/ sold" "answers"
 for r in $(seq 1 "$ROUNDS"); do
     s=$(rps "$WORK/sold.$r.wrk")

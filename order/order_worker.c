@@ -140,11 +140,11 @@ static int worker_base_new(order_app *app, order_worker *w, char *err, size_t er
     struct event_config *ecfg = event_config_new();
     if (ecfg) {
         event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-        /* poll: each change of interest is a store in libevent's array instead of an
-         * epoll_ctl, at the cost of one scan of every descriptor per loop turn. With 64
-         * connections on one loop: 36-38 us of CPU per accepted order against 42-46,
-         * accept rate +8-12% (bench/bench-order.sh, README). EVENT_NOEPOLL and the
-         * like are ignored: the configuration alone decides. */
+        /* poll: one scan of every descriptor per loop turn. With evhttp it won over
+         * epoll (evhttp changed each connection's interest three times per request);
+         * with sk_http, whose read events stay added, epoll costs 2-4 us less CPU per
+         * accepted order (bench-ceiling, order/README.md): epoll is the default.
+         * EVENT_NOEPOLL and the like are ignored: the configuration alone decides. */
         event_config_set_flag(ecfg, EVENT_BASE_FLAG_IGNORE_ENV);
         if (strcmp(app->cfg.http_event_method, "poll") == 0)
             event_config_avoid_method(ecfg, "epoll");
