@@ -555,6 +555,8 @@ static void done_reserve(order_gate_item *it, long long code, void *arg)
     int64_t now_us = order_time_mono_us();
     order_metrics_stage(&app->metrics, ORDER_STAGE_RESERVE, now_us - r->stage_us);
     order_admit_record(app->admit, now_us, now_us - r->stage_us);
+    if (code != 1) /* not sold out: an expired flag's probe holds the others no longer */
+        order_soldout_probe_done(app->soldout, r->event_id);
     if (code == ORDER_GATE_FAILED) {
         /* No answer: reserve.lua may or may not have run. If it did, the pending entry
          * is the reconciler's to give back; the client is told to retry. */

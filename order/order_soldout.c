@@ -81,6 +81,18 @@ void order_soldout_clear(order_soldout *s, uint64_t event_id)
             atomic_store_explicit(&sl->seg[i], 0, memory_order_relaxed);
 }
 
+void order_soldout_probe_done(order_soldout *s, uint64_t event_id)
+{
+    slot *sl = slot_of(s, event_id);
+    if (atomic_load_explicit(&sl->event_id, memory_order_relaxed) != event_id)
+        return;
+    int64_t until = atomic_load_explicit(&sl->until_ms, memory_order_relaxed);
+    /* only a hold (negative) is lifted; a set that came meanwhile stays */
+    if (until < 0)
+        atomic_compare_exchange_strong_explicit(&sl->until_ms, &until, 0, memory_order_relaxed,
+                                                memory_order_relaxed);
+}
+
 int order_soldout_seg_get(order_soldout *s, uint64_t event_id, unsigned seg, int64_t now_ms)
 {
     if (seg >= ORDER_SOLDOUT_SEGS)

@@ -6,8 +6,10 @@
  * is how stock given back by cancel.lua becomes sellable again on every instance
  * within a second, with no pub/sub to lose: after expiry the next request asks Redis
  * again (the probe) and either sells or sets the flag again. Only that one request
- * asks: the flag holds for the others until the probe's answer sets it again or for
- * 50 ms (at most ttl_ms), after which every request asks Redis as before. Without the
+ * asks: the flag holds for the others until the probe's answer (a sold out sets it
+ * again; any other answer lifts the hold at once, order_soldout_probe_done, so nobody
+ * is told "sold out" while units are left) or for 50 ms (at most ttl_ms) when no
+ * answer comes, after which every request asks Redis as before. Without the
  * hold, each expiry in a flash sale sent every request of the probe's round trip to
  * Redis: 3 to 23 reserve.lua calls per expiry under appendfsync always, a sixth of
  * the script calls after the stock ran out (issue 16). So one Redis call per event per
@@ -40,10 +42,15 @@ void order_soldout_set(order_soldout *s, uint64_t event_id, int64_t now_ms);
  *  back: issue 22). */
 void order_soldout_clear(order_soldout *s, uint64_t event_id);
 
+/** @brief Redis answered a reserve of event_id with anything but "sold out" (it sold,
+ *  or refused for another reason, or failed): an expired flag's probe, if one is out,
+ *  holds the other requests no longer. Cheap when there is none (two loads). */
+void order_soldout_probe_done(order_soldout *s, uint64_t event_id);
+
 /** @brief @returns 1 if event_id is flagged sold out at now_ms. The first call that
  *  finds the flag expired claims the probe (returns 0: the caller asks Redis, and sets
- *  the flag again on a sold out); the calls after it return 1 until the probe's hold
- *  ends (above). */
+ *  the flag again on a sold out, or calls order_soldout_probe_done on any other
+ *  answer); the calls after it return 1 until the probe's hold ends (above). */
 int order_soldout_get(order_soldout *s, uint64_t event_id, int64_t now_ms);
 
 /** @brief Marks segment `seg` (< k <= ORDER_SOLDOUT_SEGS) of event_id empty from now_ms

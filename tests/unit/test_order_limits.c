@@ -68,8 +68,8 @@ static void test_soldout(void **state)
 }
 
 /* An expired flag sends one request to Redis (the probe) and holds for the others
- * until the probe's sold out sets it again, or for 50 ms; then everyone asks. A clear
- * lifts it with no hold. */
+ * until the probe's answer: a sold out sets the flag again, any other answer lifts the
+ * hold; without an answer everyone asks after 50 ms. A clear lifts it with no hold. */
 static void test_soldout_probe(void **state)
 {
     (void)state;
@@ -87,6 +87,18 @@ static void test_soldout_probe(void **state)
      * every request asks, as without a flag */
     assert_int_equal(order_soldout_get(s, 7, 2060), 0);
     assert_int_equal(order_soldout_get(s, 7, 2061), 0);
+    /* the probe sold (or was refused for another reason): the hold lifts at once, so
+     * no buyer is told "sold out" while units are left */
+    order_soldout_set(s, 7, 2100);
+    assert_int_equal(order_soldout_get(s, 7, 2600), 0); /* the probe */
+    assert_int_equal(order_soldout_get(s, 7, 2601), 1); /* held */
+    order_soldout_probe_done(s, 7);
+    assert_int_equal(order_soldout_get(s, 7, 2602), 0);
+    assert_int_equal(order_soldout_get(s, 7, 2603), 0);
+    order_soldout_probe_done(s, 8); /* another event: nothing to lift */
+    order_soldout_set(s, 7, 2700);
+    order_soldout_probe_done(s, 7); /* a flag that is set (not a hold) stays */
+    assert_int_equal(order_soldout_get(s, 7, 2701), 1);
     /* a unit came back: no flag, no hold */
     order_soldout_set(s, 7, 3000);
     order_soldout_clear(s, 7);
