@@ -7,7 +7,7 @@
  * the slow-client deadline, the connection cap and JSON refusals had to be bolted on
  * from outside (sk_httpguard). Here a connection is one fd, one persistent read event
  * and one buffer: a request is parsed in place in that buffer, handed to the handler,
- * and its answer is written with one write() when the handler replies (an EV_WRITE
+ * and its answer is written with one send() when the handler replies (an EV_WRITE
  * event only when the socket is full). Issue 16, order/README.md.
  *
  * What it serves:
@@ -20,7 +20,7 @@
  *    or an Expect other than 100-continue (400), a method it does not know (405 with
  *    `allow`), a malformed request line or header line (400), an HTTP version other
  *    than 1.x (505). "Expect: 100-continue" gets its interim answer.
- *  - Framing the handler must refuse (sk_reqscan.h's sk_hdrcheck rule: two or a
+ *  - Framing the handler must refuse (sk_http_parse.c's hdrcheck rule: two or a
  *    non-decimal Content-Length, two Host headers, whitespace in a header name, a body
  *    on a method without one): the request is handed over without its body and
  *    sk_http_framing() says why; the connection is closed after its answer.

@@ -1650,7 +1650,7 @@ static void reply_connect_trace(order_worker *w, sk_http_req *req, int64_t start
                 NULL, 0);
 }
 
-/* Answers what the route or the framing refuses: refused framing (sk_reqscan.h) first,
+/* Answers what the route or the framing refuses: refused framing (sk_http.h) first,
  * with the connection closed, since what follows on it cannot be trusted to be a
  * request, yet a method the path does not take is still said as such (405, closed
  * too); then 404, 405 and 400 of the route. @returns 1 when answered. */

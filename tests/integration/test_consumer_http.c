@@ -210,9 +210,9 @@ static void second_refused(int port, const char *req, const char *status, int pi
     assert_json_refusal(answer, status);
 }
 
-/* The guard shared with seckill-order (common/sk_httpguard.c): a whole-request deadline
- * (a byte every 200 ms keeps evhttp's per-read timeout of 10 s from ever firing), a
- * connection cap, and JSON for what evhttp would answer in HTML. */
+/* The HTTP server shared with seckill-order (common/sk_http.c): a whole-request deadline
+ * (a byte every 200 ms keeps an idle timeout of 10 s from ever firing), a connection
+ * cap, and JSON refusals. */
 static void test_http_guard(void **state)
 {
     (void)state;
