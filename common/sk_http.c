@@ -206,21 +206,30 @@ static void start_linger(conn *c)
     set_reading(c, 1);
 }
 
+/* Makes *buf hold at least `need` bytes (contents kept): the capacity doubles from
+ * `first`. @returns 0 or -1 (OOM: *buf unchanged). */
+static int grow(char **buf, size_t *cap, size_t need, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : first;
+    while (n < need)
+        n *= 2;
+    char *p = realloc(*buf, n);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
 /* Keeps out[0..n) to be written when the socket takes it. @returns 0 or -1 (OOM). */
 static int out_keep(conn *c, const char *p, size_t n)
 {
     if (c->out_off == c->out_len)
         c->out_off = c->out_len = 0;
-    if (c->out_len + n > c->out_cap) {
-        size_t cap = c->out_cap ? c->out_cap : 4096;
-        while (cap < c->out_len + n)
-            cap *= 2;
-        char *o = realloc(c->out, cap);
-        if (!o)
-            return -1;
-        c->out = o;
-        c->out_cap = cap;
-    }
+    if (grow(&c->out, &c->out_cap, c->out_len + n, 4096) != 0)
+        return -1;
     memcpy(c->out + c->out_len, p, n);
     c->out_len += n;
     return 0;
@@ -306,29 +315,24 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* A JSON refusal of the server's own, then the close. */
-static void refuse(conn *c, sk_http_parse_rc rc)
+/* A JSON refusal of the server's own, written by sk_http_reply through a request
+ * object (r: the one the refused head was parsed into), then the close. */
+static void refuse(conn *c, sk_http_req *r, sk_http_parse_rc rc)
 {
     int status;
     const char *reason, *code, *message;
     sk_http_refusal(rc, &status, &reason, &code, &message);
-    char body[256], head[512];
+    char body[256];
     size_t blen = (size_t)snprintf(body, sizeof(body), "{\"error\":\"%s\",\"message\":\"%s\"}",
                                    code, message);
-    const char *allow = status == 405 && c->s->o.allow ? c->s->o.allow : NULL;
-    size_t hlen = (size_t)snprintf(head, sizeof(head),
-                                   "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: application/json\r\n"
-                                   "Content-Length: %zu\r\n%s%s%sConnection: close\r\n\r\n",
-                                   status, reason, sk_httpdate_get(&c->s->date, (int64_t)time(NULL)),
-                                   blen, allow ? "Allow: " : "", allow ? allow : "",
-                                   allow ? "\r\n" : "");
-    c->closing = 1;
     c->in_off = c->in_len = 0;
-    if (conn_send(c, head, hlen, body, blen) != 0) {
-        conn_abort(c);
-        return;
-    }
-    after_answer(c, 0);
+    r->c = c;
+    r->head.method = SK_HTTP_GET; /* the head may be half parsed: the answer has a body */
+    r->close = 1;
+    c->req = r;
+    if (status == 405 && c->s->o.allow)
+        sk_http_add_header(r, "Allow", c->s->o.allow);
+    sk_http_reply(r, status, reason, "application/json", body, blen);
 }
 
 /* Hands requests to the handler while the connection has one complete and nothing
@@ -370,10 +374,12 @@ static void process(conn *c)
                 sk_http_parse_head(c->in + c->in_off, c->in_len - c->in_off, s->o.max_header_bytes,
                                    s->o.max_body_bytes, &r->head, &r->head_len);
             if (rc != SK_HTTP_OK) {
+                if (rc != SK_HTTP_INCOMPLETE) {
+                    refuse(c, r, rc);
+                    break;
+                }
                 req_put(r);
-                if (rc != SK_HTTP_INCOMPLETE)
-                    refuse(c, rc);
-                else if (c->peer_eof)
+                if (c->peer_eof)
                     c->closing = 1; /* a request the peer will never finish */
                 break;
             }
@@ -589,11 +595,6 @@ struct evconnlistener *sk_http_listener(sk_http *s)
     return s->lev;
 }
 
-int64_t sk_http_connections(const sk_http *s)
-{
-    return s->nconns;
-}
-
 void sk_http_free(sk_http *s)
 {
     if (!s)
@@ -668,16 +669,8 @@ int sk_http_add_header(sk_http_req *r, const char *name, const char *value)
         return 0;
     }
     size_t nl = strlen(name), vl = strlen(value), need = r->oxlen + nl + vl + 4;
-    if (need > r->oxcap) {
-        size_t cap = r->oxcap ? r->oxcap * 2 : 256;
-        while (cap < need)
-            cap *= 2;
-        char *p = realloc(r->ox, cap);
-        if (!p)
-            return -1;
-        r->ox = p;
-        r->oxcap = cap;
-    }
+    if (grow(&r->ox, &r->oxcap, need, 256) != 0)
+        return -1;
     char *p = r->ox + r->oxlen;
     memcpy(p, name, nl);
     p[nl] = ':';
@@ -716,19 +709,11 @@ void sk_http_reply(sk_http_req *r, int status, const char *reason, const char *c
     int head_only = r->head.method == SK_HTTP_HEAD || status < 200 || status == 204 || status == 304;
     size_t inline_body = !head_only && len <= BODY_INLINE ? len : 0;
     size_t need = 256 + rlen + clen + r->oxlen + inline_body;
-    if (need > s->scratch_cap) {
-        size_t cap = s->scratch_cap ? s->scratch_cap : 4096;
-        while (cap < need)
-            cap *= 2;
-        char *p = realloc(s->scratch, cap);
-        if (!p) {
-            c->req = NULL;
-            req_put(r);
-            conn_abort(c);
-            return;
-        }
-        s->scratch = p;
-        s->scratch_cap = cap;
+    if (grow(&s->scratch, &s->scratch_cap, need, 4096) != 0) {
+        c->req = NULL;
+        req_put(r);
+        conn_abort(c);
+        return;
     }
     int close_after = r->close || c->closing;
     char *p = s->scratch;

@@ -87,9 +87,6 @@ void sk_http_stop_listening(sk_http *s);
 /** @brief The listener, for sk_listen_backoff_install (NULL when not listening). */
 struct evconnlistener *sk_http_listener(sk_http *s);
 
-/** @brief Connections open now. */
-int64_t sk_http_connections(const sk_http *s);
-
 /** @brief Closes every connection and frees the server, and with it every request
  *  still unanswered (as evhttp_free does): nothing may answer them afterwards. NULL is
  *  fine. */
