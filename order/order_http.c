@@ -292,12 +292,6 @@ static int authenticate(order_worker *w, sk_http_req *req, sk_jwt_claims *claims
     return rc == SK_JWT_OK ? 0 : -1;
 }
 
-/* The body as one contiguous string (NUL-terminated copy not needed: callers take len). */
-static const char *request_body(sk_http_req *req, size_t *len)
-{
-    return sk_http_body(req, len);
-}
-
 /* ---- placing an order ---------------------------------------------------------- */
 
 /* cancel.lua answered (or failed): the order surely is not in Kafka, so 503 either way. */
@@ -808,7 +802,7 @@ static void order_create(order_worker *w, sk_http_req *req, const order_route *r
         return;
     }
     size_t blen;
-    const char *body = request_body(req, &blen);
+    const char *body = sk_http_body(req, &blen);
     char msg[160];
     if (blen > ORDER_BODY_MAX) {
         reply_error(w, req, rt->id, start_us, ORDER_ERR_TOO_LARGE, NULL, 0);
@@ -1258,7 +1252,7 @@ static void handle_event_create(order_worker *w, sk_http_req *req,
         return;
     }
     size_t blen;
-    const char *body = request_body(req, &blen);
+    const char *body = sk_http_body(req, &blen);
     if (blen > ORDER_BODY_MAX) {
         reply_error(w, req, rt->id, start_us, ORDER_ERR_TOO_LARGE, NULL, 0);
         return;
@@ -1819,11 +1813,6 @@ void order_http_reply_json(order_worker *w, sk_http_req *req, order_route_id rou
                            int64_t start_us, int status, const char *body, size_t len)
 {
     reply_json(w, req, route, start_us, status, body, len);
-}
-
-const char *order_http_body(sk_http_req *req, size_t *len)
-{
-    return request_body(req, len);
 }
 
 /* ---- the worker's order chain (order_app.h's hooks) ------------------------------ */

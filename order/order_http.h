@@ -29,7 +29,5 @@ void order_http_reply_error(order_worker *w, sk_http_req *req, order_route_id ro
 /** @brief Answers `status` with a JSON body (counted in the metrics, request done). */
 void order_http_reply_json(order_worker *w, sk_http_req *req, order_route_id route,
                            int64_t start_us, int status, const char *body, size_t len);
-/** @brief The request body (contiguous; len bytes, not NUL-terminated). */
-const char *order_http_body(sk_http_req *req, size_t *len);
 
 #endif

@@ -222,7 +222,7 @@ void order_pay_http_handle(order_worker *w, sk_http_req *req, const order_route 
         return;
     }
     size_t blen;
-    const char *body = order_http_body(req, &blen);
+    const char *body = sk_http_body(req, &blen);
     if (blen > ORDER_BODY_MAX) {
         order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_TOO_LARGE, NULL, 0);
         return;
