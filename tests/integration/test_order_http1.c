@@ -168,23 +168,6 @@ static ssize_t rc_fill(rconn *c, int timeout_ms)
     return r;
 }
 
-/* The value of header `name` in a NUL-terminated head, or NULL. */
-static const char *head_value(const char *head, const char *name, char *out, size_t outsz)
-{
-    size_t nl = strlen(name);
-    for (const char *p = head; (p = strstr(p, "\r\n")); p += 2) {
-        if (strncasecmp(p + 2, name, nl) == 0 && p[2 + nl] == ':') {
-            const char *v = p + 3 + nl;
-            while (*v == ' ')
-                v++;
-            size_t n = strcspn(v, "\r\n");
-            snprintf(out, outsz, "%.*s", (int)(n < outsz ? n : outsz - 1), v);
-            return out;
-        }
-    }
-    return NULL;
-}
-
 /* The next whole answer (head, and a body of its Content-Length) within timeout_ms,
  * taken off the buffer. @returns its status, or -1 (EOF, reset or timeout first). */
 static int rc_answer(rconn *c, answer *a, int timeout_ms)
@@ -197,7 +180,7 @@ static int rc_answer(rconn *c, answer *a, int timeout_ms)
             size_t hl = (size_t)(end - c->buf) + 4;
             snprintf(a->head, sizeof(a->head), "%.*s", (int)(hl - 2), c->buf);
             char v[32];
-            a->content_length = head_value(a->head, "Content-Length", v, sizeof(v)) ? atoll(v) : -1;
+            a->content_length = to_header_value(a->head, "Content-Length", v, sizeof(v)) ? atoll(v) : -1;
             size_t bl = a->content_length > 0 ? (size_t)a->content_length : 0;
             if (c->len >= hl + bl) {
                 if (sscanf(c->buf, "HTTP/1.1 %d ", &a->status) != 1)
@@ -304,16 +287,16 @@ static void test_http10(void **state)
     c = rc_open();
     rc_sends(c, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
     assert_int_equal(rc_answer(c, &a, 5000), 200);
-    assert_non_null(head_value(a.head, "Connection", v, sizeof(v)));
+    assert_non_null(to_header_value(a.head, "Connection", v, sizeof(v)));
     assert_string_equal(v, "keep-alive");
     rc_sends(c, "GET /healthz HTTP/1.0\r\nConnection: Keep-Alive, Upgrade\r\n\r\n");
     assert_int_equal(rc_answer(c, &a, 5000), 200);
-    assert_non_null(head_value(a.head, "Connection", v, sizeof(v)));
+    assert_non_null(to_header_value(a.head, "Connection", v, sizeof(v)));
     assert_string_equal(v, "keep-alive");
     /* The last one without it: answered with Connection: close, then closed. */
     rc_sends(c, "GET /healthz HTTP/1.0\r\n\r\n");
     assert_int_equal(rc_answer(c, &a, 5000), 200);
-    assert_non_null(head_value(a.head, "Connection", v, sizeof(v)));
+    assert_non_null(to_header_value(a.head, "Connection", v, sizeof(v)));
     assert_string_equal(v, "close");
     assert_int_equal(rc_closed_within(c, 3000), 1);
     rc_close(c);
@@ -589,9 +572,9 @@ static void refused(const char *req, size_t len, int status, const char *code)
     if (rc_answer(c, &a, 5000) != status)
         fail_msg("want %d: %d %s", status, a.status, a.head);
     char v[64];
-    assert_non_null(head_value(a.head, "Content-Type", v, sizeof(v)));
+    assert_non_null(to_header_value(a.head, "Content-Type", v, sizeof(v)));
     assert_string_equal(v, "application/json");
-    assert_non_null(head_value(a.head, "Connection", v, sizeof(v)));
+    assert_non_null(to_header_value(a.head, "Connection", v, sizeof(v)));
     assert_string_equal(v, "close");
     assert_non_null(strstr(a.body, code));
     assert_non_null(strstr(a.body, "\"message\":\""));
@@ -643,7 +626,7 @@ static void test_not_modified(void **state)
                                "Authorization: Bearer %s\r\n\r\n", id, tok);
     rc_sends(c, req);
     assert_int_equal(rc_answer(c, &a, 10000), 200);
-    assert_non_null(head_value(a.head, "ETag", etag, sizeof(etag)));
+    assert_non_null(to_header_value(a.head, "ETag", etag, sizeof(etag)));
     /* The 304 and a /healthz pipelined in one send. */
     snprintf(req, sizeof(req), "GET /api/v1/events/%" PRIu64 " HTTP/1.1\r\nHost: x\r\n"
                                "Authorization: Bearer %s\r\nIf-None-Match: %s\r\n\r\n"
@@ -651,8 +634,8 @@ static void test_not_modified(void **state)
     rc_sends(c, req);
     assert_int_equal(rc_answer(c, &a, 10000), 304);
     char v[64];
-    assert_null(head_value(a.head, "Content-Length", v, sizeof(v)));
-    assert_null(head_value(a.head, "Transfer-Encoding", v, sizeof(v)));
+    assert_null(to_header_value(a.head, "Content-Length", v, sizeof(v)));
+    assert_null(to_header_value(a.head, "Transfer-Encoding", v, sizeof(v)));
     /* The very next bytes are the next answer's status line. */
     int64_t t0 = sk_test_now_ms();
     while (c->len < 9 && sk_test_now_ms() - t0 < 5000 && rc_fill(c, 5000) > 0)

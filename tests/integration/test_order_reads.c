@@ -45,22 +45,6 @@ typedef struct http_answer {
     char body[4096];
 } http_answer;
 
-static void header_value(const char *head, const char *name, char *out, size_t outsz)
-{
-    out[0] = '\0';
-    size_t nl = strlen(name);
-    for (const char *p = head; (p = strstr(p, "\r\n")); p += 2) {
-        if (strncasecmp(p + 2, name, nl) == 0 && p[2 + nl] == ':') {
-            const char *v = p + 3 + nl;
-            while (*v == ' ')
-                v++;
-            size_t n = strcspn(v, "\r\n");
-            snprintf(out, outsz, "%.*s", (int)(n < outsz ? n : outsz - 1), v);
-            return;
-        }
-    }
-}
-
 /* One GET on a fresh connection (Connection: close), headers and body kept. */
 static int get(int port, const char *path, const char *token, const char *inm, http_answer *a)
 {
@@ -88,8 +72,8 @@ static int get(int port, const char *path, const char *token, const char *inm, h
     if (!end || sscanf(buf, "HTTP/1.%*d %d", &a->status) != 1)
         return -1;
     *end = '\0';
-    header_value(buf, "ETag", a->etag, sizeof(a->etag));
-    header_value(buf, "Cache-Control", a->cache_control, sizeof(a->cache_control));
+    to_header_value(buf, "ETag", a->etag, sizeof(a->etag));
+    to_header_value(buf, "Cache-Control", a->cache_control, sizeof(a->cache_control));
     snprintf(a->body, sizeof(a->body), "%s", end + 4);
     return a->status;
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -488,4 +489,21 @@ long long to_order_metric(const to_order *o, const char *name)
     snprintf(pat, sizeof(pat), "\n%s ", name);
     const char *p = strstr(text, pat);
     return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+const char *to_header_value(const char *head, const char *name, char *out, size_t outsz)
+{
+    out[0] = '\0';
+    size_t nl = strlen(name);
+    for (const char *p = head; (p = strstr(p, "\r\n")); p += 2) {
+        if (strncasecmp(p + 2, name, nl) == 0 && p[2 + nl] == ':') {
+            const char *v = p + 3 + nl;
+            while (*v == ' ')
+                v++;
+            size_t n = strcspn(v, "\r\n");
+            snprintf(out, outsz, "%.*s", (int)(n < outsz ? n : outsz - 1), v);
+            return out;
+        }
+    }
+    return NULL;
 }

@@ -116,4 +116,9 @@ int to_kafka_find_order(const char *brokers, const char *topic, uint64_t order_i
  *  @returns its last result. */
 int to_wait(int (*cond)(void *), void *arg, int timeout_ms);
 
+/** @brief The value of header `name` (case-insensitive) in an answer's head (its
+ *  status line and header lines, NUL-terminated), copied into out (cut to outsz - 1).
+ *  @returns out, or NULL with out "" when there is no such header. */
+const char *to_header_value(const char *head, const char *name, char *out, size_t outsz);
+
 #endif
