@@ -17,12 +17,12 @@ struct order_gate {
     order_metrics *metrics;
     order_gate_done_fn *done[ORDER_GATE_OPS];
     void *arg;
-    struct event *flush_ev; /* active on the loop while anything is queued */
+    struct event *flush_ev; /* a zero timer, pending while anything is queued (order_gate.h) */
     struct event *confirm_ev; /* pending while confirms are held (confirm_wait_ms) */
     gate_queue q[ORDER_GATE_OPS];
     size_t confirms;     /* confirms queued (every event) */
     int confirm_wait_ms; /* how long the first held confirm may wait; 0: end of turn */
-    int armed;           /* flush_ev is active: the end of this turn sends */
+    int armed;           /* flush_ev is pending: the end of this turn sends */
     int closed;
 };
 
@@ -116,6 +116,7 @@ static void flush(order_gate *g, int others, int confirms)
         g->confirms = 0;
         evtimer_del(g->confirm_ev);
     }
+    order_redis_flush(g->redis); /* now, not after one more poll (order_redis.h) */
 }
 
 /* The end of a turn in which something was queued: confirms only once a full call's
@@ -183,7 +184,8 @@ void order_gate_submit(order_gate *g, order_gate_op op, order_gate_item *it)
     }
     if (!g->armed) {
         g->armed = 1;
-        event_active(g->flush_ev, EV_TIMEOUT, 0); /* this thread's loop: no wake-up */
+        static const struct timeval now = {0, 0};
+        evtimer_add(g->flush_ev, &now); /* after one more poll that does not block */
     }
 }
 
