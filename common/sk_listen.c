@@ -3,14 +3,68 @@
 
 #include "sk_log.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
+
+/* SO_REUSEPORT would let a second process (a stale one, say) share the port silently:
+ * a plain bind first proves that nobody else holds it. */
+static int port_is_free(const struct sockaddr_in *sa, char *err, size_t errsz)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errsz, "socket: %s", strerror(errno));
+        return 0;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* TIME_WAIT is fine */
+    int rc = bind(fd, (const struct sockaddr *)sa, sizeof(*sa));
+    if (rc != 0)
+        snprintf(err, errsz, "port %d: %s", ntohs(sa->sin_port), strerror(errno));
+    close(fd);
+    return rc == 0;
+}
+
+int sk_listen_tcp(const char *bind_addr, int port, int flags, int backlog, int *bound_port,
+                  char *err, size_t errsz)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
+        snprintf(err, errsz, "\"%s\" is not an IPv4 address", bind_addr);
+        return -1;
+    }
+    if ((flags & SK_LISTEN_CHECK_FREE) && port != 0 && !port_is_free(&sa, err, errsz))
+        return -1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errsz, "socket: %s", strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (flags & SK_LISTEN_REUSEPORT)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, backlog) != 0) {
+        snprintf(err, errsz, "listen on %s:%d: %s", bind_addr, port, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (bound_port) {
+        socklen_t len = sizeof(sa);
+        *bound_port = getsockname(fd, (struct sockaddr *)&sa, &len) == 0 ? ntohs(sa.sin_port) : port;
+    }
+    return fd;
+}
 
 int sk_listen_fit_nofile(long long *cap, long long reserve, const char *who)
 {

@@ -1,6 +1,9 @@
 /* sk_listen: what a listening HTTP service does about file descriptors.
  *
- * Two jobs, shared by seckill-order and seckill-consumer:
+ * Three jobs, shared by seckill-order and seckill-consumer:
+ *  - open the listening socket (IPv4 address and port, SO_REUSEADDR; with
+ *    SO_REUSEPORT when every worker listens on the port with a socket of its own, after
+ *    a plain bind has proved that nobody else holds the port);
  *  - at start, fit the connection cap to RLIMIT_NOFILE: raise the soft limit as far as
  *    the hard one allows, else lower the cap, and say which (a cap above the limit only
  *    means accept() failing later, at the worst moment);
@@ -23,6 +26,17 @@ struct event_base;
  *  it changed something; `who` names the setting ("limits.connections").
  *  @returns 0 if nothing needed changing, 1 if it changed the limit or the cap. */
 int sk_listen_fit_nofile(long long *cap, long long reserve, const char *who);
+
+#define SK_LISTEN_REUSEPORT 1  /* SO_REUSEPORT: several sockets share the port */
+#define SK_LISTEN_CHECK_FREE 2 /* a plain bind first: fail if another process holds it */
+
+/** @brief A non-blocking, close-on-exec TCP socket listening on bind_addr:port (an IPv4
+ *  address; port 0: any) with `backlog`. `flags`: SK_LISTEN_*; SO_REUSEADDR always (a
+ *  restart must not wait for TIME_WAIT). *bound_port (may be NULL) gets the port.
+ *  @returns the descriptor (the caller's), or -1 with err set ("not an IPv4 address",
+ *  the port held elsewhere, or the system call's error). */
+int sk_listen_tcp(const char *bind_addr, int port, int flags, int backlog, int *bound_port,
+                  char *err, size_t errsz);
 
 typedef struct sk_listen_backoff sk_listen_backoff;
 

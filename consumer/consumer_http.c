@@ -1,18 +1,15 @@
 /* consumer_http: see consumer_http.h. */
 #include "consumer_http.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/thread.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <sk_http.h>
 #include <sk_listen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 struct consumer_http {
@@ -69,28 +66,6 @@ static void on_request(sk_http_req *req, void *arg)
     }
 }
 
-/* A listening socket on bind_addr:port. @returns the fd or -1 (errstr set). */
-static int listen_on(const char *bind_addr, int port, char *errstr, size_t errstr_size)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
-        snprintf(errstr, errstr_size, "http: \"%s\" is not an IPv4 address", bind_addr);
-        return -1;
-    }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd >= 0)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0) {
-        snprintf(errstr, errstr_size, "http: cannot listen on %s:%d: %s", bind_addr, port,
-                 strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 static void use_pthreads(void)
 {
     evthread_use_pthreads();
@@ -134,9 +109,12 @@ consumer_http *consumer_http_start(const consumer_cfg *cfg, consumer_metrics *m,
         snprintf(errstr, errstr_size, "http: cannot create the event loop");
         goto fail;
     }
-    int fd = listen_on(cfg->http_bind, port, errstr, errstr_size);
-    if (fd < 0)
+    char why[256];
+    int fd = sk_listen_tcp(cfg->http_bind, port, 0, 128, NULL, why, sizeof(why));
+    if (fd < 0) {
+        snprintf(errstr, errstr_size, "http: %s", why);
         goto fail;
+    }
     if (sk_http_listen(h->http, fd) != 0) {
         snprintf(errstr, errstr_size, "http: cannot listen on %s:%d", cfg->http_bind, port);
         goto fail;

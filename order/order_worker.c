@@ -3,14 +3,11 @@
 #include "sk_listen.h"
 #include "sk_log.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 /* The worker whose loop runs on this thread (NULL elsewhere). */
@@ -85,50 +82,6 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* SO_REUSEPORT would let a second seckill-order (a stale one, say) share the port
- * silently: a plain bind first proves that nobody else holds it. */
-static int port_is_free(const struct sockaddr_in *sa, char *err, size_t errsz)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* TIME_WAIT is fine */
-    int rc = bind(fd, (const struct sockaddr *)sa, sizeof(*sa));
-    if (rc != 0)
-        snprintf(err, errsz, "port %d: %s", ntohs(sa->sin_port), strerror(errno));
-    close(fd);
-    return rc == 0;
-}
-
-/* A listening socket with SO_REUSEPORT: every worker binds its own on the same port. */
-static int listen_socket(const char *bind_addr, int port, int first, int *bound_port, char *err,
-                         size_t errsz)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
-        snprintf(err, errsz, "http.bind: \"%s\" is not an IPv4 address", bind_addr);
-        return -1;
-    }
-    if (first && port != 0 && !port_is_free(&sa, err, errsz))
-        return -1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errsz, "socket: %s", strerror(errno));
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 1024) != 0) {
-        snprintf(err, errsz, "listen on %s:%d: %s", bind_addr, port, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    socklen_t len = sizeof(sa);
-    getsockname(fd, (struct sockaddr *)&sa, &len);
-    *bound_port = ntohs(sa.sin_port);
-    return fd;
-}
-
 /* Makes w->base with the event method of http.event_method and checks that libevent
  * gave that one. @returns 0 or -1 (err set). */
 static int worker_base_new(order_app *app, order_worker *w, char *err, size_t errsz)
@@ -200,10 +153,16 @@ static int worker_http_new(order_app *app, order_worker *w, char *err, size_t er
 static int worker_listen(order_app *app, order_worker *w, char *err, size_t errsz)
 {
     int port = 0;
-    int fd = listen_socket(app->cfg.http_bind, app->port ? app->port : (int)app->cfg.http_port,
-                           w->index == 0, &port, err, errsz);
-    if (fd < 0)
+    /* Every worker has a socket of its own on the port (SO_REUSEPORT): the kernel spreads
+     * the connections, and no accept lock is shared. The first proves the port free. */
+    char why[256];
+    int fd = sk_listen_tcp(app->cfg.http_bind, app->port ? app->port : (int)app->cfg.http_port,
+                           SK_LISTEN_REUSEPORT | (w->index == 0 ? SK_LISTEN_CHECK_FREE : 0), 1024,
+                           &port, why, sizeof(why));
+    if (fd < 0) {
+        snprintf(err, errsz, "http.bind: %s", why);
         return -1;
+    }
     app->port = port;
     if (sk_http_listen(w->http, fd) != 0) { /* closes fd on failure */
         snprintf(err, errsz, "listen: out of memory");
