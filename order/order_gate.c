@@ -116,7 +116,6 @@ static void flush(order_gate *g, int others, int confirms)
         g->confirms = 0;
         evtimer_del(g->confirm_ev);
     }
-    order_redis_flush(g->redis); /* now, not after one more poll (order_redis.h) */
 }
 
 /* The end of a turn in which something was queued: confirms only once a full call's

@@ -5,7 +5,7 @@
  * through the done callback of its operation. Everything queued in one loop turn is sent
  * at the end of that turn, as one script call per event and operation carrying up to
  * ORDER_GATE_BATCH_MAX items in arrival order, and the calls of one turn leave in one
- * write (order_redis_flush). The end of the turn is a zero-timeout timer armed by the
+ * write (rcl_async writes once per turn). The end of the turn is a zero-timeout timer armed by the
  * first item: it fires after the callbacks of the turn and of one more poll that does
  * not block, so the requests that arrived while the worker was busy with the turn join
  * the call, and nothing waits while the worker could sleep: no request waits for a turn

@@ -193,8 +193,6 @@ int order_redis_command(order_redis *r, int argc, const char **argv, const size_
     return call(r, argc, argv, lens, cb, arg);
 }
 
-void order_redis_flush(order_redis *r) { rcl_async_flush(r->ac); }
-
 void order_redis_free(order_redis *r)
 {
     if (!r)

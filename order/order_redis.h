@@ -93,10 +93,6 @@ int order_redis_script(order_redis *r, order_script_id id, int nkeys, int n, con
 int order_redis_command(order_redis *r, int argc, const char **argv, const size_t *lens,
                         order_redis_cb *cb, void *arg);
 
-/** @brief Writes the commands queued so far now rather than in the next loop turn
- *  (rcl_async_flush: from an event callback, not from inside a command callback). */
-void order_redis_flush(order_redis *r);
-
 /** @brief Commands that failed (error replies, disconnects, timeouts) since start. */
 unsigned long order_redis_errors(const order_redis *r);
 

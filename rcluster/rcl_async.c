@@ -64,7 +64,7 @@ struct rcl_async {
     int refreshing, refresh_node, refresh_next, refresh_fails;
     int64_t last_refresh_ms;
     struct event *watch_ev, *refresh_ev, *reconnect_ev;
-    struct event *write_ev; /* pending (a zero timer) while commands wait to be written */
+    struct event *write_ev; /* active while commands wait to be written (on_write_ev) */
     acmd *cmds; /* every live command */
 };
 
@@ -326,11 +326,25 @@ static void send_refresh(rcl_async *a)
 
 static void on_refresh_timer(evutil_socket_t fd, short what, void *arg) { send_refresh(arg); }
 
-static void on_write_timer(evutil_socket_t fd, short what, void *arg)
+/* The commands of one loop turn, written: hiredis only queues them, and its write event,
+ * added with the first, fires in the next dispatch and is removed after the write, one
+ * epoll_ctl each way for every turn with commands. write_ev is made active by the first
+ * command of a turn instead, so it runs after the callbacks already active (timers
+ * that expired in this turn's dispatch, such as order_gate's end of turn, among them)
+ * and writes what they queued: the commands of the turn leave in one write per node,
+ * in the turn itself, and hiredis's write event is added and removed within the turn,
+ * which libevent's epoll changelist folds into no system call. Not from inside a
+ * command callback: a failed write closes the connection and runs its callbacks. */
+static void on_write_ev(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rcl_async_flush(arg);
+    rcl_async *a = arg;
+    for (int i = 0; i < a->nnodes; i++) {
+        redisAsyncContext *hac = a->nodes[i].ac; /* a write error frees it (on_disconnect) */
+        if (hac && a->nodes[i].connected && sdslen(hac->c.obuf) > 0)
+            redisAsyncHandleWrite(hac);
+    }
 }
 
 static void request_refresh(rcl_async *a, int force)
@@ -412,10 +426,8 @@ static int send_to(acmd *c, int ni, int load)
         redisAsyncCommand(hac, NULL, NULL, "ASKING");
     if (redisAsyncFormattedCommand(hac, on_reply, c, c->resp, c->resplen) != REDIS_OK)
         return -1;
-    if (!evtimer_pending(a->write_ev, NULL)) {
-        static const struct timeval now = {0, 0};
-        evtimer_add(a->write_ev, &now);
-    }
+    if (!event_pending(a->write_ev, EV_TIMEOUT, NULL)) /* pending: active, not yet run */
+        event_active(a->write_ev, EV_TIMEOUT, 0);
     c->node = ni;
     if (a->nodes[ni].outstanding++ == 0 && a->nodes[ni].connected)
         a->nodes[ni].since_ms = rcl_now_ms();
@@ -541,7 +553,7 @@ rcl_async *rcl_async_connect(const char *url, struct event_base *base, struct ti
     a->watch_ev = event_new(base, -1, EV_PERSIST, on_watch, a);
     a->refresh_ev = evtimer_new(base, on_refresh_timer, a);
     a->reconnect_ev = evtimer_new(base, on_reconnect, a);
-    a->write_ev = evtimer_new(base, on_write_timer, a);
+    a->write_ev = event_new(base, -1, 0, on_write_ev, a);
     int ok = a->watch_ev && a->refresh_ev && a->reconnect_ev && a->write_ev;
     if (ok && !a->url.cluster) {
         const sk_redis_url *u = &a->url.plain;
@@ -607,22 +619,6 @@ int rcl_async_command_argv(rcl_async *a, rcl_async_cb *cb, void *privdata, int a
         retry_later(c, 1); /* accepted: the callback will run */
     }
     return 0;
-}
-
-/* hiredis only queues: its write event, added with the first queued command, fires in
- * the next dispatch and is removed after the write, one epoll_ctl each way per turn with
- * commands. Written from a timer instead (write_ev: a zero timeout, so after one more
- * poll that does not block, as hiredis's own write would be), the add and the delete
- * fall in one loop turn, which libevent's epoll changelist folds into no system call;
- * and every command queued in a turn still leaves in one write per connection. */
-void rcl_async_flush(rcl_async *a)
-{
-    evtimer_del(a->write_ev);
-    for (int i = 0; i < a->nnodes; i++) {
-        redisAsyncContext *hac = a->nodes[i].ac; /* a write error frees it (on_disconnect) */
-        if (hac && a->nodes[i].connected && sdslen(hac->c.obuf) > 0)
-            redisAsyncHandleWrite(hac);
-    }
 }
 
 int rcl_async_script_add(rcl_async *a, const char *body, char sha[41])

@@ -167,12 +167,6 @@ int rcl_async_ready(const rcl_async *ac);
 int rcl_async_command_argv(rcl_async *ac, rcl_async_cb *cb, void *privdata, int argc,
                            const char **argv, const size_t *lens);
 
-/** @brief Writes what the connections have queued now, instead of in the next loop turn
- *  (hiredis writes from its write event). Call from an event callback of the context's
- *  loop, never from inside one of its command callbacks: a failed write closes the
- *  connection, whose commands' callbacks then run (NULL) before this returns. */
-void rcl_async_flush(rcl_async *ac);
-
 /** @brief As rcl_script_add, for this async context. */
 int rcl_async_script_add(rcl_async *ac, const char *body, char sha[41]);
 
