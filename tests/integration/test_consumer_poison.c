@@ -188,8 +188,11 @@ static void run_refused(int refusals, int64_t event, int64_t order)
     char env_port[64];
     ctu_env_fill(&ce, conninfo, k.bootstrap);
     snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
+    /* The refusals must reach the DLQ's produce requests: the order-events publisher
+     * (issue 22) would take one for its "created" event when it sends first. */
     const char *env[] = {ce.pg, ce.brokers, env_port, "SECKILL_GROUP_ID=poison-refused",
-                         "SECKILL_RETRY_MAX_MS=500", "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", NULL};
+                         "SECKILL_RETRY_MAX_MS=500", "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000",
+                         "SECKILL_EVENTS_TOPIC=", NULL};
     pid_t pid = ctu_consumer_spawn(env);
     char sql[256];
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM seckill_order WHERE order_id = %" PRId64, order);
