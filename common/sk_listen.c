@@ -61,7 +61,8 @@ int sk_listen_tcp(const char *bind_addr, int port, int flags, int backlog, int *
     }
     if (bound_port) {
         socklen_t len = sizeof(sa);
-        *bound_port = getsockname(fd, (struct sockaddr *)&sa, &len) == 0 ? ntohs(sa.sin_port) : port;
+        int got = getsockname(fd, (struct sockaddr *)&sa, &len) == 0;
+        *bound_port = got ? ntohs(sa.sin_port) : port;
     }
     return fd;
 }

@@ -7,26 +7,13 @@
 
 #include <cmocka.h>
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "sk_listen.h"
-
-static int connect_to(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
+#include "sk_test_proc.h"
 
 static void test_bad_address(void **state)
 {
@@ -53,7 +40,7 @@ static void test_any_port(void **state)
     assert_true(fcntl(fd, F_GETFL) & O_NONBLOCK);
     assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
     assert_int_equal(accept(fd, NULL, NULL), -1); /* nobody yet: EAGAIN, not a block */
-    int c = connect_to(port);
+    int c = sk_test_connect_port(port);
     assert_true(c >= 0);
     int a = accept(fd, NULL, NULL); /* on loopback, queued by the time connect returns */
     assert_true(a >= 0);
