@@ -5,6 +5,5 @@ seckill_add_test(NAME test_sk_http_parse SOURCES unit/test_sk_http_parse.c LIBS 
 seckill_add_test(NAME test_sk_httpdate SOURCES unit/test_sk_httpdate.c LIBS seckill::common LABELS unit)
 seckill_add_test(NAME test_sk_listen SOURCES unit/test_sk_listen.c LIBS seckill::common LABELS unit)
 seckill_add_test(NAME test_sk_id SOURCES unit/test_sk_id.c LIBS seckill_id LABELS unit)
-seckill_add_test(NAME test_sk_order_msg SOURCES unit/test_sk_order_msg.c LIBS seckill::common LABELS unit)
 seckill_add_test(NAME test_sk_prom SOURCES unit/test_sk_prom.c LIBS seckill::common LABELS unit)
 seckill_add_test(NAME test_sk_kafka_conf SOURCES unit/test_sk_kafka_conf.c LIBS seckill_kafka_conf LABELS unit)

@@ -7,7 +7,8 @@ if(TARGET seckill_consumer_core)
 
   add_library(seckill_consumer_test_util STATIC integration/test_consumer_util.c)
   target_include_directories(seckill_consumer_test_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/integration)
-  target_link_libraries(seckill_consumer_test_util PUBLIC seckill_test_support seckill::common PkgConfig::RDKAFKA PkgConfig::LIBPQ)
+  target_link_libraries(seckill_consumer_test_util PUBLIC seckill_test_support seckill::domain seckill::common
+                      PkgConfig::RDKAFKA PkgConfig::LIBPQ)
 
   foreach(t cli drain stock group poison http nofile)
     seckill_add_test(NAME test_consumer_${t} SOURCES integration/test_consumer_${t}.c

@@ -4,10 +4,14 @@
 # ids), a private seckill-devkafka and a private seckill-order per test; the NOSCRIPT
 # test uses its own throwaway redis-server.
 if(TARGET seckill_order_core)
-  foreach(t route body reply limits limit recon_rule events evlist pay)
+  foreach(t route body reply limits limit events evlist)
     seckill_add_test(NAME test_order_${t} SOURCES unit/test_order_${t}.c
                      LIBS seckill_order_core LABELS unit TIMEOUT 60)
   endforeach()
+  # order_pay is the domain's (tests/domain.cmake); its test also checks the front's pay
+  # body, event settings and pay_by reply, hence order_core.
+  seckill_add_test(NAME test_order_pay SOURCES unit/test_order_pay.c
+                   LIBS seckill::domain seckill_order_core LABELS unit TIMEOUT 60)
   seckill_add_test(NAME test_order_gate SOURCES unit/test_order_gate.c
                    LIBS seckill_order_core seckill::lua LABELS unit TIMEOUT 60)
   foreach(t config token)
