@@ -20,8 +20,9 @@ typedef struct consumer_batch_msg {
     int64_t offset;
     consumer_msg_err err; /* OK, a parse error, or UNKNOWN_EVENT once the DB step ran */
     int dup;              /* 1: same order_id or (event, user) as an earlier message of the batch */
-    char outcome;         /* after consumer_db_write: 'c' created, 'r' rejected, 'd' already
-                           * in PostgreSQL (a replay: status unknown here), 0 not written */
+    char outcome;         /* after consumer_db_write, an order index letter (order_msg.h):
+                           * 'c' created, 'r' rejected, 'd' already in PostgreSQL (a
+                           * replay: status unknown here), 0 not written */
     int64_t pay_by_ms;    /* 'c': the row's pay_by (epoch ms), for the order index */
     consumer_order order; /* valid when err == CONSUMER_MSG_OK */
     /* Dead-letter progress (consumer_loop): 0 to send, 1 acknowledged, 2 given up.

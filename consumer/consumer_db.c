@@ -7,6 +7,8 @@
  * Why binary arrays: the server then copies fixed-size numbers instead of parsing
  * every element's text (array_in, int8in), and we skip printing them. */
 #include "consumer_db.h"
+#include "order_msg.h"    /* ORDER_INDEX_OUTCOME_REPLAY */
+#include "order_status.h" /* the outcome letters */
 
 #include <arpa/inet.h>
 #include <libpq-fe.h>
@@ -665,7 +667,7 @@ static long wr_choose_rejects(wr_state *w)
             continue;
         if (barr_add(w->db, 0, m->order.order_id) != 0)
             return wr_oom(w);
-        m->outcome = 'r';
+        m->outcome = ORDER_STATUS_LETTER_REJECTED;
         e->inserted--; /* one fewer beyond the stock */
         w->res->rejected++;
         if (wr_reject_count(w, e->id) != 0)
@@ -701,9 +703,9 @@ static void wr_count_duplicates(wr_state *w)
             m->outcome = !m->dup && (!w->safe || (w->fresh && bsearch(&m->order.order_id, w->fresh,
                                                                      w->nfresh, sizeof(*w->fresh),
                                                                      cmp_i64)))
-                             ? 'c'
-                             : 'd';
-        if (m->outcome == 'c') {
+                             ? ORDER_STATUS_LETTER_CREATED
+                             : ORDER_INDEX_OUTCOME_REPLAY;
+        if (m->outcome == ORDER_STATUS_LETTER_CREATED) {
             const ev_stock *e = ev_find(w->evs, w->nknown, m->order.event_id);
             m->pay_by_ms = e ? e->pay_by_ms : 0;
         }

@@ -1,5 +1,6 @@
 /* order_msg: key names and index entries. See order_msg.h. */
 #include "order_msg.h"
+#include "order_status.h"
 #include "sk_id.h"
 
 #include <inttypes.h>
@@ -98,6 +99,19 @@ size_t order_key_index(uint64_t order_id, char *out, size_t outsz)
     return sb_done(&b);
 }
 
+/* Only a created or paid order carries its pay_by in the index (order_index_entry). */
+static int has_pay_by(char letter)
+{
+    return letter == ORDER_STATUS_LETTER_CREATED || letter == ORDER_STATUS_LETTER_PAID;
+}
+
+/* The front's 'a' / 'p', the consumer's 'd' (a replay), or a status's letter. */
+static int known_letter(char c)
+{
+    return c == 'a' || c == 'p' || c == ORDER_INDEX_OUTCOME_REPLAY ||
+           order_status_of_letter(c) != ORDER_STATUS_UNKNOWN;
+}
+
 size_t order_index_encode(const order_index_entry *e, char *out, size_t outsz)
 {
     strbuf b = {out, outsz, 0};
@@ -106,7 +120,7 @@ size_t order_index_encode(const order_index_entry *e, char *out, size_t outsz)
     sb_u64(&b, e->user_id);
     const char tail[2] = {':', e->outcome ? e->outcome : e->acked ? 'a' : 'p'};
     sb_put(&b, tail, 2);
-    if ((e->outcome == 'c' || e->outcome == 'P') && e->pay_by_ms > 0) {
+    if (has_pay_by(e->outcome) && e->pay_by_ms > 0) {
         SB_LIT(&b, ":");
         sb_u64(&b, (uint64_t)e->pay_by_ms);
     }
@@ -118,14 +132,14 @@ int order_index_decode(const char *s, size_t len, order_index_entry *e)
     const char *c1 = memchr(s, ':', len);
     const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - s)) : NULL;
     e->pay_by_ms = 0;
-    if (c2 && s + len - c2 > 3 && c2[2] == ':' && (c2[1] == 'c' || c2[1] == 'P')) {
+    if (c2 && s + len - c2 > 3 && c2[2] == ':' && has_pay_by(c2[1])) {
         uint64_t v; /* "<letter>:<pay_by_ms>" */
         if (sk_id_parse(c2 + 3, (size_t)(s + len - (c2 + 3)), &v) != 0)
             return -1;
         e->pay_by_ms = (int64_t)v;
         len = (size_t)(c2 + 2 - s);
     }
-    if (!c2 || s + len - c2 != 2 || !strchr("apcrdPXE", c2[1]) || c2[1] == '\0' ||
+    if (!c2 || s + len - c2 != 2 || !known_letter(c2[1]) ||
         sk_id_parse(s, (size_t)(c1 - s), &e->event_id) != 0 ||
         sk_id_parse(c1 + 1, (size_t)(c2 - c1 - 1), &e->user_id) != 0)
         return -1;
@@ -134,27 +148,15 @@ int order_index_decode(const char *s, size_t len, order_index_entry *e)
     return 0;
 }
 
-/* One table for both directions: letter <-> API status. */
-static const struct {
-    char letter;
-    const char *status;
-} status_letters[] = {{'c', "created"}, {'r', "rejected"}, {'P', "paid"},
-                      {'X', "cancelled"}, {'E', "expired"}};
-
+/* The letters and names are order_status.h's (one table for both). */
 const char *order_index_status_name(char outcome)
 {
-    for (size_t i = 0; i < sizeof(status_letters) / sizeof(status_letters[0]); i++)
-        if (status_letters[i].letter == outcome)
-            return status_letters[i].status;
-    return NULL;
+    return order_status_name(order_status_of_letter(outcome));
 }
 
 char order_index_status_letter(const char *status)
 {
-    for (size_t i = 0; i < sizeof(status_letters) / sizeof(status_letters[0]); i++)
-        if (strcmp(status_letters[i].status, status) == 0)
-            return status_letters[i].letter;
-    return 0;
+    return order_status_letter(order_status_parse(status));
 }
 
 size_t order_key_ratelimit(uint64_t user_id, char *out, size_t outsz)

@@ -1,6 +1,7 @@
 /* order_msg: the Redis key names of an event (DESIGN.md, Redis data) and the order index
- * entries. Pure functions. The seckill.orders message itself is common/sk_order_msg.h;
- * decimal ids are written with sk_id_format (sk_id.h). */
+ * entries. Pure functions. The seckill.orders message itself is sk_order_msg.h, the
+ * statuses behind the index's letters order_status.h; decimal ids are written with
+ * sk_id_format (sk_id.h). */
 #ifndef ORDER_MSG_H
 #define ORDER_MSG_H
 
@@ -83,11 +84,15 @@ typedef struct order_index_entry {
                           PostgreSQL stores it, so that GET answers it from the index */
 } order_index_entry;
 
+/* The consumer's outcome for an order already in PostgreSQL, its status not learnt (a
+ * replay); the other letters are the statuses' (order_status.h). */
+#define ORDER_INDEX_OUTCOME_REPLAY 'd'
+
 #define ORDER_INDEX_OUTCOME_SUFFIX ":o"
 #define ORDER_INDEX_STATUS_SUFFIX ":s"
 
 /** @brief The API status of an outcome letter ("created", "rejected", "paid",
- *  "cancelled", "expired"), or NULL for 'd', 0 or anything else. */
+ *  "cancelled", "expired"; order_status_name), or NULL for 'd', 0 or anything else. */
 const char *order_index_status_name(char outcome);
 
 /** @brief The outcome letter of an API status ('c', 'r', 'P', 'X', 'E'), or 0. */

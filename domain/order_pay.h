@@ -1,8 +1,9 @@
 /* order_pay: what a pay or a cancel does to an order (issue 22), pure functions.
  *
  * The state machine after the 202: created -> paid | cancelled | expired; rejected,
- * cancelled and expired are closed, paid is final. Given the order as PostgreSQL holds it
- * (read FOR UPDATE, order_pay_pg.h), the caller and the request, order_pay_decide says
+ * cancelled and expired are closed, paid is final (order_status.h holds that rule; this
+ * file applies it to one request). Given the order as PostgreSQL holds it
+ * (read FOR UPDATE, order/order_pay_pg.h), the caller and the request, order_pay_decide says
  * which transition to make, if any, and how to answer. A created order whose pay_by has
  * passed is expired on the spot by whoever touches it first (a late payment is refused
  * with 409 closed: the unit may already be sold again; the payment side refunds). */

@@ -1,5 +1,5 @@
 /* order_recon_rule: the reconciler's rule for "this order can no longer reach
- * PostgreSQL" (see order_reconcile.h for the argument), as pure functions: no I/O,
+ * PostgreSQL" (see order/order_reconcile.h for the argument), as pure functions: no I/O,
  * unit-tested, so that the one decision that gives stock back can be checked alone. */
 #ifndef ORDER_RECON_RULE_H
 #define ORDER_RECON_RULE_H

@@ -5,7 +5,7 @@
 if(TARGET seckill_domain)
   seckill_add_test(NAME test_sk_order_msg SOURCES unit/test_sk_order_msg.c
                    LIBS seckill::domain LABELS unit)
-  foreach(t recon_rule)
+  foreach(t recon_rule status)
     seckill_add_test(NAME test_order_${t} SOURCES unit/test_order_${t}.c
                      LIBS seckill::domain LABELS unit TIMEOUT 60)
   endforeach()
