@@ -37,11 +37,6 @@ static json_t *load_body(const char *body, size_t len, char *err, size_t errsz)
     return root;
 }
 
-int order_event_limits_any(const order_event_limits *l)
-{
-    return l->ip_rate > 0 || l->user_rate > 0 || l->event_rate > 0;
-}
-
 /* "limits": an object of optional positive integers, no other key (a misspelt level would
  * otherwise be silently the default). @returns 0, or -1 with err. */
 static int parse_limits(json_t *v, order_event_limits *out, char *err, size_t errsz)
