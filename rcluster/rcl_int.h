@@ -1,7 +1,8 @@
 /* rcl_int.h: rcluster's insides shared by the sync (rcl_sync.c) and async (rcl_async.c)
- * halves: the parsed URL, the slot map, reply classification, the script registry and
- * SHA-1. Pure code (rcl_map.c, rcl_slot.c, rcl_sha1.c) apart from rcl_node_connect.
- * Not installed. */
+ * halves: the parsed URL, the slot map, reply classification and the script registry
+ * (SHA-1 is public: rcl_sha1_hex in rcluster.h). Pure code (rcl_map.c, rcl_slot.c)
+ * apart from rcl_node_connect. Not installed; nothing outside rcluster/ includes it but
+ * its white-box unit test. */
 #ifndef RCL_INT_H
 #define RCL_INT_H
 
@@ -82,9 +83,6 @@ int rcl_scripts_add(rcl_scripts *s, const char *body, char sha[41]);
 const char *rcl_scripts_body_for(const rcl_scripts *s, int argc, const char **argv,
                                  const size_t *lens);
 void rcl_scripts_free(rcl_scripts *s);
-
-/* SHA-1 of data as 40 lowercase hex chars + NUL (pure: names scripts as Redis does). */
-void rcl_sha1_hex(const void *data, size_t len, char out[41]);
 
 /* The command in RESP ("*<argc>\r\n" then "$<len>\r\n<arg>\r\n" per argument), as
  * redisFormatCommandArgv makes it, in one malloc'd buffer of *len bytes: hiredis builds

@@ -1,7 +1,7 @@
 /* rcl_sha1: SHA-1, only to name our scripts as Redis does (EVALSHA takes the SHA-1 of
  * the script text), so the digests are known without a SCRIPT LOAD round trip and
  * rcluster needs no crypto library. Not for anything secret. */
-#include "rcl_int.h"
+#include "rcluster.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -51,6 +51,11 @@ int rcl_url_is_cluster(const char *url);
  *  message in err (never the password). */
 int rcl_url_check(const char *url, char *err, size_t errsz);
 
+/** @brief The SHA-1 of len bytes of data as 40 lowercase hex digits and a NUL: the name
+ *  Redis gives a script (EVALSHA), known without a SCRIPT LOAD round trip. The one SHA-1
+ *  of the tree (librlock names its scripts with it); not for anything secret. */
+void rcl_sha1_hex(const void *data, size_t len, char out[41]);
+
 /** @brief The cluster slot of a key: CRC16 (XMODEM) mod 16384 of the key, or of the part
  *  between the first '{' and the next '}' when that part is not empty (Redis's rules). */
 int rcl_keyslot(const char *key, size_t len);
