@@ -1,6 +1,6 @@
 /* consumer_msg: one seckill.orders message as the consumer takes it (pure, no I/O).
  *
- * The message, its rules and its decoder are common/sk_order_msg.h (the one home, shared
+ * The message, its rules and its decoder are domain/sk_order_msg.h (the one home, shared
  * with seckill-order's encoder). Here: the consumer's view, ids as the int64 PostgreSQL
  * binds, and its dead-letter codes, which are the decoder's plus the database step's
  * UNKNOWN_EVENT. Anything refused is poison: dead-lettered with its short code, never

@@ -1,4 +1,4 @@
-/* fuzz_consumer_msg: the seckill.orders message (common/sk_order_msg, the one decoder)
+/* fuzz_consumer_msg: the seckill.orders message (domain/sk_order_msg, the one decoder)
  * as seckill-consumer takes it (consumer_msg_parse), and the id rule (sk_id_parse). The
  * input is the Kafka message value.
  *
