@@ -12,7 +12,9 @@
 # - the version from project(): VERSION/SOVERSION, <prefix>_version.h (generated from
 #   cmake/seckill_version.h.in, installed with the headers) and the .pc file;
 # - install rules (component <target>) and a relocatable pkg-config file: a static build
-#   also requires seckill-rcluster (rcluster/), which pkg-config then links after it.
+#   also requires seckill-rcluster (rcluster/), which pkg-config then links after it;
+#   the installed target joins the export set seckillTargets (the CMake package, top
+#   CMakeLists.txt), as seckill::<target>.
 include_guard(GLOBAL)
 
 function(seckill_library tgt)
@@ -54,7 +56,7 @@ function(seckill_library tgt)
   file(RELATIVE_PATH PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
   configure_file(${CMAKE_SOURCE_DIR}/cmake/seckill_library.pc.in
     ${CMAKE_CURRENT_BINARY_DIR}/${L_NAME}.pc @ONLY)
-  install(TARGETS ${tgt} COMPONENT ${tgt}
+  install(TARGETS ${tgt} EXPORT seckillTargets COMPONENT ${tgt}
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
     PUBLIC_HEADER DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -5,7 +5,8 @@
 # - libs_shared / libs_static (also `integration`: they run against the test Redis): the
 #   libraries configured in a temporary tree as a user builds them, the shared ones
 #   exporting only their IDGEN_EXPORT / RLOCK_EXPORT API, installed, and a program built
-#   with pkg-config alone run against them (tests/libs/install.sh).
+#   against them twice, with pkg-config alone and with find_package(seckill) alone
+#   (tests/libs/cmake_user), each run (tests/libs/install.sh).
 
 # The static libraries in the link closure of `tgt`, as $<TARGET_FILE:...> generator
 # expressions in `out`: direct LINK_LIBRARIES, then INTERFACE_LINK_LIBRARIES (where a

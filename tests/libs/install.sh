@@ -6,12 +6,16 @@
 # 2. shared: `nm -D --defined-only` on libidgen.so and librlock.so shows exactly the
 #    functions their headers declare with IDGEN_EXPORT / RLOCK_EXPORT (and the linker's
 #    _init/_fini/_edata/_end/__bss_start), nothing of rcluster, sk_redis_url or internals;
-# 3. `cmake --install` of components idgen, rlock (and rcluster when static) into
+# 3. `cmake --install` of components idgen, rlock, cmake (and rcluster when static) into
 #    WORK_DIR/prefix; pkg-config reports project()'s version;
-# 4. tests/libs/libs_user.c built with `pkg-config --cflags --libs libidgen librlock`
-#    only (linked to the .so of the prefix, or to no libidgen/librlock .so at all when
-#    static), run against $SECKILL_REDIS_URL: IDs, a lock with fencing tokens, and the
-#    version macros equal project()'s version.
+# 4. tests/libs/libs_user.c built two ways, as a user builds it:
+#    - with `pkg-config --cflags --libs libidgen librlock` only;
+#    - by tests/libs/cmake_user (find_package(seckill), seckill::idgen and seckill::rlock)
+#      with only CMAKE_PREFIX_PATH to the prefix (no PKG_CONFIG_PATH to it: the package
+#      finds its own dependencies); that project asking for the next major version fails;
+#    each binary linked to the .so of the prefix (or to no libidgen/librlock .so at all
+#    when static), run against $SECKILL_REDIS_URL: IDs, a lock with fencing tokens, and
+#    the version macros equal project()'s version.
 set -eu
 mode=$1 src=$2 work=$3 cc=$4 nm=$5
 case $mode in
@@ -54,7 +58,7 @@ if [ $mode = shared ]; then
     check_exports "$work/build/lib/librlock.so" "$src/lock/rlock.h" RLOCK_EXPORT
 fi
 
-components="idgen rlock"
+components="idgen rlock cmake"
 [ $mode = static ] && components="$components rcluster"
 for c in $components; do
     cmake --install "$work/build" --prefix "$work/prefix" --component $c >/dev/null
@@ -66,24 +70,49 @@ for pc in libidgen librlock; do
     v=$(pkg-config --modversion $pc) || fail "pkg-config $pc"
     [ "$v" = "$version" ] || fail "$pc.pc says $v, project() says $version"
 done
-libdir=$(pkg-config --variable=libdir libidgen)
+# Without the .pc file's "pkgconfig/../..": ldd prints the path a binary's rpath names,
+# and the two builds below must name the same one.
+libdir=$(cd "$(pkg-config --variable=libdir libidgen)" && pwd)
 # shellcheck disable=SC2046 # word splitting of pkg-config's flags is intended
 "$cc" -std=c11 -Wall -Wextra -Werror -o "$work/libs_user" "$src/tests/libs/libs_user.c" \
     $(pkg-config --cflags --libs libidgen librlock) -Wl,-rpath,"$libdir" ||
     fail "build libs_user with pkg-config ($(pkg-config --cflags --libs libidgen librlock))"
 
-deps=$(ldd "$work/libs_user")
-if [ $mode = shared ]; then
-    for l in libidgen librlock; do
-        printf '%s\n' "$deps" | grep -q "$l\.so.* => $libdir/$l\.so" ||
-            fail "libs_user does not load $libdir/$l.so: $deps"
-    done
-else
-    if printf '%s\n' "$deps" | grep -Eq 'lib(idgen|rlock)\.so'; then
-        fail "static libs_user loads a shared library: $deps"
+# Run BINARY (built by HOW): the libraries of the prefix, then IDs and locks on Redis.
+run_user() { # BINARY HOW
+    deps=$(ldd "$1")
+    if [ $mode = shared ]; then
+        for l in libidgen librlock; do
+            printf '%s\n' "$deps" | grep -q "$l\.so.* => $libdir/$l\.so" ||
+                fail "$2: $1 does not load $libdir/$l.so: $deps"
+        done
+    elif printf '%s\n' "$deps" | grep -Eq 'lib(idgen|rlock)\.so'; then
+        fail "$2: static $1 loads a shared library: $deps"
     fi
-fi
+    out=$("$1" "$SECKILL_REDIS_URL" "libs-$mode-$2-$$") || fail "$2: libs_user"
+    [ "$out" = "$version $version" ] || fail "$2: version macros: '$out', project(): $version"
+}
+run_user "$work/libs_user" pkg-config
 
-out=$("$work/libs_user" "$SECKILL_REDIS_URL" "libs-$mode-$$") || fail "libs_user"
-[ "$out" = "$version $version" ] || fail "version macros: '$out', project(): $version"
-echo "$mode: installed libidgen and librlock $version built and ran from $work/prefix"
+# The same program through find_package(seckill). The pkg-config path to the prefix is
+# dropped: only CMAKE_PREFIX_PATH leads to it.
+cmake_user() { # BUILD_DIR WANT
+    env -u PKG_CONFIG_PATH cmake -S "$src/tests/libs/cmake_user" -B "$1" \
+        -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_C_COMPILER="$cc" -DSECKILL_WANT="$2"
+}
+cmake_user "$work/cmake_user" "$version" >"$work/cmake_user.log" 2>&1 ||
+    { cat "$work/cmake_user.log"; fail "configure tests/libs/cmake_user (find_package)"; }
+cmake --build "$work/cmake_user" >>"$work/cmake_user.log" 2>&1 ||
+    { cat "$work/cmake_user.log"; fail "build tests/libs/cmake_user (find_package)"; }
+grep -q "^seckill_DIR:PATH=$work/prefix/" "$work/cmake_user/CMakeCache.txt" ||
+    fail "find_package(seckill) found $(grep '^seckill_DIR' "$work/cmake_user/CMakeCache.txt")"
+run_user "$work/cmake_user/libs_user" find_package
+
+next=$((${version%%.*} + 1)).0
+if cmake_user "$work/cmake_user_next" "$next" >"$work/cmake_user_next.log" 2>&1; then
+    fail "find_package(seckill $next) accepted version $version"
+fi
+grep -q "compatible with requested version" "$work/cmake_user_next.log" ||
+    { cat "$work/cmake_user_next.log"; fail "find_package(seckill $next): not a version refusal"; }
+
+echo "$mode: installed libidgen and librlock $version built (pkg-config, find_package) and ran from $work/prefix"

@@ -1,6 +1,7 @@
 /* A program outside the tree, as a user of the installed libraries writes it: built by
- * tests/libs/install.sh with nothing but `pkg-config --cflags --libs libidgen librlock`
- * against a `cmake --install` prefix, then run against the test Redis.
+ * tests/libs/install.sh against a `cmake --install` prefix twice, with nothing but
+ * `pkg-config --cflags --libs libidgen librlock`, and by tests/libs/cmake_user with
+ * find_package(seckill); each binary is then run against the test Redis.
  * Usage: libs_user REDIS_URL NAME. Prints "<IDGEN_VERSION> <RLOCK_VERSION>" on success;
  * exit 1 with a message on any failure. */
 #include <stdio.h>
