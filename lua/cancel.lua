@@ -4,7 +4,7 @@
 -- pairs of one event (the front batches the cancels of one loop turn, the reconciler sends one).
 -- Per pair: 1 cancelled, 0 nothing to cancel (already cancelled or confirmed), -1 the
 -- pending entry belongs to another user (nothing changed). One pair answers its code as
--- an integer (DESIGN.md's form); several answer an array of codes, in order. An ARGV that
+-- an integer (the first contract's form); several answer an array of codes, in order. An ARGV that
 -- is not pairs is an error reply, and nothing is touched.
 -- A claim of a segmented event (pending "user:ts:c", reserve.lua) took no unit in this
 -- segment: it is removed with its buyer (code 1 too) and gives no stock back here; a

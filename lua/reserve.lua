@@ -1,5 +1,5 @@
 -- reserve.lua: the flash-sale gate. The orders of one event that reached a worker in one
--- loop turn, decided in arrival order in one atomic step (DESIGN.md, Lua scripts).
+-- loop turn, decided in arrival order in one atomic step (docs/design.md, Lua scripts).
 -- KEYS[1] seckill:{e<ID>}:stock  KEYS[2] ...:buyers  KEYS[3] ...:meta  KEYS[4] ...:pending
 -- ARGV[1] now_ms, then one or more pairs: ARGV[2k] user_id, ARGV[2k+1] order_id
 -- Returns an array with one code per pair, in order: 0 ok, 1 sold out, 2 duplicate,
