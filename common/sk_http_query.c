@@ -19,8 +19,8 @@ const char *sk_http_query_of(const char *target, size_t *len)
     return q;
 }
 
-sk_http_query_rc sk_http_query_get(const char *q, size_t qlen, const char *name,
-                                   const char **val, size_t *vlen)
+sk_http_query_rc sk_http_query_get(const char *q, size_t qlen, const char *name, const char **val,
+                                   size_t *vlen)
 {
     size_t nlen = strlen(name);
     sk_http_query_rc rc = SK_HTTP_QUERY_ABSENT;

@@ -31,8 +31,8 @@ const char *sk_http_query_of(const char *target, size_t *len);
  *  parameters of the same name the first counts.
  *  @returns SK_HTTP_QUERY_FOUND with *val (inside q) and *vlen the raw, still encoded
  *  value (possibly empty), SK_HTTP_QUERY_ABSENT, or SK_HTTP_QUERY_INVALID. */
-sk_http_query_rc sk_http_query_get(const char *q, size_t qlen, const char *name,
-                                   const char **val, size_t *vlen);
+sk_http_query_rc sk_http_query_get(const char *q, size_t qlen, const char *name, const char **val,
+                                   size_t *vlen);
 
 /** @brief Decodes a query value: '+' is a space and %XX the byte XX; a '%' not followed
  *  by two hex digits stays as it is (as libevent's evhttp did). dst gets the bytes and a

@@ -151,9 +151,8 @@ static void test_int(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_query_of), cmocka_unit_test(test_get),
-        cmocka_unit_test(test_invalid),  cmocka_unit_test(test_decode),
-        cmocka_unit_test(test_int),
+        cmocka_unit_test(test_query_of), cmocka_unit_test(test_get), cmocka_unit_test(test_invalid),
+        cmocka_unit_test(test_decode),   cmocka_unit_test(test_int),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
