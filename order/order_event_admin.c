@@ -26,23 +26,11 @@ typedef struct pause_req {
     uint64_t event_id;
 } pause_req;
 
-static void pause_error(pause_req *r, order_err e, const char *msg, uint64_t order_id)
-{
-    order_req_reply_error(&r->h, e, msg, order_id);
-    free(r);
-}
-
-static void pause_json(pause_req *r, int status, const char *body, size_t len)
-{
-    order_req_reply_json(&r->h, status, body, len);
-    free(r);
-}
-
 static void on_pause_set(redisReply *reply, void *arg)
 {
     pause_req *r = arg;
     if (!reply || reply->type != REDIS_REPLY_INTEGER) {
-        pause_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     /* Here at once; the other fronts within events.pause_refresh_ms (order_pauser.h). */
@@ -51,7 +39,8 @@ static void on_pause_set(redisReply *reply, void *arg)
     sk_log(SK_LOG_INFO, paused ? "event_paused" : "event_resumed", "event_id=%" PRIu64,
            r->event_id);
     char body[96];
-    pause_json(r, 200, body, order_reply_paused(body, sizeof(body), r->event_id, paused));
+    order_req_json_free(&r->h, 200, body,
+                        order_reply_paused(body, sizeof(body), r->event_id, paused));
 }
 
 static int pause_send(pause_req *r)
@@ -70,38 +59,28 @@ static void on_pause_exists(redisReply *reply, void *arg)
 {
     pause_req *r = arg;
     if (!reply || reply->type != REDIS_REPLY_INTEGER) {
-        pause_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     if (reply->integer != 1) {
-        pause_error(r, ORDER_ERR_NOT_FOUND, "no such event", 0);
+        order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such event", 0);
         return;
     }
     if (pause_send(r) != 0)
-        pause_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
 void order_event_pause_handle(order_worker *w, sk_http_req *req, const order_route *rt,
                               int64_t start_us)
 {
     sk_jwt_claims claims;
-    if (order_http_authenticate(w, req, &claims) != 0) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+    if (order_http_authorize(w, req, rt->id, start_us, "pausing a sale", &claims) != 0 ||
+        !order_http_redis_ready(w, req, rt->id, start_us))
         return;
-    }
-    if (!claims.is_admin) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_FORBIDDEN,
-                               "pausing a sale needs the admin role", 0);
+    pause_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    if (!r)
         return;
-    }
-    if (!order_http_redis_ready(w, req, rt->id, start_us))
-        return;
-    pause_req *r = malloc(sizeof(*r));
-    if (!r) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
-        return;
-    }
-    *r = (pause_req){{.w = w, .req = req, .route = rt->id, .start_us = start_us}, rt->arg};
+    r->event_id = rt->arg;
     int rc;
     if (rt->id == ORDER_ROUTE_EVENT_PAUSE) {
         char key[ORDER_KEY_MAX];
@@ -112,7 +91,7 @@ void order_event_pause_handle(order_worker *w, sk_http_req *req, const order_rou
         rc = pause_send(r);
     }
     if (rc != 0)
-        pause_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
 /* ---- creating an event ----------------------------------------------------------- */
@@ -125,31 +104,19 @@ typedef struct create_req {
     order_pg_job job; /* in: the spec parsed from the body */
 } create_req;
 
-static void create_error(create_req *r, order_err e, const char *msg, uint64_t order_id)
-{
-    order_req_reply_error(&r->h, e, msg, order_id);
-    free(r);
-}
-
-static void create_json(create_req *r, int status, const char *body, size_t len)
-{
-    order_req_reply_json(&r->h, status, body, len);
-    free(r);
-}
-
 static void after_pg_create(order_task *t)
 {
     create_req *r = ORDER_CONTAINER_OF(t, create_req, h.task);
     if (r->job.status != ORDER_PG_OK) {
         sk_log(SK_LOG_WARN, "pg_failed", "op=create_event err=\"%s\"", r->job.err);
-        create_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
     if (r->load_rc < 0) {
         sk_log(SK_LOG_WARN, "event_load_failed", "event_id=%" PRIu64 " err=\"%s\"", r->event_id,
                r->job.err);
-        create_error(r, ORDER_ERR_UNAVAILABLE, "the event was saved but its stock is not loaded",
-                     0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE,
+                             "the event was saved but its stock is not loaded", 0);
         return;
     }
     order_segs_set(r->h.w->app->segs, r->event_id,
@@ -160,7 +127,7 @@ static void after_pg_create(order_task *t)
                      r->job.spec.ends_at_ms, &r->job.spec.limits);
     char body[64];
     size_t n = order_reply_event_created(body, sizeof(body), r->event_id);
-    create_json(r, 201, body, n);
+    order_req_json_free(&r->h, 201, body, n);
 }
 
 /* On the pool thread, right after the INSERT: load the gate under the event's lock
@@ -179,44 +146,31 @@ void order_event_create_handle(order_worker *w, sk_http_req *req, const order_ro
 {
     order_app *app = w->app;
     sk_jwt_claims claims;
-    if (order_http_authenticate(w, req, &claims) != 0) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
-        return;
-    }
-    if (!claims.is_admin) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_FORBIDDEN,
-                               "creating events needs the admin role", 0);
-        return;
-    }
+    const char *body;
     size_t blen;
-    const char *body = sk_http_body(req, &blen);
-    if (blen > ORDER_BODY_MAX) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_TOO_LARGE, NULL, 0);
+    if (order_http_authorize(w, req, rt->id, start_us, "creating events", &claims) != 0 ||
+        order_http_body(w, req, rt->id, start_us, &body, &blen) != 0)
         return;
-    }
-    create_req *r = calloc(1, sizeof(*r));
-    if (!r) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+    create_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    if (!r)
         return;
-    }
-    r->h = (order_req_head){.w = w, .req = req, .route = rt->id, .start_us = start_us};
     char msg[160];
     if (order_body_parse_event(body, blen, &r->job.spec, msg, sizeof(msg)) != 0) {
-        create_error(r, ORDER_ERR_BAD_REQUEST, msg, 0);
+        order_req_error_free(&r->h, ORDER_ERR_BAD_REQUEST, msg, 0);
         return;
     }
     if (!app->pg) {
-        create_error(r, ORDER_ERR_UNAVAILABLE, "no database configured", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "no database configured", 0);
         return;
     }
     int rc = idgen_next(app->ids_event, &r->event_id);
     if (rc != IDGEN_OK) {
         sk_log(SK_LOG_WARN, "idgen_failed", "err=\"%s\"", idgen_strerror(rc));
-        create_error(r, ORDER_ERR_UNAVAILABLE, "no event id available", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "no event id available", 0);
         return;
     }
     r->job.kind = ORDER_PG_CREATE_EVENT;
     r->job.id = r->event_id;
     if (order_req_submit_pg(&r->h, &r->job, after_pg_create, on_pg_create_done) != 0)
-        create_error(r, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
 }

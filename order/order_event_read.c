@@ -22,7 +22,8 @@
 #include <string.h>
 
 /* What the two routes' requests share: waiting on the cache, loading from PostgreSQL.
- * It is the first member of both, so free(r) frees the whole request. */
+ * It is the first member of both (and h its own), so free(r) or order_req_*_free(&r->h)
+ * frees the whole request. */
 typedef struct evread_req {
     order_req_head h;
     order_events_waiter wait;           /* queued on an entry or on the list */
@@ -51,18 +52,12 @@ typedef struct event_list_req {
 #define GET_OF(r)            ORDER_CONTAINER_OF(r, event_get_req, e)
 #define LIST_OF(r)           ORDER_CONTAINER_OF(r, event_list_req, e)
 
-static void evread_error(evread_req *r, order_err e, const char *msg)
-{
-    order_req_reply_error(&r->h, e, msg, 0);
-    free(r);
-}
-
 /* A waiter handed back: 503 if the load it waited on failed, else its step again. */
 static void event_waiter_resume(order_task *t)
 {
     evread_req *r = EVREAD_OF_TASK(t);
     if (r->wait.failed) {
-        evread_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable");
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
     r->step(r);
@@ -151,13 +146,13 @@ static void after_pg_event(order_task *t)
     order_app *app = r->h.w->app;
     if (r->job.status == ORDER_PG_NOT_FOUND) {
         event_wake(order_events_absent(app->events, g->event_id, order_time_now_ms()));
-        evread_error(r, ORDER_ERR_NOT_FOUND, "no such event");
+        order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such event", 0);
         return;
     }
     if (r->job.status != ORDER_PG_OK) {
         sk_log(SK_LOG_WARN, "pg_failed", "op=get_event err=\"%s\"", r->job.err);
         event_wake(order_events_failed(app->events, g->event_id));
-        evread_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable");
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
     order_segs_set(app->segs, g->event_id,
@@ -182,18 +177,19 @@ static void event_get_step(evread_req *r)
     case ORDER_EVENTS_WAIT:
         return;
     case ORDER_EVENTS_ABSENT:
-        evread_error(r, ORDER_ERR_NOT_FOUND, "no such event");
+        order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such event", 0);
         return;
     case ORDER_EVENTS_BUSY:
         sk_http_add_header(r->h.req, "Retry-After", "1");
-        evread_error(r, ORDER_ERR_UNAVAILABLE, "too many lookups of events not in memory");
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE,
+                             "too many lookups of events not in memory", 0);
         return;
     case ORDER_EVENTS_LOAD:
         r->job.kind = ORDER_PG_GET_EVENT;
         r->job.id = g->event_id;
         if (order_req_submit_pg(&r->h, &r->job, after_pg_event, NULL) != 0) {
             event_wake(order_events_failed(app->events, g->event_id));
-            evread_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable");
+            order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         }
         return;
     case ORDER_EVENTS_REFRESH: {
@@ -220,10 +216,8 @@ void order_event_get_handle(order_worker *w, sk_http_req *req, const order_route
                             int64_t start_us)
 {
     sk_jwt_claims claims;
-    if (order_http_authenticate(w, req, &claims) != 0) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+    if (order_http_authorize(w, req, rt->id, start_us, NULL, &claims) != 0)
         return;
-    }
     /* The fast path: a fresh entry is answered without a request object. */
     int64_t now_ms = order_time_now_ms();
     order_event_view v;
@@ -231,12 +225,9 @@ void order_event_get_handle(order_worker *w, sk_http_req *req, const order_route
         cached_send(w, req, rt->id, start_us, v.body, v.body_len, v.etag, now_ms);
         return;
     }
-    event_get_req *g = calloc(1, sizeof(*g));
-    if (!g) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+    event_get_req *g = order_req_alloc(sizeof(*g), w, req, rt->id, start_us);
+    if (!g)
         return;
-    }
-    g->e.h = (order_req_head){.w = w, .req = req, .route = rt->id, .start_us = start_us};
     g->e.step = event_get_step;
     g->event_id = rt->arg;
     event_get_step(&g->e);
@@ -268,7 +259,7 @@ static void after_pg_list(order_task *t)
         return;
     }
     if (r->job.status != ORDER_PG_OK) {
-        evread_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable");
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
     event_list_step(r);
@@ -308,11 +299,11 @@ static void event_list_step(evread_req *r)
     case ORDER_EVENTS_LOAD:
         if (!app->pg || event_list_submit(r) != 0) {
             event_wake(order_evlist_failed(app->evlist, now_ms));
-            evread_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable");
+            order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         }
         return;
     default:
-        evread_error(r, ORDER_ERR_UNAVAILABLE, "out of memory");
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
     }
 }
 
@@ -320,10 +311,8 @@ void order_event_list_handle(order_worker *w, sk_http_req *req, const order_rout
                              int64_t start_us)
 {
     sk_jwt_claims claims;
-    if (order_http_authenticate(w, req, &claims) != 0) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+    if (order_http_authorize(w, req, rt->id, start_us, NULL, &claims) != 0)
         return;
-    }
     size_t qlen;
     const char *q = sk_http_query_of(sk_http_uri(req), &qlen);
     long long offset, limit;
@@ -333,12 +322,9 @@ void order_event_list_handle(order_worker *w, sk_http_req *req, const order_rout
                                "offset is 0 to 1000000 and limit 1 to 100", 0);
         return;
     }
-    event_list_req *l = calloc(1, sizeof(*l));
-    if (!l) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+    event_list_req *l = order_req_alloc(sizeof(*l), w, req, rt->id, start_us);
+    if (!l)
         return;
-    }
-    l->e.h = (order_req_head){.w = w, .req = req, .route = rt->id, .start_us = start_us};
     l->e.step = event_list_step;
     l->offset = (size_t)offset;
     l->limit = (size_t)limit;

@@ -3,8 +3,10 @@
  *
  * A route that waits on something (Redis, Kafka, PostgreSQL) keeps its own request
  * struct, which begins with an order_req_head: the continuation, the worker, the
- * sk_http request and the route and start time its answer is counted under. Each route
- * allocates and frees its own struct; the head's functions answer and never free.
+ * sk_http request and the route and start time its answer is counted under. A route
+ * allocates its struct with order_req_alloc (the placement request has its own pool,
+ * order_place_int.h); order_req_reply_* answer and leave the struct to its route,
+ * order_req_*_free answer and free it.
  *
  * Every answer goes through order_http_reply_send, which counts it in the metrics; the
  * request stays "in flight" (the gauge, and the bound SIGTERM waits on) until
@@ -18,6 +20,7 @@
 #include "order_reply.h"
 #include "order_route.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The head of a route's request struct (its first member). */
@@ -64,6 +67,17 @@ void order_http_set_retry_after(sk_http_req *req, long long s);
 /** @brief Verifies the bearer token. @returns 0 and the claims, or -1. */
 int order_http_authenticate(order_worker *w, sk_http_req *req, sk_jwt_claims *claims);
 
+/** @brief Verifies the bearer token, and the admin role when admin_for is not NULL
+ *  (it names the act: "<admin_for> needs the admin role").
+ *  @returns 0 with the claims, or -1 once it answered 401 or 403. */
+int order_http_authorize(order_worker *w, sk_http_req *req, order_route_id route, int64_t start_us,
+                         const char *admin_for, sk_jwt_claims *claims);
+
+/** @brief The request's body, at most ORDER_BODY_MAX bytes.
+ *  @returns 0 with *body and *len, or -1 once it answered 413. */
+int order_http_body(order_worker *w, sk_http_req *req, order_route_id route, int64_t start_us,
+                    const char **body, size_t *len);
+
 /** @brief The client's IPv4 address (host order): the peer, or X-Forwarded-For's first
  *  untrusted hop when the peer is a trusted proxy (order_limit.h). 0 when unknown. */
 uint32_t order_http_client_ip(order_app *app, sk_http_req *req);
@@ -72,11 +86,24 @@ uint32_t order_http_client_ip(order_app *app, sk_http_req *req);
 int order_http_redis_ready(order_worker *w, sk_http_req *req, order_route_id route,
                            int64_t start_us);
 
-/** @brief Answers error `e` for the request h heads (h stays the caller's to free). */
+/** @brief A zeroed request struct of `size` bytes whose first member is an
+ *  order_req_head, the head filled from the arguments.
+ *  @returns it (the caller's: free() or an order_req_*_free below), or NULL once it
+ *  answered 503 (memory is short). */
+void *order_req_alloc(size_t size, order_worker *w, sk_http_req *req, order_route_id route,
+                      int64_t start_us);
+
+/** @brief Answers error `e` for the request h heads; h stays the caller's. */
 void order_req_reply_error(order_req_head *h, order_err e, const char *msg, uint64_t order_id);
 
-/** @brief Answers `status` with a JSON body for the request h heads (the caller frees h). */
+/** @brief Answers `status` with a JSON body for the request h heads; h stays the caller's. */
 void order_req_reply_json(order_req_head *h, int status, const char *body, size_t len);
+
+/** @brief order_req_reply_error, then free(h): for a request from order_req_alloc. */
+void order_req_error_free(order_req_head *h, order_err e, const char *msg, uint64_t order_id);
+
+/** @brief order_req_reply_json, then free(h): for a request from order_req_alloc. */
+void order_req_json_free(order_req_head *h, int status, const char *body, size_t len);
 
 /** @brief Hands `job` to the PostgreSQL pool: on a pool thread `done` runs (NULL:
  *  order_req_pg_done, which posts h back), then `next` runs on h's worker. The job's

@@ -4,9 +4,11 @@
  * calls no handler: the route files call down into it, and order_http.c's dispatch
  * calls the route files. See order_http_int.h. */
 #include "order_http_int.h"
+#include "order_body.h"
 #include "order_time.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -105,6 +107,32 @@ int order_http_authenticate(order_worker *w, sk_http_req *req, sk_jwt_claims *cl
     return rc == SK_JWT_OK ? 0 : -1;
 }
 
+int order_http_authorize(order_worker *w, sk_http_req *req, order_route_id route, int64_t start_us,
+                         const char *admin_for, sk_jwt_claims *claims)
+{
+    if (order_http_authenticate(w, req, claims) != 0) {
+        order_http_reply_error(w, req, route, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+        return -1;
+    }
+    if (admin_for && !claims->is_admin) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "%s needs the admin role", admin_for);
+        order_http_reply_error(w, req, route, start_us, ORDER_ERR_FORBIDDEN, msg, 0);
+        return -1;
+    }
+    return 0;
+}
+
+int order_http_body(order_worker *w, sk_http_req *req, order_route_id route, int64_t start_us,
+                    const char **body, size_t *len)
+{
+    *body = sk_http_body(req, len);
+    if (*len <= ORDER_BODY_MAX)
+        return 0;
+    order_http_reply_error(w, req, route, start_us, ORDER_ERR_TOO_LARGE, NULL, 0);
+    return -1;
+}
+
 uint32_t order_http_client_ip(order_app *app, sk_http_req *req)
 {
     const struct sockaddr *sa = sk_http_peer(req);
@@ -127,6 +155,18 @@ int order_http_redis_ready(order_worker *w, sk_http_req *req, order_route_id rou
     return 0;
 }
 
+void *order_req_alloc(size_t size, order_worker *w, sk_http_req *req, order_route_id route,
+                      int64_t start_us)
+{
+    order_req_head *h = calloc(1, size);
+    if (!h) {
+        order_http_reply_error(w, req, route, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return NULL;
+    }
+    *h = (order_req_head){.w = w, .req = req, .route = route, .start_us = start_us};
+    return h;
+}
+
 void order_req_reply_error(order_req_head *h, order_err e, const char *msg, uint64_t order_id)
 {
     order_http_reply_error(h->w, h->req, h->route, h->start_us, e, msg, order_id);
@@ -137,6 +177,18 @@ void order_req_reply_json(order_req_head *h, int status, const char *body, size_
 {
     order_http_reply_json(h->w, h->req, h->route, h->start_us, status, body, len);
     h->req = NULL;
+}
+
+void order_req_error_free(order_req_head *h, order_err e, const char *msg, uint64_t order_id)
+{
+    order_req_reply_error(h, e, msg, order_id);
+    free(h);
+}
+
+void order_req_json_free(order_req_head *h, int status, const char *body, size_t len)
+{
+    order_req_reply_json(h, status, body, len);
+    free(h);
 }
 
 void order_req_pg_done(order_pg_job *job)

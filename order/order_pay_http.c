@@ -23,12 +23,6 @@ typedef struct pay_req {
 
 #define PAY_REQ_OF(t) ORDER_CONTAINER_OF(t, pay_req, h.task)
 
-static void pay_error(pay_req *p, order_err e, const char *msg)
-{
-    order_req_reply_error(&p->h, e, msg, 0);
-    free(p);
-}
-
 static int submit(pay_req *p, void (*next)(order_task *))
 {
     return order_req_submit_pg(&p->h, &p->job, next, NULL);
@@ -157,21 +151,21 @@ static void on_index(redisReply *reply, void *arg)
     pay_req *p = arg;
     order_index_entry e;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
-        pay_error(p, ORDER_ERR_UNAVAILABLE, "redis is unavailable");
+        order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     if (reply->type == REDIS_REPLY_NIL || order_index_decode(reply->str, reply->len, &e) != 0 ||
         e.outcome) {
-        pay_error(p, ORDER_ERR_NOT_FOUND, "no such order");
+        order_req_error_free(&p->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
     if (e.user_id != p->job.actor && !p->job.actor_admin) {
-        pay_error(p, ORDER_ERR_FORBIDDEN,
-                  "only the buyer or an admin may pay or cancel this order");
+        order_req_error_free(&p->h, ORDER_ERR_FORBIDDEN,
+                             "only the buyer or an admin may pay or cancel this order", 0);
         return;
     }
     sk_http_add_header(p->h.req, "Retry-After", "1");
-    pay_error(p, ORDER_ERR_NOT_READY, NULL);
+    order_req_error_free(&p->h, ORDER_ERR_NOT_READY, NULL, 0);
 }
 
 static void after_pg(order_task *t)
@@ -181,7 +175,7 @@ static void after_pg(order_task *t)
     if (j->status == ORDER_PG_ERROR) {
         sk_log(SK_LOG_WARN, "pg_failed", "op=%s order_id=%" PRIu64 " err=\"%s\"",
                order_route_name(p->h.route), j->id, j->err);
-        pay_error(p, ORDER_ERR_UNAVAILABLE, "the database is unavailable");
+        order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
     if (j->status == ORDER_PG_NOT_FOUND) {
@@ -189,7 +183,7 @@ static void after_pg(order_task *t)
         const char *argv[3] = {"HGET", key, oid};
         size_t lens[3] = {4, order_key_index(j->id, key, sizeof(key)), sk_id_format(oid, j->id)};
         if (order_redis_command(p->h.w->redis, 3, argv, lens, on_index, p) != 0)
-            pay_error(p, ORDER_ERR_UNAVAILABLE, "redis is unavailable");
+            order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     if (j->changed) {
@@ -209,32 +203,24 @@ void order_pay_http_handle(order_worker *w, sk_http_req *req, const order_route 
                            int64_t start_us)
 {
     sk_jwt_claims claims;
-    if (order_http_authenticate(w, req, &claims) != 0) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
-        return;
-    }
+    const char *body;
     size_t blen;
-    const char *body = sk_http_body(req, &blen);
-    if (blen > ORDER_BODY_MAX) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_TOO_LARGE, NULL, 0);
+    if (order_http_authorize(w, req, rt->id, start_us, NULL, &claims) != 0 ||
+        order_http_body(w, req, rt->id, start_us, &body, &blen) != 0)
         return;
-    }
-    pay_req *p = calloc(1, sizeof(*p));
-    if (!p) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+    pay_req *p = order_req_alloc(sizeof(*p), w, req, rt->id, start_us);
+    if (!p)
         return;
-    }
-    p->h = (order_req_head){.w = w, .req = req, .route = rt->id, .start_us = start_us};
     char msg[160];
     int bad = rt->id == ORDER_ROUTE_ORDER_PAY
                   ? order_body_parse_pay(body, blen, p->job.payment_ref, msg, sizeof(msg))
                   : order_body_check_order(body, blen, msg, sizeof(msg));
     if (bad) {
-        pay_error(p, ORDER_ERR_BAD_REQUEST, msg);
+        order_req_error_free(&p->h, ORDER_ERR_BAD_REQUEST, msg, 0);
         return;
     }
     if (!w->app->pg) {
-        pay_error(p, ORDER_ERR_UNAVAILABLE, "no database configured");
+        order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "no database configured", 0);
         return;
     }
     p->job.kind = rt->id == ORDER_ROUTE_ORDER_PAY ? ORDER_PG_PAY_ORDER : ORDER_PG_CANCEL_ORDER;
@@ -242,5 +228,5 @@ void order_pay_http_handle(order_worker *w, sk_http_req *req, const order_route 
     p->job.actor = claims.sub;
     p->job.actor_admin = claims.is_admin;
     if (submit(p, after_pg) != 0)
-        pay_error(p, ORDER_ERR_UNAVAILABLE, "the database is busy");
+        order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
 }

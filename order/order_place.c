@@ -228,17 +228,12 @@ static void order_create(order_worker *w, sk_http_req *req, const order_route *r
         return;
     }
     sk_jwt_claims claims;
-    if (order_http_authenticate(w, req, &claims) != 0) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
-        return;
-    }
+    const char *body;
     size_t blen;
-    const char *body = sk_http_body(req, &blen);
-    char msg[160];
-    if (blen > ORDER_BODY_MAX) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_TOO_LARGE, NULL, 0);
+    if (order_http_authorize(w, req, rt->id, start_us, NULL, &claims) != 0 ||
+        order_http_body(w, req, rt->id, start_us, &body, &blen) != 0)
         return;
-    }
+    char msg[160];
     if (order_body_check_order(body, blen, msg, sizeof(msg)) != 0) {
         order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST, msg, 0);
         return;

@@ -30,25 +30,14 @@ typedef struct read_req {
     order_pg_job job;
 } read_req;
 
-static void read_error(read_req *r, order_err e, const char *msg, uint64_t order_id)
-{
-    order_req_reply_error(&r->h, e, msg, order_id);
-    free(r);
-}
-
-static void read_json(read_req *r, int status, const char *body, size_t len)
-{
-    order_req_reply_json(&r->h, status, body, len);
-    free(r);
-}
-
 static void order_lookup_pg(read_req *r);
 
 static int order_owner_ok(read_req *r, uint64_t owner)
 {
     if (owner == r->user || r->is_admin)
         return 1;
-    read_error(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order", 0);
+    order_req_error_free(&r->h, ORDER_ERR_FORBIDDEN,
+                         "only the buyer or an admin may read this order", 0);
     return 0;
 }
 
@@ -59,7 +48,7 @@ static void order_answer(read_req *r, uint64_t owner, const char *status, int64_
     char body[320];
     size_t n = order_reply_order_pay_by(body, sizeof(body), r->order_id, r->event_id, owner, status,
                                         pay_by_ms);
-    read_json(r, 200, body, n);
+    order_req_json_free(&r->h, 200, body, n);
 }
 
 /* HGET of the event's pending hash: "user_id:ts_ms" while the reservation waits for
@@ -68,7 +57,7 @@ static void on_order_status(redisReply *reply, void *arg)
 {
     read_req *r = arg;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
-        read_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     if (reply->type == REDIS_REPLY_NIL) {
@@ -98,7 +87,7 @@ static void on_order_index(redisReply *reply, void *arg)
 {
     read_req *r = arg;
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
-        read_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     order_index_entry e, o;
@@ -131,7 +120,7 @@ static void on_order_index(redisReply *reply, void *arg)
          * it): looked up, but within order_ocache's bound, so made-up ids cannot put a
          * query per request on the database. */
         if (age_s < -60) { /* issued in the future (past any clock skew): never issued */
-            read_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+            order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
             return;
         }
         if (age_s >= r->h.w->app->cfg.index_ttl_s || young_lookup_allowed(r)) {
@@ -141,7 +130,7 @@ static void on_order_index(redisReply *reply, void *arg)
         /* Past the budget: 404, what the lookup would almost surely have said (an entry
          * Redis lost belongs to an order the consumer has not written yet, or it would
          * have recorded its outcome here). */
-        read_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
     r->event_id = e.event_id;
@@ -170,7 +159,7 @@ static void on_order_index(redisReply *reply, void *arg)
                       order_key_seg(r->event_id, home, ORDER_KEY_PENDING, pending, sizeof(pending)),
                       (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
     if (order_redis_command(r->h.w->redis, 3, argv, lens, on_order_status, r) != 0)
-        read_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
 static void order_lookup_redis(read_req *r)
@@ -184,7 +173,7 @@ static void order_lookup_redis(read_req *r)
                       (size_t)snprintf(ostat, sizeof(ostat), "%" PRIu64 "%s", r->order_id,
                                        ORDER_INDEX_STATUS_SUFFIX)};
     if (order_redis_command(r->h.w->redis, 5, argv, lens, on_order_index, r) != 0)
-        read_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
 static void after_pg_order(order_task *t)
@@ -193,14 +182,14 @@ static void after_pg_order(order_task *t)
     order_pg_job *j = &r->job;
     if (j->status == ORDER_PG_ERROR) {
         sk_log(SK_LOG_WARN, "pg_failed", "op=get_order err=\"%s\"", j->err);
-        read_error(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
     if (j->status == ORDER_PG_NOT_FOUND) {
         if (r->queued_owner) /* acknowledged by Kafka, not written yet */
             order_answer(r, r->queued_owner, "queued", 0);
         else
-            read_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+            order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
     r->event_id = j->event_id;
@@ -211,26 +200,21 @@ static void after_pg_order(order_task *t)
         char body[320]; /* PostgreSQL knows pay_by: the answer carries it */
         size_t n = order_reply_order_pay_by(body, sizeof(body), r->order_id, r->event_id,
                                             j->user_id, j->order_status, j->pay_by_ms);
-        read_json(r, 200, body, n);
+        order_req_json_free(&r->h, 200, body, n);
     }
 }
 
 void order_read_handle(order_worker *w, sk_http_req *req, const order_route *rt, int64_t start_us)
 {
     sk_jwt_claims claims;
-    if (order_http_authenticate(w, req, &claims) != 0) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
+    if (order_http_authorize(w, req, rt->id, start_us, NULL, &claims) != 0)
         return;
-    }
-    read_req *r = calloc(1, sizeof(*r));
-    if (!r) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+    read_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    if (!r)
         return;
-    }
-    *r = (read_req){.h = {.w = w, .req = req, .route = rt->id, .start_us = start_us},
-                    .user = claims.sub,
-                    .is_admin = claims.is_admin,
-                    .order_id = rt->arg};
+    r->user = claims.sub;
+    r->is_admin = claims.is_admin;
+    r->order_id = rt->arg;
     uint64_t ev, owner;
     char outcome;
     int64_t pay_by_ms = 0;
@@ -247,11 +231,11 @@ void order_read_handle(order_worker *w, sk_http_req *req, const order_route *rt,
 static void order_lookup_pg(read_req *r)
 {
     if (!r->h.w->app->pg) { /* no database configured: only orders in the index */
-        read_error(r, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
     r->job.kind = ORDER_PG_GET_ORDER;
     r->job.id = r->order_id;
     if (order_req_submit_pg(&r->h, &r->job, after_pg_order, NULL) != 0)
-        read_error(r, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
 }
