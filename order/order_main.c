@@ -11,6 +11,7 @@
  * exit 0 (bounded by shutdown.timeout_ms). */
 #include "order_app.h"
 #include "order_http.h"
+#include "order_place_gate.h"
 #include "order_reconcile.h"
 #include "order_time.h"
 #include "sk_jwt.h"
@@ -221,7 +222,7 @@ static int run_open_clients(order_app *app, const char *redacted)
         sk_log(SK_LOG_ERROR, "start_failed", "what=idgen err=\"%s\"", err);
         return 1;
     }
-    app->kafka = order_kafka_new(app->kafka_props, app->cfg.topic, order_http_on_delivery, err,
+    app->kafka = order_kafka_new(app->kafka_props, app->cfg.topic, order_place_on_delivery, err,
                                  sizeof(err));
     if (!app->kafka) {
         fprintf(stderr, "seckill-order: %s\n", err);

@@ -1,7 +1,7 @@
 /* order_pay_http: pay and cancel over HTTP. See order_pay_http.h. */
 #include "order_pay_http.h"
 #include "order_body.h"
-#include "order_http.h"
+#include "order_http_int.h"
 #include "order_iwrite.h"
 #include "order_msg.h"
 #include "order_pay.h"
@@ -17,34 +17,15 @@
 /* One pay or cancel, from the token check to the answer (and, for a release, past it
  * until released_at is recorded). */
 typedef struct pay_req {
-    order_task task;
-    order_worker *w;
-    sk_http_req *req; /* NULL once answered */
-    order_route_id route;
-    int64_t start_us;
+    order_req_head h; /* h.req: NULL once answered */
     order_pg_job job;
 } pay_req;
 
-#define PAY_REQ_OF(t) ((pay_req *)((char *)(t) - offsetof(pay_req, task)))
-
-static void pay_error(pay_req *p, order_err e, const char *msg)
-{
-    order_http_reply_error(p->w, p->req, p->route, p->start_us, e, msg, 0);
-    free(p);
-}
-
-static void on_pg_done(order_pg_job *job)
-{
-    pay_req *p = job->arg;
-    order_worker_post(p->w, &p->task);
-}
+#define PAY_REQ_OF(t) ORDER_CONTAINER_OF(t, pay_req, h.task)
 
 static int submit(pay_req *p, void (*next)(order_task *))
 {
-    p->task.fn = next;
-    p->job.done = on_pg_done;
-    p->job.arg = p;
-    return order_pg_submit(p->w->app->pg, &p->job, 4096);
+    return order_req_submit_pg(&p->h, &p->job, next, NULL);
 }
 
 /* The status a transition made, into the order index's "<id>:s" field (read by every
@@ -53,7 +34,7 @@ static int submit(pay_req *p, void (*next)(order_task *))
  * once the index entry expired. */
 static void index_status(pay_req *p)
 {
-    order_app *app = p->w->app;
+    order_app *app = p->h.w->app;
     order_index_entry e = {p->job.event_id, p->job.user_id, 0,
                            order_index_status_letter(p->job.order_status), p->job.pay_by_ms};
     order_iwrite *w = order_iwrite_new(1);
@@ -63,9 +44,9 @@ static void index_status(pay_req *p)
         order_iwrite_begin(w, p->job.id, app->cfg.index_ttl_s);
         order_iwrite_add(w, p->job.id, ORDER_INDEX_STATUS_SUFFIX, &e);
         int argc = order_iwrite_hset(w, &argv, &lens);
-        order_redis_command(p->w->redis, argc, argv, lens, NULL, NULL); /* copies argv */
+        order_redis_command(p->h.w->redis, argc, argv, lens, NULL, NULL); /* copies argv */
         argc = order_iwrite_expire(w, &argv, &lens);
-        order_redis_command(p->w->redis, argc, argv, lens, NULL, NULL);
+        order_redis_command(p->h.w->redis, argc, argv, lens, NULL, NULL);
         order_iwrite_free(w);
     }
     if (app->ocache)
@@ -83,27 +64,26 @@ static void answer(pay_req *p)
         char body[320];
         size_t n = order_reply_order_pay_by(body, sizeof(body), j->id, j->event_id, j->user_id,
                                             j->order_status, j->pay_by_ms);
-        order_http_reply_json(p->w, p->req, p->route, p->start_us, 200, body, n);
+        order_req_reply_json(&p->h, 200, body, n);
         break;
     }
     case ORDER_PAY_FORBIDDEN:
-        order_http_reply_error(p->w, p->req, p->route, p->start_us, ORDER_ERR_FORBIDDEN,
-                               "only the buyer or an admin may pay or cancel this order", 0);
+        order_req_reply_error(&p->h, ORDER_ERR_FORBIDDEN,
+                              "only the buyer or an admin may pay or cancel this order", 0);
         break;
     case ORDER_PAY_CLOSED:
         /* The winner's status, so a late payer knows why (and the payment side refunds). */
         snprintf(msg, sizeof(msg), "the order is %s", j->order_status);
-        order_http_reply_error(p->w, p->req, p->route, p->start_us, ORDER_ERR_CLOSED, msg, 0);
+        order_req_reply_error(&p->h, ORDER_ERR_CLOSED, msg, 0);
         break;
     case ORDER_PAY_ALREADY_PAID:
-        order_http_reply_error(p->w, p->req, p->route, p->start_us, ORDER_ERR_ALREADY_PAID,
-                               p->route == ORDER_ROUTE_ORDER_PAY
-                                   ? "the order is paid with another payment_ref"
-                                   : "the order is paid: it cannot be cancelled",
-                               0);
+        order_req_reply_error(&p->h, ORDER_ERR_ALREADY_PAID,
+                              p->h.route == ORDER_ROUTE_ORDER_PAY
+                                  ? "the order is paid with another payment_ref"
+                                  : "the order is paid: it cannot be cancelled",
+                              0);
         break;
     }
-    p->req = NULL;
 }
 
 static void after_mark(order_task *t)
@@ -129,10 +109,11 @@ static void on_release(redisReply *reply, void *arg)
     pay_req *p = arg;
     int settled = reply && reply->type == REDIS_REPLY_INTEGER && reply->integer >= 0;
     if (settled && reply->integer == 1)
-        order_soldout_clear(p->w->app->soldout, p->job.event_id);
+        order_soldout_clear(p->h.w->app->soldout, p->job.event_id);
     sk_log(settled ? SK_LOG_INFO : SK_LOG_WARN, "order_released",
            "order_id=%" PRIu64 " event_id=%" PRIu64 " status=%s redis=%lld", p->job.id,
-           p->job.event_id, p->job.order_status, reply && reply->type == REDIS_REPLY_INTEGER ? (long long)reply->integer : -2LL);
+           p->job.event_id, p->job.order_status,
+           reply && reply->type == REDIS_REPLY_INTEGER ? (long long)reply->integer : -2LL);
     order_pg_job saved = p->job;
     if (settled) {
         p->job.kind = ORDER_PG_MARK_RELEASED;
@@ -152,9 +133,13 @@ static void release(pay_req *p)
     char oid[24], uid[24];
     order_release_keys_of(p->job.event_id, p->job.user_id, p->job.segments, &k);
     const char *args[6] = {k.key[0], k.key[1], k.key[2], oid, uid, p->job.rebuy ? "1" : "0"};
-    size_t lens[6] = {k.len[0], k.len[1], k.len[2], sk_id_format(oid, p->job.id),
-                      sk_id_format(uid, p->job.user_id), 1};
-    if (order_redis_script(p->w->redis, ORDER_SCRIPT_RELEASE, 3, 6, args, lens, on_release, p) !=
+    size_t lens[6] = {k.len[0],
+                      k.len[1],
+                      k.len[2],
+                      sk_id_format(oid, p->job.id),
+                      sk_id_format(uid, p->job.user_id),
+                      1};
+    if (order_redis_script(p->h.w->redis, ORDER_SCRIPT_RELEASE, 3, 6, args, lens, on_release, p) !=
         0)
         on_release(NULL, p);
 }
@@ -166,20 +151,21 @@ static void on_index(redisReply *reply, void *arg)
     pay_req *p = arg;
     order_index_entry e;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
-        pay_error(p, ORDER_ERR_UNAVAILABLE, "redis is unavailable");
+        order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     if (reply->type == REDIS_REPLY_NIL || order_index_decode(reply->str, reply->len, &e) != 0 ||
         e.outcome) {
-        pay_error(p, ORDER_ERR_NOT_FOUND, "no such order");
+        order_req_error_free(&p->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
     if (e.user_id != p->job.actor && !p->job.actor_admin) {
-        pay_error(p, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may pay or cancel this order");
+        order_req_error_free(&p->h, ORDER_ERR_FORBIDDEN,
+                             "only the buyer or an admin may pay or cancel this order", 0);
         return;
     }
-    sk_http_add_header(p->req, "Retry-After", "1");
-    pay_error(p, ORDER_ERR_NOT_READY, NULL);
+    sk_http_add_header(p->h.req, "Retry-After", "1");
+    order_req_error_free(&p->h, ORDER_ERR_NOT_READY, NULL, 0);
 }
 
 static void after_pg(order_task *t)
@@ -188,16 +174,16 @@ static void after_pg(order_task *t)
     order_pg_job *j = &p->job;
     if (j->status == ORDER_PG_ERROR) {
         sk_log(SK_LOG_WARN, "pg_failed", "op=%s order_id=%" PRIu64 " err=\"%s\"",
-               order_route_name(p->route), j->id, j->err);
-        pay_error(p, ORDER_ERR_UNAVAILABLE, "the database is unavailable");
+               order_route_name(p->h.route), j->id, j->err);
+        order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
     if (j->status == ORDER_PG_NOT_FOUND) {
         char key[ORDER_KEY_MAX], oid[24];
         const char *argv[3] = {"HGET", key, oid};
         size_t lens[3] = {4, order_key_index(j->id, key, sizeof(key)), sk_id_format(oid, j->id)};
-        if (order_redis_command(p->w->redis, 3, argv, lens, on_index, p) != 0)
-            pay_error(p, ORDER_ERR_UNAVAILABLE, "redis is unavailable");
+        if (order_redis_command(p->h.w->redis, 3, argv, lens, on_index, p) != 0)
+            order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     if (j->changed) {
@@ -217,32 +203,24 @@ void order_pay_http_handle(order_worker *w, sk_http_req *req, const order_route 
                            int64_t start_us)
 {
     sk_jwt_claims claims;
-    if (order_http_authenticate(w, req, &claims) != 0) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED, NULL, 0);
-        return;
-    }
+    const char *body;
     size_t blen;
-    const char *body = sk_http_body(req, &blen);
-    if (blen > ORDER_BODY_MAX) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_TOO_LARGE, NULL, 0);
+    if (order_http_authorize(w, req, rt->id, start_us, NULL, &claims) != 0 ||
+        order_http_body(w, req, rt->id, start_us, &body, &blen) != 0)
         return;
-    }
-    pay_req *p = calloc(1, sizeof(*p));
-    if (!p) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+    pay_req *p = order_req_alloc(sizeof(*p), w, req, rt->id, start_us);
+    if (!p)
         return;
-    }
-    *p = (pay_req){.w = w, .req = req, .route = rt->id, .start_us = start_us};
     char msg[160];
     int bad = rt->id == ORDER_ROUTE_ORDER_PAY
                   ? order_body_parse_pay(body, blen, p->job.payment_ref, msg, sizeof(msg))
                   : order_body_check_order(body, blen, msg, sizeof(msg));
     if (bad) {
-        pay_error(p, ORDER_ERR_BAD_REQUEST, msg);
+        order_req_error_free(&p->h, ORDER_ERR_BAD_REQUEST, msg, 0);
         return;
     }
     if (!w->app->pg) {
-        pay_error(p, ORDER_ERR_UNAVAILABLE, "no database configured");
+        order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "no database configured", 0);
         return;
     }
     p->job.kind = rt->id == ORDER_ROUTE_ORDER_PAY ? ORDER_PG_PAY_ORDER : ORDER_PG_CANCEL_ORDER;
@@ -250,5 +228,5 @@ void order_pay_http_handle(order_worker *w, sk_http_req *req, const order_route 
     p->job.actor = claims.sub;
     p->job.actor_admin = claims.is_admin;
     if (submit(p, after_pg) != 0)
-        pay_error(p, ORDER_ERR_UNAVAILABLE, "the database is busy");
+        order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
 }

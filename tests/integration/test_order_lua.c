@@ -281,7 +281,7 @@ static void test_confirm_and_status(void **state)
     keys_of(fresh_event(), &e);
     load_event(&e, 10, now - 1000, now + 3600000, 1);
     assert_int_equal(reserve(&e, "9", "301", now), 0);
-    /* what GET reads for a 'p' index entry (order_http.c): the pending hash's field */
+    /* what GET reads for a 'p' index entry (order_read.c): the pending hash's field */
     redisReply *r = redisCommand(rc, "HGET %s %s", e.k[ORDER_KEY_PENDING], "301");
     assert_int_equal(r->type, REDIS_REPLY_STRING);
     assert_string_equal(r->str, "9:1795341600000");

@@ -1,0 +1,19 @@
+/* order_event_read: GET /api/v1/events/{id} and GET /api/v1/events (the list), from
+ * this instance's caches (order_events.h, order_evlist.h). Run on the worker's loop. */
+#ifndef ORDER_EVENT_READ_H
+#define ORDER_EVENT_READ_H
+
+#include "order_app.h"
+#include "order_route.h"
+
+#include <stdint.h>
+
+/** @brief Serves ORDER_ROUTE_EVENT_GET (rt->arg: the event id). */
+void order_event_get_handle(order_worker *w, sk_http_req *req, const order_route *rt,
+                            int64_t start_us);
+
+/** @brief Serves ORDER_ROUTE_EVENT_LIST (offset and limit from the query). */
+void order_event_list_handle(order_worker *w, sk_http_req *req, const order_route *rt,
+                             int64_t start_us);
+
+#endif

@@ -1,0 +1,241 @@
+/* order_read: GET /api/v1/orders/{id}, on the worker's loop.
+ *
+ * Reading an order: its index first (issue 17). While the order is younger than
+ * order.index_ttl_s, its index hash holds the front's entry ("<id>": acknowledged, or
+ * may have landed) and, once the consumer committed it, the consumer's outcome
+ * ("<id>:o": created, rejected; consumer_oidx.h), so a buyer polling a young order
+ * costs one HMGET and no PostgreSQL query. PostgreSQL is asked only for what the index
+ * cannot tell: an order older than the index, an outcome the consumer did not learn (a
+ * replay), and a "may have landed" entry no longer pending. A final outcome seen
+ * lately is answered from this instance's cache (order_ocache.h) without Redis. */
+#include "order_read.h"
+#include "order_http_int.h"
+#include "order_index.h"
+#include "order_msg.h"
+#include "order_time.h"
+#include "sk_log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* One GET of an order. */
+typedef struct read_req {
+    order_req_head h;
+    uint64_t user; /* the token's sub */
+    int is_admin;
+    uint64_t order_id, event_id;
+    uint64_t queued_owner; /* the index said queued: PostgreSQL's "not found" means queued */
+    order_pg_job job;
+} read_req;
+
+static void order_lookup_pg(read_req *r);
+
+static int order_owner_ok(read_req *r, uint64_t owner)
+{
+    if (owner == r->user || r->is_admin)
+        return 1;
+    order_req_error_free(&r->h, ORDER_ERR_FORBIDDEN,
+                         "only the buyer or an admin may read this order", 0);
+    return 0;
+}
+
+/* pay_by_ms: 0 when unknown or not shown (queued); order_reply_order_pay_by shows it for
+ * created and paid orders only, the same answer as PostgreSQL's path gives. */
+static void order_answer(read_req *r, uint64_t owner, const char *status, int64_t pay_by_ms)
+{
+    char body[320];
+    size_t n = order_reply_order_pay_by(body, sizeof(body), r->order_id, r->event_id, owner, status,
+                                        pay_by_ms);
+    order_req_json_free(&r->h, 200, body, n);
+}
+
+/* HGET of the event's pending hash: "user_id:ts_ms" while the reservation waits for
+ * Kafka's answer or the reconciler, nil once settled. */
+static void on_order_status(redisReply *reply, void *arg)
+{
+    read_req *r = arg;
+    if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_NIL) {
+        /* Settled: given back (404), or it landed and was confirmed, in which case the
+         * consumer has it or will (PostgreSQL says which). */
+        order_lookup_pg(r);
+        return;
+    }
+    uint64_t owner = strtoull(reply->str, NULL, 10); /* "user_id:ts_ms" */
+    if (order_owner_ok(r, owner))
+        order_answer(r, owner, "queued", 0);
+}
+
+static int index_field(const redisReply *f, order_index_entry *e)
+{
+    return f->type == REDIS_REPLY_STRING && order_index_decode(f->str, f->len, e) == 0;
+}
+
+/* Whether a PostgreSQL lookup of this young order may start now (order_ocache.h). */
+static int young_lookup_allowed(read_req *r)
+{
+    return r->h.w->app->pg &&
+           order_ocache_claim_lookup(r->h.w->app->ocache, r->order_id, order_time_now_ms());
+}
+
+static void on_order_index(redisReply *reply, void *arg)
+{
+    read_req *r = arg;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    order_index_entry e, o;
+    int has_entry = index_field(reply->element[0], &e) && !e.outcome;
+    /* A pay, cancel or expiry ("<id>:s", order_msg.h) comes after the consumer's outcome. */
+    int has_outcome = index_field(reply->element[2], &o) && o.outcome;
+    if (!has_outcome)
+        has_outcome = index_field(reply->element[1], &o) && o.outcome;
+    if (has_outcome && o.outcome != 'd') { /* the consumer committed it */
+        r->event_id = o.event_id;
+        /* pay_by: the status entry's (a pay), else the consumer's created entry's; an
+         * entry of before pay_by was recorded has none, and the answer goes without */
+        order_index_entry c;
+        if (!o.pay_by_ms && index_field(reply->element[1], &c) && c.outcome == 'c')
+            o.pay_by_ms = c.pay_by_ms;
+        order_ocache_put(r->h.w->app->ocache, r->order_id, o.event_id, o.user_id, o.outcome,
+                         o.pay_by_ms, order_time_now_ms());
+        if (order_owner_ok(r, o.user_id))
+            order_answer(r, o.user_id, order_index_status_name(o.outcome), o.pay_by_ms);
+        return;
+    }
+    int64_t age_s = time(NULL) - ((int64_t)(r->order_id >> 32) + 1704067200LL); /* libidgen */
+    if (has_outcome) { /* a replay's status: PostgreSQL has the order's own */
+        order_lookup_pg(r);
+        return;
+    }
+    if (!has_entry) {
+        /* Older than the index: PostgreSQL. A young id the index does not know was never
+         * issued, or its entry was lost (the consumer records the outcome when it writes
+         * it): looked up, but within order_ocache's bound, so made-up ids cannot put a
+         * query per request on the database. */
+        if (age_s < -60) { /* issued in the future (past any clock skew): never issued */
+            order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
+            return;
+        }
+        if (age_s >= r->h.w->app->cfg.index_ttl_s || young_lookup_allowed(r)) {
+            order_lookup_pg(r);
+            return;
+        }
+        /* Past the budget: 404, what the lookup would almost surely have said (an entry
+         * Redis lost belongs to an order the consumer has not written yet, or it would
+         * have recorded its outcome here). */
+        order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        return;
+    }
+    r->event_id = e.event_id;
+    if (e.acked) { /* Kafka has it: queued until the consumer wrote it */
+        if (!order_owner_ok(r, e.user_id))
+            return;
+        /* Still queued long after its id was issued: the consumer may have written it
+         * without recording the outcome (Redis failed it), or it lags; PostgreSQL is asked,
+         * never for a young one, and at most once per order.pg_lookup_every_ms for each
+         * (a buyer polling a stuck order, or many, stays a bounded load). */
+        if (age_s >= r->h.w->app->cfg.order_queued_pg_after_s && young_lookup_allowed(r)) {
+            r->queued_owner = e.user_id;
+            order_lookup_pg(r);
+            return;
+        }
+        order_answer(r, e.user_id, "queued", 0);
+        return;
+    }
+    /* It may or may not have landed: queued while its reservation is pending (the
+     * reconciler settles it), PostgreSQL's answer once it is settled. On a segmented
+     * event the entry (a unit or a claim) is in the user's home segment. */
+    char pending[ORDER_KEY_MAX], oid[24];
+    const char *argv[3] = {"HGET", pending, oid};
+    unsigned home = order_seg_home(e.user_id, order_segs_get(r->h.w->app->segs, r->event_id));
+    size_t lens[3] = {4,
+                      order_key_seg(r->event_id, home, ORDER_KEY_PENDING, pending, sizeof(pending)),
+                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
+    if (order_redis_command(r->h.w->redis, 3, argv, lens, on_order_status, r) != 0)
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+}
+
+static void order_lookup_redis(read_req *r)
+{
+    char key[ORDER_KEY_MAX], oid[24], oout[32], ostat[32];
+    const char *argv[5] = {"HMGET", key, oid, oout, ostat};
+    size_t lens[5] = {5, order_key_index(r->order_id, key, sizeof(key)),
+                      (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id),
+                      (size_t)snprintf(oout, sizeof(oout), "%" PRIu64 "%s", r->order_id,
+                                       ORDER_INDEX_OUTCOME_SUFFIX),
+                      (size_t)snprintf(ostat, sizeof(ostat), "%" PRIu64 "%s", r->order_id,
+                                       ORDER_INDEX_STATUS_SUFFIX)};
+    if (order_redis_command(r->h.w->redis, 5, argv, lens, on_order_index, r) != 0)
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+}
+
+static void after_pg_order(order_task *t)
+{
+    read_req *r = ORDER_CONTAINER_OF(t, read_req, h.task);
+    order_pg_job *j = &r->job;
+    if (j->status == ORDER_PG_ERROR) {
+        sk_log(SK_LOG_WARN, "pg_failed", "op=get_order err=\"%s\"", j->err);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    if (j->status == ORDER_PG_NOT_FOUND) {
+        if (r->queued_owner) /* acknowledged by Kafka, not written yet */
+            order_answer(r, r->queued_owner, "queued", 0);
+        else
+            order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        return;
+    }
+    r->event_id = j->event_id;
+    /* kept like an index outcome (a lookup's finding answers until the next lookup) */
+    order_ocache_put(r->h.w->app->ocache, r->order_id, j->event_id, j->user_id,
+                     order_index_status_letter(j->order_status), j->pay_by_ms, order_time_now_ms());
+    if (order_owner_ok(r, j->user_id)) {
+        char body[320]; /* PostgreSQL knows pay_by: the answer carries it */
+        size_t n = order_reply_order_pay_by(body, sizeof(body), r->order_id, r->event_id,
+                                            j->user_id, j->order_status, j->pay_by_ms);
+        order_req_json_free(&r->h, 200, body, n);
+    }
+}
+
+void order_read_handle(order_worker *w, sk_http_req *req, const order_route *rt, int64_t start_us)
+{
+    sk_jwt_claims claims;
+    if (order_http_authorize(w, req, rt->id, start_us, NULL, &claims) != 0)
+        return;
+    read_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    if (!r)
+        return;
+    r->user = claims.sub;
+    r->is_admin = claims.is_admin;
+    r->order_id = rt->arg;
+    uint64_t ev, owner;
+    char outcome;
+    int64_t pay_by_ms = 0;
+    if (order_ocache_get(w->app->ocache, r->order_id, order_time_now_ms(), &ev, &owner, &outcome,
+                         &pay_by_ms)) {
+        r->event_id = ev; /* a final outcome seen lately: no Redis round trip */
+        if (order_owner_ok(r, owner))
+            order_answer(r, owner, order_index_status_name(outcome), pay_by_ms);
+        return;
+    }
+    order_lookup_redis(r);
+}
+
+static void order_lookup_pg(read_req *r)
+{
+    if (!r->h.w->app->pg) { /* no database configured: only orders in the index */
+        order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        return;
+    }
+    r->job.kind = ORDER_PG_GET_ORDER;
+    r->job.id = r->order_id;
+    if (order_req_submit_pg(&r->h, &r->job, after_pg_order, NULL) != 0)
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
+}
