@@ -474,14 +474,14 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         c->in_len += (size_t)n;
         c->last_ms = now_ms();
     } else if (n == 0) {
-        if (!c->req && c->out_off == c->out_len) { /* nothing to answer */
-            conn_free(c);
-            return;
-        }
-        /* The peer closed its side with requests in hand: answer each, then close
-         * (after_answer goes on with the buffer). */
+        /* The peer closed its side: every request in hand is answered, then the close.
+         * Requests may be buffered with none at the handler: this read may be
+         * after_answer's deferred turn, merged with the FIN's. process() takes them
+         * now (or closes at once: nothing buffered); else after_answer goes on. */
         c->peer_eof = 1;
         set_reading(c, 0);
+        if (!c->req && c->out_off == c->out_len)
+            process(c);
         return;
     } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
         conn_abort(c);
@@ -666,6 +666,20 @@ const char *sk_http_header(const sk_http_req *r, const char *name)
         if (strcasecmp(r->base + r->head.h[i].name, name) == 0)
             return r->base + r->head.h[i].value;
     return NULL;
+}
+
+int sk_http_header_count(const sk_http_req *r)
+{
+    return r->head.nh;
+}
+
+int sk_http_header_at(const sk_http_req *r, int i, const char **name, const char **value)
+{
+    if (i < 0 || i >= r->head.nh)
+        return -1;
+    *name = r->base + r->head.h[i].name;
+    *value = r->base + r->head.h[i].value;
+    return 0;
 }
 
 const char *sk_http_body(const sk_http_req *r, size_t *len)

@@ -105,6 +105,12 @@ sk_http_method sk_http_method_of(const sk_http_req *r);
 const char *sk_http_uri(const sk_http_req *r);
 /** @brief The first header `name` (case-insensitive), its value trimmed; NULL if none. */
 const char *sk_http_header(const sk_http_req *r, const char *name);
+/** @brief How many header lines the request carries (at most SK_HTTP_MAX_HEADERS). */
+int sk_http_header_count(const sk_http_req *r);
+/** @brief The i-th header line (0 <= i < sk_http_header_count), in the order sent: its
+ *  name as sent and its value trimmed, NUL-terminated, owned by the request (valid until
+ *  it is answered). @returns 0, or -1 when i is out of range (*name, *value untouched). */
+int sk_http_header_at(const sk_http_req *r, int i, const char **name, const char **value);
 /** @brief The body (len 0 and "" when none); not NUL-terminated. */
 const char *sk_http_body(const sk_http_req *r, size_t *len);
 /** @brief The peer's address (NULL when unknown). */
