@@ -1,16 +1,14 @@
 /* sk_http: a small HTTP/1.1 server on one libevent loop. See sk_http.h.
  *
  * A connection's input buffer holds the bytes read and not yet consumed, from in_off to
- * in_len. Every position kept across a read is an offset, never a pointer: the buffer
- * is compacted (memmove) and grown (realloc) under a head that waits for its body
- * (`partial`), and under a head still coming (head_seen, how far the search for its end
- * got). The parser hands back offsets too (sk_http_head). Pointers into the buffer
- * exist only while a request is with the handler (r->base, r->body), and then the
- * buffer does not move: a full buffer pauses reading instead of growing; if the
- * connection goes first, the request keeps the buffer until it is answered. The other
- * buffers (the answer being written, a request's added header lines, the server's
- * scratch for a status line) are only ever reached through their owner's pointer and
- * an offset. */
+ * in_len. A position kept across a read is an offset, never a pointer: the buffer is
+ * compacted (memmove) and grown (realloc) under a head that waits for its body
+ * (`partial`) and under one still coming (head_seen: how far the search for its end
+ * got), and the parser hands back offsets (sk_http_head). Pointers into it exist only
+ * while a request is with the handler (r->base, r->body): the buffer does not move then
+ * (a full one pauses reading), and a connection that goes first leaves it to the
+ * request. The other buffers (output, a request's added headers, the scratch) are only
+ * reached through their owner's pointer plus an offset. */
 #include "sk_http.h"
 #include "sk_httpdate.h"
 #include "sk_id.h"
@@ -359,11 +357,10 @@ static void process(conn *c)
             }
             c->partial = NULL;
         } else {
-            /* empty lines between requests (a head in progress never starts with one) */
-            while (c->in_off < c->in_len && (c->in[c->in_off] == '\r' || c->in[c->in_off] == '\n')) {
+            /* empty lines between requests (head_seen stays: a head it counts for was
+             * parsed from a first byte that is not one) */
+            while (c->in_off < c->in_len && (c->in[c->in_off] == '\r' || c->in[c->in_off] == '\n'))
                 c->in_off++;
-                c->head_seen = 0;
-            }
             if (c->in_off == c->in_len) {
                 c->in_off = c->in_len = 0;
                 c->req_start_ms = 0;
@@ -475,9 +472,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         c->last_ms = now_ms();
     } else if (n == 0) {
         /* The peer closed its side: every request in hand is answered, then the close.
-         * Requests may be buffered with none at the handler: this read may be
-         * after_answer's deferred turn, merged with the FIN's. process() takes them
-         * now (or closes at once: nothing buffered); else after_answer goes on. */
+         * With none at the handler, requests may still be buffered (this read can be
+         * after_answer's deferred turn merged with the FIN's): process() takes them. */
         c->peer_eof = 1;
         set_reading(c, 0);
         if (!c->req && c->out_off == c->out_len)

@@ -86,8 +86,12 @@ static void answer(sk_test_http *t, sk_http_req *r, int seq)
     buf_add(&out, uri, strlen(uri));
     buf_add(&out, "\n", 1);
     buf_add(&out, body, blen);
-    for (size_t i = 0; i < t->pad; i++)
-        buf_add(&out, "p", 1);
+    char chunk[4096];
+    memset(chunk, 'p', sizeof(chunk));
+    for (size_t left = t->pad, step; left > 0; left -= step) {
+        step = left < sizeof(chunk) ? left : sizeof(chunk);
+        buf_add(&out, chunk, step);
+    }
     sk_http_reply(r, 200, "OK", "text/plain", out.p, out.len);
     free(out.p);
 }
@@ -234,22 +238,29 @@ int sk_test_http_write(sk_test_http *t, const void *p, size_t n)
     return 0;
 }
 
-size_t sk_test_http_normalize(char *p, size_t n)
+size_t sk_test_http_normalize(char *p, size_t n, int mask_connection)
 {
-    static const char date[] = "\r\nDate: ";
+    static const char date[] = "\r\nDate: ", conn[] = "\r\nConnection: ";
     static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-    size_t dl = sizeof(date) - 1, cl = sizeof(cont) - 1, w = 0;
+    size_t dl = sizeof(date) - 1, nl = sizeof(conn) - 1, cl = sizeof(cont) - 1, w = 0;
     for (size_t i = 0; i < n;) {
         if (n - i >= cl && memcmp(p + i, cont, cl) == 0) {
             i += cl;
             continue;
         }
-        if (n - i >= dl && memcmp(p + i, date, dl) == 0) {
-            memmove(p + w, p + i, dl);
-            w += dl;
-            i += dl;
-            for (size_t k = 0; k < 29 && i < n; k++, i++)
-                p[w++] = 'D';
+        int is_date = n - i >= dl && memcmp(p + i, date, dl) == 0;
+        int is_conn = mask_connection && n - i >= nl && memcmp(p + i, conn, nl) == 0;
+        if (is_date || is_conn) {
+            size_t l = is_date ? dl : nl;
+            memmove(p + w, p + i, l);
+            w += l;
+            i += l;
+            if (is_date) /* an IMF-fixdate is 29 bytes */
+                for (size_t k = 0; k < 29 && i < n; k++, i++)
+                    p[w++] = 'D';
+            else /* the token, up to its line end */
+                for (; i < n && p[i] != '\r'; i++)
+                    ;
             continue;
         }
         p[w++] = p[i++];
