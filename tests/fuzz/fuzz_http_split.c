@@ -11,8 +11,8 @@
  * (at once, every other on a later turn, all later), bit 4 a large answer body (past
  * the socket's buffer: the answer waits for EV_WRITE), bit 5 the FIN at once after the
  * last piece, the loop not settled first (it may find requests still buffered, and the
- * answers' Connection values are then masked: which request the server knows to be
- * the last differs with the reads). Byte 1: how many split bytes
+ * answers' Connection lines are then masked: which request the server knows to be the
+ * last differs with the reads). Byte 1: how many split bytes
  * follow (mod 33); each is a piece's length minus one, used in turn; none: one byte a
  * piece. The rest: the client's bytes. */
 #include "fuzz_util.h"

@@ -248,19 +248,17 @@ size_t sk_test_http_normalize(char *p, size_t n, int mask_connection)
             i += cl;
             continue;
         }
-        int is_date = n - i >= dl && memcmp(p + i, date, dl) == 0;
-        int is_conn = mask_connection && n - i >= nl && memcmp(p + i, conn, nl) == 0;
-        if (is_date || is_conn) {
-            size_t l = is_date ? dl : nl;
-            memmove(p + w, p + i, l);
-            w += l;
-            i += l;
-            if (is_date) /* an IMF-fixdate is 29 bytes */
-                for (size_t k = 0; k < 29 && i < n; k++, i++)
-                    p[w++] = 'D';
-            else /* the token, up to its line end */
-                for (; i < n && p[i] != '\r'; i++)
-                    ;
+        if (mask_connection && n - i >= nl && memcmp(p + i, conn, nl) == 0) {
+            for (i += nl; i < n && p[i] != '\r'; i++)
+                ; /* the whole line goes: present in one run, absent in the other */
+            continue;
+        }
+        if (n - i >= dl && memcmp(p + i, date, dl) == 0) {
+            memmove(p + w, p + i, dl);
+            w += dl;
+            i += dl;
+            for (size_t k = 0; k < 29 && i < n; k++, i++) /* an IMF-fixdate is 29 bytes */
+                p[w++] = 'D';
             continue;
         }
         p[w++] = p[i++];

@@ -75,10 +75,10 @@ size_t sk_test_http_unread(const sk_test_http *t);
 
 /** @brief Masks what differs between two runs of the same answers: the Date value
  *  (the 29 bytes after each "\r\nDate: ") and any interim "100 Continue" answer (sent
- *  only when a head came before its body); with mask_connection, the value of every
- *  "\r\nConnection: " too (close or keep-alive, when the FIN came with requests
- *  still buffered in one run and not in the other). Works in place. @returns the new
- *  length. */
+ *  only when a head came before its body); with mask_connection, every Connection
+ *  line too (the server says close, or keep-alive to 1.0, on the request it knows to be
+ *  the last, and when the FIN comes with requests buffered that differs with the
+ *  reads). Works in place. @returns the new length. */
 size_t sk_test_http_normalize(char *p, size_t n, int mask_connection);
 
 #endif
