@@ -1,11 +1,14 @@
 /* sk_http: a small HTTP/1.1 server on one libevent loop. See sk_http.h.
  *
  * A connection's input buffer holds the bytes read and not yet consumed, from in_off to
- * in_len. A request is parsed in place (sk_http_parse_head writes NULs into it), so the
- * buffer must not move under a request the handler holds: while one is with the
- * handler, a full buffer pauses reading instead of growing. A request whose head is
- * parsed but whose body is still coming (`partial`) is not with the handler yet; when
- * the buffer moves under it, its pointers are moved too (rebase). */
+ * in_len. A position kept across a read is an offset, never a pointer: the buffer is
+ * compacted (memmove) and grown (realloc) under a head that waits for its body
+ * (`partial`) and under one still coming (head_seen: how far the search for its end
+ * got), and the parser hands back offsets (sk_http_head). Pointers into it exist only
+ * while a request is with the handler (r->base, r->body): the buffer does not move then
+ * (a full one pauses reading), and a connection that goes first leaves it to the
+ * request. The other buffers (output, a request's added headers, the scratch) are only
+ * reached through their owner's pointer plus an offset. */
 #include "sk_http.h"
 #include "sk_httpdate.h"
 #include "sk_id.h"
@@ -34,10 +37,12 @@ typedef struct conn conn;
 struct sk_http_req {
     conn *c; /* NULL once the connection is gone */
     sk_http *s;
-    sk_http_head head;
+    sk_http_head head; /* offsets from base */
     size_t head_len;
+    const char *base; /* the head's first byte, set when handed to the handler */
     const char *body;
     size_t body_len;
+    char *kept_in; /* the input buffer of a connection gone before the answer */
     char *ox; /* added answer header lines */
     size_t oxlen, oxcap;
     int close;
@@ -50,6 +55,7 @@ struct conn {
     struct event *rev, *wev;
     char *in;
     size_t in_off, in_len, in_cap;
+    size_t head_seen; /* bytes from in_off the parser saw without the head's end */
     char *out;
     size_t out_off, out_len, out_cap;
     sk_http_req *req;     /* with the handler */
@@ -101,14 +107,18 @@ static sk_http_req *req_get(sk_http *s)
     r->c = NULL;
     r->oxlen = 0;
     r->close = 0;
+    r->base = NULL;
     r->body = "";
     r->body_len = 0;
+    r->kept_in = NULL;
     return r;
 }
 
 static void req_put(sk_http_req *r)
 {
     sk_http *s = r->s;
+    free(r->kept_in);
+    r->kept_in = NULL;
     if (s && s->nfree < FREE_REQS_MAX) {
         r->next_free = s->free_reqs;
         s->free_reqs = r;
@@ -117,17 +127,6 @@ static void req_put(sk_http_req *r)
     }
     free(r->ox);
     free(r);
-}
-
-/* The buffer's bytes moved by `delta`: the partial request's pointers follow. */
-static void rebase(sk_http_req *r, ptrdiff_t delta)
-{
-    sk_http_head *h = &r->head;
-    h->uri += delta;
-    for (int i = 0; i < h->nh; i++) {
-        h->h[i].name += delta;
-        h->h[i].value += delta;
-    }
 }
 
 /* ---- connections ---- */
@@ -144,8 +143,11 @@ static void conn_free(conn *c)
     if (c->wev)
         event_free(c->wev);
     close(c->fd);
-    if (c->req)
-        c->req->c = NULL; /* its handler answers it later: then it is just freed */
+    if (c->req) { /* its handler answers it later: then it is just freed */
+        c->req->c = NULL;
+        c->req->kept_in = c->in; /* its strings and body point into it */
+        c->in = NULL;
+    }
     if (c->partial)
         req_put(c->partial);
     if (c->prev)
@@ -198,7 +200,7 @@ static void start_linger(conn *c)
     shutdown(c->fd, SHUT_WR);
     c->lingering = 1;
     c->linger_ms = now_ms();
-    c->in_off = c->in_len = 0;
+    c->in_off = c->in_len = c->head_seen = 0;
     if (c->partial) {
         req_put(c->partial);
         c->partial = NULL;
@@ -325,7 +327,7 @@ static void refuse(conn *c, sk_http_req *r, sk_http_parse_rc rc)
     char body[256];
     size_t blen = (size_t)snprintf(body, sizeof(body), "{\"error\":\"%s\",\"message\":\"%s\"}",
                                    code, message);
-    c->in_off = c->in_len = 0;
+    c->in_off = c->in_len = c->head_seen = 0;
     r->c = c;
     r->head.method = SK_HTTP_GET; /* the head may be half parsed: the answer has a body */
     r->close = 1;
@@ -355,6 +357,8 @@ static void process(conn *c)
             }
             c->partial = NULL;
         } else {
+            /* empty lines between requests (head_seen stays: a head it counts for was
+             * parsed from a first byte that is not one) */
             while (c->in_off < c->in_len && (c->in[c->in_off] == '\r' || c->in[c->in_off] == '\n'))
                 c->in_off++;
             if (c->in_off == c->in_len) {
@@ -370,20 +374,22 @@ static void process(conn *c)
                 conn_abort(c);
                 break;
             }
-            sk_http_parse_rc rc =
-                sk_http_parse_head(c->in + c->in_off, c->in_len - c->in_off, s->o.max_header_bytes,
-                                   s->o.max_body_bytes, &r->head, &r->head_len);
+            sk_http_parse_rc rc = sk_http_parse_head(c->in + c->in_off, c->in_len - c->in_off,
+                                                     c->head_seen, s->o.max_header_bytes,
+                                                     s->o.max_body_bytes, &r->head, &r->head_len);
             if (rc != SK_HTTP_OK) {
                 if (rc != SK_HTTP_INCOMPLETE) {
                     refuse(c, r, rc);
                     break;
                 }
+                c->head_seen = c->in_len - c->in_off; /* the next parse goes on from here */
                 req_put(r);
                 if (c->peer_eof)
                     c->closing = 1; /* a request the peer will never finish */
                 break;
             }
             r->c = c;
+            c->head_seen = 0;
             if (r->head.framing) {
                 /* Nothing after this head can be trusted to be a request. */
                 r->close = 1;
@@ -399,7 +405,9 @@ static void process(conn *c)
                 break;
             }
         }
-        r->body = c->in + c->in_off + r->head_len;
+        /* From here to its answer the buffer does not move: pointers are safe. */
+        r->base = c->in + c->in_off;
+        r->body = r->base + r->head_len;
         r->body_len = (size_t)r->head.content_length;
         c->in_off += r->head_len + r->body_len;
         c->req_start_ms = 0;
@@ -441,10 +449,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
             set_reading(c, 0);
             return;
         }
-        if (c->in_off > 0) {
+        if (c->in_off > 0) { /* partial and head_seen count from in_off: they hold */
             memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
-            if (c->partial)
-                rebase(c->partial, -(ptrdiff_t)c->in_off);
             c->in_len -= c->in_off;
             c->in_off = 0;
         }
@@ -456,9 +462,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
                 conn_free(c);
                 return;
             }
-            if (c->partial)
-                rebase(c->partial, in - c->in);
-            c->in = in;
+            c->in = in; /* the old pointer is dead: nothing is computed from it */
             c->in_cap = cap;
         }
     }
@@ -467,14 +471,13 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         c->in_len += (size_t)n;
         c->last_ms = now_ms();
     } else if (n == 0) {
-        if (!c->req && c->out_off == c->out_len) { /* nothing to answer */
-            conn_free(c);
-            return;
-        }
-        /* The peer closed its side with requests in hand: answer each, then close
-         * (after_answer goes on with the buffer). */
+        /* The peer closed its side: every request in hand is answered, then the close.
+         * With none at the handler, requests may still be buffered (this read can be
+         * after_answer's deferred turn merged with the FIN's): process() takes them. */
         c->peer_eof = 1;
         set_reading(c, 0);
+        if (!c->req && c->out_off == c->out_len)
+            process(c);
         return;
     } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
         conn_abort(c);
@@ -483,14 +486,13 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     process(c);
 }
 
-static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
-                      int salen, void *arg)
+/* A new connection on fd (connected, non-blocking), owned from now on: closed on
+ * failure. @returns 0 or -1. */
+static int conn_new(sk_http *s, int fd, const struct sockaddr *sa, size_t salen)
 {
-    (void)lev;
-    sk_http *s = arg;
     if (s->o.max_conns > 0 && s->nconns >= s->o.max_conns) {
         close(fd); /* over the cap: closed as soon as accepted */
-        return;
+        return -1;
     }
     conn *c = calloc(1, sizeof(*c));
     char *in = malloc(IN_INIT);
@@ -498,14 +500,14 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
         free(c);
         free(in);
         close(fd);
-        return;
+        return -1;
     }
     c->s = s;
     c->fd = fd;
     c->in = in;
     c->in_cap = IN_INIT;
-    if (salen > 0 && (size_t)salen <= sizeof(c->peer))
-        memcpy(&c->peer, sa, (size_t)salen);
+    if (sa && salen > 0 && salen <= sizeof(c->peer))
+        memcpy(&c->peer, sa, salen);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_read, c);
@@ -518,9 +520,30 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
     c->last_ms = now_ms();
     if (!c->rev || !c->wev) {
         conn_free(c);
-        return;
+        return -1;
     }
     set_reading(c, 1);
+    return 0;
+}
+
+static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    (void)lev;
+    conn_new(arg, fd, sa, salen > 0 ? (size_t)salen : 0);
+}
+
+int sk_http_adopt(sk_http *s, int fd)
+{
+    struct sockaddr_storage peer;
+    socklen_t plen = sizeof(peer);
+    if (evutil_make_socket_nonblocking(fd) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (getpeername(fd, (struct sockaddr *)&peer, &plen) != 0)
+        plen = 0;
+    return conn_new(s, fd, (struct sockaddr *)&peer, plen);
 }
 
 /* The deadlines: a request read too slowly, an idle kept-alive connection, an answer
@@ -630,15 +653,29 @@ sk_http_method sk_http_method_of(const sk_http_req *r)
 
 const char *sk_http_uri(const sk_http_req *r)
 {
-    return r->head.uri;
+    return r->base + r->head.uri;
 }
 
 const char *sk_http_header(const sk_http_req *r, const char *name)
 {
     for (int i = 0; i < r->head.nh; i++)
-        if (strcasecmp(r->head.h[i].name, name) == 0)
-            return r->head.h[i].value;
+        if (strcasecmp(r->base + r->head.h[i].name, name) == 0)
+            return r->base + r->head.h[i].value;
     return NULL;
+}
+
+int sk_http_header_count(const sk_http_req *r)
+{
+    return r->head.nh;
+}
+
+int sk_http_header_at(const sk_http_req *r, int i, const char **name, const char **value)
+{
+    if (i < 0 || i >= r->head.nh)
+        return -1;
+    *name = r->base + r->head.h[i].name;
+    *value = r->base + r->head.h[i].value;
+    return 0;
 }
 
 const char *sk_http_body(const sk_http_req *r, size_t *len)

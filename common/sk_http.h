@@ -81,6 +81,12 @@ sk_http *sk_http_new(struct event_base *base, const sk_http_opts *opts, sk_http_
  *  from now on, including on failure. One at a time. @returns 0 or -1. */
 int sk_http_listen(sk_http *s, int fd);
 
+/** @brief Serves `fd`, a stream socket already connected (a socketpair's end, in the
+ *  tests), as a connection the listener had accepted: the same cap, deadlines and
+ *  framing. The server owns fd from now on, including on failure (closed then); it is
+ *  made non-blocking. @returns 0, or -1 (over max_conns, or OOM). */
+int sk_http_adopt(sk_http *s, int fd);
+
 /** @brief Closes the listening socket; connections stay. */
 void sk_http_stop_listening(sk_http *s);
 
@@ -99,6 +105,12 @@ sk_http_method sk_http_method_of(const sk_http_req *r);
 const char *sk_http_uri(const sk_http_req *r);
 /** @brief The first header `name` (case-insensitive), its value trimmed; NULL if none. */
 const char *sk_http_header(const sk_http_req *r, const char *name);
+/** @brief How many header lines the request carries (at most SK_HTTP_MAX_HEADERS). */
+int sk_http_header_count(const sk_http_req *r);
+/** @brief The i-th header line (0 <= i < sk_http_header_count), in the order sent: its
+ *  name as sent and its value trimmed, NUL-terminated, owned by the request (valid until
+ *  it is answered). @returns 0, or -1 when i is out of range (*name, *value untouched). */
+int sk_http_header_at(const sk_http_req *r, int i, const char **name, const char **value);
 /** @brief The body (len 0 and "" when none); not NUL-terminated. */
 const char *sk_http_body(const sk_http_req *r, size_t *len);
 /** @brief The peer's address (NULL when unknown). */
@@ -129,13 +141,16 @@ void sk_http_close_after(sk_http_req *r);
 
 #define SK_HTTP_MAX_HEADERS 64
 
+/* The strings of a head are offsets into the buffer it was parsed from, not pointers:
+ * the buffer may move (realloc) between the parse and the hand-over without one going
+ * stale. Each is NUL-terminated there once the parse returned SK_HTTP_OK. */
 typedef struct sk_http_head {
     int method;      /* sk_http_method, or -1 for a method token the server does not know */
-    char *uri;       /* NUL-terminated in the buffer */
+    size_t uri;      /* the target, as sent */
     int minor;       /* HTTP/1.minor */
     int nh;
     struct {
-        char *name, *value; /* NUL-terminated in the buffer, value trimmed */
+        size_t name, value; /* the name as sent, the value trimmed */
     } h[SK_HTTP_MAX_HEADERS];
     int64_t content_length; /* 0 when none, or when the framing is refused */
     int keep_alive;         /* after this request, by version and Connection */
@@ -157,12 +172,20 @@ typedef enum {
 } sk_http_parse_rc;
 
 /** @brief Parses the request line and headers at buf[0..len) (leading empty lines are
- *  skipped), writing NULs into buf. Line ends: CRLF or LF.
+ *  skipped). Line ends: CRLF or LF. Refused in a field value: every control but HTAB,
+ *  and DEL (RFC 9110 5.5); in a name, the method and the target: anything but their
+ *  tokens' characters (a control, DEL, a separator).
+ *  last_len: 0, or the len of the previous call on this same head that answered
+ *  SK_HTTP_INCOMPLETE (buf[0..last_len) unchanged since, wherever buf now lies): the
+ *  search for the blank line goes on from there, so that a head read in many pieces
+ *  costs linear work, not quadratic.
  *  @returns SK_HTTP_OK with *head_len the bytes up to and including the blank line and
- *  `h` filled, SK_HTTP_INCOMPLETE (buf untouched) when the blank line is not there
- *  yet and len is within max_header_bytes, or a refusal. */
-sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t max_header_bytes,
-                                    int64_t max_body_bytes, sk_http_head *h, size_t *head_len);
+ *  `h` filled (offsets into buf, whose strings the parse NUL-terminates: the only
+ *  writes into buf), SK_HTTP_INCOMPLETE when the blank line is not there yet and len is
+ *  within max_header_bytes, or a refusal (buf untouched by either). */
+sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t last_len,
+                                    size_t max_header_bytes, int64_t max_body_bytes,
+                                    sk_http_head *h, size_t *head_len);
 
 /** @brief The JSON refusal of rc (not OK/INCOMPLETE): status, reason, error code and
  *  message, fixed text. */

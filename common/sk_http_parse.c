@@ -1,4 +1,13 @@
-/* sk_http_parse: the request head parser of sk_http (pure: no I/O). See sk_http.h. */
+/* sk_http_parse: the request head parser of sk_http (pure: no I/O). See sk_http.h.
+ *
+ * It works in offsets and lengths, as picohttpparser does: what it hands back is an
+ * offset into the buffer, so the connection may move or grow its buffer (realloc)
+ * under a head it has parsed without a pointer going stale. It writes into the buffer
+ * once, when it returns SK_HTTP_OK (the NULs that end the target, the names and the
+ * values); any other answer leaves the buffer as it was. A caller that reads a head in
+ * pieces passes the length of its previous INCOMPLETE call (last_len), and the search
+ * for the blank line goes on from there: a head that comes in n reads costs the bytes
+ * once, not n times. */
 #include "sk_http.h"
 
 #include <stdint.h>
@@ -12,6 +21,9 @@ typedef struct hdrcheck {
     int64_t length;           /* the Content-Length value (0 if none) */
     const char *why;          /* static text, set at the first refusal */
 } hdrcheck;
+
+/* 1 if p[0..n) is `lit` (a literal), case-insensitive. */
+#define NAME_IS(p, n, lit) ((n) == sizeof(lit) - 1 && strncasecmp((p), (lit), (n)) == 0)
 
 /* A Content-Length value: optional spaces/tabs, 1 to 15 digits, optional spaces/tabs
  * ("+6" and " -0" are refused).
@@ -30,27 +42,22 @@ static int64_t parse_length(const char *p, size_t n)
     return digits == 0 || digits > 15 || i != n ? -1 : v;
 }
 
-static void hdrcheck_init(hdrcheck *h)
-{
-    memset(h, 0, sizeof(*h));
-}
-
-/* name is nlen bytes long (the length tells which names can matter). */
-static int hdrcheck_add(hdrcheck *h, const char *name, size_t nlen, const char *value)
+/* One header, name[0..nlen) and value[0..vlen). */
+static void hdrcheck_add(hdrcheck *h, const char *name, size_t nlen, const char *value,
+                         size_t vlen)
 {
     if (h->why)
-        return -1;
+        return;
     if (memchr(name, ' ', nlen) || memchr(name, '\t', nlen))
         h->why = "whitespace in a header name";
-    else if (nlen == 17 && strcasecmp(name, "Transfer-Encoding") == 0)
+    else if (NAME_IS(name, nlen, "Transfer-Encoding"))
         h->why = "Transfer-Encoding is not accepted: send Content-Length";
-    else if (nlen == 4 && strcasecmp(name, "Host") == 0 && h->host++ > 0)
+    else if (NAME_IS(name, nlen, "Host") && h->host++ > 0)
         h->why = "more than one Host header";
-    else if (nlen == 14 && strcasecmp(name, "Content-Length") == 0 &&
-             (h->content_length++ > 0 || (h->length = parse_length(value, strlen(value))) < 0))
+    else if (NAME_IS(name, nlen, "Content-Length") &&
+             (h->content_length++ > 0 || (h->length = parse_length(value, vlen)) < 0))
         h->why = h->content_length > 1 ? "more than one Content-Length header"
                                        : "Content-Length is not a decimal number";
-    return h->why ? -1 : 0;
 }
 
 static int hdrcheck_done(hdrcheck *h, int body_allowed)
@@ -80,7 +87,8 @@ static int method_of(const char *p, size_t n)
     return -1;
 }
 
-/* RFC 9110's tchar: what a method token may hold. */
+/* RFC 9110's tchar: what a method token and a field name may hold (no CTL, no DEL, no
+ * separator). */
 static int is_tchar(unsigned char c)
 {
     if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
@@ -88,54 +96,56 @@ static int is_tchar(unsigned char c)
     return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-/* 1 if the comma-separated list `v` holds `token` (case-insensitive). */
-static int has_token(const char *v, const char *token)
+/* 1 if the comma-separated list v[0..n) holds `token` (case-insensitive). */
+static int has_token(const char *v, size_t n, const char *token)
 {
-    size_t n = strlen(token);
-    while (*v) {
-        while (*v == ' ' || *v == '\t' || *v == ',')
-            v++;
-        size_t len = strcspn(v, ",");
-        size_t t = len;
-        while (t > 0 && (v[t - 1] == ' ' || v[t - 1] == '\t'))
+    size_t tn = strlen(token), i = 0;
+    while (i < n) {
+        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t s = i;
+        while (i < n && v[i] != ',')
+            i++;
+        size_t t = i;
+        while (t > s && (v[t - 1] == ' ' || v[t - 1] == '\t'))
             t--;
-        if (t == n && strncasecmp(v, token, n) == 0)
+        if (t - s == tn && strncasecmp(v + s, token, tn) == 0)
             return 1;
-        v += len;
     }
     return 0;
 }
 
-/* Ends the line at lf (its LF, and the CR before it if any) with a NUL; returns the
- * start of the next line, and the line's length in *len. */
-static char *end_line(char *line, char *lf, size_t *len)
+/* The length of the line at `line` that ends at lf (its LF, and the CR before it if
+ * any, not counted). */
+static size_t line_len(const char *line, const char *lf)
 {
-    if (lf > line && lf[-1] == '\r')
-        lf[-1] = '\0';
-    *lf = '\0';
-    *len = (size_t)(lf - line) - (lf > line && lf[-1] == '\0');
-    return lf + 1;
+    size_t n = (size_t)(lf - line);
+    return n > 0 && line[n - 1] == '\r' ? n - 1 : n;
 }
 
-/* The request line "METHOD SP target SP HTTP/1.x" (NUL-terminated). */
-static sk_http_parse_rc request_line(char *line, sk_http_head *h)
+/* The request line "METHOD SP target SP HTTP/1.x", buf[at..at+n): fills h->method,
+ * h->minor, h->uri, and *uri_end (where the target's NUL goes). */
+static sk_http_parse_rc request_line(const char *buf, size_t at, size_t n, sk_http_head *h,
+                                     size_t *uri_end)
 {
-    char *sp = strchr(line, ' ');
+    const char *line = buf + at, *end = line + n;
+    const char *sp = memchr(line, ' ', n);
     if (!sp || sp == line)
         return SK_HTTP_BAD;
-    for (char *p = line; p < sp; p++)
+    for (const char *p = line; p < sp; p++)
         if (!is_tchar((unsigned char)*p))
             return SK_HTTP_BAD;
-    char *uri = sp + 1;
-    char *sp2 = strchr(uri, ' ');
+    const char *uri = sp + 1;
+    const char *sp2 = memchr(uri, ' ', (size_t)(end - uri));
     if (!sp2 || sp2 == uri)
         return SK_HTTP_BAD;
-    for (char *p = uri; p < sp2; p++)
+    /* RFC 9112 3.2: no whitespace or control in the target (DEL included) */
+    for (const char *p = uri; p < sp2; p++)
         if ((unsigned char)*p <= 0x20 || (unsigned char)*p == 0x7f)
             return SK_HTTP_BAD;
     const char *ver = sp2 + 1;
-    if (strncmp(ver, "HTTP/", 5) != 0 || ver[5] < '0' || ver[5] > '9' || ver[6] != '.' ||
-        ver[7] < '0' || ver[7] > '9' || ver[8] != '\0')
+    if (end - ver != 8 || memcmp(ver, "HTTP/", 5) != 0 || ver[5] < '0' || ver[5] > '9' ||
+        ver[6] != '.' || ver[7] < '0' || ver[7] > '9')
         return SK_HTTP_BAD;
     h->method = method_of(line, (size_t)(sp - line));
     if (h->method < 0)
@@ -143,40 +153,58 @@ static sk_http_parse_rc request_line(char *line, sk_http_head *h)
     if (ver[5] != '1')
         return SK_HTTP_VERSION;
     h->minor = ver[7] - '0';
-    *sp2 = '\0';
-    h->uri = uri;
+    h->uri = (size_t)(uri - buf);
+    *uri_end = (size_t)(sp2 - buf);
     return SK_HTTP_OK;
 }
 
-/* 1 if one of the n bytes at p is a control character other than HT (a bare CR
- * above all: a line end to some other parser). Eight bytes at a time: a header value
- * is mostly a bearer token of a few hundred bytes. */
+/* RFC 9110 5.5: a field value holds visible characters, obs-text (0x80-0xff), SP and
+ * HTAB; every other control and DEL are refused (a bare CR above all: a line end to
+ * some other parser). */
+static int is_value_ctl(unsigned char c)
+{
+    return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
+/* 1 if one of the n bytes at p is refused in a field value. Eight bytes at a time: a
+ * header value is mostly a bearer token of a few hundred bytes. */
 static int has_ctl(const char *p, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t x;
         memcpy(&x, p + i, 8);
-        /* a byte below 0x20 (with its top bit clear) sets its top bit here */
-        if (((x - 0x2020202020202020ULL) & ~x & 0x8080808080808080ULL) == 0)
+        /* A byte below 0x20 sets its top bit in `below`, a 0x7f in `del` (the byte's
+         * own top bit clear in both); a borrow or a carry between bytes can only flag
+         * a neighbour too, never hide one: the byte loop decides. */
+        uint64_t below = (x - 0x2020202020202020ULL) & ~x;
+        uint64_t del = (x + 0x0101010101010101ULL) & ~x;
+        if (((below | del) & 0x8080808080808080ULL) == 0)
             continue;
         for (size_t j = i; j < i + 8; j++)
-            if ((unsigned char)p[j] < 0x20 && p[j] != '\t')
+            if (is_value_ctl((unsigned char)p[j]))
                 return 1;
     }
     for (; i < n; i++)
-        if ((unsigned char)p[i] < 0x20 && p[i] != '\t')
+        if (is_value_ctl((unsigned char)p[i]))
             return 1;
     return 0;
 }
 
-/* One header line "name: value", line[0..len) (NUL-terminated there): kept in h, value
- * trimmed; *nlen is the name's length. */
-static sk_http_parse_rc header_line(char *line, size_t len, sk_http_head *h, size_t *nlen)
+/* Where a header's strings end in the buffer: the NULs written on SK_HTTP_OK. */
+typedef struct hdr_ends {
+    size_t name, value;
+} hdr_ends;
+
+/* One header line "name: value", buf[at..at+n): kept in h (offsets, value trimmed),
+ * its ends in *ends. */
+static sk_http_parse_rc header_line(const char *buf, size_t at, size_t n, sk_http_head *h,
+                                    hdr_ends *ends)
 {
+    const char *line = buf + at;
     if (*line == ' ' || *line == '\t')
         return SK_HTTP_BAD; /* obsolete line folding (RFC 9112: reject or unfold) */
-    char *colon = memchr(line, ':', len);
+    const char *colon = memchr(line, ':', n);
     if (!colon || colon == line)
         return SK_HTTP_BAD;
     /* A field name is a token; spaces and tabs are left to the framing rule. */
@@ -185,43 +213,53 @@ static sk_http_parse_rc header_line(char *line, size_t len, sk_http_head *h, siz
             return SK_HTTP_BAD;
     if (h->nh == SK_HTTP_MAX_HEADERS)
         return SK_HTTP_HEADERS_LARGE;
-    *colon = '\0';
-    char *v = colon + 1, *e = line + len;
+    const char *v = colon + 1, *e = line + n;
     while (v < e && (*v == ' ' || *v == '\t'))
         v++;
     while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
         e--;
-    *e = '\0';
     if (has_ctl(v, (size_t)(e - v)))
-        return SK_HTTP_BAD; /* a bare CR, or another control character */
-    h->h[h->nh].name = line;
-    h->h[h->nh].value = v;
+        return SK_HTTP_BAD;
+    h->h[h->nh].name = at;
+    h->h[h->nh].value = (size_t)(v - buf);
+    ends->name = (size_t)(colon - buf);
+    ends->value = (size_t)(e - buf);
     h->nh++;
-    *nlen = (size_t)(colon - line);
     return SK_HTTP_OK;
 }
 
-sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t max_header_bytes,
-                                    int64_t max_body_bytes, sk_http_head *h, size_t *head_len)
+/* The blank line that ends a head: LF, optional CR, LF. @returns its last LF, searched
+ * from `from` on, or NULL. */
+static const char *find_blank(const char *from, const char *end)
+{
+    for (const char *p = memchr(from, '\n', (size_t)(end - from)); p;
+         p = memchr(p + 1, '\n', (size_t)(end - p - 1))) {
+        const char *q = p + 1;
+        if (q < end && *q == '\r')
+            q++;
+        if (q >= end)
+            return NULL;
+        if (*q == '\n')
+            return q;
+    }
+    return NULL;
+}
+
+sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t last_len,
+                                    size_t max_header_bytes, int64_t max_body_bytes,
+                                    sk_http_head *h, size_t *head_len)
 {
     /* RFC 9112 2.2: empty lines before the request line are ignored. */
     size_t skip = 0;
     while (skip < len && (buf[skip] == '\r' || buf[skip] == '\n'))
         skip++;
-    /* The blank line: LF, optional CR, LF. */
-    char *start = buf + skip, *end = buf + len, *blank = NULL;
-    for (char *p = memchr(start, '\n', (size_t)(end - start)); p;
-         p = memchr(p + 1, '\n', (size_t)(end - p - 1))) {
-        char *q = p + 1;
-        if (q < end && *q == '\r')
-            q++;
-        if (q < end && *q == '\n') {
-            blank = q;
-            break;
-        }
-        if (q >= end)
-            break;
-    }
+    /* buf[0..last_len) held no blank line: one that ends past it starts at most two
+     * bytes before it (LF CR | LF). */
+    size_t from = last_len <= len && last_len > 2 ? last_len - 2 : 0;
+    if (from < skip)
+        from = skip;
+    const char *start = buf + skip, *end = buf + len;
+    const char *blank = find_blank(buf + from, end);
     if (!blank)
         return len - skip > max_header_bytes ? SK_HTTP_HEADERS_LARGE : SK_HTTP_INCOMPLETE;
     size_t used = (size_t)(blank + 1 - buf);
@@ -230,44 +268,38 @@ sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t max_header_byt
     if (memchr(start, '\0', (size_t)(blank - start)))
         return SK_HTTP_BAD; /* a NUL would cut the strings handed on */
     memset(h, 0, sizeof(*h));
-    char *lf = memchr(start, '\n', (size_t)(blank + 1 - start));
-    size_t llen;
-    char *next = end_line(start, lf, &llen);
-    sk_http_parse_rc rc = request_line(start, h);
+    const char *lf = memchr(start, '\n', (size_t)(blank + 1 - start));
+    size_t uri_end;
+    sk_http_parse_rc rc = request_line(buf, skip, line_len(start, lf), h, &uri_end);
     if (rc != SK_HTTP_OK)
         return rc;
     hdrcheck hc;
-    hdrcheck_init(&hc);
+    memset(&hc, 0, sizeof(hc));
+    hdr_ends ends[SK_HTTP_MAX_HEADERS];
     int te = 0, expect_bad = 0, conn_close = 0, conn_keep = 0;
+    const char *next = lf + 1;
     while (next < blank && !(next + 1 == blank && *next == '\r')) {
         lf = memchr(next, '\n', (size_t)(blank + 1 - next));
-        char *line = next;
-        size_t nlen;
-        next = end_line(line, lf, &llen);
-        if ((rc = header_line(line, llen, h, &nlen)) != SK_HTTP_OK)
+        size_t at = (size_t)(next - buf);
+        rc = header_line(buf, at, line_len(next, lf), h, &ends[h->nh]);
+        if (rc != SK_HTTP_OK)
             return rc;
-        const char *name = h->h[h->nh - 1].name, *value = h->h[h->nh - 1].value;
-        hdrcheck_add(&hc, name, nlen, value);
-        switch (nlen) { /* only the few names the server reads */
-        case 17:
-            te |= strcasecmp(name, "Transfer-Encoding") == 0;
-            break;
-        case 6:
-            if (strcasecmp(name, "Expect") == 0) {
-                if (strcasecmp(value, "100-continue") == 0)
-                    h->expect_continue = 1;
-                else
-                    expect_bad = 1;
-            }
-            break;
-        case 10:
-            if (strcasecmp(name, "Connection") == 0) {
-                conn_close |= has_token(value, "close");
-                conn_keep |= has_token(value, "keep-alive");
-            }
-            break;
-        default:
-            break;
+        next = lf + 1;
+        const hdr_ends *he = &ends[h->nh - 1];
+        const char *name = buf + at, *value = buf + h->h[h->nh - 1].value;
+        size_t nlen = he->name - at, vlen = he->value - h->h[h->nh - 1].value;
+        hdrcheck_add(&hc, name, nlen, value, vlen);
+        /* only the few names the server reads */
+        if (NAME_IS(name, nlen, "Transfer-Encoding")) {
+            te = 1;
+        } else if (NAME_IS(name, nlen, "Expect")) {
+            if (NAME_IS(value, vlen, "100-continue"))
+                h->expect_continue = 1;
+            else
+                expect_bad = 1;
+        } else if (NAME_IS(name, nlen, "Connection")) {
+            conn_close |= has_token(value, vlen, "close");
+            conn_keep |= has_token(value, vlen, "keep-alive");
         }
     }
     *head_len = used;
@@ -283,15 +315,20 @@ sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t max_header_byt
         h->framing = hc.why;
         h->content_length = 0;
         h->keep_alive = 0;
-        return SK_HTTP_OK;
-    }
-    if (max_body_bytes >= 0 && hc.length > max_body_bytes)
+    } else if (max_body_bytes >= 0 && hc.length > max_body_bytes) {
         return SK_HTTP_BODY_LARGE;
-    h->content_length = hc.length;
-    h->keep_alive = h->minor >= 1 ? !conn_close : (conn_keep && !conn_close);
+    } else {
+        h->content_length = hc.length;
+        h->keep_alive = h->minor >= 1 ? !conn_close : (conn_keep && !conn_close);
+    }
+    /* Accepted: now the strings get their NULs (each on a separator or a line end). */
+    buf[uri_end] = '\0';
+    for (int i = 0; i < h->nh; i++) {
+        buf[ends[i].name] = '\0';
+        buf[ends[i].value] = '\0';
+    }
     return SK_HTTP_OK;
 }
-
 void sk_http_refusal(sk_http_parse_rc rc, int *status, const char **reason, const char **code,
                      const char **message)
 {

@@ -16,7 +16,7 @@ build=${FUZZ_BUILD_DIR:-${1:-$(dirname "$(dirname "$here")")/build-fuzz}}
 mkdir -p "$build" && build=$(cd "$build" && pwd)
 secs=${FUZZ_SECONDS:-60}
 cc=${FUZZ_CC:-clang}
-harnesses=${FUZZ_HARNESSES:-fuzz_http fuzz_jwt fuzz_consumer_msg fuzz_config fuzz_http_parse}
+harnesses=${FUZZ_HARNESSES:-fuzz_http fuzz_jwt fuzz_consumer_msg fuzz_config fuzz_http_parse fuzz_http_split}
 
 if ! command -v "$cc" >/dev/null 2>&1; then
     echo "fuzz: $cc not found, harnesses not built (skipped)"

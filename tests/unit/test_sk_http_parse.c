@@ -35,9 +35,12 @@ static sk_http_parse_rc parse_n(const char *text, size_t len, size_t maxh, int64
     memcpy(P.buf, text, len);
     P.len = len;
     P.head_len = (size_t)-1;
-    P.rc = sk_http_parse_head(P.buf, len, maxh, maxb, &P.h, &P.head_len);
+    P.rc = sk_http_parse_head(P.buf, len, 0, maxh, maxb, &P.h, &P.head_len);
     return P.rc;
 }
+
+/* A string the parse handed back (an offset into P.buf). */
+#define S(off) (P.buf + (off))
 
 static sk_http_parse_rc parse(const char *text)
 {
@@ -47,8 +50,8 @@ static sk_http_parse_rc parse(const char *text)
 static const char *hdr(const char *name)
 {
     for (int i = 0; i < P.h.nh; i++)
-        if (strcasecmp(P.h.h[i].name, name) == 0)
-            return P.h.h[i].value;
+        if (strcasecmp(S(P.h.h[i].name), name) == 0)
+            return S(P.h.h[i].value);
     return NULL;
 }
 
@@ -68,7 +71,7 @@ static void test_request_line_forms(void **state)
         snprintf(line, sizeof(line), "%s /a?b=c HTTP/1.1\r\n\r\n", methods[i].tok);
         assert_int_equal(parse(line), SK_HTTP_OK);
         assert_int_equal(P.h.method, methods[i].m);
-        assert_string_equal(P.h.uri, "/a?b=c");
+        assert_string_equal(S(P.h.uri), "/a?b=c");
         assert_int_equal(P.h.minor, 1);
         assert_int_equal(P.h.nh, 0);
         assert_int_equal(P.head_len, strlen(line));
@@ -115,7 +118,7 @@ static void test_request_line_forms(void **state)
             fail_msg("bad request line case %zu: rc %d", i, P.rc);
     /* High bytes in the target are passed on as sent (not decoded). */
     assert_int_equal(parse("GET /\xc3\xa9?%20 HTTP/1.1\r\n\r\n"), SK_HTTP_OK);
-    assert_string_equal(P.h.uri, "/\xc3\xa9?%20");
+    assert_string_equal(S(P.h.uri), "/\xc3\xa9?%20");
 }
 
 static void test_line_ends_and_leading_lines(void **state)
@@ -133,15 +136,15 @@ static void test_line_ends_and_leading_lines(void **state)
             fail_msg("form %zu: rc %d", i, P.rc);
         assert_int_equal(P.head_len, strlen(forms[i]));
         assert_int_equal(P.h.method, SK_HTTP_GET);
-        assert_string_equal(P.h.uri, "/x");
+        assert_string_equal(S(P.h.uri), "/x");
         assert_int_equal(P.h.nh, 2);
-        assert_string_equal(P.h.h[0].name, "Host");
-        assert_string_equal(P.h.h[0].value, "a");
-        assert_string_equal(P.h.h[1].name, "X-B");
-        assert_string_equal(P.h.h[1].value, "c");
+        assert_string_equal(S(P.h.h[0].name), "Host");
+        assert_string_equal(S(P.h.h[0].value), "a");
+        assert_string_equal(S(P.h.h[1].name), "X-B");
+        assert_string_equal(S(P.h.h[1].value), "c");
         /* every string handed on lies inside the head */
-        assert_true(P.h.uri > P.buf && P.h.uri < P.buf + P.head_len);
-        assert_true(P.h.h[1].value < P.buf + P.head_len);
+        assert_true(P.h.uri > 0 && P.h.uri < P.head_len);
+        assert_true(P.h.h[1].value < P.head_len);
     }
     /* Only empty lines: not a request yet. */
     assert_int_equal(parse("\r\n\r\n\n"), SK_HTTP_INCOMPLETE);
@@ -191,7 +194,7 @@ static void test_head_len_exact(void **state)
     memcpy(rest, P.buf + next, P.len - next);
     assert_int_equal(parse_n(rest, strlen(two) - next, 8192, 100), SK_HTTP_OK);
     assert_int_equal(P.h.method, SK_HTTP_GET);
-    assert_string_equal(P.h.uri, "/b");
+    assert_string_equal(S(P.h.uri), "/b");
     assert_int_equal(P.head_len, strlen("GET /b HTTP/1.1\r\n\r\n"));
     /* Leading empty lines count in head_len. */
     assert_int_equal(parse("\r\n\nGET / HTTP/1.1\r\n\r\nGET"), SK_HTTP_OK);
@@ -252,8 +255,8 @@ static void test_max_headers(void **state)
     memcpy(req + n, "\r\n", 3);
     assert_int_equal(parse(req), SK_HTTP_OK);
     assert_int_equal(P.h.nh, SK_HTTP_MAX_HEADERS);
-    assert_string_equal(P.h.h[SK_HTTP_MAX_HEADERS - 1].name, "H63");
-    assert_string_equal(P.h.h[SK_HTTP_MAX_HEADERS - 1].value, "63");
+    assert_string_equal(S(P.h.h[SK_HTTP_MAX_HEADERS - 1].name), "H63");
+    assert_string_equal(S(P.h.h[SK_HTTP_MAX_HEADERS - 1].value), "63");
     n += (size_t)snprintf(req + n, sizeof(req) - n, "H64: 64\r\n\r\n");
     assert_int_equal(parse(req), SK_HTTP_HEADERS_LARGE);
 }
@@ -262,7 +265,7 @@ static void test_header_values(void **state)
 {
     (void)state;
     assert_int_equal(parse("GET / HTTP/1.1\r\nA:  \t x y \t \r\nB:\r\nC:z\r\nD: \t\r\n"
-                           "E: a:b: c\r\nf-G: \x80\xff\x7f\r\n\r\n"),
+                           "E: a:b: c\r\nf-G: \x80\xff~\r\n\r\n"),
                      SK_HTTP_OK);
     assert_int_equal(P.h.nh, 6);
     assert_string_equal(hdr("A"), "x y");
@@ -270,8 +273,8 @@ static void test_header_values(void **state)
     assert_string_equal(hdr("C"), "z");
     assert_string_equal(hdr("D"), "");
     assert_string_equal(hdr("E"), "a:b: c");
-    assert_string_equal(hdr("F-g"), "\x80\xff\x7f");
-    assert_string_equal(P.h.h[5].name, "f-G"); /* names as sent */
+    assert_string_equal(hdr("F-g"), "\x80\xff~"); /* obs-text passes */
+    assert_string_equal(S(P.h.h[5].name), "f-G"); /* names as sent */
     /* Malformed header lines: 400. */
     static const char *bad[] = {
         "GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n",    /* obs-fold */
@@ -281,6 +284,13 @@ static void test_header_values(void **state)
         "GET / HTTP/1.1\r\nA: b\r\r\n\r\n",        /* bare CR before the CRLF */
         "GET / HTTP/1.1\r\nA: \x01\r\n\r\n",       /* a control character */
         "GET / HTTP/1.1\r\nA: b\x1b[0m\r\n\r\n",
+        "GET / HTTP/1.1\r\nA: \x7f\r\n\r\n",         /* DEL (RFC 9110 5.5) */
+        "GET / HTTP/1.1\r\nA: b\x7f c\r\n\r\n",
+        "GET / HTTP/1.1\r\nA: 0123456789abcdef\x7f" "0123456789\r\n\r\n", /* past 8 bytes */
+        "GET / HTTP/1.1\r\nA: 01234567\x1f\r\n\r\n",
+        "GET / HTTP/1.1\r\nA\x7f: b\r\n\r\n",        /* DEL in a name */
+        "GET /\x7f HTTP/1.1\r\n\r\n",                 /* in the target */
+        "G\x7fT / HTTP/1.1\r\n\r\n",                  /* in the method */
         "GET / HTTP/1.1\r\nNoColon\r\n\r\n",
         "GET / HTTP/1.1\r\n: empty name\r\n\r\n",
     };
@@ -299,6 +309,134 @@ static void test_header_values(void **state)
     assert_int_equal(parse_n(nulbody, sizeof(nulbody) - 1, 8192, 10), SK_HTTP_OK);
 }
 
+/* RFC 9110 5.5, byte by byte: a field value takes HTAB, SP, VCHAR and obs-text, and
+ * nothing else (DEL and every other control refused), wherever the byte sits in the
+ * eight-byte steps of the check and whatever its neighbours (a carry or borrow from a
+ * neighbour must not hide it). */
+static void test_value_bytes(void **state)
+{
+    (void)state;
+    static const unsigned char nbr[] = {'a', ' ', '~', 0x7f, 0x80, 0xff, 0x1f, 0x20};
+    char req[128];
+    for (int b = 0; b < 256; b++) {
+        int ok = b == '\t' || b == ' ' || (b >= 0x21 && b <= 0x7e) || b >= 0x80;
+        for (size_t pos = 1; pos <= 17; pos++)
+            for (size_t k = 0; k < sizeof(nbr); k++) {
+                int nok = nbr[k] != 0x7f && nbr[k] != 0x1f;
+                char v[24];
+                memset(v, 'v', sizeof(v));
+                v[pos] = (char)b;
+                v[pos - 1] = (char)nbr[k];
+                v[pos + 1] = (char)nbr[k];
+                memcpy(req, "GET / HTTP/1.1\r\nA: ", 19);
+                memcpy(req + 19, v, sizeof(v));
+                memcpy(req + 19 + sizeof(v), "\r\n\r\n", 4);
+                sk_http_parse_rc rc = parse_n(req, 19 + sizeof(v) + 4, 8192, 0);
+                sk_http_parse_rc want = ok && nok ? SK_HTTP_OK : SK_HTTP_BAD;
+                if (rc != want)
+                    fail_msg("byte 0x%02x at %zu beside 0x%02x: rc %d, want %d", b, pos, nbr[k], rc,
+                             want);
+            }
+    }
+}
+
+/* The same head read in pieces, each parse going on from the last INCOMPLETE one
+ * (last_len), gives what one parse of it gives, at every split and byte by byte. */
+static void check_same_head(const sk_http_head *a, size_t alen, const char *abuf,
+                            const sk_http_head *b, size_t blen, const char *bbuf)
+{
+    assert_int_equal(alen, blen);
+    assert_int_equal(a->method, b->method);
+    assert_int_equal(a->minor, b->minor);
+    assert_string_equal(abuf + a->uri, bbuf + b->uri);
+    assert_int_equal(a->nh, b->nh);
+    for (int i = 0; i < a->nh; i++) {
+        assert_string_equal(abuf + a->h[i].name, bbuf + b->h[i].name);
+        assert_string_equal(abuf + a->h[i].value, bbuf + b->h[i].value);
+    }
+    assert_int_equal(a->content_length, b->content_length);
+    assert_int_equal(a->keep_alive, b->keep_alive);
+    assert_int_equal(a->expect_continue, b->expect_continue);
+    assert_true((a->framing == NULL) == (b->framing == NULL));
+}
+
+static void test_resume(void **state)
+{
+    (void)state;
+    static const char *reqs[] = {
+        "GET /x HTTP/1.1\r\nHost: a\r\nX-B: c\r\n\r\n",
+        "GET /x HTTP/1.1\nHost: a\nX-B: c\n\n",
+        "\r\n\r\nPOST /a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc",
+        "GET / HTTP/1.1\r\nX: a\r\n\rY: b\r\n\r\n",
+        "GET / HTTP/1.1\n\r\n",
+        "GET / HTTP/1.1\r\nA: \x7f\r\n\r\n",
+        "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+    };
+    static char whole[BUF], piece[BUF];
+    for (size_t k = 0; k < sizeof(reqs) / sizeof(reqs[0]); k++) {
+        size_t n = strlen(reqs[k]), wlen = 0, plen = 0;
+        sk_http_head wh, ph;
+        memcpy(whole, reqs[k], n);
+        sk_http_parse_rc want = sk_http_parse_head(whole, n, 0, 8192, 100, &wh, &wlen);
+        /* one split at every byte */
+        for (size_t cut = 1; cut < n; cut++) {
+            memcpy(piece, reqs[k], n);
+            sk_http_parse_rc rc = sk_http_parse_head(piece, cut, 0, 8192, 100, &ph, &plen);
+            if (rc == SK_HTTP_INCOMPLETE)
+                rc = sk_http_parse_head(piece, n, cut, 8192, 100, &ph, &plen);
+            if (rc != want)
+                fail_msg("request %zu cut at %zu: rc %d, want %d", k, cut, rc, want);
+            if (rc == SK_HTTP_OK)
+                check_same_head(&wh, wlen, whole, &ph, plen, piece);
+        }
+        /* byte by byte */
+        memcpy(piece, reqs[k], n);
+        size_t last = 0;
+        sk_http_parse_rc rc = SK_HTTP_INCOMPLETE;
+        for (size_t len = 1; len <= n && rc == SK_HTTP_INCOMPLETE; len++)
+            if ((rc = sk_http_parse_head(piece, len, last, 8192, 100, &ph, &plen)) ==
+                SK_HTTP_INCOMPLETE)
+                last = len;
+        assert_int_equal(rc, want);
+        if (rc == SK_HTTP_OK)
+            check_same_head(&wh, wlen, whole, &ph, plen, piece);
+    }
+    /* The search really goes on from last_len: a blank line wholly before last_len - 2
+     * is not looked for again (the caller said there was none). */
+    const char *r = "GET / HTTP/1.1\r\n\r\nX";
+    size_t n = strlen(r), hl;
+    memcpy(piece, r, n);
+    sk_http_head h;
+    assert_int_equal(sk_http_parse_head(piece, n, n, 8192, 0, &h, &hl), SK_HTTP_INCOMPLETE);
+    /* n - 2: the blank line's last LF is the byte at n - 2, not before it */
+    assert_int_equal(sk_http_parse_head(piece, n, n - 2, 8192, 0, &h, &hl), SK_HTTP_OK);
+    /* A last_len past len is not trusted: a fresh search. */
+    memcpy(piece, r, n); /* the OK above wrote its NULs */
+    assert_int_equal(sk_http_parse_head(piece, n, n + 5, 8192, 0, &h, &hl), SK_HTTP_OK);
+}
+
+/* A refusal leaves the buffer as it was, as INCOMPLETE does: only OK writes (its NULs). */
+static void test_refusal_untouched(void **state)
+{
+    (void)state;
+    static const char *reqs[] = {
+        "GET / HTTP/1.1\r\nA: b\x7f\r\n\r\n", "GET / HTTP/2.0\r\nA: b\r\n\r\n",
+        "BREW / HTTP/1.1\r\nA: b\r\n\r\n",    "POST / HTTP/1.1\r\nTransfer-Encoding: x\r\n\r\n",
+        "POST / HTTP/1.1\r\nExpect: x\r\n\r\n", "POST / HTTP/1.1\r\nA: b\r\nContent-Length: 9\r\n\r\n",
+    };
+    static char orig[BUF];
+    for (size_t k = 0; k < sizeof(reqs) / sizeof(reqs[0]); k++) {
+        size_t n = strlen(reqs[k]);
+        sk_http_parse_rc rc = parse_n(reqs[k], n, 8192, 1);
+        assert_int_not_equal(rc, SK_HTTP_OK);
+        assert_int_not_equal(rc, SK_HTTP_INCOMPLETE);
+        memset(orig, 'Z', sizeof(orig));
+        memcpy(orig, reqs[k], n);
+        if (memcmp(orig, P.buf, sizeof(orig)) != 0)
+            fail_msg("request %zu: refusal %d changed the buffer", k, rc);
+    }
+}
+
 /* A bare CR inside a header name (or one that starts the line) is handed on as part of
  * the name today; sk_http.h promises 400 for a malformed header line, and the value and
  * target refuse a bare CR. */
@@ -314,7 +452,7 @@ static void test_bare_cr_in_header_name(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         if (parse(bad[i]) != SK_HTTP_BAD)
             fail_msg("bare CR / control in a header name, case %zu: rc %d (name \"%s\")", i, P.rc,
-                     P.rc == SK_HTTP_OK && P.h.nh > 0 ? P.h.h[P.h.nh - 1].name : "");
+                     P.rc == SK_HTTP_OK && P.h.nh > 0 ? S(P.h.h[P.h.nh - 1].name) : "");
 }
 
 static void test_keep_alive(void **state)
@@ -547,6 +685,9 @@ int main(void)
         cmocka_unit_test(test_header_bound),
         cmocka_unit_test(test_max_headers),
         cmocka_unit_test(test_header_values),
+        cmocka_unit_test(test_value_bytes),
+        cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_refusal_untouched),
         cmocka_unit_test(test_bare_cr_in_header_name),
         cmocka_unit_test(test_keep_alive),
         cmocka_unit_test(test_expect),
