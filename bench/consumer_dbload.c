@@ -123,7 +123,8 @@ static double backends_cpu(PGconn *c)
     PGresult *r = NULL;
     double s = 0;
     if (sk_pg_exec(c, "backends",
-                   "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'seckill-consumer/%'",
+                   "SELECT pid FROM pg_stat_activity "
+                   "WHERE application_name LIKE 'seckill-consumer/%'",
                    0, NULL, PGRES_TUPLES_OK, &r, err, sizeof(err)) == SK_PG_OK)
         for (int i = 0; i < PQntuples(r); i++)
             s += proc_cpu(atol(PQgetvalue(r, i, 0)));

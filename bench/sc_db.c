@@ -36,8 +36,9 @@ int sc_db_load(PGconn *c, uint64_t event_id, int *found, long long *stock_total,
     *nrows = 0;
     *found = 0;
     PGresult *r;
-    if (sk_pg_exec(c, "postgresql", "SELECT stock_total, stock_left FROM seckill_event WHERE id = $1",
-                   1, params, PGRES_TUPLES_OK, &r, err, errsz) != SK_PG_OK)
+    if (sk_pg_exec(c, "postgresql",
+                   "SELECT stock_total, stock_left FROM seckill_event WHERE id = $1", 1,
+                   params, PGRES_TUPLES_OK, &r, err, errsz) != SK_PG_OK)
         return -1;
     if (PQntuples(r) == 1) {
         *found = 1;

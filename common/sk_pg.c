@@ -99,7 +99,8 @@ static void on_notice(void *arg, const char *message)
 }
 
 /* The options the server gets: our statement_timeout first, then the user's own options
- * (from conninfo, else PGOPTIONS) after it, so a -c statement_timeout of theirs wins. */
+ * (from conninfo, else PGOPTIONS) after it, so a -c statement_timeout of theirs wins.
+ * @returns 0, -1 (too long) or -2 (conninfo does not parse). */
 static int merged_options(const char *conninfo, char *out, size_t outsz)
 {
     const char *user = NULL;
@@ -107,7 +108,9 @@ static int merged_options(const char *conninfo, char *out, size_t outsz)
     if (conninfo && *conninfo) {
         char *perr = NULL;
         opts = PQconninfoParse(conninfo, &perr);
-        PQfreemem(perr); /* a bad conninfo: PQconnectdbParams says why */
+        PQfreemem(perr); /* it quotes the bad token, which may be part of a password */
+        if (!opts)
+            return -2;
         for (PQconninfoOption *o = opts; o && o->keyword; o++)
             if (strcmp(o->keyword, "options") == 0 && o->val && *o->val)
                 user = o->val;
@@ -124,8 +127,13 @@ PGconn *sk_pg_connect(const char *conninfo, const char *app, char *err, size_t e
 {
     char timeout[16], options[1024];
     snprintf(timeout, sizeof(timeout), "%d", SK_PG_CONNECT_TIMEOUT_S);
-    if (merged_options(conninfo, options, sizeof(options)) != 0) {
-        set_err(err, errsz, "connect", "options too long", NULL);
+    int mo = merged_options(conninfo, options, sizeof(options));
+    if (mo != 0) {
+        set_err(err, errsz, "connect",
+                mo == -2 ? "the conninfo does not parse (libpq's detail is withheld: it may "
+                           "quote the password)"
+                         : "options too long",
+                NULL);
         return NULL;
     }
     /* Ours first, then conninfo expanded from "dbname": later keywords win (libpq's

@@ -262,8 +262,9 @@ int consumer_db_migrate(consumer_db *db)
             goto fail;
         const char *p_ver[] = {ver};
         /* $1: the migration's version */
-        if (db_exec(db, "migrate check", "SELECT 1 FROM seckill_schema_version WHERE version = $1::int",
-                    1, p_ver, PGRES_TUPLES_OK, &r) != 0)
+        if (db_exec(db, "migrate check",
+                    "SELECT 1 FROM seckill_schema_version WHERE version = $1::int", 1, p_ver,
+                    PGRES_TUPLES_OK, &r) != 0)
             goto fail;
         int done = PQntuples(r) > 0;
         PQclear(r);

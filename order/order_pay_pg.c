@@ -22,10 +22,10 @@ static int apply(PGconn *c, order_pg_job *job, const char *id, const char *new_s
     PGresult *res;
     if (order_pg_job_exec(
             c, job, "update order",
-        pay ? "UPDATE seckill_order SET status = 'paid', paid_at = now(), payment_ref = $2 "
-              "WHERE order_id = $1::bigint AND status = 'created' RETURNING event_id"
-            : "UPDATE seckill_order SET status = $2, closed_at = now() "
-              "WHERE order_id = $1::bigint AND status = 'created' RETURNING event_id",
+            pay ? "UPDATE seckill_order SET status = 'paid', paid_at = now(), payment_ref = $2 "
+                  "WHERE order_id = $1::bigint AND status = 'created' RETURNING event_id"
+                : "UPDATE seckill_order SET status = $2, closed_at = now() "
+                  "WHERE order_id = $1::bigint AND status = 'created' RETURNING event_id",
             2, params, PGRES_TUPLES_OK, &res) != 0)
         return -1;
     int updated = PQntuples(res);
@@ -40,9 +40,10 @@ static int apply(PGconn *c, order_pg_job *job, const char *id, const char *new_s
     char ev[24];
     snprintf(ev, sizeof(ev), "%" PRIu64, job->event_id);
     const char *p_ev[1] = {ev /* $1 event id */};
-    return order_pg_job_exec(c, job, "update event stock",
-                    "UPDATE seckill_event SET stock_left = stock_left + 1 WHERE id = $1::bigint",
-                    1, p_ev, PGRES_COMMAND_OK, NULL);
+    return order_pg_job_exec(
+        c, job, "update event stock",
+        "UPDATE seckill_event SET stock_left = stock_left + 1 WHERE id = $1::bigint", 1, p_ev,
+        PGRES_COMMAND_OK, NULL);
 }
 
 void order_pay_pg_run(void *pgconn, order_pg_job *job)
@@ -57,12 +58,12 @@ void order_pay_pg_run(void *pgconn, order_pg_job *job)
     PGresult *res;
     if (order_pg_job_exec(
             c, job, "select order",
-        "SELECT o.event_id, o.user_id, o.status, o.payment_ref, "
-        "coalesce(o.pay_by <= now(), false), "
-        "coalesce((extract(epoch from o.pay_by) * 1000)::bigint, 0), e.rebuy_after_release, "
-        "e.segments "
-        "FROM seckill_order o JOIN seckill_event e ON e.id = o.event_id "
-        "WHERE o.order_id = $1::bigint FOR UPDATE OF o",
+            "SELECT o.event_id, o.user_id, o.status, o.payment_ref, "
+            "coalesce(o.pay_by <= now(), false), "
+            "coalesce((extract(epoch from o.pay_by) * 1000)::bigint, 0), e.rebuy_after_release, "
+            "e.segments "
+            "FROM seckill_order o JOIN seckill_event e ON e.id = o.event_id "
+            "WHERE o.order_id = $1::bigint FOR UPDATE OF o",
             1, params, PGRES_TUPLES_OK, &res) != 0)
         goto rollback;
     if (PQntuples(res) == 0) {
@@ -116,8 +117,9 @@ void order_pay_pg_mark_released(void *pgconn, order_pg_job *job)
     snprintf(id, sizeof(id), "%" PRIu64, job->id);
     const char *params[1] = {id /* $1 order id */};
     if (order_pg_job_exec(c, job, "mark released",
-                 "UPDATE seckill_order SET released_at = now() WHERE order_id = $1::bigint "
-                 "AND status IN ('cancelled', 'expired') AND released_at IS NULL",
-                 1, params, PGRES_COMMAND_OK, NULL) == 0)
+                          "UPDATE seckill_order SET released_at = now() "
+                          "WHERE order_id = $1::bigint AND status IN ('cancelled', 'expired') "
+                          "AND released_at IS NULL",
+                          1, params, PGRES_COMMAND_OK, NULL) == 0)
         job->status = ORDER_PG_OK;
 }

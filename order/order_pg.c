@@ -55,12 +55,12 @@ static void run_create_event(PGconn *c, order_pg_job *job)
     };
     if (order_pg_job_exec(
             c, job, "insert event",
-        "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at, "
-        "per_user_limit, payment_window_s, rebuy_after_release, segments, ip_rate, user_rate, "
-        "event_rate) VALUES ($1::bigint, "
-        "$2, $3::int, $3::int, to_timestamp($4::bigint / 1000.0), "
-        "to_timestamp($5::bigint / 1000.0), $6::int, $7::int, $8::boolean, $9::int, $10::int, "
-        "$11::int, $12::int)",
+            "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at, "
+            "per_user_limit, payment_window_s, rebuy_after_release, segments, ip_rate, user_rate, "
+            "event_rate) VALUES ($1::bigint, "
+            "$2, $3::int, $3::int, to_timestamp($4::bigint / 1000.0), "
+            "to_timestamp($5::bigint / 1000.0), $6::int, $7::int, $8::boolean, $9::int, $10::int, "
+            "$11::int, $12::int)",
             12, params, PGRES_COMMAND_OK, NULL) == 0)
         job->status = ORDER_PG_OK;
 }
@@ -91,11 +91,11 @@ static void run_get_event(PGconn *c, order_pg_job *job)
     PGresult *res;
     if (order_pg_job_exec(
             c, job, "select event",
-        "SELECT name, stock_total, stock_left, "
-        "(extract(epoch from starts_at) * 1000)::bigint, "
-        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
-        "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
-        "FROM seckill_event WHERE id = $1::bigint",
+            "SELECT name, stock_total, stock_left, "
+            "(extract(epoch from starts_at) * 1000)::bigint, "
+            "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
+            "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
+            "FROM seckill_event WHERE id = $1::bigint",
             1, params, PGRES_TUPLES_OK, &res) != 0)
         return;
     if (PQntuples(res) == 0) {
@@ -115,11 +115,11 @@ static void run_list_events(PGconn *c, order_pg_job *job)
     PGresult *res;
     if (order_pg_job_exec(
             c, job, "list events",
-        "SELECT id, name, stock_total, stock_left, "
-        "(extract(epoch from starts_at) * 1000)::bigint, "
-        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
-        "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
-        "FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
+            "SELECT id, name, stock_total, stock_left, "
+            "(extract(epoch from starts_at) * 1000)::bigint, "
+            "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
+            "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
+            "FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
             1, params, PGRES_TUPLES_OK, &res) != 0)
         return;
     size_t n = (size_t)PQntuples(res);
@@ -148,9 +148,9 @@ static void run_get_order(PGconn *c, order_pg_job *job)
     PGresult *res;
     if (order_pg_job_exec(
             c, job, "select order",
-        "SELECT event_id, user_id, status, "
-        "coalesce((extract(epoch from pay_by) * 1000)::bigint, 0) "
-        "FROM seckill_order WHERE order_id = $1::bigint",
+            "SELECT event_id, user_id, status, "
+            "coalesce((extract(epoch from pay_by) * 1000)::bigint, 0) "
+            "FROM seckill_order WHERE order_id = $1::bigint",
             1, params, PGRES_TUPLES_OK, &res) != 0)
         return;
     if (PQntuples(res) == 0) {

@@ -15,7 +15,7 @@ typedef enum {
     ORDER_PG_GET_EVENT,        /* in: id; out: spec (name, stock, times), stock_left */
     ORDER_PG_GET_ORDER,        /* in: id; out: event_id, user_id, order_status */
     ORDER_PG_LIST_EVENTS,      /* in: id = the most rows; out: rows, nrows (events not ended) */
-    ORDER_PG_PAY_ORDER,        /* in: id, actor, actor_admin, payment_ref; out: see order_pay_pg.h */
+    ORDER_PG_PAY_ORDER,        /* in: id, actor, actor_admin, payment_ref; out: order_pay_pg.h */
     ORDER_PG_CANCEL_ORDER,     /* in: id, actor, actor_admin; out: see order_pay_pg.h */
     ORDER_PG_MARK_RELEASED,    /* in: id: the unit is back in Redis (released_at) */
 } order_pg_kind;

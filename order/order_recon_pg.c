@@ -116,7 +116,8 @@ int order_recon_pg_stored(order_recon_pg *p, const char *const *ids, size_t n,
     const char *params[1] = {arr}; /* $1: the pending order ids */
     PGresult *res;
     int rc = recon_exec(p, "stored",
-                        "SELECT order_id::text FROM seckill_order WHERE order_id = ANY($1::bigint[])",
+                        "SELECT order_id::text FROM seckill_order "
+                        "WHERE order_id = ANY($1::bigint[])",
                         1, params, &res);
     free(arr);
     if (rc != 0)

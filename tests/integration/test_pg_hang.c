@@ -120,7 +120,8 @@ static void test_consumer_migrate(void **state)
     (void)state;
     const char *env[] = {"SECKILL_RETRY_MAX_MS=500", NULL};
     int64_t t0 = sk_test_now_ms();
-    assert_int_equal(to_consumer_start(&consumer, pg_conninfo, kafka.bootstrap, env, "pg_hang_m"), 0);
+    assert_int_equal(
+        to_consumer_start(&consumer, pg_conninfo, kafka.bootstrap, env, "pg_hang_m"), 0);
     int64_t first = wait_log(consumer.log, "event=migrate_failed", 1, t0, CONNECT_MS + SLACK_MS);
     fprintf(stderr, "# consumer migration: first failure after %lld ms\n", (long long)first);
     assert_true(first >= CONNECT_MS - 1500); /* it waited: a hang, not a refusal */
@@ -147,7 +148,8 @@ static void test_consumer_parts(void **state)
     assert_int_equal(ctu_producer_close(p), 0);
 
     int64_t t0 = sk_test_now_ms();
-    assert_int_equal(to_consumer_start(&consumer, pg_conninfo, kafka.bootstrap, env, "pg_hang_c"), 0);
+    assert_int_equal(
+        to_consumer_start(&consumer, pg_conninfo, kafka.bootstrap, env, "pg_hang_c"), 0);
     int64_t expiry = wait_log(consumer.log, "event=expiry_failed", 1, t0, CONNECT_MS + SLACK_MS);
     int64_t events = wait_log(consumer.log, "event=events_failed", 1, t0, CONNECT_MS + SLACK_MS);
     /* The writer's first attempt waits for the group join and the batch. */
@@ -186,7 +188,8 @@ static void test_order(void **state)
     int64_t r0 = sk_test_now_ms();
     int st = to_http1(order.port, "GET", "/api/v1/events", tok, NULL, resp, sizeof(resp));
     int64_t took = sk_test_now_ms() - r0;
-    fprintf(stderr, "# order: GET /api/v1/events answered %d after %lld ms\n", st, (long long)took);
+    fprintf(stderr, "# order: GET /api/v1/events answered %d after %lld ms\n", st,
+            (long long)took);
     assert_int_equal(st, 503);
     assert_true(took >= CONNECT_MS - 1500 && took < CONNECT_MS + SLACK_MS);
     assert_true(log_count(order.proc.log, "event=pg_connect_failed", "app=seckill-order/pg") >= 1);

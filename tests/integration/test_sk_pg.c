@@ -220,7 +220,8 @@ static void test_notice_logged(void **state)
     close(saved);
     close(fd);
     assert_int_equal(rc, SK_PG_OK);
-    assert_true(sk_test_log_has(path, "event=pg_notice app=seckill-test/notice msg=\"WARNING:  probe 'q'\""));
+    assert_true(sk_test_log_has(
+        path, "event=pg_notice app=seckill-test/notice msg=\"WARNING:  probe 'q'\""));
     unlink(path);
     PQfinish(c);
 }
@@ -259,6 +260,20 @@ static void test_hung_server(void **state)
     pg_hold_stop(&h);
 }
 
+/* A conninfo that does not parse: refused at once, and libpq's message (which quotes the
+ * offending token: here a piece of the password) is not passed on. */
+static void test_bad_conninfo(void **state)
+{
+    (void)state;
+    char err[256];
+    PGconn *c = sk_pg_connect("host=127.0.0.1 password=abc s3cretpass", "seckill-test/bad", err,
+                              sizeof(err));
+    assert_null(c);
+    fprintf(stderr, "# bad conninfo: %s\n", err);
+    assert_non_null(strstr(err, "does not parse"));
+    assert_null(strstr(err, "s3cretpass"));
+}
+
 int main(void)
 {
     if (!stack_pg()) {
@@ -273,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_client_deadline),
         cmocka_unit_test(test_notice_logged),
         cmocka_unit_test(test_hung_server),
+        cmocka_unit_test(test_bad_conninfo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
