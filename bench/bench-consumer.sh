@@ -152,7 +152,7 @@ bs_sum=$(m seckill_consumer_batch_size_sum); bs_n=$(m seckill_consumer_batch_siz
 # connections) and of the dev Kafka during the drain: what an order costs, whoever pays.
 cpu_consumer=$(cpu_of "$cpid")
 cpu_pg=0
-for b in $(pg -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'seckill-consumer'"); do
+for b in $(pg -c "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'seckill-consumer/%'"); do
     cpu_pg=$(awk -v a="$cpu_pg" -v b="$(cpu_of "$b")" 'BEGIN { printf "%.2f", a + b }')
 done
 cpu_kafka=$(awk -v a="$(cpu_of "$kpid")" -v b="$cpu_kafka0" 'BEGIN { printf "%.2f", a - b }')

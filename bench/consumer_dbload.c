@@ -12,6 +12,7 @@
 #include "consumer_batch.h"
 #include "consumer_db.h"
 #include "sk_order_msg.h"
+#include "sk_pg.h"
 
 #include <getopt.h>
 #include <libpq-fe.h>
@@ -115,12 +116,16 @@ static double proc_cpu(long pid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* CPU seconds of every backend named seckill-consumer (consumer_db's application_name). */
+/* CPU seconds of every backend of seckill-consumer's (application_name "seckill-consumer/..."). */
 static double backends_cpu(PGconn *c)
 {
-    PGresult *r = PQexec(c, "SELECT pid FROM pg_stat_activity WHERE application_name = 'seckill-consumer'");
+    char err[256];
+    PGresult *r = NULL;
     double s = 0;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK)
+    if (sk_pg_exec(c, "backends",
+                   "SELECT pid FROM pg_stat_activity "
+                   "WHERE application_name LIKE 'seckill-consumer/%'",
+                   0, NULL, PGRES_TUPLES_OK, &r, err, sizeof(err)) == SK_PG_OK)
         for (int i = 0; i < PQntuples(r); i++)
             s += proc_cpu(atol(PQgetvalue(r, i, 0)));
     PQclear(r);
@@ -161,9 +166,10 @@ int main(int argc, char **argv)
         return 1;
     }
     consumer_db_free(mig);
-    PGconn *c = PQconnectdb(pg);
-    if (PQstatus(c) != CONNECTION_OK) {
-        fprintf(stderr, "consumer-dbload: %s", PQerrorMessage(c));
+    char err[256];
+    PGconn *c = sk_pg_connect(pg, "seckill-bench/dbload", err, sizeof(err));
+    if (!c) {
+        fprintf(stderr, "consumer-dbload: %s\n", err);
         return 1;
     }
     char sql[512], ev_n[24], stock[24];
@@ -174,18 +180,16 @@ int main(int argc, char **argv)
              "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at)"
              " SELECT 7000000000 + g, 'dbload', $2::int, $2::int, now(), now() + interval '1 day'"
              " FROM generate_series(0, $1::int - 1) g ON CONFLICT DO NOTHING");
-    PGresult *r = PQexecParams(c, sql, 2, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        fprintf(stderr, "consumer-dbload: events: %s", PQresultErrorMessage(r));
+    if (sk_pg_exec(c, "events", sql, 2, params, PGRES_COMMAND_OK, NULL, err, sizeof(err)) != 0) {
+        fprintf(stderr, "consumer-dbload: %s\n", err);
         return 1;
     }
-    PQclear(r);
     /* Statistics as autovacuum would have them a minute into a sale: they decide how
-     * the foreign-key check reads seckill_event (see consumer/README.md). */
-    r = PQexec(c, "ANALYZE seckill_event");
-    PQclear(r);
-    r = PQexec(c, "CHECKPOINT"); /* a superuser's conninfo, or nothing happens */
-    PQclear(r);
+     * the foreign-key check reads seckill_event (see consumer/README.md). Both best effort:
+     * CHECKPOINT needs a superuser's conninfo. */
+    sk_pg_exec(c, "analyze", "ANALYZE seckill_event", 0, NULL, PGRES_COMMAND_OK, NULL, err,
+               sizeof(err));
+    sk_pg_exec(c, "checkpoint", "CHECKPOINT", 0, NULL, PGRES_COMMAND_OK, NULL, err, sizeof(err));
 
     writer ws[MAX_WRITERS];
     memset(ws, 0, sizeof(ws));

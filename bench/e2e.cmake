@@ -6,7 +6,7 @@ target_link_libraries(seckill_bench_core PUBLIC m seckill_id seckill::common)
 
 add_executable(seckill-bench seckill_bench.c sb_load.c sb_pg.c sb_admin.c)
 target_link_libraries(seckill-bench PRIVATE seckill_bench_core seckill::domain seckill::common PkgConfig::LIBEVENT
-  PkgConfig::LIBPQ PkgConfig::JANSSON Threads::Threads)
+  seckill_pg PkgConfig::JANSSON Threads::Threads)
 
 add_library(seckill_check_core STATIC sc_accepted.c sc_judge.c sc_dlq_match.c)
 target_include_directories(seckill_check_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
@@ -14,6 +14,6 @@ target_link_libraries(seckill_check_core PUBLIC seckill_id)
 
 add_executable(seckill-check seckill_check.c sc_db.c sc_redis.c sc_dlq.c)
 target_link_libraries(seckill-check PRIVATE seckill_check_core seckill::domain seckill_kafka_conf seckill::common seckill::rcluster PkgConfig::HIREDIS
-  PkgConfig::LIBPQ PkgConfig::RDKAFKA)
+  seckill_pg PkgConfig::RDKAFKA)
 
 install(TARGETS seckill-bench seckill-check RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

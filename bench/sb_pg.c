@@ -1,6 +1,8 @@
 /* sb_pg: the PostgreSQL row sampler of seckill-bench. See sb_pg.h. */
 #include "sb_pg.h"
 
+#include "sk_pg.h"
+
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,14 +36,15 @@ static int64_t sample_once(sb_pg *p)
 {
     /* $1: the event id, as text (bigint) */
     const char *params[1] = {p->event_id};
-    PGresult *r = PQexecParams(p->conn, "SELECT count(*) FROM seckill_order WHERE event_id = $1",
-                               1, NULL, params, NULL, NULL, 0);
+    PGresult *r = NULL;
+    char err[256];
     int64_t rows = -1;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+    if (sk_pg_exec(p->conn, "sample", "SELECT count(*) FROM seckill_order WHERE event_id = $1", 1,
+                   params, PGRES_TUPLES_OK, &r, err, sizeof(err)) == SK_PG_OK && PQntuples(r) == 1)
         rows = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
     if (rows < 0 && PQstatus(p->conn) == CONNECTION_BAD)
-        PQreset(p->conn); /* one try per period: the next sample tells */
+        PQreset(p->conn); /* one try per period: the next sample tells (same bounds) */
     return rows;
 }
 
@@ -99,12 +102,8 @@ sb_pg *sb_pg_start(const char *conninfo, uint64_t event_id, uint64_t start_ns, i
     atomic_init(&p->rows, -1);
     atomic_init(&p->first_rows, -1);
     atomic_init(&p->errors, 0);
-    p->conn = PQconnectdb(conninfo);
-    if (PQstatus(p->conn) != CONNECTION_OK) {
-        /* libpq's message names host and database, never the password. */
-        snprintf(err, errsz, "postgresql: %s", PQerrorMessage(p->conn));
-        err[strcspn(err, "\n")] = '\0';
-        PQfinish(p->conn);
+    /* sk_pg's message names host and database, never the password. */
+    if (!(p->conn = sk_pg_connect(conninfo, "seckill-bench/sampler", err, errsz))) {
         free(p);
         return NULL;
     }

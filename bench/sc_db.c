@@ -1,14 +1,15 @@
 /* sc_db: PostgreSQL reads of seckill-check. See sc_db.h. */
 #include "sc_db.h"
 
+#include "sk_pg.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void pg_error(PGconn *c, PGresult *r, char *err, size_t errsz)
+PGconn *sc_db_connect(const char *conninfo, char *err, size_t errsz)
 {
-    snprintf(err, errsz, "postgresql: %s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-    err[strcspn(err, "\n")] = '\0';
+    return sk_pg_connect(conninfo, "seckill-check", err, errsz);
 }
 
 long long sc_db_count(PGconn *c, uint64_t event_id, char *err, size_t errsz)
@@ -16,13 +17,11 @@ long long sc_db_count(PGconn *c, uint64_t event_id, char *err, size_t errsz)
     char id[24];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)event_id);
     const char *params[1] = {id}; /* $1: event id */
-    PGresult *r = PQexecParams(c, "SELECT count(*) FROM seckill_order WHERE event_id = $1", 1,
-                               NULL, params, NULL, NULL, 0);
+    PGresult *r = NULL;
     long long n = -1;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
-        n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    else
-        pg_error(c, r, err, errsz);
+    if (sk_pg_exec(c, "postgresql", "SELECT count(*) FROM seckill_order WHERE event_id = $1", 1,
+                   params, PGRES_TUPLES_OK, &r, err, errsz) == SK_PG_OK)
+        n = PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
     PQclear(r);
     return n;
 }
@@ -36,29 +35,23 @@ int sc_db_load(PGconn *c, uint64_t event_id, int *found, long long *stock_total,
     *rows = NULL;
     *nrows = 0;
     *found = 0;
-    PGresult *r = PQexecParams(c, "SELECT stock_total, stock_left FROM seckill_event WHERE id = $1",
-                               1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        pg_error(c, r, err, errsz);
-        PQclear(r);
+    PGresult *r;
+    if (sk_pg_exec(c, "postgresql",
+                   "SELECT stock_total, stock_left FROM seckill_event WHERE id = $1", 1,
+                   params, PGRES_TUPLES_OK, &r, err, errsz) != SK_PG_OK)
         return -1;
-    }
     if (PQntuples(r) == 1) {
         *found = 1;
         *stock_total = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         *stock_left = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
     }
     PQclear(r);
-    r = PQexecParams(c,
-                     "SELECT order_id, user_id, status IN ('created', 'paid'), "
-                     "status IN ('cancelled', 'expired'), released_at IS NOT NULL "
-                     "FROM seckill_order WHERE event_id = $1",
-                     1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        pg_error(c, r, err, errsz);
-        PQclear(r);
+    if (sk_pg_exec(c, "postgresql",
+                   "SELECT order_id, user_id, status IN ('created', 'paid'), "
+                   "status IN ('cancelled', 'expired'), released_at IS NOT NULL "
+                   "FROM seckill_order WHERE event_id = $1",
+                   1, params, PGRES_TUPLES_OK, &r, err, errsz) != SK_PG_OK)
         return -1;
-    }
     size_t n = (size_t)PQntuples(r);
     sc_row *v = malloc((n ? n : 1) * sizeof(*v));
     if (!v) {

@@ -9,6 +9,10 @@
 
 #include "sc_judge.h"
 
+/** @brief Opens conninfo with sk_pg's bounds, named "seckill-check". @returns the
+ *  connection (the caller PQfinishes it), or NULL with errstr (never the password). */
+PGconn *sc_db_connect(const char *conninfo, char *errstr, size_t errstr_size);
+
 /** @brief Rows of seckill_order for the event. @returns the count, or -1 with errstr. */
 long long sc_db_count(PGconn *c, uint64_t event_id, char *errstr, size_t errstr_size);
 

@@ -184,9 +184,8 @@ int main(int argc, char **argv)
     f.accepted_repeated = acc.repeated;
     f.accepted_bad_lines = acc.bad_lines;
 
-    pg = PQconnectdb(cfg.pg);
-    if (PQstatus(pg) != CONNECTION_OK) {
-        fprintf(stderr, "seckill-check: postgresql: %s", PQerrorMessage(pg));
+    if (!(pg = sc_db_connect(cfg.pg, err, sizeof(err)))) {
+        fprintf(stderr, "seckill-check: postgresql: %s\n", err);
         goto out;
     }
     /* A plain URL or a cluster's (rcluster routes each event's keys to their master). */

@@ -10,6 +10,8 @@
 #include "order_msg.h"    /* ORDER_INDEX_OUTCOME_REPLAY */
 #include "order_status.h" /* the outcome letters */
 
+#include "sk_pg.h"
+
 #include <arpa/inet.h>
 #include <libpq-fe.h>
 #include <stdarg.h>
@@ -184,67 +186,47 @@ const char *consumer_db_errstr(const consumer_db *db)
     return db->errstr;
 }
 
-/* Server notices ("relation already exists, skipping") are not errors: libpq would
- * print them on stderr, and libraries never print. */
-static void on_notice(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message;
-}
-
+/* The connection: sk_pg's bounds (connect_timeout, keepalives, statement deadline) and
+ * its notice log. */
 static int db_connect(consumer_db *db)
 {
     if (db->conn && PQstatus(db->conn) == CONNECTION_OK)
         return 0;
     db_disconnect(db);
-    /* connect_timeout first, then the caller's conninfo expanded from dbname: later
-     * keywords win, so the caller's own connect_timeout overrides ours. */
-    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
-    const char *vals[] = {"5", "seckill-consumer", db->conninfo, NULL};
-    db->conn = PQconnectdbParams(keys, vals, 1);
-    if (!db->conn) {
-        set_err(db, "connect: out of memory");
-        return -1;
-    }
-    if (PQstatus(db->conn) != CONNECTION_OK) {
-        /* PQerrorMessage never contains the password. */
-        set_err(db, "connect: %s", PQerrorMessage(db->conn));
-        db_disconnect(db);
-        return -1;
-    }
-    PQsetNoticeProcessor(db->conn, on_notice, NULL);
-    return 0;
+    db->conn = sk_pg_connect(db->conninfo, "seckill-consumer/writer", db->errstr,
+                             sizeof(db->errstr));
+    return db->conn ? 0 : -1;
 }
 
-/* Checks a result; on failure records the error and drops a broken connection.
- * Frees res on failure. @returns 0 or -1. */
-static int check(consumer_db *db, PGresult *res, ExecStatusType want, const char *what)
+/* After an sk_pg call that answered rc: a connection it broke (or closed at its deadline)
+ * is dropped, the next call reconnects. @returns rc. */
+static int db_after(consumer_db *db, int rc)
 {
-    if (res && PQresultStatus(res) == want)
-        return 0;
-    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    set_err(db, "%s: %s%s%s%s", what, res ? PQresultErrorMessage(res) : PQerrorMessage(db->conn),
-            state ? " (sqlstate " : "", state ? state : "", state ? ")" : "");
-    PQclear(res);
-    if (PQstatus(db->conn) != CONNECTION_OK)
+    if (rc != SK_PG_OK && PQstatus(db->conn) != CONNECTION_OK)
         db_disconnect(db);
-    return -1;
+    return rc;
+}
+
+/* Runs sql (n text parameters) expecting `want`, rows in *res when res is not NULL.
+ * @returns 0 or -1 (error set). */
+static int db_exec(consumer_db *db, const char *what, const char *sql, int n,
+                   const char *const *params, ExecStatusType want, PGresult **res)
+{
+    return db_after(db, sk_pg_exec(db->conn, what, sql, n, params, want, res, db->errstr,
+                                   sizeof(db->errstr))) == SK_PG_OK ? 0 : -1;
 }
 
 static int exec_cmd(consumer_db *db, const char *sql, const char *what)
 {
-    PGresult *r = PQexec(db->conn, sql);
-    if (check(db, r, PGRES_COMMAND_OK, what) != 0)
-        return -1;
-    PQclear(r);
-    return 0;
+    return db_exec(db, what, sql, 0, NULL, PGRES_COMMAND_OK, NULL);
 }
 
 static void rollback_quietly(consumer_db *db)
 {
     if (db->conn && PQstatus(db->conn) == CONNECTION_OK) {
-        PGresult *r = PQexec(db->conn, "ROLLBACK");
-        PQclear(r);
+        char ignored[8]; /* the failure that led here is the one to report */
+        db_after(db, sk_pg_exec(db->conn, "rollback", "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL,
+                                ignored, sizeof(ignored)));
     }
 }
 
@@ -252,6 +234,10 @@ int consumer_db_migrate(consumer_db *db)
 {
     if (db_connect(db) != 0)
         return -1;
+    /* A migration may rewrite or index a large table: no client deadline here, and each
+     * migration's transaction lifts statement_timeout (SET LOCAL: it ends with it). The
+     * connection was just opened, so the server was answering. */
+    sk_pg_set_deadline(db->conn, 0);
     PGresult *r;
     int applied = 0;
     for (const consumer_migration *m = consumer_migrations; m->name; m++) {
@@ -263,50 +249,47 @@ int consumer_db_migrate(consumer_db *db)
         /* BEGIN; advisory lock; version table; already applied?; apply; record; COMMIT.
          * The lock serialises concurrent starters; the check under it makes each file
          * run once, and IF NOT EXISTS in the files makes a repeat harmless anyway. */
-        if (exec_cmd(db, "BEGIN", "migrate begin") != 0)
-            return -1;
+        if (exec_cmd(db, "BEGIN", "migrate begin") != 0 ||
+            exec_cmd(db, "SET LOCAL statement_timeout = 0", "migrate timeout") != 0)
+            goto fail;
         char key[32], ver[16];
         snprintf(key, sizeof(key), "%lld", (long long)MIGRATE_LOCK_KEY);
         snprintf(ver, sizeof(ver), "%d", version);
         const char *p_key[] = {key};
         /* $1: the advisory lock key */
-        r = PQexecParams(db->conn, "SELECT pg_advisory_xact_lock($1::bigint)", 1, NULL, p_key,
-                         NULL, NULL, 0);
-        if (check(db, r, PGRES_TUPLES_OK, "migrate lock") != 0)
+        if (db_exec(db, "migrate lock", "SELECT pg_advisory_xact_lock($1::bigint)", 1, p_key,
+                    PGRES_TUPLES_OK, NULL) != 0)
             goto fail;
-        PQclear(r);
         if (exec_cmd(db, SQL_VERSION_TABLE, "migrate version table") != 0)
             goto fail;
         const char *p_ver[] = {ver};
         /* $1: the migration's version */
-        r = PQexecParams(db->conn, "SELECT 1 FROM seckill_schema_version WHERE version = $1::int",
-                         1, NULL, p_ver, NULL, NULL, 0);
-        if (check(db, r, PGRES_TUPLES_OK, "migrate check") != 0)
+        if (db_exec(db, "migrate check",
+                    "SELECT 1 FROM seckill_schema_version WHERE version = $1::int", 1, p_ver,
+                    PGRES_TUPLES_OK, &r) != 0)
             goto fail;
         int done = PQntuples(r) > 0;
         PQclear(r);
         if (!done) {
             /* Our own file, compiled in: run as is (several statements). */
-            r = PQexec(db->conn, m->sql);
-            if (check(db, r, PGRES_COMMAND_OK, m->name) != 0)
+            if (db_exec(db, m->name, m->sql, 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
                 goto fail;
-            PQclear(r);
             const char *p_rec[] = {ver, m->name};
             /* $1: version, $2: file name */
-            r = PQexecParams(db->conn,
-                             "INSERT INTO seckill_schema_version (version, name) VALUES ($1::int, $2)",
-                             2, NULL, p_rec, NULL, NULL, 0);
-            if (check(db, r, PGRES_COMMAND_OK, "migrate record") != 0)
+            if (db_exec(db, "migrate record",
+                        "INSERT INTO seckill_schema_version (version, name) VALUES ($1::int, $2)",
+                        2, p_rec, PGRES_COMMAND_OK, NULL) != 0)
                 goto fail;
-            PQclear(r);
             applied++;
         }
         if (exec_cmd(db, "COMMIT", "migrate commit") != 0)
             goto fail;
     }
+    sk_pg_set_deadline(db->conn, SK_PG_STATEMENT_TIMEOUT_MS + SK_PG_DEADLINE_GRACE_MS);
     return applied;
 fail:
     rollback_quietly(db);
+    sk_pg_set_deadline(db->conn, SK_PG_STATEMENT_TIMEOUT_MS + SK_PG_DEADLINE_GRACE_MS);
     return -1;
 }
 
@@ -380,8 +363,10 @@ static void barr_close(consumer_db *db, int i)
     put_be32(a->buf + 16, 1);    /* lower bound */
 }
 
-/* Runs prepared statement `name` with arrays 0..n-1 as its binary parameters. */
-static PGresult *exec_arrays(consumer_db *db, const char *name, int n)
+/* Runs prepared statement `name` with arrays 0..n-1 as its binary parameters, expecting
+ * `want` (rows in *res when res is not NULL). @returns an sk_pg_err (error set). */
+static int exec_arrays(consumer_db *db, const char *name, int n, const char *what,
+                       ExecStatusType want, PGresult **res)
 {
     const char *vals[NARR];
     int lens[NARR], fmts[NARR];
@@ -391,7 +376,8 @@ static PGresult *exec_arrays(consumer_db *db, const char *name, int n)
         lens[i] = (int)db->arr[i].len;
         fmts[i] = 1;
     }
-    return PQexecPrepared(db->conn, name, n, vals, lens, fmts, 0);
+    return db_after(db, sk_pg_exec_prepared(db->conn, what, name, n, vals, lens, fmts, want, res,
+                                            db->errstr, sizeof(db->errstr)));
 }
 
 static int prepare(consumer_db *db)
@@ -400,22 +386,17 @@ static int prepare(consumer_db *db)
         return 0;
     static const Oid t_ins[] = {OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT4_ARRAY,
                                 OID_INT8_ARRAY, OID_TIMESTAMPTZ_ARRAY, OID_INT8_ARRAY, OID_INT4_ARRAY};
-    PGresult *r = PQprepare(db->conn, "sk_lock", SQL_LOCK, 1, t_ins);
-    if (check(db, r, PGRES_COMMAND_OK, "prepare lock") != 0)
-        return -1;
-    PQclear(r);
-    r = PQprepare(db->conn, "sk_insert", SQL_INSERT, 6, t_ins);
-    if (check(db, r, PGRES_COMMAND_OK, "prepare insert") != 0)
-        return -1;
-    PQclear(r);
-    r = PQprepare(db->conn, "sk_insert_fast", SQL_INSERT_FAST, 8, t_ins);
-    if (check(db, r, PGRES_COMMAND_OK, "prepare fast insert") != 0)
-        return -1;
-    PQclear(r);
-    r = PQprepare(db->conn, "sk_reject", SQL_REJECT, 1, t_ins);
-    if (check(db, r, PGRES_COMMAND_OK, "prepare reject") != 0)
-        return -1;
-    PQclear(r);
+    static const struct {
+        const char *what, *name, *sql;
+        int n;
+    } stmts[] = {{"prepare lock", "sk_lock", SQL_LOCK, 1},
+                 {"prepare insert", "sk_insert", SQL_INSERT, 6},
+                 {"prepare fast insert", "sk_insert_fast", SQL_INSERT_FAST, 8},
+                 {"prepare reject", "sk_reject", SQL_REJECT, 1}};
+    for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++)
+        if (db_after(db, sk_pg_prepare(db->conn, stmts[i].what, stmts[i].name, stmts[i].sql,
+                                       stmts[i].n, t_ins, db->errstr, sizeof(db->errstr))) != 0)
+            return -1;
     db->prepared = 1;
     return 0;
 }
@@ -512,8 +493,8 @@ static int wr_lock(wr_state *w)
     for (size_t i = 0; i < w->nev; i++)
         if (barr_add(db, 0, w->events[i]) != 0)
             return wr_oom(w);
-    PGresult *r = exec_arrays(db, "sk_lock", 1);
-    if (check(db, r, PGRES_TUPLES_OK, "lock events") != 0)
+    PGresult *r;
+    if (exec_arrays(db, "sk_lock", 1, "lock events", PGRES_TUPLES_OK, &r) != SK_PG_OK)
         return -1;
     w->nknown = (size_t)PQntuples(r);
     w->evs = calloc(w->nknown ? w->nknown : 1, sizeof(*w->evs));
@@ -569,8 +550,8 @@ static long wr_build_rows(wr_state *w)
  * which become w->fresh and the per-event counts. @returns 0 or -1 (error set). */
 static int wr_insert_safe(wr_state *w)
 {
-    PGresult *r = exec_arrays(w->db, "sk_insert", 6);
-    if (check(w->db, r, PGRES_TUPLES_OK, "insert orders") != 0)
+    PGresult *r;
+    if (exec_arrays(w->db, "sk_insert", 6, "insert orders", PGRES_TUPLES_OK, &r) != SK_PG_OK)
         return -1;
     w->nfresh = (size_t)PQntuples(r);
     w->fresh = malloc((w->nfresh ? w->nfresh : 1) * sizeof(int64_t));
@@ -603,15 +584,11 @@ static int wr_insert_fast(wr_state *w)
         if (e->sent > 0 && (barr_add(db, 6, e->id) || barr_add(db, 7, e->sent)))
             return wr_oom(w);
     }
-    PGresult *r = exec_arrays(db, "sk_insert_fast", 8);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-        int conflict = state && strcmp(state, "23505") == 0;
-        check(db, r, PGRES_COMMAND_OK, "insert orders");
-        return conflict ? -2 : -1;
-    }
-    PQclear(r);
-    return 0;
+    int rc = exec_arrays(db, "sk_insert_fast", 8, "insert orders", PGRES_COMMAND_OK, NULL);
+    if (rc == SK_PG_OK)
+        return 0;
+    /* A refused statement leaves the connection up: its SQLSTATE is still there. */
+    return rc == SK_PG_ESTATEMENT && strcmp(sk_pg_sqlstate(db->conn), "23505") == 0 ? -2 : -1;
 }
 
 /* Counts one rejected order of event `id` in db->rejects (the per-event summary the
@@ -679,11 +656,9 @@ static long wr_choose_rejects(wr_state *w)
 /* Step 3b: flips the chosen orders (array 0) to 'rejected'. @returns 0 or -1. */
 static int wr_write_rejects(wr_state *w)
 {
-    PGresult *r = exec_arrays(w->db, "sk_reject", 1);
-    if (check(w->db, r, PGRES_COMMAND_OK, "reject surplus") != 0)
-        return -1;
-    PQclear(r);
-    return 0;
+    return exec_arrays(w->db, "sk_reject", 1, "reject surplus", PGRES_COMMAND_OK, NULL) == SK_PG_OK
+               ? 0
+               : -1;
 }
 
 /* Step 4, after COMMIT: every valid message not created nor rejected now is a

@@ -5,6 +5,7 @@
 
 #include "sk_kafka_conf.h"
 #include "sk_log.h"
+#include "sk_pg.h"
 
 #include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
@@ -47,12 +48,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 
 static int exec_ok(consumer_events *e, const char *sql)
 {
-    PGresult *r = PQexec(e->conn, sql);
-    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    if (!ok)
-        snprintf(e->err, sizeof(e->err), "%s: %s", sql, PQerrorMessage(e->conn));
-    PQclear(r);
-    return ok ? 0 : -1;
+    return sk_pg_exec(e->conn, sql, sql, 0, NULL, PGRES_COMMAND_OK, NULL, e->err, sizeof(e->err));
 }
 
 /* One batch: take, produce, wait, delete, commit. @returns rows published, or -1. */
@@ -60,24 +56,20 @@ static long publish_batch(consumer_events *e)
 {
     if (!e->conn || PQstatus(e->conn) != CONNECTION_OK) {
         PQfinish(e->conn);
-        e->conn = PQconnectdb(e->pg);
-        if (PQstatus(e->conn) != CONNECTION_OK) {
-            snprintf(e->err, sizeof(e->err), "connect: %s", PQerrorMessage(e->conn));
+        if (!(e->conn = sk_pg_connect(e->pg, "seckill-consumer/events", e->err, sizeof(e->err))))
             return -1;
-        }
     }
     if (exec_ok(e, "BEGIN") != 0)
         return -1;
     char lim[24];
     snprintf(lim, sizeof(lim), "%lld", e->batch);
     const char *params[1] = {lim /* $1 the most rows */};
-    PGresult *r = PQexecParams(e->conn, SQL_TAKE, 1, NULL, params, NULL, NULL, 0);
+    PGresult *r = NULL;
     long n = -1;
     char *ids = NULL;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        snprintf(e->err, sizeof(e->err), "take: %s", PQerrorMessage(e->conn));
+    if (sk_pg_exec(e->conn, "take", SQL_TAKE, 1, params, PGRES_TUPLES_OK, &r, e->err,
+                   sizeof(e->err)) != SK_PG_OK)
         goto rollback;
-    }
     int rows = PQntuples(r);
     if (rows == 0) {
         n = 0;
@@ -125,12 +117,9 @@ static long publish_batch(consumer_events *e)
     }
     snprintf(ids + len, cap - len, "}");
     const char *p_ids[1] = {ids};
-    PGresult *del = PQexecParams(e->conn, SQL_DONE, 1, NULL, p_ids, NULL, NULL, 0);
-    int ok = PQresultStatus(del) == PGRES_COMMAND_OK;
-    if (!ok)
-        snprintf(e->err, sizeof(e->err), "delete: %s", PQerrorMessage(e->conn));
-    PQclear(del);
-    if (!ok || exec_ok(e, "COMMIT") != 0)
+    if (sk_pg_exec(e->conn, "delete", SQL_DONE, 1, p_ids, PGRES_COMMAND_OK, NULL, e->err,
+                   sizeof(e->err)) != SK_PG_OK ||
+        exec_ok(e, "COMMIT") != 0)
         goto rollback;
     PQclear(r);
     free(ids);
@@ -138,7 +127,11 @@ static long publish_batch(consumer_events *e)
 rollback:
     PQclear(r);
     free(ids);
-    PQclear(PQexec(e->conn, "ROLLBACK"));
+    if (PQstatus(e->conn) == CONNECTION_OK) { /* the batch's own error is the one to tell */
+        char ignored[8];
+        sk_pg_exec(e->conn, "rollback", "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL, ignored,
+                   sizeof(ignored));
+    }
     return n;
 }
 

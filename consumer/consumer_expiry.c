@@ -9,6 +9,7 @@
 #include "rcluster.h"
 #include "seckill_lua.h"
 #include "sk_log.h"
+#include "sk_pg.h"
 
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -94,13 +95,15 @@ uint64_t consumer_expiry_released_total(const consumer_expiry *e)
     return atomic_load(&((consumer_expiry *)e)->released_total);
 }
 
-static void pg_error(consumer_expiry *e, PGresult *r, const char *what)
+/* One statement with one text parameter, the most rows (e->batch). @returns 0 with
+ * the rows in *r, or -1 (e->err set). */
+static int pg_exec_batch(consumer_expiry *e, const char *what, const char *sql, PGresult **r)
 {
-    const char *msg = r ? PQresultErrorMessage(r) : "";
-    snprintf(e->err, sizeof(e->err), "%s: %s", what, *msg ? msg : PQerrorMessage(e->conn));
-    size_t n = strlen(e->err);
-    while (n && (e->err[n - 1] == '\n' || e->err[n - 1] == ' '))
-        e->err[--n] = '\0';
+    char lim[24];
+    snprintf(lim, sizeof(lim), "%lld", e->batch);
+    const char *params[1] = {lim /* $1 the most rows */};
+    return sk_pg_exec(e->conn, what, sql, 1, params, PGRES_TUPLES_OK, r, e->err,
+                      sizeof(e->err)) == SK_PG_OK ? 0 : -1;
 }
 
 static int pg_ready(consumer_expiry *e)
@@ -108,13 +111,8 @@ static int pg_ready(consumer_expiry *e)
     if (e->conn && PQstatus(e->conn) == CONNECTION_OK)
         return 0;
     PQfinish(e->conn);
-    e->conn = PQconnectdb(e->pg);
-    if (PQstatus(e->conn) == CONNECTION_OK)
-        return 0;
-    pg_error(e, NULL, "connect");
-    PQfinish(e->conn);
-    e->conn = NULL;
-    return -1;
+    e->conn = sk_pg_connect(e->pg, "seckill-consumer/expiry", e->err, sizeof(e->err));
+    return e->conn ? 0 : -1;
 }
 
 static int redis_ready(consumer_expiry *e)
@@ -139,15 +137,9 @@ static int redis_ready(consumer_expiry *e)
 
 static long expire_due(consumer_expiry *e)
 {
-    char lim[24];
-    snprintf(lim, sizeof(lim), "%lld", e->batch);
-    const char *params[1] = {lim /* $1 the most rows */};
-    PGresult *r = PQexecParams(e->conn, SQL_EXPIRE, 1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        pg_error(e, r, "expire");
-        PQclear(r);
+    PGresult *r;
+    if (pg_exec_batch(e, "expire", SQL_EXPIRE, &r) != 0)
         return -1;
-    }
     long n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
     return n;
@@ -202,15 +194,9 @@ static int sweep_answer(PGresult *r, int i, const redisReply *rep, long *given)
  * given back now, or -1. */
 static long sweep(consumer_expiry *e)
 {
-    char lim[24];
-    snprintf(lim, sizeof(lim), "%lld", e->batch);
-    const char *params[1] = {lim /* $1 the most rows */};
-    PGresult *r = PQexecParams(e->conn, SQL_UNRELEASED, 1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        pg_error(e, r, "unreleased");
-        PQclear(r);
+    PGresult *r;
+    if (pg_exec_batch(e, "unreleased", SQL_UNRELEASED, &r) != 0)
         return -1;
-    }
     int n = PQntuples(r);
     if (n == 0 || redis_ready(e) != 0) {
         PQclear(r);
@@ -262,12 +248,9 @@ static long sweep(consumer_expiry *e)
     snprintf(ids + len, cap - len, "}");
     if (len > 1) {
         const char *p_ids[1] = {ids};
-        PGresult *m = PQexecParams(e->conn, SQL_MARK, 1, NULL, p_ids, NULL, NULL, 0);
-        if (PQresultStatus(m) != PGRES_COMMAND_OK) {
-            pg_error(e, m, "mark released");
+        if (sk_pg_exec(e->conn, "mark released", SQL_MARK, 1, p_ids, PGRES_COMMAND_OK, NULL,
+                       e->err, sizeof(e->err)) != SK_PG_OK)
             failed = 1;
-        }
-        PQclear(m);
     }
     free(ids);
     if (failed) {

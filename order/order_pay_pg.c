@@ -1,23 +1,15 @@
 /* order_pay_pg: pay and cancel transactions. See order_pay_pg.h. */
 #include "order_pay_pg.h"
+#include "order_pg_exec.h"
 #include "order_pay.h"
 #include "order_recon_rule.h"
 
+#include "sk_pg.h"
+
 #include <inttypes.h>
-#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int exec_ok(PGconn *c, order_pg_job *job, const char *sql, const char *what)
-{
-    PGresult *res = PQexec(c, sql);
-    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-    if (!ok)
-        order_pg_fail(job, c, res, what);
-    PQclear(res);
-    return ok ? 0 : -1;
-}
 
 /* The transition decided under the row lock: the order's UPDATE (conditional on
  * 'created', which the lock makes certain, and which keeps it safe on its own), and for
@@ -27,56 +19,53 @@ static int apply(PGconn *c, order_pg_job *job, const char *id, const char *new_s
     int pay = strcmp(new_status, "paid") == 0;
     const char *params[2] = {id, pay ? job->payment_ref : new_status};
     /* $1 order id; $2 the payment reference (pay) or the closing status */
-    PGresult *res = PQexecParams(
-        c,
-        pay ? "UPDATE seckill_order SET status = 'paid', paid_at = now(), payment_ref = $2 "
-              "WHERE order_id = $1::bigint AND status = 'created' RETURNING event_id"
-            : "UPDATE seckill_order SET status = $2, closed_at = now() "
-              "WHERE order_id = $1::bigint AND status = 'created' RETURNING event_id",
-        2, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        order_pg_fail(job, c, res, "update order");
-        PQclear(res);
+    PGresult *res;
+    if (order_pg_job_exec(
+            c, job, "update order",
+            pay ? "UPDATE seckill_order SET status = 'paid', paid_at = now(), payment_ref = $2 "
+                  "WHERE order_id = $1::bigint AND status = 'created' RETURNING event_id"
+                : "UPDATE seckill_order SET status = $2, closed_at = now() "
+                  "WHERE order_id = $1::bigint AND status = 'created' RETURNING event_id",
+            2, params, PGRES_TUPLES_OK, &res) != 0)
+        return -1;
+    int updated = PQntuples(res);
+    PQclear(res);
+    if (updated != 1) { /* the row lock makes this impossible: say so rather than commit */
+        job->status = ORDER_PG_ERROR;
+        snprintf(job->err, sizeof(job->err), "update order: %d rows", updated);
         return -1;
     }
-    PQclear(res);
     if (!order_pay_releases(new_status))
         return 0;
     char ev[24];
     snprintf(ev, sizeof(ev), "%" PRIu64, job->event_id);
     const char *p_ev[1] = {ev /* $1 event id */};
-    res = PQexecParams(c, "UPDATE seckill_event SET stock_left = stock_left + 1 WHERE id = $1::bigint",
-                       1, NULL, p_ev, NULL, NULL, 0);
-    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-    if (!ok)
-        order_pg_fail(job, c, res, "update event stock");
-    PQclear(res);
-    return ok ? 0 : -1;
+    return order_pg_job_exec(
+        c, job, "update event stock",
+        "UPDATE seckill_event SET stock_left = stock_left + 1 WHERE id = $1::bigint", 1, p_ev,
+        PGRES_COMMAND_OK, NULL);
 }
 
 void order_pay_pg_run(void *pgconn, order_pg_job *job)
 {
     PGconn *c = pgconn;
     job->changed = 0;
-    if (exec_ok(c, job, "BEGIN", "begin") != 0)
+    if (order_pg_job_exec(c, job, "begin", "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
         return;
     char id[24];
     snprintf(id, sizeof(id), "%" PRIu64, job->id);
     const char *params[1] = {id /* $1 order id */};
-    PGresult *res = PQexecParams(
-        c,
-        "SELECT o.event_id, o.user_id, o.status, o.payment_ref, "
-        "coalesce(o.pay_by <= now(), false), "
-        "coalesce((extract(epoch from o.pay_by) * 1000)::bigint, 0), e.rebuy_after_release, "
-        "e.segments "
-        "FROM seckill_order o JOIN seckill_event e ON e.id = o.event_id "
-        "WHERE o.order_id = $1::bigint FOR UPDATE OF o",
-        1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        order_pg_fail(job, c, res, "select order");
-        PQclear(res);
+    PGresult *res;
+    if (order_pg_job_exec(
+            c, job, "select order",
+            "SELECT o.event_id, o.user_id, o.status, o.payment_ref, "
+            "coalesce(o.pay_by <= now(), false), "
+            "coalesce((extract(epoch from o.pay_by) * 1000)::bigint, 0), e.rebuy_after_release, "
+            "e.segments "
+            "FROM seckill_order o JOIN seckill_event e ON e.id = o.event_id "
+            "WHERE o.order_id = $1::bigint FOR UPDATE OF o",
+            1, params, PGRES_TUPLES_OK, &res) != 0)
         goto rollback;
-    }
     if (PQntuples(res) == 0) {
         PQclear(res);
         job->status = ORDER_PG_NOT_FOUND;
@@ -108,13 +97,17 @@ void order_pay_pg_run(void *pgconn, order_pg_job *job)
     }
     if (apply(c, job, id, out.new_status) != 0)
         goto rollback;
-    if (exec_ok(c, job, "COMMIT", "commit") != 0)
+    if (order_pg_job_exec(c, job, "commit", "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
         return;
     job->changed = 1;
     job->status = ORDER_PG_OK;
     return;
 rollback:
-    PQclear(PQexec(c, "ROLLBACK"));
+    if (PQstatus(c) == CONNECTION_OK) { /* its own failure changes nothing: the job's stands */
+        char ignored[8];
+        sk_pg_exec(c, "rollback", "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL, ignored,
+                   sizeof(ignored));
+    }
 }
 
 void order_pay_pg_mark_released(void *pgconn, order_pg_job *job)
@@ -123,14 +116,10 @@ void order_pay_pg_mark_released(void *pgconn, order_pg_job *job)
     char id[24];
     snprintf(id, sizeof(id), "%" PRIu64, job->id);
     const char *params[1] = {id /* $1 order id */};
-    PGresult *res = PQexecParams(
-        c,
-        "UPDATE seckill_order SET released_at = now() WHERE order_id = $1::bigint "
-        "AND status IN ('cancelled', 'expired') AND released_at IS NULL",
-        1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        order_pg_fail(job, c, res, "mark released");
-    else
+    if (order_pg_job_exec(c, job, "mark released",
+                          "UPDATE seckill_order SET released_at = now() "
+                          "WHERE order_id = $1::bigint AND status IN ('cancelled', 'expired') "
+                          "AND released_at IS NULL",
+                          1, params, PGRES_COMMAND_OK, NULL) == 0)
         job->status = ORDER_PG_OK;
-    PQclear(res);
 }

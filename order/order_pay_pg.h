@@ -14,7 +14,7 @@
 #ifndef ORDER_PAY_PG_H
 #define ORDER_PAY_PG_H
 
-#include "order_pg.h"
+#include "order_pg_job.h"
 
 /** @brief Runs job (PAY_ORDER or CANCEL_ORDER) on c. Out: status (OK, NOT_FOUND: not in
  *  PostgreSQL, ERROR), and when OK: pay_answer, order_status, changed, event_id, user_id,

@@ -1,6 +1,10 @@
 /* order_pg: PostgreSQL job pool. See order_pg.h. */
 #include "order_pg.h"
 #include "order_pay_pg.h"
+#include "order_pg_exec.h"
+
+#include "sk_log.h"
+#include "sk_pg.h"
 
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -19,20 +23,6 @@ struct order_pg {
     int queued;
     int stopping;
 };
-
-void order_pg_fail(order_pg_job *job, void *pgconn, const void *pgres, const char *what)
-{
-    PGconn *c = pgconn;
-    const PGresult *res = pgres;
-    job->status = ORDER_PG_ERROR;
-    const char *msg = res ? PQresultErrorMessage(res) : "";
-    if (!*msg)
-        msg = PQerrorMessage(c);
-    snprintf(job->err, sizeof(job->err), "%s: %s", what, msg);
-    size_t n = strlen(job->err);
-    while (n && (job->err[n - 1] == '\n' || job->err[n - 1] == ' '))
-        job->err[--n] = '\0';
-}
 
 static void run_create_event(PGconn *c, order_pg_job *job)
 {
@@ -63,20 +53,16 @@ static void run_create_event(PGconn *c, order_pg_job *job)
         rv[1] > 0 ? rates[1] : NULL, /* $11 user_rate override */
         rv[2] > 0 ? rates[2] : NULL, /* $12 event_rate override */
     };
-    PGresult *res = PQexecParams(
-        c,
-        "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at, "
-        "per_user_limit, payment_window_s, rebuy_after_release, segments, ip_rate, user_rate, "
-        "event_rate) VALUES ($1::bigint, "
-        "$2, $3::int, $3::int, to_timestamp($4::bigint / 1000.0), "
-        "to_timestamp($5::bigint / 1000.0), $6::int, $7::int, $8::boolean, $9::int, $10::int, "
-        "$11::int, $12::int)",
-        12, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        order_pg_fail(job, c, res, "insert event");
-    else
+    if (order_pg_job_exec(
+            c, job, "insert event",
+            "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at, "
+            "per_user_limit, payment_window_s, rebuy_after_release, segments, ip_rate, user_rate, "
+            "event_rate) VALUES ($1::bigint, "
+            "$2, $3::int, $3::int, to_timestamp($4::bigint / 1000.0), "
+            "to_timestamp($5::bigint / 1000.0), $6::int, $7::int, $8::boolean, $9::int, $10::int, "
+            "$11::int, $12::int)",
+            12, params, PGRES_COMMAND_OK, NULL) == 0)
         job->status = ORDER_PG_OK;
-    PQclear(res);
 }
 
 /* An event's columns from `col`: name, stock_total, stock_left, starts_at and ends_at in
@@ -102,17 +88,17 @@ static void run_get_event(PGconn *c, order_pg_job *job)
     char id[24];
     snprintf(id, sizeof(id), "%" PRIu64, job->id);
     const char *params[1] = {id /* $1 event id */};
-    PGresult *res = PQexecParams(
-        c,
-        "SELECT name, stock_total, stock_left, "
-        "(extract(epoch from starts_at) * 1000)::bigint, "
-        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
-        "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
-        "FROM seckill_event WHERE id = $1::bigint",
-        1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        order_pg_fail(job, c, res, "select event");
-    } else if (PQntuples(res) == 0) {
+    PGresult *res;
+    if (order_pg_job_exec(
+            c, job, "select event",
+            "SELECT name, stock_total, stock_left, "
+            "(extract(epoch from starts_at) * 1000)::bigint, "
+            "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
+            "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
+            "FROM seckill_event WHERE id = $1::bigint",
+            1, params, PGRES_TUPLES_OK, &res) != 0)
+        return;
+    if (PQntuples(res) == 0) {
         job->status = ORDER_PG_NOT_FOUND;
     } else {
         event_row(res, 0, 0, &job->spec, &job->stock_left);
@@ -126,19 +112,16 @@ static void run_list_events(PGconn *c, order_pg_job *job)
     char lim[24];
     snprintf(lim, sizeof(lim), "%" PRIu64, job->id);
     const char *params[1] = {lim /* $1 the most rows */};
-    PGresult *res = PQexecParams(
-        c,
-        "SELECT id, name, stock_total, stock_left, "
-        "(extract(epoch from starts_at) * 1000)::bigint, "
-        "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
-        "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
-        "FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
-        1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        order_pg_fail(job, c, res, "list events");
-        PQclear(res);
+    PGresult *res;
+    if (order_pg_job_exec(
+            c, job, "list events",
+            "SELECT id, name, stock_total, stock_left, "
+            "(extract(epoch from starts_at) * 1000)::bigint, "
+            "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
+            "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
+            "FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
+            1, params, PGRES_TUPLES_OK, &res) != 0)
         return;
-    }
     size_t n = (size_t)PQntuples(res);
     job->rows = calloc(n ? n : 1, sizeof(*job->rows));
     if (!job->rows) {
@@ -162,15 +145,15 @@ static void run_get_order(PGconn *c, order_pg_job *job)
     char id[24];
     snprintf(id, sizeof(id), "%" PRIu64, job->id);
     const char *params[1] = {id /* $1 order id */};
-    PGresult *res = PQexecParams(
-        c,
-        "SELECT event_id, user_id, status, "
-        "coalesce((extract(epoch from pay_by) * 1000)::bigint, 0) "
-        "FROM seckill_order WHERE order_id = $1::bigint",
-        1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        order_pg_fail(job, c, res, "select order");
-    } else if (PQntuples(res) == 0) {
+    PGresult *res;
+    if (order_pg_job_exec(
+            c, job, "select order",
+            "SELECT event_id, user_id, status, "
+            "coalesce((extract(epoch from pay_by) * 1000)::bigint, 0) "
+            "FROM seckill_order WHERE order_id = $1::bigint",
+            1, params, PGRES_TUPLES_OK, &res) != 0)
+        return;
+    if (PQntuples(res) == 0) {
         job->status = ORDER_PG_NOT_FOUND;
     } else {
         job->event_id = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
@@ -212,6 +195,18 @@ void order_pg_run(void *pgconn, order_pg_job *job)
     }
 }
 
+/* Opens the pool thread's connection. @returns it, or NULL with job failed and the
+ * failure logged (the message names host and port, never the password). */
+static PGconn *pool_connect(order_pg *p, order_pg_job *job)
+{
+    PGconn *c = sk_pg_connect(p->conninfo, "seckill-order/pg", job->err, sizeof(job->err));
+    if (!c) {
+        job->status = ORDER_PG_ERROR;
+        sk_log(SK_LOG_WARN, "pg_connect_failed", "app=seckill-order/pg err=\"%s\"", job->err);
+    }
+    return c;
+}
+
 static void *pool_main(void *arg)
 {
     order_pg *p = arg;
@@ -235,23 +230,19 @@ static void *pool_main(void *arg)
             c = NULL;
         }
         if (!c)
-            c = PQconnectdb(p->conninfo);
-        if (PQstatus(c) != CONNECTION_OK) {
-            order_pg_fail(job, c, NULL, "connect");
-            PQfinish(c);
-            c = NULL;
-        } else {
+            c = pool_connect(p, job);
+        if (c) {
             order_pg_run(c, job);
-            /* A query that failed on a broken connection: one retry on a fresh one,
-             * every job here is a single statement that is safe to repeat (the insert
-             * of a new id either happened, then the retry fails on the key, or not),
-             * or a pay/cancel transaction whose repeat reads what the first one did
-             * (order_pay_pg.h: a repeat answers the same, and a release it cannot know
-             * it owes is the release sweep's). */
+            /* A query that failed on a broken connection (or found no answer within its
+             * deadline, which closes it): one retry on a fresh one. Every job here is a
+             * single statement that is safe to repeat (the insert of a new id either
+             * happened, then the retry fails on the key, or not), or a pay/cancel
+             * transaction whose repeat reads what the first one did (order_pay_pg.h: a
+             * repeat answers the same, and a release it cannot know it owes is the
+             * release sweep's). */
             if (job->status == ORDER_PG_ERROR && PQstatus(c) != CONNECTION_OK) {
                 PQfinish(c);
-                c = PQconnectdb(p->conninfo);
-                if (PQstatus(c) == CONNECTION_OK)
+                if ((c = pool_connect(p, job)) != NULL)
                     order_pg_run(c, job);
             }
         }

@@ -2,6 +2,7 @@
 #include "order_recon_pg.h"
 #include "order_recon_rule.h"
 #include "sk_log.h"
+#include "sk_pg.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,7 +12,10 @@
 struct order_recon_pg {
     const char *conninfo;
     PGconn *conn;
+    char err[256]; /* the last failure, one line (sk_pg: never the password) */
 };
+
+#define RECON_APP "seckill-order/reconciler"
 
 order_recon_pg *order_recon_pg_new(const char *conninfo)
 {
@@ -23,19 +27,31 @@ order_recon_pg *order_recon_pg_new(const char *conninfo)
 
 static void log_failure(const order_recon_pg *p)
 {
-    sk_log(SK_LOG_WARN, "reconciler_pg_failed", "err=\"%s\"", PQerrorMessage(p->conn));
+    sk_log(SK_LOG_WARN, "reconciler_pg_failed", "app=" RECON_APP " err=\"%s\"", p->err);
+}
+
+/* One statement with text parameters; a failure is logged, and a connection it broke
+ * (or closed at its deadline) is dropped. @returns 0 or -1. */
+static int recon_exec(order_recon_pg *p, const char *what, const char *sql, int n,
+                      const char *const *params, PGresult **res)
+{
+    if (sk_pg_exec(p->conn, what, sql, n, params, PGRES_TUPLES_OK, res, p->err,
+                   sizeof(p->err)) == SK_PG_OK)
+        return 0;
+    log_failure(p);
+    if (p->conn && PQstatus(p->conn) != CONNECTION_OK)
+        order_recon_pg_disconnect(p);
+    return -1;
 }
 
 int order_recon_pg_connect(order_recon_pg *p)
 {
     if (p->conn && PQstatus(p->conn) == CONNECTION_OK)
         return 0;
-    if (p->conn)
-        PQfinish(p->conn);
-    p->conn = PQconnectdb(p->conninfo);
-    if (PQstatus(p->conn) != CONNECTION_OK) {
-        log_failure(p); /* PQerrorMessage never holds the password */
-        order_recon_pg_disconnect(p);
+    order_recon_pg_disconnect(p);
+    p->conn = sk_pg_connect(p->conninfo, RECON_APP, p->err, sizeof(p->err));
+    if (!p->conn) {
+        log_failure(p);
         return -1;
     }
     return 0;
@@ -66,14 +82,12 @@ int order_recon_pg_events(order_recon_pg *p, long long horizon_s, order_recon_ev
     char hz[24];
     snprintf(hz, sizeof(hz), "%lld", horizon_s);
     const char *params[1] = {hz}; /* $1: horizon in seconds */
-    PGresult *ev = PQexecParams(p->conn,
-                                "SELECT id::text, ends_at > now(), segments FROM seckill_event "
-                                "WHERE ends_at > now() - make_interval(secs => $1::int)",
-                                1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(ev) != PGRES_TUPLES_OK) {
-        log_failure(p);
-        PQclear(ev);
-        order_recon_pg_disconnect(p);
+    PGresult *ev;
+    if (recon_exec(p, "events",
+                   "SELECT id::text, ends_at > now(), segments FROM seckill_event "
+                   "WHERE ends_at > now() - make_interval(secs => $1::int)",
+                   1, params, &ev) != 0) {
+        order_recon_pg_disconnect(p); /* the scan starts over on a new connection */
         return -1;
     }
     int n = PQntuples(ev);
@@ -100,15 +114,14 @@ int order_recon_pg_stored(order_recon_pg *p, const char *const *ids, size_t n,
     if (!arr)
         return -1;
     const char *params[1] = {arr}; /* $1: the pending order ids */
-    PGresult *res = PQexecParams(
-        p->conn, "SELECT order_id::text FROM seckill_order WHERE order_id = ANY($1::bigint[])", 1,
-        NULL, params, NULL, NULL, 0);
+    PGresult *res;
+    int rc = recon_exec(p, "stored",
+                        "SELECT order_id::text FROM seckill_order "
+                        "WHERE order_id = ANY($1::bigint[])",
+                        1, params, &res);
     free(arr);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        log_failure(p);
-        PQclear(res);
+    if (rc != 0)
         return -1;
-    }
     for (size_t i = 0; i < n; i++) {
         stored[i] = 0;
         for (int j = 0; j < PQntuples(res) && !stored[i]; j++)
@@ -118,11 +131,15 @@ int order_recon_pg_stored(order_recon_pg *p, const char *const *ids, size_t n,
     return 0;
 }
 
-/* Runs one read of the gate's snapshot ($1: the event id). */
+/* Runs one read of the gate's snapshot ($1: the event id). @returns its rows, or NULL
+ * (logged). */
 static PGresult *gate_query(order_recon_pg *p, const char *sql, const char *event)
 {
     const char *params[1] = {event};
-    return PQexecParams(p->conn, sql, 1, NULL, params, NULL, NULL, 0);
+    PGresult *res = NULL;
+    if (p->conn && PQstatus(p->conn) == CONNECTION_OK)
+        recon_exec(p, "gate", sql, 1, params, &res);
+    return res;
 }
 
 int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *g)
@@ -133,7 +150,13 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
     /* One snapshot for the three reads: a close committed between the stock_left read and
      * the closed list would put an order in the released set whose unit the stock does
      * not count (a unit lost), or the other way round (a unit given twice). */
-    PQclear(PQexec(p->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+    if (sk_pg_exec(p->conn, "gate begin", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0,
+                   NULL, PGRES_COMMAND_OK, NULL, p->err, sizeof(p->err)) != SK_PG_OK) {
+        log_failure(p);
+        if (p->conn && PQstatus(p->conn) != CONNECTION_OK)
+            order_recon_pg_disconnect(p);
+        return -1;
+    }
     g->event = gate_query(p,
                           "SELECT stock_left, (extract(epoch FROM starts_at) * 1000)::bigint, "
                           "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit, "
@@ -153,12 +176,19 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
                            "SELECT order_id::text, user_id::text FROM seckill_order "
                            "WHERE event_id = $1 AND status IN ('cancelled', 'expired')",
                            a);
-    PGresult *end = PQexec(p->conn, "COMMIT");
-    int ok = PQresultStatus(end) == PGRES_COMMAND_OK;
-    PQclear(end);
-    if (!ok || PQresultStatus(g->event) != PGRES_TUPLES_OK ||
-        PQresultStatus(g->buyers) != PGRES_TUPLES_OK || PQresultStatus(g->closed) != PGRES_TUPLES_OK) {
+    if (!g->event || !g->buyers || !g->closed) {
+        if (p->conn) { /* a refused read aborted the transaction: end it */
+            char ignored[8];
+            sk_pg_exec(p->conn, "gate rollback", "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL,
+                       ignored, sizeof(ignored));
+        }
+        return -1; /* logged */
+    }
+    if (sk_pg_exec(p->conn, "gate commit", "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL, p->err,
+                   sizeof(p->err)) != SK_PG_OK) {
         log_failure(p);
+        if (p->conn && PQstatus(p->conn) != CONNECTION_OK)
+            order_recon_pg_disconnect(p);
         return -1;
     }
     if (PQntuples(g->event) != 1)
@@ -203,16 +233,15 @@ int order_recon_pg_taken_count(order_recon_pg *p, uint64_t event_id, const char 
     if (!arr)
         return -1;
     const char *params[2] = {a, arr}; /* $1: the event id, $2: the order ids */
-    PGresult *c = PQexecParams(p->conn,
-                               "SELECT count(*) FROM seckill_order WHERE event_id = $1 "
-                               "AND status <> 'rejected' AND order_id = ANY($2::bigint[])",
-                               2, NULL, params, NULL, NULL, 0);
+    PGresult *c;
+    int rc = recon_exec(p, "taken count",
+                        "SELECT count(*) FROM seckill_order WHERE event_id = $1 "
+                        "AND status <> 'rejected' AND order_id = ANY($2::bigint[])",
+                        2, params, &c);
     free(arr);
-    int rc = PQresultStatus(c) == PGRES_TUPLES_OK ? 0 : -1;
-    if (rc == 0)
-        *count = strtoll(PQgetvalue(c, 0, 0), NULL, 10);
-    else
-        log_failure(p);
+    if (rc != 0)
+        return -1;
+    *count = strtoll(PQgetvalue(c, 0, 0), NULL, 10);
     PQclear(c);
-    return rc;
+    return 0;
 }

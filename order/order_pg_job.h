@@ -1,0 +1,54 @@
+/* order_pg_job: one PostgreSQL job of seckill-order, what a worker asks and what it gets
+ * back. Below both order_pg (the pool that runs jobs) and order_pay_pg (the pay and
+ * cancel transactions it runs), so that neither needs the other's header for it.
+ * The job is owned by the caller throughout; the pool only borrows it until done. */
+#ifndef ORDER_PG_JOB_H
+#define ORDER_PG_JOB_H
+
+#include "order_body.h"
+#include "order_evlist.h"
+
+#include <stdint.h>
+
+typedef enum {
+    ORDER_PG_CREATE_EVENT = 1, /* in: id, spec */
+    ORDER_PG_GET_EVENT,        /* in: id; out: spec (name, stock, times), stock_left */
+    ORDER_PG_GET_ORDER,        /* in: id; out: event_id, user_id, order_status */
+    ORDER_PG_LIST_EVENTS,      /* in: id = the most rows; out: rows, nrows (events not ended) */
+    ORDER_PG_PAY_ORDER,        /* in: id, actor, actor_admin, payment_ref; out: order_pay_pg.h */
+    ORDER_PG_CANCEL_ORDER,     /* in: id, actor, actor_admin; out: see order_pay_pg.h */
+    ORDER_PG_MARK_RELEASED,    /* in: id: the unit is back in Redis (released_at) */
+} order_pg_kind;
+
+typedef enum {
+    ORDER_PG_OK = 0,
+    ORDER_PG_NOT_FOUND = 1,
+    ORDER_PG_ERROR = -1, /* connection or query failed: message in err (not for clients) */
+} order_pg_status;
+
+typedef struct order_pg_job {
+    order_pg_kind kind;
+    uint64_t id;
+    order_event_spec spec;
+    int64_t stock_left;
+    uint64_t event_id, user_id;
+    char order_status[16];
+    int64_t pay_by_ms;      /* GET_ORDER, PAY/CANCEL: the order's pay_by, 0 when none */
+    /* PAY_ORDER / CANCEL_ORDER (order_pay_pg.h) */
+    uint64_t actor;         /* the token's sub */
+    int actor_admin;
+    char payment_ref[ORDER_PAYMENT_REF_MAX + 1];
+    int pay_answer;         /* order_pay_answer */
+    int changed;            /* 1: this call made the transition (order_status is new) */
+    int rebuy;              /* the event's rebuy_after_release */
+    unsigned segments;      /* PAY/CANCEL: the event's K (a release goes to the home segment) */
+    order_evlist_row *rows; /* LIST_EVENTS: malloc'd by the pool, freed by the caller */
+    size_t nrows;
+    order_pg_status status;
+    char err[256];
+    void (*done)(struct order_pg_job *job); /* on a pool thread; may block, never on a loop */
+    void *arg;
+    struct order_pg_job *next; /* the pool's queue */
+} order_pg_job;
+
+#endif
