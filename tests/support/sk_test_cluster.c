@@ -300,8 +300,9 @@ static int run_script(const char *const *args, const char *auth, char *out, size
     char buf[4096] = "";
     ssize_t got = pread(fd, buf, sizeof(buf) - 1, 0);
     buf[got > 0 ? got : 0] = '\0';
-    size_t len = strlen(buf);
-    snprintf(out, outsz, "%s", len >= outsz ? buf + len - (outsz - 1) : buf);
+    size_t len = strlen(buf), keep = len < outsz ? len : outsz - 1;
+    memcpy(out, buf + len - keep, keep); /* the tail: where the error is */
+    out[keep] = '\0';
     close(fd);
     unlink(path);
     return status;
