@@ -55,14 +55,8 @@ now() { date +%s.%N; }
 pg() { psql "$SECKILL_PG dbname=$DB" -qAtX "$@"; }
 
 if [ "$KAFKA" = real ]; then
-    # Two free ports (client, controller) in 38200..38299.
-    kport=""
-    for p in $(seq 38200 2 38298); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
-        (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null && continue
-        kport=$p && break
-    done
-    [ -n "$kport" ] || { echo "bench-consumer: no free port for Kafka" >&2; exit 1; }
+    # Two free ports (client, controller).
+    kport=$(sk_free_ports 2) || { echo "bench-consumer: no free port for Kafka" >&2; exit 1; }
     "$KAFKA_SH" start "$work/kafka" "$kport" 1 2>"$work/kafka.log" || { cat "$work/kafka.log" >&2; exit 1; }
     "$KAFKA_SH" topic "$work/kafka" seckill.orders "$PARTITIONS"
     "$KAFKA_SH" topic "$work/kafka" seckill.orders.dlq 6

@@ -60,7 +60,7 @@ else
         --save "" --daemonize no --logfile "$WORK/redis.log" &
     PIDS+=($!)
     REDIS_PID=$!
-    for _ in $(seq 1 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    sk_wait 10 redis-cli -p "$RPORT" ping || { echo "bench-order: redis-server did not start" >&2; exit 1; }
     REDIS_DESC="a private redis-server (AOF, appendfsync ${BENCH_REDIS_FSYNC:-always})"
 fi
 

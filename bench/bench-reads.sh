@@ -44,7 +44,7 @@ RPORT=$(sk_free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$WORK" --appendonly yes --appendfsync always \
     --save "" --daemonize no --logfile "$WORK/redis.log" &
 PIDS+=($!)
-for _ in $(seq 1 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+sk_wait 10 redis-cli -p "$RPORT" ping || { echo "bench-reads: redis-server did not start" >&2; exit 1; }
 "$BIN/seckill-devkafka" --bootstrap-file "$WORK/kafka.bootstrap" --control-file "$WORK/kafka.control" \
     >"$WORK/devkafka.log" 2>&1 &
 PIDS+=($!)

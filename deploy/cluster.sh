@@ -56,7 +56,7 @@ fail() {
     [ -z "$FAILED_FILE" ] || echo "$*" >"$FAILED_FILE"
     exit 1
 }
-usage() { sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 profile_options() {
     case $1 in
@@ -158,8 +158,8 @@ bring_up() {
     local dir=$1 base=$2 detach=$3 opts=() p
     shift 3
     unset REDISCLI_AUTH # these nodes have no password: AUTH would be refused
-    if ! [[ $base =~ ^[1-9][0-9]*$ ]] || [ "$base" -gt $((65535 - NODES - BUS_OFFSET)) ]; then
-        say "BASE must be a port number, '$base' given"
+    if ! [[ $base =~ ^[1-9][0-9]*$ ]] || [ "$base" -lt 1024 ] || [ "$base" -gt $((65535 - NODES - BUS_OFFSET)) ]; then
+        say "BASE must be a port from 1024 to $((65535 - NODES - BUS_OFFSET)), '$base' given"
         exit 2
     fi
     if [ "${1:-}" = --profile ]; then

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # CL_* are read by the tests that source this
 # tests/cluster/lib.sh: a private flash-sale pipeline on a throwaway Redis Cluster, for
 # the tests of label `cluster` (sourced after tests/e2e/lib.sh, whose helpers, pid list,
 # EXIT trap and skip rules it reuses).

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/e2e/lib.sh: a private flash-sale pipeline for one e2e test, sourced by the tests.
 #
 # Isolation: each test runs its own seckill-devkafka (so its own topics, consumer group
@@ -104,7 +105,7 @@ e2e_start_consumer() {
     SECKILL_HTTP_PORT=$E2E_CONSUMER_PORT SECKILL_KAFKA_BROKERS=$E2E_BROKERS SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000 \
         SECKILL_GROUP_ID="seckill-e2e-$$" "$BIN/seckill-consumer" >>"$E2E_TMP/consumer.log" 2>&1 &
     E2E_CONSUMER_PID=$!
-    E2E_PIDS+=($E2E_CONSUMER_PID)
+    E2E_PIDS+=("$E2E_CONSUMER_PID")
     e2e_wait 60 "seckill-consumer /healthz" curl -fsS "http://127.0.0.1:$E2E_CONSUMER_PORT/healthz"
     e2e_log "consumer up (pid $E2E_CONSUMER_PID, port $E2E_CONSUMER_PORT)"
 }
@@ -136,11 +137,13 @@ e2e_bench() {
         --pg "$SECKILL_PG" --out "$E2E_TMP/out" "$@"
 }
 
-# e2e_warmup: one order through the whole pipeline, so the consumer is known to hold
-# its partitions (a group join takes seconds) before a test measures anything.
+# e2e_warmup [BENCH NAME]: one order through the whole pipeline, so the consumer is known
+# to hold its partitions (a group join takes seconds) before a test measures anything.
+# BENCH: the function that runs seckill-bench (e2e_bench; tests/fault: fault_bench over
+# every front), NAME the event's.
 e2e_warmup() {
-    e2e_bench --out "$E2E_TMP/warmup" --stock 1 --users 1 --requests 1 --connections 1 \
-        --drain.wait 60 --event.name e2e-warmup >"$E2E_TMP/warmup.log" 2>&1 ||
+    "${1:-e2e_bench}" --out "$E2E_TMP/warmup" --stock 1 --users 1 --requests 1 --connections 1 \
+        --drain.wait 60 --event.name "${2:-e2e-warmup}" >"$E2E_TMP/warmup.log" 2>&1 ||
         e2e_fail "warm-up order failed: $(tail -n 3 "$E2E_TMP/warmup.log")"
     grep -q '"drained": true' "$E2E_TMP/warmup/summary.json" ||
         e2e_fail "the warm-up order did not reach PostgreSQL within 60 s"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/kafka/lib.sh: Apache Kafka for the `kafka` tests (label kafka, tests/kafka.cmake),
 # sourced after tests/e2e/lib.sh (or tests/fault/lib.sh, which sources it).
 #
