@@ -519,6 +519,18 @@ cmd_down() {
 
 cmd_status() {
     local name
+    if [ -f "$RUN/stack" ]; then
+        (
+            # shellcheck disable=SC1091
+            . "$RUN/stack"
+            local f=""
+            [ "$CLUSTER" = 1 ] && f="$f --cluster"
+            [ "$FRONTS" -gt 1 ] && f="$f --fronts $FRONTS"
+            [ "$KAFKA_NODES" = 3 ] && f="$f --kafka-nodes 3"
+            [ "$DEV_KAFKA" = 1 ] && f="$f --dev-kafka"
+            echo "shape            $(shape_words "$CLUSTER" "$FRONTS" "$KAFKA_NODES" "$DEV_KAFKA") (up${f})"
+        )
+    fi
     pid_alive "$RUN/redis.pid" && echo "redis            running  127.0.0.1:$REDIS_PORT" || echo "redis            stopped"
     if [ -f "$RUN/pgdir" ] && as_pg "$(pg_bin)/pg_ctl" -D "$(cat "$RUN/pgdir")/data" status >/dev/null 2>&1; then
         echo "postgresql       running  127.0.0.1:$PG_PORT"
