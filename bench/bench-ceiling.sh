@@ -22,9 +22,16 @@
 # than a 10 s accept row answers, so no user repeats and every answer there is a 202),
 # BENCH_WORKERS (seckill-order workers, 1), BENCH_EVENT_METHOD (epoll, the service's default), BENCH_MODES
 # ("none always"), BENCH_BIN (a Release build's bin/, default $SECKILL_BIN_DIR).
+# Before and after: BENCH_BIN_BEFORE=/path/to/other/bin runs the seckill-order rows
+# (accept, sold_out, flash) of both builds in each round, alternating (before, then
+# after, each on its own fresh Redis, dev Kafka and seckill-order, against the same
+# nginx row), and prints both builds' rows side by side, then after / before: the
+# medians of each round's ratios of the two rates, and of the two ratios to nginx.
+# Without it the output is the one-build table alone.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BENCH_BIN:-${SECKILL_BIN_DIR:-$ROOT/build/bin}}
+BIN_BEFORE=${BENCH_BIN_BEFORE:-}
 SECS=${BENCH_SECONDS:-10}
 ROUNDS=${BENCH_ROUNDS:-3}
 CONNS=${BENCH_CONNS:-64}
@@ -37,21 +44,22 @@ for tool in wrk redis-cli redis-server; do
     command -v $tool >/dev/null || { echo "bench-ceiling: $tool is not installed" >&2; exit 1; }
 done
 [ -x "$NGINX" ] || { echo "bench-ceiling: nginx is not installed (Debian nginx-core: deploy/local.sh deps)" >&2; exit 1; }
-[ -x "$BIN/seckill-order" ] && [ -x "$BIN/seckill-devkafka" ] || { echo "bench-ceiling: build seckill-order and seckill-devkafka into $BIN" >&2; exit 1; }
+for b in "$BIN" ${BIN_BEFORE:+"$BIN_BEFORE"}; do
+    if ! [ -x "$b/seckill-order" ] || ! [ -x "$b/seckill-devkafka" ]; then
+        echo "bench-ceiling: build seckill-order and seckill-devkafka into $b" >&2
+        exit 1
+    fi
+done
 [ "$NTOK" -ge "$FLASH_USERS" ] || { echo "bench-ceiling: BENCH_TOKENS must be at least $FLASH_USERS" >&2; exit 1; }
 
 # shellcheck source=bench/bench_lib.sh
 BENCH_NAME=ceiling . "$ROOT/bench/bench_lib.sh"
 TICK=$(getconf CLK_TCK)
-wait_http() { for _ in $(seq 1 200); do curl -fsS "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "bench-ceiling: $1 not ready" >&2; return 1; }
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
-# every process of a tree (nginx: the master and its workers)
-tree_ticks() { local t=0 p; for p in $1 $(pgrep -P "$1" || true); do t=$(( t + $(cpu_ticks "$p") )); done; echo $t; }
 
 # ---- nginx: the ceiling, up for the whole run ----
 NGX=$WORK/nginx
 mkdir -p "$NGX/tmp"
-NPORT=$(free_port)
+NPORT=$(sk_free_port)
 cat >"$NGX/nginx.conf" <<EOF
 worker_processes 2;
 pid $NGX/nginx.pid;
@@ -77,12 +85,8 @@ EOF
 "$NGINX" -p "$NGX" -e "$NGX/error.log" -c "$NGX/nginx.conf" -g 'daemon off;' &
 NGINX_PID=$!
 PIDS+=("$NGINX_PID")
-for _ in $(seq 1 100); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NPORT/" || true)" = 409 ] && break
-    sleep 0.1
-done
-[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NPORT/" || true)" = 409 ] ||
-    { echo "bench-ceiling: nginx did not answer 409:" >&2; cat "$NGX/error.log" >&2; exit 1; }
+nginx_409() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NPORT/" || true)" = 409 ]; }
+sk_wait 10 nginx_409 || { echo "bench-ceiling: nginx did not answer 409:" >&2; cat "$NGX/error.log" >&2; exit 1; }
 
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 SECKILL_JWT_SECRET="$SECRET" "$BIN/seckill-order" token --sub $(( $(date +%s) * 1000000 )) --count "$NTOK" --ttl 7200 >"$WORK/tokens"
@@ -100,10 +104,10 @@ run_wrk() {
     # sample once wrk has read its tokens (its thread exists and its first request went out)
     while kill -0 "$sh" 2>/dev/null; do
         [ -n "$wp" ] || wp=$(pgrep -P "$sh" -x wrk || true)
-        if [ -n "$wp" ] && [ -s "$WORK/$name.start" ]; then w0=$(cpu_ticks "$wp"); break; fi
+        if [ -n "$wp" ] && [ -s "$WORK/$name.start" ]; then w0=$(sk_cpu_ticks "$wp"); break; fi
         sleep 0.02
     done
-    for i in "${!pids[@]}"; do before[i]=$(tree_ticks "${pids[i]}"); done
+    for i in "${!pids[@]}"; do before[i]=$(sk_tree_ticks "${pids[i]}"); done
     if [ "$limit" != 0 ]; then
         # wrk sleeps its whole -d even once its thread stopped: interrupt it (SIGINT makes it
         # print its summary) once the last answer is in
@@ -112,11 +116,9 @@ run_wrk() {
     fi
     wait "$sh" || true
     : >"$WORK/$name.cpu"
-    for i in "${!pids[@]}"; do echo $(( $(tree_ticks "${pids[i]}") - before[i] )) >>"$WORK/$name.cpu"; done
+    for i in "${!pids[@]}"; do echo $(( $(sk_tree_ticks "${pids[i]}") - before[i] )) >>"$WORK/$name.cpu"; done
     awk -v hz="$TICK" -v w0="$w0" '{ printf "%.0f\n", ($1 + $2) * hz - w0 }' "$WORK/$name.wtime" >>"$WORK/$name.cpu"
 }
-rps() { awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$1"; }
-lat_ms() { awk -v p="$2" '$1==p { v=$2; if (v ~ /us$/) { sub(/us$/,"",v); v=v/1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v=v*1000 } printf "%.2f", v }' "$1"; }
 cmdstats() { # all calls, evalsha calls
     redis-cli -p "$RPORT" INFO commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_/ { all += $3; if ($1 == "cmdstat_evalsha") ev = $3 } END { print all + 0, ev + 0 }'
 }
@@ -133,7 +135,7 @@ record() { # round mode row rate accepted [calls evalsha reserve confirm]
     local round=$1 mode=$2 row=$3 rate=$4 acc=$5 calls=${6:-0} ev=${7:-0} res=${8:-0} conf=${9:-0}
     local f="$WORK/$round.$mode.$row"
     awk -v r="$round" -v m="$mode" -v row="$row" -v rate="$rate" -v acc="$acc" -v hz="$TICK" \
-        -v p50="$(lat_ms "$f.wrk" 50%)" -v p99="$(lat_ms "$f.wrk" 99%)" -v calls="$calls" -v ev="$ev" -v res="$res" -v conf="$conf" '
+        -v p50="$(sk_lat_ms "$f.wrk" 50%)" -v p99="$(sk_lat_ms "$f.wrk" 99%)" -v calls="$calls" -v ev="$ev" -v res="$res" -v conf="$conf" '
         { t[NR] = $1 }
         END {
             n = (acc > 0) ? acc : 1
@@ -145,118 +147,155 @@ record() { # round mode row rate accepted [calls evalsha reserve confirm]
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 base=$(( 8600000000000000000 + $(date +%s) * 1000 ))
+# run_build ROUND MODE TAG BIN: the seckill-order rows (accept, sold_out, flash) of one
+# build (TAG "" for BENCH_BIN, ".before" for BENCH_BIN_BEFORE) on a fresh Redis of this
+# mode, dev Kafka and seckill-order from BIN.
+run_build() {
+    local round=$1 mode=$2 tag=$3 bin=$4
+    BUILD=${tag#.}
+    # ---- a fresh Redis (this mode), dev Kafka and seckill-order ----
+    RPORT=$(sk_free_port)
+    mkdir -p "$WORK/redis.$round.$mode$tag"
+    if [ "$mode" = always ]; then persist=(--appendonly yes --appendfsync always); else persist=(--appendonly no); fi
+    redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$WORK/redis.$round.$mode$tag" "${persist[@]}" --save "" \
+        --daemonize no --logfile "$WORK/redis.$round.$mode$tag/redis.log" &
+    REDIS_PID=$!
+    PIDS+=("$REDIS_PID")
+    sk_wait 10 redis-cli -p "$RPORT" ping || { echo "bench-ceiling: redis-server did not start" >&2; exit 1; }
+    rm -f "$WORK/kafka.bootstrap"
+    "$bin/seckill-devkafka" --bootstrap-file "$WORK/kafka.bootstrap" --control-file "$WORK/kafka.control" \
+        >"$WORK/devkafka.$round.$mode$tag.log" 2>&1 &
+    KAFKA_PID=$!
+    PIDS+=("$KAFKA_PID")
+    sk_wait 20 test -s "$WORK/kafka.bootstrap" || { echo "bench-ceiling: seckill-devkafka did not start" >&2; exit 1; }
+    PORT=$(sk_free_port)
+    env -u SECKILL_PG SECKILL_REDIS_URL="redis://127.0.0.1:$RPORT" SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$PORT" \
+        SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
+        SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 SECKILL_WORKERS="${BENCH_WORKERS:-1}" \
+        SECKILL_HTTP_EVENT_METHOD="${BENCH_EVENT_METHOD:-epoll}" \
+        "$bin/seckill-order" >"$WORK/order.$round.$mode$tag.log" 2>&1 &
+    ORDER_PID=$!
+    PIDS+=("$ORDER_PID")
+    sk_wait_http 20 "http://127.0.0.1:$PORT/healthz" || { echo "bench-ceiling: seckill-order is not ready (see $WORK/order.$round.$mode$tag.log)" >&2; exit 1; }
+    now_ms=$(( $(date +%s) * 1000 ))
+    load() { redis-cli -p "$RPORT" EVAL "$(cat "$ROOT/lua/event_load.lua")" 2 "seckill:{e$1}:stock" "seckill:{e$1}:meta" \
+        "$2" $(( now_ms - 60000 )) $(( now_ms + 7200000 )) 1 >/dev/null; }
+    ev_accept=$(( base++ )); ev_sold=$(( base++ )); ev_flash=$(( base++ ))
+    load $ev_accept 2000000000
+    load $ev_sold 0
+    load $ev_flash $FLASH_STOCK
+    procs=("$ORDER_PID" "$REDIS_PID" "$KAFKA_PID")
+    url="http://127.0.0.1:$PORT"
+
+    read -r c0 e0 < <(cmdstats)
+    read -r r0 f0 < <(gatestats)
+    run_wrk "$round.$mode.accept$tag" "$url" "/api/v1/events/$ev_accept/orders" "$WORK/tokens" 0 "${procs[@]}"
+    read -r c1 e1 < <(cmdstats)
+    read -r r1 f1 < <(gatestats)
+    acc=$(( 2000000000 - $(redis-cli -p "$RPORT" GET "seckill:{e$ev_accept}:stock") ))
+    req=$(awk '/requests in/ { print $1 }' "$WORK/$round.$mode.accept$tag.wrk")
+    [ "$acc" -ge $(( req * 99 / 100 )) ] ||
+        echo "bench-ceiling: round $round, $mode: $acc orders taken for $req accept-row requests (tokens wrapped: raise BENCH_TOKENS)" >&2
+    record "$round" "$mode" "accept$tag" "$(sk_rps "$WORK/$round.$mode.accept$tag.wrk")" "$acc" $(( c1 - c0 )) $(( e1 - e0 )) \
+        $(( r1 - r0 )) $(( f1 - f0 ))
+    curl -fsS "$url/metrics" >"$WORK/$round.$mode.accept$tag.metrics" || true
+
+    # the first answer comes from Redis and raises the flag; the run measures the flag
+    curl -s -o /dev/null -X POST -H "Authorization: Bearer $(head -n1 "$WORK/tokens")" "$url/api/v1/events/$ev_sold/orders"
+    run_wrk "$round.$mode.sold_out$tag" "$url" "/api/v1/events/$ev_sold/orders" "$WORK/tokens" 0 "${procs[@]}"
+    n_total=$(awk '/requests in/ { print $1 }' "$WORK/$round.$mode.sold_out$tag.wrk")
+    record "$round" "$mode" "sold_out$tag" "$(sk_rps "$WORK/$round.$mode.sold_out$tag.wrk")" "$n_total"
+
+    read -r c0 e0 < <(cmdstats)
+    read -r r0 f0 < <(gatestats)
+    run_wrk "$round.$mode.flash$tag" "$url" "/api/v1/events/$ev_flash/orders" "$WORK/tokens.flash" "$FLASH_USERS" "${procs[@]}"
+    # confirms still held when the last answer came (order_gate.h: a few ms) are
+    # counted once sent: wait until every accepted order was confirmed
+    for _ in $(seq 1 100); do
+        [ "$(redis-cli -p "$RPORT" HLEN "seckill:{e$ev_flash}:pending")" = 0 ] && break
+        sleep 0.01
+    done
+    read -r c1 e1 < <(cmdstats)
+    read -r r1 f1 < <(gatestats)
+    acc=$(( FLASH_STOCK - $(redis-cli -p "$RPORT" GET "seckill:{e$ev_flash}:stock") ))
+    if [ -s "$WORK/$round.$mode.flash$tag.end" ]; then
+        frate=$(awk -v n="$FLASH_USERS" -v a="$(cat "$WORK/$round.$mode.flash$tag.start")" -v b="$(cat "$WORK/$round.$mode.flash$tag.end")" \
+            'BEGIN { printf "%.0f", n / ((b - a) / 1e9) }')
+    else
+        frate=0 # never saw the last answer within wrk's 120 s
+    fi
+    record "$round" "$mode" "flash$tag" "$frate" "$acc" $(( c1 - c0 )) $(( e1 - e0 )) $(( r1 - r0 )) $(( f1 - f0 ))
+    echo "round $round, redis persistence $mode${tag:+, build $BUILD}: done (accepted $acc of $FLASH_STOCK in the flash sale)" >&2
+
+    kill -TERM "$ORDER_PID"; wait "$ORDER_PID" 2>/dev/null || true
+    kill -TERM "$KAFKA_PID"; wait "$KAFKA_PID" 2>/dev/null || true
+    kill -TERM "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true
+}
+
 for round in $(seq 1 "$ROUNDS"); do
     for mode in $MODES; do
         # ---- the ceiling, in the same alternation ----
         run_wrk "$round.$mode.nginx" "http://127.0.0.1:$NPORT" "/api/v1/events/1/orders" "$WORK/tokens" 0 "$NGINX_PID"
         n_total=$(awk '/requests in/ { print $1 }' "$WORK/$round.$mode.nginx.wrk")
-        record "$round" "$mode" nginx "$(rps "$WORK/$round.$mode.nginx.wrk")" "$n_total"
-
-        # ---- a fresh Redis (this mode), dev Kafka and seckill-order ----
-        RPORT=$(free_port)
-        mkdir -p "$WORK/redis.$round.$mode"
-        if [ "$mode" = always ]; then persist=(--appendonly yes --appendfsync always); else persist=(--appendonly no); fi
-        redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$WORK/redis.$round.$mode" "${persist[@]}" --save "" \
-            --daemonize no --logfile "$WORK/redis.$round.$mode/redis.log" &
-        REDIS_PID=$!
-        PIDS+=("$REDIS_PID")
-        for _ in $(seq 1 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-        rm -f "$WORK/kafka.bootstrap"
-        "$BIN/seckill-devkafka" --bootstrap-file "$WORK/kafka.bootstrap" --control-file "$WORK/kafka.control" \
-            >"$WORK/devkafka.$round.$mode.log" 2>&1 &
-        KAFKA_PID=$!
-        PIDS+=("$KAFKA_PID")
-        for _ in $(seq 1 200); do [ -s "$WORK/kafka.bootstrap" ] && break; sleep 0.1; done
-        PORT=$(free_port)
-        env -u SECKILL_PG SECKILL_REDIS_URL="redis://127.0.0.1:$RPORT" SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$PORT" \
-            SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
-            SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 SECKILL_WORKERS="${BENCH_WORKERS:-1}" \
-            SECKILL_HTTP_EVENT_METHOD="${BENCH_EVENT_METHOD:-epoll}" \
-            "$BIN/seckill-order" >"$WORK/order.$round.$mode.log" 2>&1 &
-        ORDER_PID=$!
-        PIDS+=("$ORDER_PID")
-        wait_http "http://127.0.0.1:$PORT/healthz"
-        now_ms=$(( $(date +%s) * 1000 ))
-        load() { redis-cli -p "$RPORT" EVAL "$(cat "$ROOT/lua/event_load.lua")" 2 "seckill:{e$1}:stock" "seckill:{e$1}:meta" \
-            "$2" $(( now_ms - 60000 )) $(( now_ms + 7200000 )) 1 >/dev/null; }
-        ev_accept=$(( base++ )); ev_sold=$(( base++ )); ev_flash=$(( base++ ))
-        load $ev_accept 2000000000
-        load $ev_sold 0
-        load $ev_flash $FLASH_STOCK
-        procs=("$ORDER_PID" "$REDIS_PID" "$KAFKA_PID")
-        url="http://127.0.0.1:$PORT"
-
-        read -r c0 e0 < <(cmdstats)
-        read -r r0 f0 < <(gatestats)
-        run_wrk "$round.$mode.accept" "$url" "/api/v1/events/$ev_accept/orders" "$WORK/tokens" 0 "${procs[@]}"
-        read -r c1 e1 < <(cmdstats)
-        read -r r1 f1 < <(gatestats)
-        acc=$(( 2000000000 - $(redis-cli -p "$RPORT" GET "seckill:{e$ev_accept}:stock") ))
-        req=$(awk '/requests in/ { print $1 }' "$WORK/$round.$mode.accept.wrk")
-        [ "$acc" -ge $(( req * 99 / 100 )) ] ||
-            echo "bench-ceiling: round $round, $mode: $acc orders taken for $req accept-row requests (tokens wrapped: raise BENCH_TOKENS)" >&2
-        record "$round" "$mode" accept "$(rps "$WORK/$round.$mode.accept.wrk")" "$acc" $(( c1 - c0 )) $(( e1 - e0 )) \
-            $(( r1 - r0 )) $(( f1 - f0 ))
-        curl -fsS "$url/metrics" >"$WORK/$round.$mode.accept.metrics" || true
-
-        # the first answer comes from Redis and raises the flag; the run measures the flag
-        curl -s -o /dev/null -X POST -H "Authorization: Bearer $(head -n1 "$WORK/tokens")" "$url/api/v1/events/$ev_sold/orders"
-        run_wrk "$round.$mode.sold_out" "$url" "/api/v1/events/$ev_sold/orders" "$WORK/tokens" 0 "${procs[@]}"
-        n_total=$(awk '/requests in/ { print $1 }' "$WORK/$round.$mode.sold_out.wrk")
-        record "$round" "$mode" sold_out "$(rps "$WORK/$round.$mode.sold_out.wrk")" "$n_total"
-
-        read -r c0 e0 < <(cmdstats)
-        read -r r0 f0 < <(gatestats)
-        run_wrk "$round.$mode.flash" "$url" "/api/v1/events/$ev_flash/orders" "$WORK/tokens.flash" "$FLASH_USERS" "${procs[@]}"
-        # confirms still held when the last answer came (order_gate.h: a few ms) are
-        # counted once sent: wait until every accepted order was confirmed
-        for _ in $(seq 1 100); do
-            [ "$(redis-cli -p "$RPORT" HLEN "seckill:{e$ev_flash}:pending")" = 0 ] && break
-            sleep 0.01
-        done
-        read -r c1 e1 < <(cmdstats)
-        read -r r1 f1 < <(gatestats)
-        acc=$(( FLASH_STOCK - $(redis-cli -p "$RPORT" GET "seckill:{e$ev_flash}:stock") ))
-        if [ -s "$WORK/$round.$mode.flash.end" ]; then
-            frate=$(awk -v n="$FLASH_USERS" -v a="$(cat "$WORK/$round.$mode.flash.start")" -v b="$(cat "$WORK/$round.$mode.flash.end")" \
-                'BEGIN { printf "%.0f", n / ((b - a) / 1e9) }')
-        else
-            frate=0 # never saw the last answer within wrk's 120 s
-        fi
-        record "$round" "$mode" flash "$frate" "$acc" $(( c1 - c0 )) $(( e1 - e0 )) $(( r1 - r0 )) $(( f1 - f0 ))
-        echo "round $round, redis persistence $mode: done (accepted $acc of $FLASH_STOCK in the flash sale)" >&2
-
-        kill -TERM "$ORDER_PID"; wait "$ORDER_PID" 2>/dev/null || true
-        kill -TERM "$KAFKA_PID"; wait "$KAFKA_PID" 2>/dev/null || true
-        kill -TERM "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true
+        record "$round" "$mode" nginx "$(sk_rps "$WORK/$round.$mode.nginx.wrk")" "$n_total"
+        # ---- the builds, before then after, against the same nginx row ----
+        [ -z "$BIN_BEFORE" ] || run_build "$round" "$mode" .before "$BIN_BEFORE"
+        run_build "$round" "$mode" "" "$BIN"
     done
 done
 
 # ---- the table: medians (range) over the rounds ----
-med() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 col() { awk -v m="$1" -v r="$2" -v c="$3" '$2 == m && $3 == r { print $c }' "$WORK/results"; }
 rng() { col "$1" "$2" "$3" | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
 # ratio of each round's row to the same round's nginx, then the median of the ratios
-ratio_med() { awk -v m="$1" -v r="$2" '$2 == m && $3 == "nginx" { n[$1] = $4 } $2 == m && $3 == r { v[$1] = $4 }
-    END { for (k in v) if (n[k] > 0) printf "%.3f\n", v[k] / n[k] }' "$WORK/results" | med; }
+# (ratio_med MODE ROW [BASE]: to BASE's row instead, e.g. after / before)
+ratio_med() { awk -v m="$1" -v r="$2" -v d="${3:-nginx}" '$2 == m && $3 == d { n[$1] = $4 } $2 == m && $3 == r { v[$1] = $4 }
+    END { for (k in v) if (n[k] > 0) printf "%.3f\n", v[k] / n[k] }' "$WORK/results" | sk_median; }
 
 printf '\nbench-ceiling: %s rounds, %s s per row, wrk -t1 -c%s for every row; seckill-order %s worker(s) on %s; load average before: %s (2 cores shared with other work)\n' \
     "$ROUNDS" "$SECS" "$CONNS" "${BENCH_WORKERS:-1}" "${BENCH_EVENT_METHOD:-epoll}" "$LOAD0"
-printf '%-7s %-9s %18s %7s %7s %6s %10s %10s %8s %8s %8s %9s %9s %9s %9s\n' redis row "rate/s (range)" p50ms p99ms "/nginx" "us order" "us redis" "us kafka" "us wrk" "accepted" "calls/acc" "evalsha/acc" "reserve" "confirm"
+# The rows of the table: with a build before, each seckill-order row of both builds,
+# side by side (row/before, row/after).
+ROWS="nginx accept sold_out flash"
+RW=9
+if [ -n "$BIN_BEFORE" ]; then
+    ROWS="nginx accept.before accept sold_out.before sold_out flash.before flash"
+    RW=15
+    printf 'before: %s
+after:  %s
+' "$BIN_BEFORE" "$BIN"
+fi
+label() { case $1 in nginx) echo nginx ;; *.before) echo "${1%.before}/before" ;; *) echo "$1${BIN_BEFORE:+/after}" ;; esac; }
+printf "%-7s %-${RW}s %18s %7s %7s %6s %10s %10s %8s %8s %8s %9s %9s %9s %9s\n" redis row "rate/s (range)" p50ms p99ms "/nginx" "us order" "us redis" "us kafka" "us wrk" "accepted" "calls/acc" "evalsha/acc" "reserve" "confirm"
 for mode in $MODES; do
-    for row in nginx accept sold_out flash; do
-        printf '%-7s %-9s %18s %7s %7s %6s %10s %10s %8s %8s %8s %9s %9s %9s %9s\n' "$mode" "$row" \
-            "$(col "$mode" $row 4 | med) ($(rng "$mode" $row 4))" "$(col "$mode" $row 5 | med)" "$(col "$mode" $row 6 | med)" \
-            "$( [ $row = nginx ] && echo 1 || ratio_med "$mode" $row)" "$(col "$mode" $row 8 | med)" "$(col "$mode" $row 9 | med)" \
-            "$(col "$mode" $row 10 | med)" "$(col "$mode" $row 11 | med)" "$(col "$mode" $row 7 | med)" \
-            "$(col "$mode" $row 12 | med)" "$(col "$mode" $row 13 | med)" "$(col "$mode" $row 14 | med)" "$(col "$mode" $row 15 | med)"
+    for row in $ROWS; do
+        printf "%-7s %-${RW}s %18s %7s %7s %6s %10s %10s %8s %8s %8s %9s %9s %9s %9s\n" "$mode" "$(label "$row")" \
+            "$(col "$mode" "$row" 4 | sk_median) ($(rng "$mode" "$row" 4))" "$(col "$mode" "$row" 5 | sk_median)" "$(col "$mode" "$row" 6 | sk_median)" \
+            "$( [ "$row" = nginx ] && echo 1 || ratio_med "$mode" "$row")" "$(col "$mode" "$row" 8 | sk_median)" "$(col "$mode" "$row" 9 | sk_median)" \
+            "$(col "$mode" "$row" 10 | sk_median)" "$(col "$mode" "$row" 11 | sk_median)" "$(col "$mode" "$row" 7 | sk_median)" \
+            "$(col "$mode" "$row" 12 | sk_median)" "$(col "$mode" "$row" 13 | sk_median)" "$(col "$mode" "$row" 14 | sk_median)" "$(col "$mode" "$row" 15 | sk_median)"
     done
 done
 printf '(us: CPU per accepted order, per answer for the nginx and sold_out rows; calls/acc: every Redis command, those inside scripts included, per accepted order; evalsha/acc: script calls per accepted order; reserve, confirm: reserve.lua and confirm.lua calls per accepted order)\n'
 printf 'targets: accept >= 0.35 of nginx and p99 <= 10 ms in both modes; sold_out >= 0.70; flash >= 0.60; script calls per accepted order <= 0.2\n'
 for mode in $MODES; do
     printf '{"bench":"ceiling","redis":"%s","nginx_rps":%s,"accept_rps":%s,"accept_over_nginx":%s,"accept_p99_ms":%s,"sold_out_over_nginx":%s,"flash_over_nginx":%s,"accept_order_cpu_us":%s,"accept_evalsha_per_order":%s}\n' \
-        "$mode" "$(col "$mode" nginx 4 | med)" "$(col "$mode" accept 4 | med)" "$(ratio_med "$mode" accept)" "$(col "$mode" accept 6 | med)" \
-        "$(ratio_med "$mode" sold_out)" "$(ratio_med "$mode" flash)" "$(col "$mode" accept 8 | med)" "$(col "$mode" accept 13 | med)"
+        "$mode" "$(col "$mode" nginx 4 | sk_median)" "$(col "$mode" accept 4 | sk_median)" "$(ratio_med "$mode" accept)" "$(col "$mode" accept 6 | sk_median)" \
+        "$(ratio_med "$mode" sold_out)" "$(ratio_med "$mode" flash)" "$(col "$mode" accept 8 | sk_median)" "$(col "$mode" accept 13 | sk_median)"
 done
+if [ -n "$BIN_BEFORE" ]; then
+    printf '\nafter / before: medians of the per-round ratios (the two builds alternate in every round)\n'
+    printf '%-7s %-9s %13s %14s %14s\n' redis row "rate a/b" "/nginx before" "/nginx after"
+    for mode in $MODES; do
+        for row in accept sold_out flash; do
+            printf '%-7s %-9s %13s %14s %14s\n' "$mode" "$row" "$(ratio_med "$mode" "$row" "$row.before")" \
+                "$(ratio_med "$mode" "$row.before")" "$(ratio_med "$mode" "$row")"
+        done
+        printf '{"bench":"ceiling_before_after","redis":"%s","accept_after_over_before":%s,"sold_out_after_over_before":%s,"flash_after_over_before":%s,"accept_over_nginx_before":%s,"accept_over_nginx_after":%s,"sold_out_over_nginx_before":%s,"sold_out_over_nginx_after":%s,"flash_over_nginx_before":%s,"flash_over_nginx_after":%s}\n' \
+            "$mode" "$(ratio_med "$mode" accept accept.before)" "$(ratio_med "$mode" sold_out sold_out.before)" \
+            "$(ratio_med "$mode" flash flash.before)" "$(ratio_med "$mode" accept.before)" "$(ratio_med "$mode" accept)" \
+            "$(ratio_med "$mode" sold_out.before)" "$(ratio_med "$mode" sold_out)" "$(ratio_med "$mode" flash.before)" \
+            "$(ratio_med "$mode" flash)"
+    done
+fi
 cp "$WORK/results" "${BENCH_RESULTS:-/dev/null}" 2>/dev/null || true

@@ -42,27 +42,24 @@ BENCH_NAME=cluster . "$ROOT/bench/bench_lib.sh"
 die() { echo "bench-cluster: $*" >&2; exit 1; }
 
 # The two Redis sides.
-RPORT=$(free_port)
+RPORT=$(sk_free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$WORK" --appendonly yes --appendfsync always \
     --save "" --logfile "$WORK/redis.log" </dev/null >/dev/null 2>&1 &
 PIDS+=($!)
-cl_poll 20 redis-cli -p "$RPORT" ping || die "redis-server did not start"
-base=$(cl_free_base) || die "no run of 6 free ports for the cluster"
-mkdir -p "$WORK/cluster"
-cl_spawn_cluster "$WORK/cluster" "$base" --cluster-node-timeout 5000 --appendonly yes --appendfsync always ||
-    { PIDS+=("${CL_SPAWNED[@]}"); die "the cluster did not come up"; }
-PIDS+=("${CL_SPAWNED[@]}")
+sk_wait 20 redis-cli -p "$RPORT" ping || die "redis-server did not start"
+cl_run_cluster "$WORK/cluster" bench || { PIDS+=("$CL_RUNNER"); die "the cluster did not come up: $(cat "$WORK/cluster/failed" 2>/dev/null)"; }
+PIDS+=("$CL_RUNNER")
 
 "$BIN/seckill-devkafka" --bootstrap-file "$WORK/kafka.bootstrap" --control-file "$WORK/kafka.control" \
     >"$WORK/devkafka.log" 2>&1 &
 PIDS+=($!)
-cl_poll 20 test -s "$WORK/kafka.bootstrap" || die "seckill-devkafka did not start"
+sk_wait 20 test -s "$WORK/kafka.bootstrap" || die "seckill-devkafka did not start"
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 declare -A PORT FPID
 start_front() { # side url
     local port
-    port=$(free_port)
+    port=$(sk_free_port)
     env -u SECKILL_PG SECKILL_REDIS_URL="$2" SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$port" \
         SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
         SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 SECKILL_WORKERS="${BENCH_WORKERS:-0}" \
@@ -70,7 +67,7 @@ start_front() { # side url
     PIDS+=($!)
     FPID[$1]=$!
     PORT[$1]=$port
-    cl_poll 30 curl -fsS "http://127.0.0.1:$port/readyz" || die "seckill-order on the $1 side is not ready (see $WORK/order-$1.log)"
+    sk_wait 30 curl -fsS "http://127.0.0.1:$port/readyz" || die "seckill-order on the $1 side is not ready (see $WORK/order-$1.log)"
 }
 start_front single "redis://127.0.0.1:$RPORT"
 start_front cluster "$CL_URL"
@@ -93,22 +90,15 @@ NTOK=${BENCH_TOKENS:-$((SECS * 40000))}
 SECKILL_JWT_SECRET="$SECRET" "$BIN/seckill-order" token --sub $(($(date +%s) * 1000000)) --count "$NTOK" \
     --ttl 3600 >"$WORK/tokens"
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 TICK=$(getconf CLK_TCK)
 run_wrk() { # side path event run
     local f=$WORK/$1-$2-$4 c0
-    c0=$(cpu_ticks "${FPID[$1]}")
+    c0=$(sk_cpu_ticks "${FPID[$1]}")
     wrk -c"$CONNS" -t2 -d"${SECS}s" --latency -s "$ROOT/bench/order_wrk.lua" "http://127.0.0.1:${PORT[$1]}" \
         -- "/api/v1/events/$3/orders" "$WORK/tokens" 2 >"$f.wrk" 2>&1
-    echo $(($(cpu_ticks "${FPID[$1]}") - c0)) >"$f.cpu"
+    echo $(($(sk_cpu_ticks "${FPID[$1]}") - c0)) >"$f.cpu"
 }
-rps() { awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$1"; }
-lat_ms() { awk -v p="$2" '$1==p { v=$2; if (v ~ /us$/) { sub(/us$/,"",v); v=v/1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v=v*1000 } printf "%.2f", v }' "$1"; }
-non2xx() { awk '/Non-2xx/ { print $5 }' "$1" | grep . || echo 0; }
-total() { awk '/requests in/ { print $1 }' "$1"; }
-cpu_us() { awk -v t="$(cat "$1.cpu")" -v n="$(total "$1.wrk")" -v hz="$TICK" 'BEGIN { if (n > 0) printf "%.0f", t / hz * 1e6 / n; else print 0 }'; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+cpu_us() { awk -v t="$(cat "$1.cpu")" -v n="$(sk_total "$1.wrk")" -v hz="$TICK" 'BEGIN { if (n > 0) printf "%.0f", t / hz * 1e6 / n; else print 0 }'; }
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A SOLD
@@ -121,7 +111,7 @@ for ((r = 1; r <= REPEAT; r++)); do
         new_event "$side" 2000000000
         run_wrk "$side" accept "$EV" "$r"
         run_wrk "$side" sold_out "${SOLD[$side]}" "$r"
-        echo "bench-cluster: run $r $side: accept $(rps "$WORK/$side-accept-$r.wrk")/s, sold_out $(rps "$WORK/$side-sold_out-$r.wrk")/s" >&2
+        echo "bench-cluster: run $r $side: accept $(sk_rps "$WORK/$side-accept-$r.wrk")/s, sold_out $(sk_rps "$WORK/$side-sold_out-$r.wrk")/s" >&2
     done
 done
 
@@ -131,14 +121,14 @@ med() {
     for ((r = 1; r <= REPEAT; r++)); do
         f=$WORK/$1-$2-$r
         case $3 in
-        rps) rps "$f.wrk" ;;
-        p50) lat_ms "$f.wrk" 50% ;;
-        p99) lat_ms "$f.wrk" 99% ;;
+        rps) sk_rps "$f.wrk" ;;
+        p50) sk_lat_ms "$f.wrk" 50% ;;
+        p99) sk_lat_ms "$f.wrk" 99% ;;
         cpu) cpu_us "$f" ;;
-        bad) non2xx "$f.wrk" ;;
+        bad) sk_non2xx "$f.wrk" ;;
         esac
         echo
-    done | grep . | median
+    done | grep . | sk_median
 }
 
 printf '\nload average before the runs: %s (2 cores shared by wrk, the front and every Redis process)\n' "$LOAD0"
@@ -153,8 +143,8 @@ for path in accept sold_out; do
     done
     rs=$(med single $path rps)
     rc=$(med cluster $path rps)
-    printf '%-10s cluster / single = %s\n' "$path" "$(ratio "$rc" "$rs")"
-    json="$json\"${path}_single_rps\":$rs,\"${path}_cluster_rps\":$rc,\"${path}_ratio\":$(ratio "$rc" "$rs"),"
+    printf '%-10s cluster / single = %s\n' "$path" "$(sk_ratio "$rc" "$rs")"
+    json="$json\"${path}_single_rps\":$rs,\"${path}_cluster_rps\":$rc,\"${path}_ratio\":$(sk_ratio "$rc" "$rs"),"
 done
 
 # ---- segmented stock: one hot event, K = 1 against K = 3, on the cluster ----
@@ -178,23 +168,23 @@ if [ "$KSEG" -gt 1 ]; then
     for m in "${MASTERS[@]}"; do MPID[$m]=$(redis-cli -p "$m" info server | sed -n 's/^process_id:\([0-9]*\).*/\1/p'); done
     run_seg() { # K event run
         local f=$WORK/seg$1-$3 m
-        for m in "${MASTERS[@]}"; do echo "$m $(cpu_ticks "${MPID[$m]}")"; done >"$f.m0"
+        for m in "${MASTERS[@]}"; do echo "$m $(sk_cpu_ticks "${MPID[$m]}")"; done >"$f.m0"
         run_wrk cluster "seg$1" "$2" "$3"
         mv "$WORK/cluster-seg$1-$3.wrk" "$f.wrk"
-        for m in "${MASTERS[@]}"; do echo "$m $(cpu_ticks "${MPID[$m]}")"; done >"$f.m1"
+        for m in "${MASTERS[@]}"; do echo "$m $(sk_cpu_ticks "${MPID[$m]}")"; done >"$f.m1"
     }
     for ((r = 1; r <= REPEAT; r++)); do
         new_event cluster 2000000000
         run_seg 1 "$EV" "$r"
         new_segmented 2000000000
         run_seg "$KSEG" "$EV" "$r"
-        echo "bench-cluster: run $r segments: K=1 $(rps "$WORK/seg1-$r.wrk")/s, K=$KSEG $(rps "$WORK/seg$KSEG-$r.wrk")/s" >&2
+        echo "bench-cluster: run $r segments: K=1 $(sk_rps "$WORK/seg1-$r.wrk")/s, K=$KSEG $(sk_rps "$WORK/seg$KSEG-$r.wrk")/s" >&2
     done
     # accepted orders/s of a run: 2xx answers over its seconds
-    acc() { awk -v t="$(total "$1")" -v b="$(non2xx "$1")" -v s="$SECS" 'BEGIN { printf "%.0f", (t - b) / s }'; }
+    acc() { awk -v t="$(sk_total "$1")" -v b="$(sk_non2xx "$1")" -v s="$SECS" 'BEGIN { printf "%.0f", (t - b) / s }'; }
     # master CPU us per accepted order in a run, one figure per master
     mcpu() { # file-prefix master
-        awk -v m="$2" -v hz="$TICK" -v n="$(awk -v t="$(total "$1.wrk")" -v b="$(non2xx "$1.wrk")" 'BEGIN { print t - b }')" \
+        awk -v m="$2" -v hz="$TICK" -v n="$(awk -v t="$(sk_total "$1.wrk")" -v b="$(sk_non2xx "$1.wrk")" 'BEGIN { print t - b }')" \
             'FNR == NR { if ($1 == m) a = $2; next } $1 == m { if (n > 0) printf "%.1f", ($2 - a) / hz * 1e6 / n; else print 0 }' "$1.m0" "$1.m1"
     }
     smed() { # K what [master]
@@ -202,11 +192,11 @@ if [ "$KSEG" -gt 1 ]; then
         for ((r = 1; r <= REPEAT; r++)); do
             case $2 in
             acc) acc "$WORK/seg$1-$r.wrk" ;;
-            p99) lat_ms "$WORK/seg$1-$r.wrk" 99% ;;
+            p99) sk_lat_ms "$WORK/seg$1-$r.wrk" 99% ;;
             cpu) mcpu "$WORK/seg$1-$r" "$3" ;;
             esac
             echo
-        done | grep . | median
+        done | grep . | sk_median
     }
     printf '\none hot event on the cluster, K = 1 vs K = %s segments (on %s masters), medians of %s runs, alternating\n' \
         "$KSEG" "${#MASTERS[@]}" "$REPEAT"
@@ -218,8 +208,8 @@ if [ "$KSEG" -gt 1 ]; then
     done
     a1=$(smed 1 acc)
     ak=$(smed "$KSEG" acc)
-    printf 'accepted K=%s / K=1 = %s\n' "$KSEG" "$(ratio "$ak" "$a1")"
-    json="$json\"seg_k1_accepted_rps\":$a1,\"seg_k${KSEG}_accepted_rps\":$ak,\"seg_ratio\":$(ratio "$ak" "$a1"),"
+    printf 'accepted K=%s / K=1 = %s\n' "$KSEG" "$(sk_ratio "$ak" "$a1")"
+    json="$json\"seg_k1_accepted_rps\":$a1,\"seg_k${KSEG}_accepted_rps\":$ak,\"seg_ratio\":$(sk_ratio "$ak" "$a1"),"
 fi
 printf '{"bench":"cluster","seconds":%s,"connections":%s,"repeat":%s,%s"loadavg_1m":%s}\n' \
     "$SECS" "$CONNS" "$REPEAT" "$json" "$(cut -d' ' -f1 /proc/loadavg)"

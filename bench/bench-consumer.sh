@@ -26,15 +26,10 @@ COPY_REF=${COPY_REF:-1}
 KAFKA=${KAFKA:-dev}
 case $KAFKA in dev | real) ;; *) echo "bench-consumer: KAFKA is dev or real" >&2; exit 2 ;; esac
 KAFKA_SH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/deploy/kafka/kafka.sh
-# The consumer's /metrics during the run: the first port of 38100..38199 nobody answers on.
-free_port() {
-    local p
-    for p in $(seq 38100 38199); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-    done
-    echo 0
-}
-PORT=${PORT:-$(free_port)}
+# shellcheck source=deploy/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../deploy/lib.sh"
+# The consumer's /metrics during the run.
+PORT=${PORT:-$(sk_free_port)}
 BIN=${BIN:-${SECKILL_BIN_DIR:?source .run/env first}}
 : "${SECKILL_PG:?source .run/env first}" "${SECKILL_PG_ADMIN:?source .run/env first}"
 DB=sk_bench_consumer
@@ -60,14 +55,8 @@ now() { date +%s.%N; }
 pg() { psql "$SECKILL_PG dbname=$DB" -qAtX "$@"; }
 
 if [ "$KAFKA" = real ]; then
-    # Two free ports (client, controller) in 38200..38299.
-    kport=""
-    for p in $(seq 38200 2 38298); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
-        (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null && continue
-        kport=$p && break
-    done
-    [ -n "$kport" ] || { echo "bench-consumer: no free port for Kafka" >&2; exit 1; }
+    # Two free ports (client, controller).
+    kport=$(sk_free_ports 2) || { echo "bench-consumer: no free port for Kafka" >&2; exit 1; }
     "$KAFKA_SH" start "$work/kafka" "$kport" 1 2>"$work/kafka.log" || { cat "$work/kafka.log" >&2; exit 1; }
     "$KAFKA_SH" topic "$work/kafka" seckill.orders "$PARTITIONS"
     "$KAFKA_SH" topic "$work/kafka" seckill.orders.dlq 6
@@ -77,7 +66,7 @@ else
     "$BIN/seckill-devkafka" --partitions "$PARTITIONS" --bootstrap-file "$work/bootstrap" \
         >/dev/null 2>"$work/devkafka.log" &
     kpid=$!
-    for _ in $(seq 200); do [ -s "$work/bootstrap" ] && break; sleep 0.05; done
+    sk_wait 10 test -s "$work/bootstrap" || { echo "bench-consumer: seckill-devkafka did not start" >&2; exit 1; }
     brokers=$(cat "$work/bootstrap")
 fi
 
@@ -118,17 +107,12 @@ log_time() {
     [ -n "$ts" ] && date -u -d "$ts" +%s.%N
 }
 
-cpu_of() { # pid -> user + system CPU seconds
-    local st
-    read -r -a st <"/proc/$1/stat" || { echo 0; return; }
-    awk -v u="${st[13]}" -v s="${st[14]}" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (u + s) / hz }'
-}
 
 # Drain: from the consumer's start (group join included) and from the moment its
 # partitions are assigned (group join excluded, everything else included).
 checkpoint
 ck0=$(ckpts) av0=$(autovacs) rb0=$(rollbacks)
-cpu_kafka0=$(cpu_of "$kpid")
+cpu_kafka0=$(sk_cpu_seconds "$kpid")
 t0=$(now)
 SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_KAFKA_BROKERS="$brokers" SECKILL_HTTP_PORT="$PORT" \
     SECKILL_GROUP_ID=bench SECKILL_BATCH_MAX="$BATCH_MAX" SECKILL_DB_WRITERS="$WRITERS" SECKILL_LOG_LEVEL=info \
@@ -150,12 +134,12 @@ tx_sum=$(m seckill_consumer_transaction_seconds_sum); tx_n=$(m seckill_consumer_
 bs_sum=$(m seckill_consumer_batch_size_sum); bs_n=$(m seckill_consumer_batch_size_count)
 # CPU time (user + system) of the consumer, of its PostgreSQL backends (the writers'
 # connections) and of the dev Kafka during the drain: what an order costs, whoever pays.
-cpu_consumer=$(cpu_of "$cpid")
+cpu_consumer=$(sk_cpu_seconds "$cpid")
 cpu_pg=0
 for b in $(pg -c "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'seckill-consumer/%'"); do
-    cpu_pg=$(awk -v a="$cpu_pg" -v b="$(cpu_of "$b")" 'BEGIN { printf "%.2f", a + b }')
+    cpu_pg=$(awk -v a="$cpu_pg" -v b="$(sk_cpu_seconds "$b")" 'BEGIN { printf "%.2f", a + b }')
 done
-cpu_kafka=$(awk -v a="$(cpu_of "$kpid")" -v b="$cpu_kafka0" 'BEGIN { printf "%.2f", a - b }')
+cpu_kafka=$(awk -v a="$(sk_cpu_seconds "$kpid")" -v b="$cpu_kafka0" 'BEGIN { printf "%.2f", a - b }')
 kill -TERM "$cpid"; wait "$cpid" || true; cpid=""
 rows=$(pg -c "SELECT count(*) FROM seckill_order")
 [ "$rows" -eq "$N" ] || { echo "bench-consumer: $rows rows, expected $N" >&2; exit 1; }

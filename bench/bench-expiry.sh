@@ -14,6 +14,8 @@
 # meaningful figures; BIN=... to override). Knobs: N, BATCH (expiry.batch), DRAIN=0
 # (skip the drain run). The machine may be shared: run it twice and compare.
 set -euo pipefail
+# shellcheck source=deploy/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../deploy/lib.sh"
 
 N=${N:-100000}
 BATCH=${BATCH:-1000}
@@ -60,7 +62,7 @@ rcli HSET "$K:meta" starts_at_ms 0 ends_at_ms 9999999999999 per_user_limit 1 >/d
 
 "$BIN/seckill-devkafka" --bootstrap-file "$work/bootstrap" >/dev/null 2>"$work/devkafka.log" &
 pids+=($!)
-for _ in $(seq 1 600); do [ -s "$work/bootstrap" ] && break; sleep 0.05; done
+sk_wait 30 test -s "$work/bootstrap" || { echo "bench-expiry: seckill-devkafka did not start" >&2; exit 1; }
 SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_KAFKA_BROKERS="$(cat "$work/bootstrap")" SECKILL_HTTP_PORT=0 \
     SECKILL_GROUP_ID="bench-expiry-$$" SECKILL_EXPIRY_BATCH="$BATCH" SECKILL_LOG_LEVEL=warn \
     "$BIN/seckill-consumer" 2>"$work/consumer.log" &

@@ -28,6 +28,8 @@
 # again after the front's run: on a shared machine the best run is the least disturbed
 # one, and taking it makes the front's ratio conservative.
 set -euo pipefail
+# shellcheck source=deploy/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../deploy/lib.sh"
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${SECKILL_BIN_DIR:-$ROOT/build/bin}
@@ -135,7 +137,7 @@ if command -v gnuplot >/dev/null; then
         "$ROOT/bench/chart.gp" 2>/dev/null || true
 fi
 
-num() { sed -n "s/^ *\"$1\": *\(-\{0,1\}[0-9.]*\).*/\1/p" "$OUT/summary.json" | head -n 1; }
+num() { sk_json_num "$OUT/summary.json" "$1"; }
 front=$(num rate_rps)
 pct() { awk -v f="$1" -v r="$2" 'BEGIN { printf "%.1f", (r > 0 ? 100 * f / r : 0) }'; }
 

@@ -13,6 +13,8 @@
 # Env: REPS (3), BENCH_SECONDS (2), THREADS ("1 4"), IDGEN (default $SECKILL_BIN_DIR/idgen),
 # SECKILL_REDIS_URL / SECKILL_REDIS_PORT (from .run/env, which deploy/local.sh bench sources).
 set -euo pipefail
+# shellcheck source=deploy/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../deploy/lib.sh"
 
 REPS=${REPS:-3}
 SECS=${BENCH_SECONDS:-2}
@@ -40,16 +42,13 @@ trap cleanup EXIT
 # A throwaway Redis without persistence on a free port.
 nofsync_port=""
 for _ in 1 2 3 4 5; do
-    p=$((20000 + RANDOM % 20000))
+    p=$(sk_free_port) || break
     if redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --dir "$tmp" \
         --logfile "$tmp/redis.log" >/dev/null 2>&1 &
     then
         nofsync_pid=$!
-        for _ in $(seq 100); do
-            redis-cli -p "$p" ping >/dev/null 2>&1 && break
-            kill -0 "$nofsync_pid" 2>/dev/null || break
-            sleep 0.05
-        done
+        up_or_gone() { redis-cli -p "$p" ping || ! kill -0 "$nofsync_pid"; }
+        sk_wait 5 up_or_gone || true
         if redis-cli -p "$p" ping >/dev/null 2>&1; then nofsync_port=$p; break; fi
         kill "$nofsync_pid" 2>/dev/null || true
         nofsync_pid=""
@@ -62,7 +61,6 @@ field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<<"$2"; }
 results() { grep -o '{"mode":[^}]*}' | while read -r o; do
     echo "$(field mode "$o") $(field threads "$o") $(field ids_per_sec "$o") $(field p99_ns "$o")"
 done; }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print 0; else print a[int((NR+1)/2)]}'; }
 
 # rb PORT CLIENTS REQUESTS -> requests per second
 rb() {
@@ -99,8 +97,8 @@ for rep in $(seq "$REPS"); do
     echo "bench-idgen: repetition $rep/$REPS done" >&2
 done
 
-med_local() { awk -v m="$1" -v t="$2" '$1==m && $2==t {print $'"$3"'}' "$tmp/local" | median; }
-med_file() { awk '{print $'"$2"'}' "$1" 2>/dev/null | median; }
+med_local() { awk -v m="$1" -v t="$2" '$1==m && $2==t {print $'"$3"'}' "$tmp/local" | sk_median_or 0; }
+med_file() { awk '{print $'"$2"'}' "$1" 2>/dev/null | sk_median_or 0; }
 
 printf '\nidgen bench: medians of %s repetitions, %s s each (ids/s; p99 per call in ns)\n' "$REPS" "$SECS"
 printf '%-10s %8s %14s %10s\n' mode threads ids/s p99_ns

@@ -11,6 +11,8 @@
 # `deploy/local.sh bench` (stack up, .run/env sourced) or `deploy/local.sh bench kafka`.
 # BENCH_KAFKA_PARTS=consumer or flashsale runs one half only.
 set -euo pipefail
+# shellcheck source=deploy/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../deploy/lib.sh"
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROUNDS=${BENCH_KAFKA_ROUNDS:-1}
@@ -56,14 +58,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
     done
 done
 
-med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 col() { # KIND KAFKA EXTRACTOR ARGS: the median over the rounds
     local kind=$1 k=$2 f r
     shift 2
     for ((r = 1; r <= ROUNDS; r++)); do
         f="$out/$kind-$k-$r.txt"
         [ -f "$f" ] && "$@" "$f"
-    done | med
+    done | sk_median_or ""
 }
 echo
 echo "== Kafka side by side: medians of $ROUNDS round(s) (machine shared; load average $(cut -d' ' -f1-3 /proc/loadavg))"

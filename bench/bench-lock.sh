@@ -13,6 +13,8 @@
 # no key (a compare that fails: less work than our real release), so the baseline is
 # if anything a little generous to redis-benchmark. Target: rlock >= 80% of it.
 set -euo pipefail
+# shellcheck source=deploy/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../deploy/lib.sh"
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${SECKILL_BIN_DIR:-$ROOT/build/bin}
@@ -44,20 +46,11 @@ if [ "${RLOCK_BENCH_SHARED:-0}" = 1 ]; then
     WHERE="shared $HOST:$PORT (AOF, appendfsync always)"
 else
     HOST=127.0.0.1
-    PORT=
-    for _ in $(seq 1 50); do
-        p=$((20000 + RANDOM % 20000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then PORT=$p; break; fi
-    done
-    [ -n "$PORT" ] || { echo "bench-lock: no free port" >&2; exit 1; }
+    PORT=$(sk_free_port) || { echo "bench-lock: no free port" >&2; exit 1; }
     redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP" \
         --logfile "$TMP/redis.log" &
     PID=$!
-    for _ in $(seq 1 100); do
-        redis-cli -p "$PORT" ping >/dev/null 2>&1 && break
-        sleep 0.05
-    done
-    redis-cli -p "$PORT" ping >/dev/null
+    sk_wait 5 redis-cli -p "$PORT" ping || { echo "bench-lock: redis-server did not start" >&2; exit 1; }
     URL=redis://$HOST:$PORT
     WHERE="private redis-server $HOST:$PORT (no persistence)"
 fi
@@ -77,25 +70,24 @@ rb() {
     redis-benchmark -h "$HOST" -p "$PORT" -c 1 -n "$N" -r 1000000 --csv "$@" 2>/dev/null |
         awk -F'"' 'NR==2 {print $4}'
 }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 pair() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f", 1/(1/a + 1/b)}'; }
 
 : >"$TMP/fig"
-for run in $(seq 1 "$RUNS"); do
+for _ in $(seq 1 "$RUNS"); do
     for kind in simple reentrant; do
         ours=$("$BIN/rlock_bench" --url "$URL" --kind "$kind" --n "$N" | sed -n 's/.*pairs_per_s=\([0-9.]*\).*/\1/p')
         if [ "$kind" = simple ]; then
             l=$(rb EVALSHA "$S_LOCK" 2 "rlock:{rb:__rand_int__}" "rlock:{rb:__rand_int__}:fence" tok:bench 30000)
-            u=$(rb EVALSHA "$S_UNLOCK" 1 "rlock:{rb:__rand_int__}" tok:bench rlock:{rb}:ch)
+            u=$(rb EVALSHA "$S_UNLOCK" 1 "rlock:{rb:__rand_int__}" tok:bench "rlock:{rb}:ch")
         else
             l=$(rb EVALSHA "$R_LOCK" 2 "rlock:{rr:__rand_int__}" "rlock:{rr:__rand_int__}:fence" owner:bench 30000)
-            u=$(rb EVALSHA "$R_UNLOCK" 1 "rlock:{rr:__rand_int__}" owner:bench rlock:{rr}:ch)
+            u=$(rb EVALSHA "$R_UNLOCK" 1 "rlock:{rr:__rand_int__}" owner:bench "rlock:{rr}:ch")
         fi
         echo "$kind $ours $l $u $(pair "$l" "$u")" >>"$TMP/fig"
     done
 done
 
-med() { awk -v k="$1" -v c="$2" '$1==k {print $c}' "$TMP/fig" | median; }
+med() { awk -v k="$1" -v c="$2" '$1==k {print $c}' "$TMP/fig" | sk_median; }
 printf 'librlock: uncontended lock+unlock, 1 connection, %s pairs x %s runs (medians), %s\n' "$N" "$RUNS" "$WHERE"
 printf '%-10s %14s %16s %16s %18s %8s\n' kind rlock_pairs/s rb_lock_rps rb_unlock_rps rb_pairs/s ratio
 json="{\"bench\":\"lock\",\"n\":$N,\"runs\":$RUNS"

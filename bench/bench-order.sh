@@ -47,13 +47,6 @@ esac
 
 # shellcheck source=bench/bench_lib.sh
 BENCH_NAME=order . "$ROOT/bench/bench_lib.sh"
-wait_for() { # file-or-url, seconds
-    for _ in $(seq 1 $(( $2 * 10 ))); do
-        if [[ $1 == http* ]]; then curl -fsS "$1" >/dev/null 2>&1 && return 0; else [ -s "$1" ] && return 0; fi
-        sleep 0.1
-    done
-    echo "bench-order: $1 not ready" >&2; return 1
-}
 
 if [ "${BENCH_REDIS:-private}" = stack ]; then
     : "${SECKILL_REDIS_URL:?BENCH_REDIS=stack: source .run/env first}"
@@ -62,12 +55,12 @@ if [ "${BENCH_REDIS:-private}" = stack ]; then
     RHOST=${hp%%:*}; RPORT=${hp##*:}
     REDIS_DESC="the stack's Redis"
 else
-    RHOST=127.0.0.1; RPORT=$(free_port)
+    RHOST=127.0.0.1; RPORT=$(sk_free_port)
     redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$WORK" --appendonly yes --appendfsync "${BENCH_REDIS_FSYNC:-always}" \
         --save "" --daemonize no --logfile "$WORK/redis.log" &
     PIDS+=($!)
     REDIS_PID=$!
-    for _ in $(seq 1 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    sk_wait 10 redis-cli -p "$RPORT" ping || { echo "bench-order: redis-server did not start" >&2; exit 1; }
     REDIS_DESC="a private redis-server (AOF, appendfsync ${BENCH_REDIS_FSYNC:-always})"
 fi
 
@@ -75,8 +68,8 @@ fi
     >"$WORK/devkafka.log" 2>&1 &
 PIDS+=($!)
 KAFKA_PID=$!
-wait_for "$WORK/kafka.bootstrap" 20
-PORT=$(free_port)
+sk_wait 20 test -s "$WORK/kafka.bootstrap" || { echo "bench-order: seckill-devkafka did not start" >&2; exit 1; }
+PORT=$(sk_free_port)
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 env -u SECKILL_PG SECKILL_REDIS_URL="redis://$RHOST:$RPORT" SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$PORT" SECKILL_HTTP_BIND=127.0.0.1 \
     SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
@@ -85,9 +78,8 @@ env -u SECKILL_PG SECKILL_REDIS_URL="redis://$RHOST:$RPORT" SECKILL_JWT_SECRET="
     "$BIN/seckill-order" >"$WORK/order.log" 2>&1 &
 PIDS+=($!)
 ORDER_PID=$!
-wait_for "http://127.0.0.1:$PORT/healthz" 20
+sk_wait_http 20 "http://127.0.0.1:$PORT/healthz" || { echo "bench-order: seckill-order is not ready" >&2; exit 1; }
 # CPU seconds (user+system) the service has used so far, from /proc (clock ticks).
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/${1:-$ORDER_PID}/stat" 2>/dev/null || echo 0; }
 TICK=$(getconf CLK_TCK)
 
 # Events straight into Redis (event_load.lua), fresh ids above anything libidgen hands out.
@@ -105,11 +97,11 @@ SECKILL_JWT_SECRET="$SECRET" "$BIN/seckill-order" token --sub $(( $(date +%s) * 
 
 # CPU of the service, Redis and the dev Kafka from cpu_mark to cpu_since NAME, into
 # $WORK/NAME.cpu, .rcpu, .kcpu: on two shared cores their sum bounds the rate.
-cpu_mark() { C0=$(cpu_ticks); R0=$(cpu_ticks "${REDIS_PID:-0}"); K0=$(cpu_ticks "$KAFKA_PID"); }
+cpu_mark() { C0=$(sk_cpu_ticks "$ORDER_PID"); R0=$(sk_cpu_ticks "${REDIS_PID:-0}"); K0=$(sk_cpu_ticks "$KAFKA_PID"); }
 cpu_since() {
-    echo $(( $(cpu_ticks) - C0 )) >"$WORK/$1.cpu"
-    echo $(( $(cpu_ticks "${REDIS_PID:-0}") - R0 )) >"$WORK/$1.rcpu"
-    echo $(( $(cpu_ticks "$KAFKA_PID") - K0 )) >"$WORK/$1.kcpu"
+    echo $(( $(sk_cpu_ticks "$ORDER_PID") - C0 )) >"$WORK/$1.cpu"
+    echo $(( $(sk_cpu_ticks "${REDIS_PID:-0}") - R0 )) >"$WORK/$1.rcpu"
+    echo $(( $(sk_cpu_ticks "$KAFKA_PID") - K0 )) >"$WORK/$1.kcpu"
 }
 run_wrk() { # name event
     # wrk runs in the background so that every process's CPU is sampled once wrk's own
@@ -121,7 +113,7 @@ run_wrk() { # name event
     local sh=$! wp="" w0=0
     while kill -0 "$sh" 2>/dev/null; do # all of wrk's threads exist: its set-up is done
         [ -n "$wp" ] || wp=$(pgrep -P "$sh" -x wrk || true)
-        if [ -n "$wp" ] && [ "$(ls "/proc/$wp/task" 2>/dev/null | wc -l)" -gt "$WRK_THREADS" ]; then w0=$(cpu_ticks "$wp"); break; fi
+        if [ -n "$wp" ] && [ "$(ls "/proc/$wp/task" 2>/dev/null | wc -l)" -gt "$WRK_THREADS" ]; then w0=$(sk_cpu_ticks "$wp"); break; fi
         sleep 0.02
     done
     cpu_mark
@@ -142,7 +134,7 @@ run_sb() { # name event: the same run driven by seckill-bench (BENCH_LOADGEN=sec
     local sh=$! wp="" w0=0
     while kill -0 "$sh" 2>/dev/null; do
         [ -n "$wp" ] || wp=$(pgrep -P "$sh" -x seckill-bench || true)
-        if [ -n "$wp" ] && grep -q tokens_minted "$WORK/$1.sberr" 2>/dev/null; then w0=$(cpu_ticks "$wp"); break; fi
+        if [ -n "$wp" ] && grep -q tokens_minted "$WORK/$1.sberr" 2>/dev/null; then w0=$(sk_cpu_ticks "$wp"); break; fi
         sleep 0.02
     done
     cpu_mark
@@ -154,12 +146,8 @@ run_sb() { # name event: the same run driven by seckill-bench (BENCH_LOADGEN=sec
         "  Non-2xx or 3xx responses: \(.answered - (.outcomes["202"] // 0))"' "$WORK/$1.sb/summary.json" >"$WORK/$1.wrk"
 }
 # the service's CPU time per request, in microseconds (independent of what else runs)
-cpu_us() { awk -v t="$(cat "$WORK/$1.${2:-cpu}")" -v n="$(total "$WORK/$1.wrk")" -v hz="$TICK" 'BEGIN { if (n > 0) printf "%.0f", t / hz * 1e6 / n; else print 0 }'; }
+cpu_us() { awk -v t="$(cat "$WORK/$1.${2:-cpu}")" -v n="$(sk_total "$WORK/$1.wrk")" -v hz="$TICK" 'BEGIN { if (n > 0) printf "%.0f", t / hz * 1e6 / n; else print 0 }'; }
 # wrk latency lines look like "     50%    1.23ms" (us, ms or s).
-lat_ms() { awk -v p="$2" '$1==p { v=$2; if (v ~ /us$/) { sub(/us$/,"",v); v=v/1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v=v*1000 } printf "%.2f", v }' "$1"; }
-rps() { awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$1"; }
-non2xx() { awk '/Non-2xx/ { print $5 }' "$1" | grep . || echo 0; }
-total() { awk '/requests in/ { print $1 }' "$1"; }
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 if [ "$LOADGEN" = seckill-bench ]; then run_sb accept $EV_ACCEPT; else run_wrk accept $EV_ACCEPT; fi
@@ -190,12 +178,11 @@ for e in $EV_ACCEPT $EV_SOLD $(( base + 2 )); do
 done
 # The accepted orders' index entries (seckill:oidx:<second>) expire on their own (order.index_ttl_s).
 
-A_RPS=$(rps "$WORK/accept.wrk"); S_RPS=$(rps "$WORK/sold_out.wrk")
-A50=$(lat_ms "$WORK/accept.wrk" 50%); A99=$(lat_ms "$WORK/accept.wrk" 99%)
-S50=$(lat_ms "$WORK/sold_out.wrk" 50%); S99=$(lat_ms "$WORK/sold_out.wrk" 99%)
-A_BAD=$(non2xx "$WORK/accept.wrk"); A_N=$(total "$WORK/accept.wrk")
-S_N=$(total "$WORK/sold_out.wrk"); S_BAD=$(non2xx "$WORK/sold_out.wrk")
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+A_RPS=$(sk_rps "$WORK/accept.wrk"); S_RPS=$(sk_rps "$WORK/sold_out.wrk")
+A50=$(sk_lat_ms "$WORK/accept.wrk" 50%); A99=$(sk_lat_ms "$WORK/accept.wrk" 99%)
+S50=$(sk_lat_ms "$WORK/sold_out.wrk" 50%); S99=$(sk_lat_ms "$WORK/sold_out.wrk" 99%)
+A_BAD=$(sk_non2xx "$WORK/accept.wrk"); A_N=$(sk_total "$WORK/accept.wrk")
+S_N=$(sk_total "$WORK/sold_out.wrk"); S_BAD=$(sk_non2xx "$WORK/sold_out.wrk")
 
 printf '\nload average before the runs: %s (other work on the machine shares the 2 cores)\n' "$LOAD0"
 printf 'seckill-order (%s s per run, %s connections, accept: %s, sold out: wrk -t%s; seckill-order %s worker(s) on %s; %s; private devkafka; 2 cores shared by all)\n' "$SECS" "$CONNS" "$( [ "$LOADGEN" = wrk ] && echo "wrk -t$WRK_THREADS" || echo "seckill-bench --threads=$SB_THREADS")" "$WRK_THREADS" "${BENCH_WORKERS:-1}" "${BENCH_EVENT_METHOD:-epoll}" "$REDIS_DESC"
@@ -208,6 +195,6 @@ printf 'accept path, mean per stage inside seckill-order: reserve.lua %s ms, Kaf
 printf 'accept path, CPU per request: seckill-order %s us, redis-server %s us, seckill-devkafka %s us, load generator (%s) %s us\n' \
     "$(cpu_us accept)" "$(cpu_us accept rcpu)" "$(cpu_us accept kcpu)" "$LOADGEN" "$(cpu_us accept wcpu)"
 printf 'accept / redis = %s (target >= 0.25); sold_out / accept = %s (target >= 1.5); accept p99 %s ms (target <= 10)\n' \
-    "$(ratio "$A_RPS" "$REDIS_RPS")" "$(ratio "$S_RPS" "$A_RPS")" "$A99"
+    "$(sk_ratio "$A_RPS" "$REDIS_RPS")" "$(sk_ratio "$S_RPS" "$A_RPS")" "$A99"
 printf '{"bench":"order","seconds":%s,"connections":%s,"accept_rps":%s,"accept_p50_ms":%s,"accept_p99_ms":%s,"accept_not_2xx":%s,"sold_out_rps":%s,"sold_out_p50_ms":%s,"sold_out_p99_ms":%s,"redis_evalsha_rps":%s,"accept_over_redis":%s,"sold_out_over_accept":%s,"accept_cpu_us":%s,"sold_out_cpu_us":%s,"loadavg_1m":%s}\n' \
-    "$SECS" "$CONNS" "$A_RPS" "$A50" "$A99" "$A_BAD" "$S_RPS" "$S50" "$S99" "$REDIS_RPS" "$(ratio "$A_RPS" "$REDIS_RPS")" "$(ratio "$S_RPS" "$A_RPS")" "$(cpu_us accept)" "$(cpu_us sold_out)" "$(cut -d' ' -f1 /proc/loadavg)"
+    "$SECS" "$CONNS" "$A_RPS" "$A50" "$A99" "$A_BAD" "$S_RPS" "$S50" "$S99" "$REDIS_RPS" "$(sk_ratio "$A_RPS" "$REDIS_RPS")" "$(sk_ratio "$S_RPS" "$A_RPS")" "$(cpu_us accept)" "$(cpu_us sold_out)" "$(cut -d' ' -f1 /proc/loadavg)"

@@ -40,23 +40,16 @@ trap 'bench_cleanup; drop_db' EXIT
 psql "$ADMIN_PG" -qAt -c "CREATE DATABASE $DB OWNER seckill" >/dev/null
 SECKILL_PG=$USER_PG "$BIN/seckill-consumer" migrate >"$WORK/migrate.log" 2>&1
 
-wait_for() { # file-or-url, seconds
-    for _ in $(seq 1 $(( $2 * 10 ))); do
-        if [[ $1 == http* ]]; then curl -fsS "$1" >/dev/null 2>&1 && return 0; else [ -s "$1" ] && return 0; fi
-        sleep 0.1
-    done
-    echo "bench-reads: $1 not ready" >&2; return 1
-}
-RPORT=$(free_port)
+RPORT=$(sk_free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$WORK" --appendonly yes --appendfsync always \
     --save "" --daemonize no --logfile "$WORK/redis.log" &
 PIDS+=($!)
-for _ in $(seq 1 100); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+sk_wait 10 redis-cli -p "$RPORT" ping || { echo "bench-reads: redis-server did not start" >&2; exit 1; }
 "$BIN/seckill-devkafka" --bootstrap-file "$WORK/kafka.bootstrap" --control-file "$WORK/kafka.control" \
     >"$WORK/devkafka.log" 2>&1 &
 PIDS+=($!)
-wait_for "$WORK/kafka.bootstrap" 20
-PORT=$(free_port)
+sk_wait 20 test -s "$WORK/kafka.bootstrap" || { echo "bench-reads: seckill-devkafka did not start" >&2; exit 1; }
+PORT=$(sk_free_port)
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 SECKILL_REDIS_URL="redis://127.0.0.1:$RPORT" SECKILL_PG="$USER_PG" SECKILL_JWT_SECRET="$SECRET" \
     SECKILL_HTTP_PORT="$PORT" SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" \
@@ -64,7 +57,7 @@ SECKILL_REDIS_URL="redis://127.0.0.1:$RPORT" SECKILL_PG="$USER_PG" SECKILL_JWT_S
     SECKILL_RECONCILE_INTERVAL_MS=0 SECKILL_LIMITS_INFLIGHT=100000 \
     "$BIN/seckill-order" >"$WORK/order.log" 2>&1 &
 PIDS+=($!)
-wait_for "http://127.0.0.1:$PORT/healthz" 20
+sk_wait_http 20 "http://127.0.0.1:$PORT/healthz" || { echo "bench-reads: seckill-order is not ready" >&2; exit 1; }
 URL="http://127.0.0.1:$PORT"
 token() { SECKILL_JWT_SECRET="$SECRET" "$BIN/seckill-order" token --sub "$1" ${2:-} --ttl 7200; }
 ADMIN=$(token 1 --admin)
@@ -104,10 +97,6 @@ xacts_settled() {
         if [ "$w" != "$v" ]; then v=$w; t0=$SECONDS; elif [ $(( SECONDS - t0 )) -ge 11 ]; then echo "$v"; return; fi
     done
 }
-rps() { awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$1"; }
-lat_ms() { awk -v p="$2" '$1==p { v=$2; if (v ~ /us$/) { sub(/us$/,"",v); v=v/1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else if (v ~ /s$/) { sub(/s$/,"",v); v=v*1000 } printf "%.2f", v }' "$1"; }
-total() { awk '/requests in/ { print $1 }' "$1"; }
-bad() { awk '/Non-2xx/ { print $5 }' "$1" | grep . || echo 0; }
 run() { # name round
     local f="$WORK/$1.$2.wrk"
     case $1 in
@@ -130,30 +119,28 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 X1=$(xacts_settled)
 reads=0
-for r in $(seq 1 "$ROUNDS"); do reads=$(( reads + $(total "$WORK/event.$r.wrk") + $(total "$WORK/order.$r.wrk") + $(total "$WORK/queued.$r.wrk") )); done
-median() { sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+for r in $(seq 1 "$ROUNDS"); do reads=$(( reads + $(sk_total "$WORK/event.$r.wrk") + $(sk_total "$WORK/order.$r.wrk") + $(sk_total "$WORK/queued.$r.wrk") )); done
 
 printf '\nload average before the runs: %s (other work on the machine shares the 2 cores)\n' "$LOAD0"
 printf 'seckill-order reads (%s s per run, wrk -t1 -c%s, %s rounds alternating; 1 worker on %s; private Redis, devkafka, database)\n' \
     "$SECS" "$CONNS" "$ROUNDS" "${BENCH_EVENT_METHOD:-epoll}"
 printf '%-7s %-6s %10s %8s %8s %10s %s\n' round path "req/s" "p50 ms" "p99 ms" "/ sold" "answers"
 for r in $(seq 1 "$ROUNDS"); do
-    s=$(rps "$WORK/sold.$r.wrk")
+    s=$(sk_rps "$WORK/sold.$r.wrk")
     for n in event order queued sold; do
         f="$WORK/$n.$r.wrk"
-        v=$(rps "$f"); p50=$(lat_ms "$f" 50%); p99=$(lat_ms "$f" 99%); q=$(ratio "$v" "$s")
-        note="$(total "$f") answers, $(bad "$f") not 2xx/3xx"
+        v=$(sk_rps "$f"); p50=$(sk_lat_ms "$f" 50%); p99=$(sk_lat_ms "$f" 99%); q=$(sk_ratio "$v" "$s")
+        note="$(sk_total "$f") answers, $(sk_non2xx "$f") not 2xx/3xx"
         printf '%-7s %-6s %10s %8s %8s %10s %s\n' "$r" "$n" "$v" "$p50" "$p99" "$q" "$note"
     done
 done
-M_E=$(for r in $(seq 1 "$ROUNDS"); do rps "$WORK/event.$r.wrk"; echo; done | median)
-M_O=$(for r in $(seq 1 "$ROUNDS"); do rps "$WORK/order.$r.wrk"; echo; done | median)
-M_S=$(for r in $(seq 1 "$ROUNDS"); do rps "$WORK/sold.$r.wrk"; echo; done | median)
-R_E=$(for r in $(seq 1 "$ROUNDS"); do ratio "$(rps "$WORK/event.$r.wrk")" "$(rps "$WORK/sold.$r.wrk")"; echo; done | median)
-R_O=$(for r in $(seq 1 "$ROUNDS"); do ratio "$(rps "$WORK/order.$r.wrk")" "$(rps "$WORK/sold.$r.wrk")"; echo; done | median)
-M_Q=$(for r in $(seq 1 "$ROUNDS"); do rps "$WORK/queued.$r.wrk"; echo; done | median)
-R_Q=$(for r in $(seq 1 "$ROUNDS"); do ratio "$(rps "$WORK/queued.$r.wrk")" "$(rps "$WORK/sold.$r.wrk")"; echo; done | median)
+M_E=$(for r in $(seq 1 "$ROUNDS"); do sk_rps "$WORK/event.$r.wrk"; echo; done | sk_median)
+M_O=$(for r in $(seq 1 "$ROUNDS"); do sk_rps "$WORK/order.$r.wrk"; echo; done | sk_median)
+M_S=$(for r in $(seq 1 "$ROUNDS"); do sk_rps "$WORK/sold.$r.wrk"; echo; done | sk_median)
+R_E=$(for r in $(seq 1 "$ROUNDS"); do sk_ratio "$(sk_rps "$WORK/event.$r.wrk")" "$(sk_rps "$WORK/sold.$r.wrk")"; echo; done | sk_median)
+R_O=$(for r in $(seq 1 "$ROUNDS"); do sk_ratio "$(sk_rps "$WORK/order.$r.wrk")" "$(sk_rps "$WORK/sold.$r.wrk")"; echo; done | sk_median)
+M_Q=$(for r in $(seq 1 "$ROUNDS"); do sk_rps "$WORK/queued.$r.wrk"; echo; done | sk_median)
+R_Q=$(for r in $(seq 1 "$ROUNDS"); do sk_ratio "$(sk_rps "$WORK/queued.$r.wrk")" "$(sk_rps "$WORK/sold.$r.wrk")"; echo; done | sk_median)
 PGX=$(( X1 - X0 ))
 PER=$(awk -v x="$PGX" -v n="$reads" 'BEGIN { if (n > 0) printf "%.6f", x / n; else print "n/a" }')
 printf 'medians: event %s req/s, order (created) %s req/s, order (queued) %s req/s, sold out %s req/s\n' "$M_E" "$M_O" "$M_Q" "$M_S"

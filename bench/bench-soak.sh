@@ -20,6 +20,8 @@
 # SOAK_ORDER_PID / SOAK_CONSUMER_PID, else .run/seckill-{order,consumer}.pid, else pgrep.
 # Output: bench/out/soak-<stamp>/ (samples.csv, each run's files, checks) and one JSON line.
 set -euo pipefail
+# shellcheck source=deploy/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../deploy/lib.sh"
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${SECKILL_BIN_DIR:-$ROOT/build/bin}
@@ -78,7 +80,7 @@ fds() {
 port_of() { local hp=${1#*://}; hp=${hp%%/*}; echo "${hp##*:}"; }
 ORDER_PORT=$(port_of "$SECKILL_HTTP")
 CONSUMER_PORT=$(port_of "${SECKILL_CONSUMER_HTTP:-http://127.0.0.1:0}")
-summary() { sed -n "s/^ *\"$2\": *\(-\{0,1\}[0-9.]*\).*/\1/p" "$1/summary.json" | head -n 1; }
+summary() { sk_json_num "$1/summary.json" "$2"; }
 
 bench() {
     "$BIN/seckill-bench" --http "$SECKILL_HTTP" --pg "$SECKILL_PG" --progress false \

@@ -1,92 +1,41 @@
+# shellcheck shell=bash disable=SC2034 # CL_* are read by the scripts that source this
 # bench/cluster_lib.sh: shell helpers for a flash sale on a Redis Cluster, sourced by
 # bench/demo.sh (the local stack's cluster), bench/bench-cluster.sh and
-# tests/cluster/lib.sh (throwaway ones, cl_spawn_cluster).
+# tests/cluster/lib.sh (throwaway ones, cl_run_cluster).
 #
-# The caller sets, or cl_spawn_cluster sets, CL_PORTS (the nodes' loopback ports, any
+# The caller sets, or cl_run_cluster sets, CL_PORTS (the nodes' loopback ports, any
 # order); for events, BIN (where seckill-order is), CL_FRONT (a front's base URL) and
 # CL_SECRET (its JWT secret).
 # Event ids come from libidgen, so which master serves an event is a matter of its slot
 # (CRC16 of "e<ID>", the hash tag of every key of the event): events are created through
 # the front and kept when they land where they are wanted. No password (loopback only).
+# shellcheck source=deploy/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../deploy/lib.sh"
 
 cl_cli() { redis-cli -p "$1" "${@:2}"; }
 
-# cl_poll SECONDS COMMAND...: polls a condition every 50 ms. @returns 1 at the deadline.
-cl_poll() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $deadline ] || return 1
-        sleep 0.05
-    done
-}
-
-# cl_free_base: a base port below the ephemeral range with base..base+5 and their bus
-# ports (+100) all free.
-cl_free_base() {
-    local b p ok
-    for _ in $(seq 1 100); do
-        b=$((21000 + RANDOM % 9000))
-        ok=1
-        for ((p = b; p < b + 6; p++)); do
-            if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || (exec 3<>"/dev/tcp/127.0.0.1/$((p + 100))") 2>/dev/null; then
-                ok=0
-                break
-            fi
-        done
-        [ $ok -eq 1 ] && { echo "$b"; return 0; }
-    done
-    return 1
-}
-
-cl_state_ok() {
-    local p
-    for p in "${CL_PORTS[@]}"; do
-        cl_cli "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
-    done
-}
-
-# Every replica's link to its master is up (a failover needs a replica in sync).
-cl_replicas_synced() {
-    local p n=0
-    for p in "${CL_PORTS[@]}"; do
-        if cl_cli "$p" role 2>/dev/null | head -n 1 | grep -q slave; then
-            cl_cli "$p" info replication | grep -q '^master_link_status:up' || return 1
-            n=$((n + 1))
-        fi
-    done
-    [ $n -eq 3 ]
-}
-
-# cl_spawn_cluster DIR BASE [redis-server options...]: 6 nodes on BASE..BASE+5 (cluster
-# bus +100, data and logs under DIR) as background children (pids in CL_SPAWNED: the
-# caller stops them), joined by `redis-cli --cluster create --cluster-replicas 1` into 3
-# masters + 3 replicas; waits for cluster_state:ok everywhere and the replicas in sync.
-# Full coverage is not required: while one master fails over, the others keep serving.
-# The options (node timeout, persistence) come last and win. Sets CL_PORTS and CL_URL.
-# @returns 1 when the cluster did not come up (DIR/cluster-create.log, DIR/node-*.redislog).
-cl_spawn_cluster() {
-    local dir=$1 base=$2 p addrs=()
+# cl_run_cluster DIR PROFILE [redis-server options...]: a throwaway cluster from the
+# repository's one bring-up (deploy/cluster.sh run, profile test or bench) on a run of
+# free ports (the bus ports +100 free too), in the background; returns once it is ready.
+# Its runner's pid in CL_RUNNER (stopping it with SIGTERM stops the nodes: the caller puts
+# it in its list of processes to stop). Sets CL_PORTS and CL_URL.
+# @returns 1 when it did not come up (the reason in DIR/failed and DIR/run.log).
+cl_run_cluster() {
+    local dir=$1 profile=$2 base
     shift 2
-    CL_PORTS=()
-    CL_SPAWNED=()
-    for ((p = base; p < base + 6; p++)); do
-        CL_PORTS+=("$p")
-        addrs+=("127.0.0.1:$p")
-        mkdir -p "$dir/node-$p"
-        redis-server --port "$p" --bind 127.0.0.1 --dir "$dir/node-$p" \
-            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-port $((p + 100)) \
-            --cluster-require-full-coverage no --save "" "$@" \
-            --logfile "$dir/node-$p.redislog" </dev/null >/dev/null 2>&1 &
-        CL_SPAWNED+=($!)
-    done
-    for p in "${CL_PORTS[@]}"; do cl_poll 20 cl_cli "$p" ping || return 1; done
-    redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
-        >"$dir/cluster-create.log" 2>&1 || return 1
-    cl_poll 60 cl_state_ok || return 1
-    cl_poll 60 cl_replicas_synced || return 1
-    CL_URL="redis-cluster://$(printf '127.0.0.1:%s,' "${CL_PORTS[@]}" | sed 's/,$//')"
+    base=$(sk_free_ports 6 100) || { echo "no run of 6 free ports" >"$dir/failed"; return 1; }
+    mkdir -p "$dir"
+    "$(dirname "${BASH_SOURCE[0]}")/../deploy/cluster.sh" run "$dir" "$base" --profile "$profile" "$@" \
+        </dev/null >"$dir/run.log" 2>&1 &
+    CL_RUNNER=$!
+    sk_wait 120 cl_cluster_started "$dir" || return 1
+    [ -s "$dir/url" ] || return 1
+    CL_URL=$(cat "$dir/url")
+    mapfile -t CL_PORTS < <(seq "$base" $((base + 5)))
 }
+
+# Ready (DIR/url) or given up (DIR/failed, or the runner gone).
+cl_cluster_started() { [ -s "$1/url" ] || [ -s "$1/failed" ] || ! kill -0 "$CL_RUNNER" 2>/dev/null; }
 
 # cl_masters: the ports that are masters now.
 cl_masters() {
@@ -146,8 +95,10 @@ cl_create_events_on_masters() {
             echo "60 events created, still not $want spread over the masters" >&2
             return 1
         fi
-        id=$(cl_create_event "$name-$tries" "$stock") && [ -n "$id" ] ||
-            { echo "event creation through $CL_FRONT failed" >&2; return 1; }
+        if ! id=$(cl_create_event "$name-$tries" "$stock") || [ -z "$id" ]; then
+            echo "event creation through $CL_FRONT failed" >&2
+            return 1
+        fi
         m=$(cl_master_of_event "$id") || { echo "no master serves event $id" >&2; return 1; }
         min=999999
         for k in $(cl_masters); do

@@ -16,6 +16,8 @@
 # (the requests and connections split between them), each checked and reported on its
 # own under bench/out/<UTC timestamp>/e<ID>/.
 set -euo pipefail
+# shellcheck source=deploy/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../deploy/lib.sh"
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${SECKILL_BIN_DIR:-$ROOT/build/bin}
@@ -39,7 +41,7 @@ STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=$ROOT/bench/out/$STAMP
 mkdir -p "$OUT"
 
-num() { sed -n "s/^ *\"$1\": *\(-\{0,1\}[0-9.]*\).*/\1/p" "$OUT/summary.json" | head -n 1; }
+num() { sk_json_num "$OUT/summary.json" "$1"; }
 fig() { awk -v k="$1" '$2 == k { print $3 }' "$OUT/check.txt"; }
 
 # check_and_report EVENT REQUESTS: seckill-check, chart and summary of the event whose

@@ -12,15 +12,28 @@
 #         which becomes SECKILL_REDIS_URL; --fronts N: N seckill-order instances
 #         (SECKILL_HTTP_LIST); --kafka-nodes 3: a 3-node Kafka cluster (replication
 #         factor 3, min.insync.replicas 2); --dev-kafka (or SECKILL_DEV_KAFKA=1): the
-#         in-memory seckill-devkafka instead of Apache Kafka
+#         in-memory seckill-devkafka instead of Apache Kafka.
+#         The shape asked for is the flags given (none: single Redis, one front, Apache
+#         Kafka on 1 node, or the dev Kafka with SECKILL_DEV_KAFKA=1). When a stack of
+#         another shape runs, `up` says what differs and restarts into the shape asked
+#         for: the fronts restart, the Kafka side restarts when it differs (a Redis
+#         Cluster no longer asked for keeps running until `down`). To keep the running
+#         shape, repeat its flags (`status` shows them), or `down` first for a fresh one.
+#         A port the stack needs that something else holds stops `up` with the port
+#         and its holder (from ss -ltnp).
 # down    stops only what `up` started          status  says what runs
 # test    deps, a sanitizer build in build-asan/, its own stack (.run/test, other
-#         ports), the whole ctest suite (extra args go to ctest), down; exits with ctest's status
+#         ports), the whole ctest suite (extra args go to ctest), down; exits with ctest's
+#         status. Interrupted (SIGINT, SIGTERM, a timeout), it stops ctest and its stack.
+#         SECKILL_TEST_BUILD=0: no deps, no build (the build directory as it is);
+#         SECKILL_TEST_RUN_DIR: the test stack's run directory instead of .run/test.
 # demo    deps, build, up, then the main job (--cluster, --fronts N, --kafka-nodes N,
-#         --dev-kafka as for up)
-# bench   deps, build, up, every bench/bench-*.sh but the soak and the cluster one;
-#         `bench NAME...` runs only bench/bench-NAME.sh (e.g. `bench order`, `bench soak`);
-#         `bench --cluster` is `bench cluster` (single Redis beside the cluster)
+#         --dev-kafka as for up; --down: down after it)
+# bench   deps, build, up (keeping the running stack's shape), every bench/bench-*.sh but
+#         the soak and the cluster one; `bench NAME...` runs only bench/bench-NAME.sh
+#         (e.g. `bench order`, `bench soak`); `bench --cluster` is `bench cluster` (single
+#         Redis beside the cluster)
+# An unknown flag or argument is refused with exit status 2 (test's go to ctest).
 #
 # Ports (override by environment): SECKILL_REDIS_PORT=16379 SECKILL_PG_PORT=15432
 # SECKILL_HTTP_PORT=18080 SECKILL_CONSUMER_HTTP_PORT=18081 SECKILL_CLUSTER_PORT=17001
@@ -29,6 +42,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=deploy/lib.sh
+. "$ROOT/deploy/lib.sh"
 BUILD_DIR=${SECKILL_BUILD_DIR:-$ROOT/build}
 RUN=${SECKILL_RUN_DIR:-$ROOT/.run}
 REDIS_PORT=${SECKILL_REDIS_PORT:-16379}
@@ -38,10 +53,8 @@ CONSUMER_HTTP_PORT=${SECKILL_CONSUMER_HTTP_PORT:-18081}
 CLUSTER_PORT=${SECKILL_CLUSTER_PORT:-17001}
 KAFKA_PORT=${SECKILL_BROKER_PORT:-19092}
 KAFKA_SH=$ROOT/deploy/kafka/kafka.sh
+CLUSTER_SH=$ROOT/deploy/cluster.sh
 CLUSTER_NODES=6 # 3 masters + 3 replicas
-# Short, so that a test's failover is over in seconds; long enough that a busy 2-core
-# machine does not fail a master over by accident.
-CLUSTER_NODE_TIMEOUT=${SECKILL_CLUSTER_NODE_TIMEOUT:-3000}
 # Set by --cluster / --fronts N (stack_flags); remembered in $RUN/stack until `down`.
 CLUSTER=0
 FRONTS=1
@@ -55,6 +68,15 @@ PACKAGES=(build-essential cmake pkg-config clang libclang-rt-14-dev curl ca-cert
 
 log() { printf '[local.sh] %s\n' "$*" >&2; }
 die() { printf '[local.sh] error: %s\n' "$*" >&2; exit 1; }
+usage_die() { printf '[local.sh] error: %s (deploy/local.sh with no argument prints the usage)\n' "$*" >&2; exit 2; }
+
+# port_free_or_die PORT WHAT: before starting WHAT on PORT, name whatever holds it.
+port_free_or_die() {
+    local who
+    if who=$(sk_port_holder "$1"); then
+        die "port $1, needed for $2, is taken by $who (stop it, or move the stack: SECKILL_*_PORT)"
+    fi
+}
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -131,11 +153,7 @@ pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 wait_for() {
     local what=$1 secs=$2
     shift 2
-    local deadline=$((SECONDS + secs))
-    until "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $deadline ] || die "$what did not come up within ${secs}s (logs: $RUN/logs)"
-        sleep 0.1
-    done
+    sk_wait "$secs" "$@" || die "$what did not come up within ${secs}s (logs: $RUN/logs)"
 }
 
 # PONG, not just an answer: while it loads its AOF, Redis answers PING with a LOADING
@@ -149,6 +167,7 @@ redis_up() {
         log "redis: already running on $REDIS_PORT"
         return 0
     fi
+    port_free_or_die "$REDIS_PORT" redis
     # appendfsync always: libidgen's no-reissue guarantee needs every INCRBY on disk
     # before its reply (see idgen/README.md). AOF on, RDB snapshots off.
     redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$RUN/redis" \
@@ -158,10 +177,9 @@ redis_up() {
     log "redis: up on 127.0.0.1:$REDIS_PORT"
 }
 
-# The Redis Cluster of `up --cluster`: nodes on CLUSTER_PORT .. +5, each with AOF and
-# appendfsync always like the single Redis, its cluster bus on port +100 (not Redis's
-# default +10000, which would land on the test stack's ports). Full coverage is not
-# required: while one master fails over, the events on the other masters keep selling.
+# The Redis Cluster of `up --cluster`: deploy/cluster.sh's, profile stack (AOF with
+# appendfsync always like the single Redis; node timeout SECKILL_CLUSTER_NODE_TIMEOUT,
+# 3000 ms), nodes on CLUSTER_PORT .. +5, state in $RUN/cluster (kept by `down`).
 cluster_ports() { seq "$CLUSTER_PORT" $((CLUSTER_PORT + CLUSTER_NODES - 1)); }
 
 cluster_url() {
@@ -172,55 +190,19 @@ cluster_url() {
 
 cluster_running() {
     local p
-    for p in $(cluster_ports); do pid_alive "$RUN/cluster/$p.pid" && return 0; done
+    for p in $(cluster_ports); do pid_alive "$RUN/cluster/node-$p.pid" && return 0; done
     return 1
 }
 
-cluster_state_ok() {
-    local p
-    for p in $(cluster_ports); do
-        redis-cli -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
-    done
-}
-
 cluster_up() {
-    mkdir -p "$RUN/cluster" "$RUN/logs"
-    local p
-    for p in $(cluster_ports); do
-        pid_alive "$RUN/cluster/$p.pid" && continue
-        mkdir -p "$RUN/cluster/$p"
-        redis-server --port "$p" --bind 127.0.0.1 --dir "$RUN/cluster/$p" \
-            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-port $((p + 100)) \
-            --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT" --cluster-require-full-coverage no \
-            --appendonly yes --appendfsync always --save "" \
-            --daemonize yes --pidfile "$RUN/cluster/$p.pid" --logfile "$RUN/logs/cluster-$p.log"
-    done
-    for p in $(cluster_ports); do wait_for "redis cluster node $p" 120 redis_ready "$p"; done
-    # Nodes that kept their nodes.conf from an earlier `up --cluster` find each other
-    # again; fresh ones (one known node each) are joined into a new cluster.
-    if redis-cli -p "$CLUSTER_PORT" cluster info | grep -q '^cluster_known_nodes:1\b'; then
-        local addrs=()
-        for p in $(cluster_ports); do addrs+=("127.0.0.1:$p"); done
-        redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
-            >"$RUN/logs/cluster-create.log" 2>&1 || die "redis-cli --cluster create failed (see $RUN/logs/cluster-create.log)"
-    fi
-    wait_for "redis cluster (cluster_state:ok on every node)" 60 cluster_state_ok
+    "$CLUSTER_SH" up "$RUN/cluster" "$CLUSTER_PORT" --profile stack >/dev/null ||
+        die "the redis cluster did not come up (logs: $RUN/cluster/node-*.log)"
     log "redis cluster: up on 127.0.0.1:$CLUSTER_PORT-$((CLUSTER_PORT + CLUSTER_NODES - 1)) (3 masters + 3 replicas)"
 }
 
 cluster_down() {
     cluster_running || return 0
-    local p pid
-    for p in $(cluster_ports); do
-        pid_alive "$RUN/cluster/$p.pid" || { rm -f "$RUN/cluster/$p.pid"; continue; }
-        pid=$(cat "$RUN/cluster/$p.pid")
-        redis-cli -p "$p" shutdown >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
-    done
-    local deadline=$((SECONDS + 20))
-    for p in $(cluster_ports); do
-        while pid_alive "$RUN/cluster/$p.pid" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
-        rm -f "$RUN/cluster/$p.pid"
-    done
+    "$CLUSTER_SH" down "$RUN/cluster"
     log "redis cluster: stopped"
 }
 
@@ -259,6 +241,7 @@ pg_up() {
     if as_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
         log "postgresql: already running on $PG_PORT"
     else
+        port_free_or_die "$PG_PORT" postgresql
         as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
             -o "-p $PG_PORT -k $dir/sock -c listen_addresses=127.0.0.1 -c max_connections=200 $PG_TUNING" start >/dev/null
         log "postgresql: up on 127.0.0.1:$PG_PORT"
@@ -283,6 +266,7 @@ start_service() {
         log "$name: already running"
         return 0
     fi
+    [ -z "${SERVICE_PORT:-}" ] || port_free_or_die "$SERVICE_PORT" "$name"
     # setsid: the service outlives this script; its stderr is its log.
     setsid "$@" >>"$RUN/logs/$name.log" 2>&1 </dev/null &
     echo $! >"$RUN/$name.pid"
@@ -331,36 +315,54 @@ fronts_down() {
     stop_service seckill-order
 }
 
-# stack_flags ARGS...: takes --cluster, --fronts N, --kafka-nodes N and --dev-kafka off
-# the arguments (the rest in STACK_ARGS). Without any, a stack that is up keeps what it
-# was started with ($RUN/stack, removed by `down`).
+# stack_flags [--extra FLAG]... -- ARGS...: takes --cluster, --fronts N, --kafka-nodes N
+# and --dev-kafka off ARGS; the FLAGs named by --extra (a subcommand's own, e.g. demo's
+# --down) are left in STACK_ARGS; anything else is refused (exit 2). Without any shape
+# flag the shape is the default one, or the running stack's ($RUN/stack, removed by
+# `down`) when KEEP_SHAPE=1 (bench).
 stack_flags() {
     STACK_ARGS=()
-    local given=0
+    local extra=() given=0
+    while [ "${1:-}" = --extra ]; do extra+=("$2"); shift 2; done
+    [ "${1:-}" = -- ] && shift
     while [ $# -gt 0 ]; do
         case $1 in
         --cluster) CLUSTER=1 given=1 ;;
         --fronts | --fronts=*)
             local n
             if [ "$1" = --fronts ]; then n=${2:-}; shift; else n=${1#--fronts=}; fi
-            [[ $n =~ ^[1-9][0-9]?$ ]] || die "--fronts takes a number from 1 to 99"
+            [[ $n =~ ^[1-9][0-9]?$ ]] || usage_die "--fronts takes a number from 1 to 99"
             FRONTS=$n given=1
             ;;
         --kafka-nodes | --kafka-nodes=*)
             local k
             if [ "$1" = --kafka-nodes ]; then k=${2:-}; shift; else k=${1#--kafka-nodes=}; fi
-            [[ $k =~ ^[13]$ ]] || die "--kafka-nodes takes 1 or 3"
+            [[ $k =~ ^[13]$ ]] || usage_die "--kafka-nodes takes 1 or 3"
             KAFKA_NODES=$k given=1
             ;;
         --dev-kafka) DEV_KAFKA=1 given=1 ;;
-        *) STACK_ARGS+=("$1") ;;
+        *)
+            local e ok=0
+            for e in "${extra[@]}"; do [ "$1" = "$e" ] && ok=1; done
+            [ $ok -eq 1 ] || usage_die "$CMD: unknown flag or argument '$1' (flags: --cluster, --fronts N, --kafka-nodes 1|3, --dev-kafka${extra[*]:+, ${extra[*]}})"
+            STACK_ARGS+=("$1")
+            ;;
         esac
         shift
     done
-    if [ $given -eq 0 ] && [ -f "$RUN/stack" ]; then
+    if [ $given -eq 0 ] && [ "${KEEP_SHAPE:-0}" = 1 ] && [ -f "$RUN/stack" ]; then
         # shellcheck disable=SC1091
         . "$RUN/stack"
     fi
+}
+
+# shape_words CLUSTER FRONTS KAFKA_NODES DEV_KAFKA: a stack's shape in words.
+shape_words() {
+    local w
+    if [ "$1" = 1 ]; then w="redis cluster"; else w="single redis"; fi
+    w="$w, $2 front(s), "
+    if [ "$4" = 1 ]; then w="${w}dev kafka"; else w="${w}apache kafka on $3 node(s)"; fi
+    echo "$w"
 }
 
 # Apache Kafka (KRaft) of `up`: deploy/kafka/kafka.sh with its state in $RUN/kafka-N
@@ -432,13 +434,19 @@ write_env() {
 }
 
 cmd_up() {
-    stack_flags "$@"
+    stack_flags -- "$@"
     mkdir -p "$RUN/logs"
     local want="CLUSTER=$CLUSTER FRONTS=$FRONTS KAFKA_NODES=$KAFKA_NODES DEV_KAFKA=$DEV_KAFKA"
     if [ -f "$RUN/stack" ] && [ "$(cat "$RUN/stack")" != "$want" ]; then
         # Another shape than the running stack's: the fronts restart on the new Redis,
         # the services on the new Kafka.
-        log "up: from '$(cat "$RUN/stack")' to '$want'"
+        local was
+        was=$(
+            # shellcheck disable=SC1091
+            . "$RUN/stack"
+            shape_words "$CLUSTER" "$FRONTS" "$KAFKA_NODES" "$DEV_KAFKA"
+        )
+        log "up: the running stack is '$was'; restarting into '$(shape_words "$CLUSTER" "$FRONTS" "$KAFKA_NODES" "$DEV_KAFKA")' as asked (to keep it, give its flags; for a fresh stack, 'down' first)"
         fronts_down
         case "$(cat "$RUN/stack")" in *"KAFKA_NODES=$KAFKA_NODES DEV_KAFKA=$DEV_KAFKA"*) ;; *)
             stop_service seckill-consumer
@@ -467,14 +475,14 @@ cmd_up() {
     # shellcheck disable=SC1091
     . "$RUN/env"
     if [ -x "$bin/seckill-consumer" ] && [ -n "${SECKILL_KAFKA_BROKERS:-}" ]; then
-        SECKILL_HTTP_PORT=$CONSUMER_HTTP_PORT start_service seckill-consumer \
+        SERVICE_PORT=$CONSUMER_HTTP_PORT SECKILL_HTTP_PORT=$CONSUMER_HTTP_PORT start_service seckill-consumer \
             curl -fsS "http://127.0.0.1:$CONSUMER_HTTP_PORT/healthz" -- "$bin/seckill-consumer"
     fi
     if [ -x "$bin/seckill-order" ] && [ -n "${SECKILL_KAFKA_BROKERS:-}" ]; then
         local i port
         for ((i = 1; i <= FRONTS; i++)); do
             port=$(front_port $i)
-            SECKILL_HTTP_PORT=$port start_service "$(front_name $i)" \
+            SERVICE_PORT=$port SECKILL_HTTP_PORT=$port start_service "$(front_name $i)" \
                 curl -fsS "http://127.0.0.1:$port/healthz" -- "$bin/seckill-order"
         done
     fi
@@ -487,9 +495,12 @@ cmd_down() {
     stop_service seckill-consumer
     kafka_down
     if pid_alive "$RUN/redis.pid"; then
-        redis-cli -p "$REDIS_PORT" shutdown >/dev/null 2>&1 || kill "$(cat "$RUN/redis.pid")" 2>/dev/null || true
+        # By its pid: Redis removes its pid file before it has exited.
+        local rpid
+        rpid=$(cat "$RUN/redis.pid")
+        redis-cli -p "$REDIS_PORT" shutdown >/dev/null 2>&1 || kill "$rpid" 2>/dev/null || true
         local deadline=$((SECONDS + 20))
-        while pid_alive "$RUN/redis.pid" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+        while kill -0 "$rpid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
         log "redis: stopped"
     fi
     rm -f "$RUN/redis.pid"
@@ -508,6 +519,18 @@ cmd_down() {
 
 cmd_status() {
     local name
+    if [ -f "$RUN/stack" ]; then
+        (
+            # shellcheck disable=SC1091
+            . "$RUN/stack"
+            local f=""
+            [ "$CLUSTER" = 1 ] && f="$f --cluster"
+            [ "$FRONTS" -gt 1 ] && f="$f --fronts $FRONTS"
+            [ "$KAFKA_NODES" = 3 ] && f="$f --kafka-nodes 3"
+            [ "$DEV_KAFKA" = 1 ] && f="$f --dev-kafka"
+            echo "shape            $(shape_words "$CLUSTER" "$FRONTS" "$KAFKA_NODES" "$DEV_KAFKA") (up${f})"
+        )
+    fi
     pid_alive "$RUN/redis.pid" && echo "redis            running  127.0.0.1:$REDIS_PORT" || echo "redis            stopped"
     if [ -f "$RUN/pgdir" ] && as_pg "$(pg_bin)/pg_ctl" -D "$(cat "$RUN/pgdir")/data" status >/dev/null 2>&1; then
         echo "postgresql       running  127.0.0.1:$PG_PORT"
@@ -517,7 +540,7 @@ cmd_status() {
     if cluster_running; then
         local p
         for p in $(cluster_ports); do
-            if pid_alive "$RUN/cluster/$p.pid"; then
+            if pid_alive "$RUN/cluster/node-$p.pid"; then
                 printf '%-16s running  127.0.0.1:%s %s\n' "redis-cluster" "$p" \
                     "$(redis-cli -p "$p" role 2>/dev/null | head -n 1)"
             else
@@ -552,7 +575,7 @@ cmd_status() {
 # The test stack: its own run directory and ports, so a demo stack left up is untouched.
 use_test_stack() {
     BUILD_DIR=${SECKILL_TEST_BUILD_DIR:-$ROOT/build-asan}
-    RUN=$ROOT/.run/test
+    RUN=${SECKILL_TEST_RUN_DIR:-$ROOT/.run/test}
     REDIS_PORT=$((REDIS_PORT + 10000))
     PG_PORT=$((PG_PORT + 10000))
     HTTP_PORT=$((HTTP_PORT + 10000))
@@ -564,21 +587,47 @@ use_test_stack() {
     DEV_KAFKA=1
 }
 
+# Stops the test stack (and ctest, when it runs) however `test` ends.
+test_stop() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [ -n "${CTEST_PID:-}" ] && kill -0 "$CTEST_PID" 2>/dev/null; then
+        log "test: interrupted: stopping ctest, its tests and the test stack"
+        # The whole tree: ctest does not always stop the test it runs.
+        local tree
+        mapfile -t tree < <(sk_tree_pids "$CTEST_PID")
+        kill -TERM "${tree[@]}" 2>/dev/null || true
+        wait "$CTEST_PID" 2>/dev/null || true
+    fi
+    cmd_down >/dev/null 2>&1 || true
+    exit $rc
+}
+
 cmd_test() {
-    cmd_deps
     use_test_stack
-    local werror=OFF
-    [ -n "${CI:-}" ] && werror=ON
-    build_into "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DSECKILL_SANITIZE=ON -DSECKILL_WERROR=$werror
+    if [ "${SECKILL_TEST_BUILD:-1}" != 0 ]; then
+        cmd_deps
+        local werror=OFF
+        [ -n "${CI:-}" ] && werror=ON
+        build_into "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DSECKILL_SANITIZE=ON -DSECKILL_WERROR=$werror
+    fi
     # Leaks are bugs: LeakSanitizer is on. abort_on_error gives a core-like stop.
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    trap test_stop EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
     cmd_down >/dev/null 2>&1 || true
     cmd_up
     # shellcheck disable=SC1091
     . "$RUN/env"
     local rc=0
-    ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 "$@" || rc=$?
+    # In the background and waited for: a signal's trap runs at once, not after ctest.
+    ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 "$@" &
+    CTEST_PID=$!
+    wait "$CTEST_PID" || rc=$?
+    CTEST_PID=""
+    trap - EXIT INT TERM
     cmd_down
     return $rc
 }
@@ -597,9 +646,9 @@ demo_idgen() {
 }
 
 cmd_demo() {
+    stack_flags --extra --down -- "$@" # refuses a bad flag before anything is built
     cmd_deps
     cmd_build
-    stack_flags "$@"
     local flags=() down=0 a
     [ "$CLUSTER" -eq 1 ] && flags+=(--cluster)
     [ "$DEV_KAFKA" = 1 ] && flags+=(--dev-kafka)
@@ -621,17 +670,22 @@ cmd_demo() {
 }
 
 cmd_bench() {
+    # The names first: a typo is refused before anything is built.
+    [ "${1:-}" = --cluster ] && set -- cluster "${@:2}"
+    local a
+    for a in "$@"; do
+        [ -x "$ROOT/bench/bench-$a.sh" ] || usage_die "bench: unknown bench '$a' (one of: $(cd "$ROOT/bench" && ls bench-*.sh | sed 's/^bench-//; s/\.sh$//' | tr '\n' ' '))"
+    done
     cmd_deps
     cmd_build
-    cmd_up
+    KEEP_SHAPE=1 cmd_up
     # shellcheck disable=SC1091
     . "$RUN/env"
     # `bench [name...]` runs bench/bench-<name>.sh only; plain `bench` runs every one but
     # the 10-minute soak, which runs only when named (`deploy/local.sh bench soak`).
     local s n rc=0 only=()
-    # `bench --cluster` is `bench cluster`: the cluster benchmark starts its own single
-    # Redis and Redis Cluster side by side.
-    [ "${1:-}" = --cluster ] && set -- cluster "${@:2}"
+    # (`bench --cluster` is `bench cluster`: the cluster benchmark starts its own single
+    # Redis and Redis Cluster side by side.)
     while [ $# -gt 0 ] && [ -x "$ROOT/bench/bench-$1.sh" ]; do
         only+=("$ROOT/bench/bench-$1.sh")
         shift
@@ -645,19 +699,25 @@ cmd_bench() {
     for s in "${only[@]}"; do
         n=$(basename "$s")
         log "bench: $n"
-        "$s" "$@" || rc=$?
+        "$s" || rc=$?
     done
     return $rc
 }
 
-case "${1:-}" in
-deps | build | up | down | status | test | demo | bench)
-    c=$1
+CMD=${1:-}
+case "$CMD" in
+deps | build | down | status)
     shift
-    "cmd_$c" "$@"
+    [ $# -eq 0 ] || usage_die "$CMD takes no flag or argument, '$1' given"
+    "cmd_$CMD"
+    ;;
+up | test | demo | bench)
+    shift
+    "cmd_$CMD" "$@"
     ;;
 *)
-    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+    [ -z "$CMD" ] || printf '[local.sh] error: unknown command %s\n' "$CMD" >&2
     exit 2
     ;;
 esac

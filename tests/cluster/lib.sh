@@ -1,13 +1,14 @@
+# shellcheck shell=bash disable=SC2034 # CL_* are read by the tests that source this
 # tests/cluster/lib.sh: a private flash-sale pipeline on a throwaway Redis Cluster, for
 # the tests of label `cluster` (sourced after tests/e2e/lib.sh, whose helpers, pid list,
 # EXIT trap and skip rules it reuses).
 #
-# The cluster: 6 redis-server processes on loopback ports below the ephemeral range (a
-# run of 6 free ports, cluster bus +100), joined by `redis-cli --cluster create
-# --cluster-replicas 1` into 3 masters + 3 replicas, the shell twin of
-# tests/support/sk_test_cluster (node timeout 1500 ms, replica validity factor 0 so that
-# any replica may take over, AOF off: the replicas hold the data). Full coverage is not
-# required, so while one master fails over the others keep answering. Then the test's
+# The cluster: deploy/cluster.sh's (the one bring-up, as tests/support/sk_test_cluster
+# uses it), profile test (node timeout 1500 ms, replica validity factor 0 so that any
+# replica may take over, AOF off: the replicas hold the data): 6 redis-server processes on
+# a run of free loopback ports below the ephemeral range (cluster bus +100), 3 masters + 3
+# replicas. Full coverage is not required, so while one master fails over the others keep
+# answering. Then the test's
 # own seckill-devkafka, fronts (several seckill-order on one JWT secret) and consumers
 # (one group); only PostgreSQL is shared (SECKILL_PG), as in tests/e2e.
 # CL_KEEP_LOGS=1 prints the cluster's logs on failure too (they are large).
@@ -29,14 +30,12 @@ cl_require() {
 }
 
 cl_start_cluster() {
-    local base
-    base=$(cl_free_base) || e2e_fail "no run of 6 free ports"
-    # Node timeout 1.5 s, any replica may take over, no persistence: the replicas hold
-    # the data.
-    cl_spawn_cluster "$E2E_TMP" "$base" --cluster-node-timeout 1500 \
-        --cluster-replica-validity-factor 0 --appendonly no ||
-        e2e_fail "the cluster did not come up: $(tail -n 3 "$E2E_TMP/cluster-create.log" 2>/dev/null)"
-    E2E_PIDS+=("${CL_SPAWNED[@]}")
+    # The runner first in the list: e2e_cleanup stops it (and so the nodes) last.
+    if ! cl_run_cluster "$E2E_TMP/cluster" test; then
+        E2E_PIDS+=("$CL_RUNNER")
+        e2e_fail "the cluster did not come up: $(cat "$E2E_TMP/cluster/failed" 2>/dev/null)"
+    fi
+    E2E_PIDS+=("$CL_RUNNER")
     e2e_log "redis cluster on ${CL_PORTS[0]}-${CL_PORTS[5]} (3 masters + 3 replicas)"
 }
 
@@ -109,18 +108,14 @@ cl_check() {
 }
 
 # cl_summary DIR KEY / cl_outcome DIR "409 sold_out": figures from a bench's summary.json.
-cl_summary() { sed -n "s/^ *\"$2\": *\(-\{0,1\}[0-9.]*\).*/\1/p" "$1/summary.json" | head -n 1; }
-cl_outcome() {
-    local v
-    v=$(sed -n "s/^ *\"$2\": *\([0-9]*\).*/\1/p" "$1/summary.json" | head -n 1)
-    echo "${v:-0}"
-}
+cl_summary() { sk_json_num "$1/summary.json" "$2"; }
+cl_outcome() { sk_json_count "$1/summary.json" "$2"; }
 
 # The cluster's logs on failure, only when asked (they are long).
 cl_dump_logs() {
     [ -n "${CL_KEEP_LOGS:-}" ] || return 0
     local f
-    for f in "$E2E_TMP"/*.redislog; do
+    for f in "$E2E_TMP"/cluster/node-*.log; do
         echo "---- last lines of $(basename "$f")" >&2
         tail -n 20 "$f" >&2
     done

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/e2e/lib.sh: a private flash-sale pipeline for one e2e test, sourced by the tests.
 #
 # Isolation: each test runs its own seckill-devkafka (so its own topics, consumer group
@@ -11,6 +12,8 @@
 set -euo pipefail
 
 E2E_SKIP=77
+# shellcheck source=deploy/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../deploy/lib.sh"
 BIN=${SECKILL_BIN_DIR:?SECKILL_BIN_DIR is not set (ctest sets it)}
 E2E_TMP=$(mktemp -d /tmp/seckill-e2e.XXXXXX)
 E2E_PIDS=()
@@ -69,33 +72,18 @@ e2e_require() {
     for v in $(env | sed -n 's/^\(SECKILL_KAFKA_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 }
 
-# e2e_wait SECONDS DESCRIPTION COMMAND...: polls a condition every 50 ms.
+# e2e_wait SECONDS DESCRIPTION COMMAND...: polls a condition (deploy/lib.sh's sk_wait,
+# every 50 ms); fails the test at the deadline.
 e2e_wait() {
     local secs=$1 what=$2
     shift 2
-    local deadline=$((SECONDS + secs))
-    until "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $deadline ] || e2e_fail "$what: not within ${secs}s"
-        sleep 0.05
-    done
+    sk_wait "$secs" "$@" || e2e_fail "$what: not within ${secs}s"
 }
 
 # A loopback port nothing listens on, below the kernel's ephemeral range (an outgoing
 # connection can never have taken it in the meantime). Shared by tests/fault and
 # tests/cluster, which source this file.
-e2e_free_port() {
-    local lo p
-    lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-    [ "$lo" -gt 12000 ] || lo=32768
-    for _ in $(seq 1 200); do
-        p=$((10000 + RANDOM % (lo - 10000)))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            echo "$p"
-            return 0
-        fi
-    done
-    e2e_fail "no free port"
-}
+e2e_free_port() { sk_free_port || e2e_fail "no free port"; }
 
 e2e_start_kafka() {
     # The `kafka` label runs a test on Apache Kafka instead (tests/kafka/lib.sh).
@@ -117,7 +105,7 @@ e2e_start_consumer() {
     SECKILL_HTTP_PORT=$E2E_CONSUMER_PORT SECKILL_KAFKA_BROKERS=$E2E_BROKERS SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000 \
         SECKILL_GROUP_ID="seckill-e2e-$$" "$BIN/seckill-consumer" >>"$E2E_TMP/consumer.log" 2>&1 &
     E2E_CONSUMER_PID=$!
-    E2E_PIDS+=($E2E_CONSUMER_PID)
+    E2E_PIDS+=("$E2E_CONSUMER_PID")
     e2e_wait 60 "seckill-consumer /healthz" curl -fsS "http://127.0.0.1:$E2E_CONSUMER_PORT/healthz"
     e2e_log "consumer up (pid $E2E_CONSUMER_PID, port $E2E_CONSUMER_PORT)"
 }
@@ -149,11 +137,13 @@ e2e_bench() {
         --pg "$SECKILL_PG" --out "$E2E_TMP/out" "$@"
 }
 
-# e2e_warmup: one order through the whole pipeline, so the consumer is known to hold
-# its partitions (a group join takes seconds) before a test measures anything.
+# e2e_warmup [BENCH NAME]: one order through the whole pipeline, so the consumer is known
+# to hold its partitions (a group join takes seconds) before a test measures anything.
+# BENCH: the function that runs seckill-bench (e2e_bench; tests/fault: fault_bench over
+# every front), NAME the event's.
 e2e_warmup() {
-    e2e_bench --out "$E2E_TMP/warmup" --stock 1 --users 1 --requests 1 --connections 1 \
-        --drain.wait 60 --event.name e2e-warmup >"$E2E_TMP/warmup.log" 2>&1 ||
+    "${1:-e2e_bench}" --out "$E2E_TMP/warmup" --stock 1 --users 1 --requests 1 --connections 1 \
+        --drain.wait 60 --event.name "${2:-e2e-warmup}" >"$E2E_TMP/warmup.log" 2>&1 ||
         e2e_fail "warm-up order failed: $(tail -n 3 "$E2E_TMP/warmup.log")"
     grep -q '"drained": true' "$E2E_TMP/warmup/summary.json" ||
         e2e_fail "the warm-up order did not reach PostgreSQL within 60 s"
@@ -166,16 +156,10 @@ e2e_check() {
 }
 
 # e2e_summary KEY: a number from summary.json (written with one key a line).
-e2e_summary() {
-    sed -n "s/^ *\"$1\": *\(-\{0,1\}[0-9.]*\).*/\1/p" "$E2E_TMP/out/summary.json" | head -n 1
-}
+e2e_summary() { sk_json_num "$E2E_TMP/out/summary.json" "$1"; }
 
 # e2e_outcome "409 sold_out": a count from summary.json's outcomes (0 when absent).
-e2e_outcome() {
-    local v
-    v=$(sed -n "s/^ *\"$1\": *\([0-9]*\).*/\1/p" "$E2E_TMP/out/summary.json" | head -n 1)
-    echo "${v:-0}"
-}
+e2e_outcome() { sk_json_count "$E2E_TMP/out/summary.json" "$1"; }
 
 e2e_rows() {
     psql "$SECKILL_PG" -tAc "select count(*) from seckill_order where event_id = $(cat "$E2E_TMP/out/event_id")"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/fault/lib.sh: a whole private pipeline for one fault test, sourced by the tests.
 #
 # Unlike the e2e tests (which share the stack's Redis and PostgreSQL), a fault test
@@ -75,7 +76,7 @@ fault_start_redis() {
         --appendonly yes --appendfsync always --save "" --daemonize no \
         --logfile "$E2E_TMP/redis.log" </dev/null >/dev/null 2>&1 &
     FAULT_REDIS_PID=$!
-    E2E_PIDS+=($FAULT_REDIS_PID)
+    E2E_PIDS+=("$FAULT_REDIS_PID")
     e2e_wait 20 "redis-server on $FAULT_REDIS_PORT" fault_rcli PING
     SECKILL_REDIS_URL="redis://127.0.0.1:$FAULT_REDIS_PORT"
     e2e_log "redis up (pid $FAULT_REDIS_PID, port $FAULT_REDIS_PORT, AOF)"
@@ -142,7 +143,7 @@ fault_start_consumer() {
         SECKILL_KAFKA_HEARTBEAT_INTERVAL_MS=500 SECKILL_BATCH_MS=5 SECKILL_RETRY_MAX_MS=1000 \
         "$BIN/seckill-consumer" >>"$E2E_TMP/$name.log" 2>&1 &
     local pid=$!
-    FAULT_SVC_PIDS+=($pid)
+    FAULT_SVC_PIDS+=("$pid")
     printf -v "FAULT_PID_$name" %s "$pid"
     printf -v "FAULT_PORT_$name" %s "$port"
     e2e_wait 60 "$name /healthz" curl -fsS "http://127.0.0.1:$port/healthz"
@@ -162,7 +163,7 @@ fault_start_order() {
         SECKILL_RECONCILE_LOCK_TIMEOUT_MS=$FAULT_RECON_LOCK_MS SECKILL_GROUP_ID="$FAULT_GROUP" \
         SECKILL_RATELIMIT_MODE=off "$@" "$BIN/seckill-order" >>"$E2E_TMP/$name.log" 2>&1 &
     local pid=$!
-    FAULT_SVC_PIDS+=($pid)
+    FAULT_SVC_PIDS+=("$pid")
     printf -v "FAULT_PID_$name" %s "$pid"
     printf -v "FAULT_PORT_$name" %s "$port"
     e2e_wait 60 "$name /healthz" curl -fsS "http://127.0.0.1:$port/healthz"
@@ -214,7 +215,7 @@ fault_bench() {
 fault_bench_bg() {
     fault_bench "$@" >"$E2E_TMP/bench.out" 2>"$E2E_TMP/bench.log" &
     FAULT_BENCH_PID=$!
-    FAULT_SVC_PIDS+=($FAULT_BENCH_PID)
+    FAULT_SVC_PIDS+=("$FAULT_BENCH_PID")
     e2e_wait 30 "the bench's event" test -s "$E2E_TMP/out/event_id"
     FAULT_EVENT=$(cat "$E2E_TMP/out/event_id")
     e2e_log "burst on event $FAULT_EVENT"
@@ -225,16 +226,8 @@ fault_bench_wait() {
     cat "$E2E_TMP/bench.out" >&2
 }
 
-# fault_warmup: one order through the whole pipeline, so the consumer is known to hold
-# its partitions (a group join takes seconds) before the burst.
-fault_warmup() {
-    fault_bench --out "$E2E_TMP/warmup" --stock 1 --users 1 --requests 1 --connections 1 \
-        --drain.wait 60 --event.name fault-warmup >"$E2E_TMP/warmup.log" 2>&1 ||
-        e2e_fail "warm-up order failed: $(tail -n 3 "$E2E_TMP/warmup.log")"
-    grep -q '"drained": true' "$E2E_TMP/warmup/summary.json" ||
-        e2e_fail "the warm-up order did not reach PostgreSQL within 60 s"
-    e2e_log "warm-up order reached PostgreSQL"
-}
+# fault_warmup: e2e_warmup through every front, before the burst.
+fault_warmup() { e2e_warmup fault_bench fault-warmup; }
 
 # fault_key KIND: the event's Redis key (stock, buyers, pending, meta).
 fault_key() { echo "seckill:{e$FAULT_EVENT}:$1"; }

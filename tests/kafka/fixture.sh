@@ -5,6 +5,8 @@
 # java or the jars, `up` writes DIR/skip and the tests skip with its reason.
 set -euo pipefail
 KAFKA_SH=$(cd "$(dirname "$0")/../../deploy/kafka" && pwd)/kafka.sh
+# shellcheck source=deploy/lib.sh
+. "$(dirname "$0")/../../deploy/lib.sh"
 dir=${2:?usage: fixture.sh up|down DIR}
 case $1 in
 up)
@@ -14,12 +16,7 @@ up)
     if ! command -v java >/dev/null; then echo "java not installed (deploy/local.sh deps)" >"$dir/skip"; exit 0; fi
     if [ ! -f "$(dirname "$KAFKA_SH")/lib/.fetched" ]; then echo "the Kafka jars are not fetched (deploy/local.sh deps)" >"$dir/skip"; exit 0; fi
     # A free port with the next one free too (the controller's), below the ephemeral range.
-    for _ in $(seq 1 100); do
-        p=$((10000 + RANDOM % 20000))
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
-        (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null && continue
-        break
-    done
+    p=$(sk_free_ports 2) || { echo "fixture.sh: no 2 free consecutive ports" >&2; exit 1; }
     t0=$(date +%s%N)
     "$KAFKA_SH" start "$dir" "$p" 1
     # the order transitions' topic the consumers publish to by default (issue 22); each

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/kafka/lib.sh: Apache Kafka for the `kafka` tests (label kafka, tests/kafka.cmake),
 # sourced after tests/e2e/lib.sh (or tests/fault/lib.sh, which sources it).
 #
@@ -53,18 +54,7 @@ kafka_attach() {
 }
 
 # kafka_free_base N: a port P with P .. P+N-1 all free.
-kafka_free_base() {
-    local n=$1 p q ok
-    for _ in $(seq 1 50); do
-        p=$(e2e_free_port)
-        ok=1
-        for ((q = p; q < p + n; q++)); do
-            if (exec 3<>"/dev/tcp/127.0.0.1/$q") 2>/dev/null; then ok=0; break; fi
-        done
-        [ $ok -eq 1 ] && { echo "$p"; return 0; }
-    done
-    e2e_fail "no $n free consecutive ports"
-}
+kafka_free_base() { sk_free_ports "$1" || e2e_fail "no $1 free consecutive ports"; }
 
 # kafka_start_private NODES: a cluster of the test's own with the deployment's topics
 # (seckill.orders, seckill.orders.dlq: replication factor 3 and min.insync.replicas 2

@@ -3,13 +3,10 @@
 #include "sk_test_proc.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -134,32 +131,19 @@ int sk_test_cluster_other_master(const sk_test_cluster *c, int slot)
     return -1;
 }
 
-/* cluster_state:ok, all slots served, and (at start) every node known and every
- * replica's link to its master up (so a failover test finds its data replicated). */
-static int node_ok(const sk_test_cluster *c, int i, int want_known)
+/* cluster_state:ok and all slots served, as node i sees it. (At start, deploy/cluster.sh
+ * create waits for more: every node known, every replica's link up.) */
+static int node_ok(const sk_test_cluster *c, int i)
 {
     redisReply *r = sk_test_cluster_cmd(c, i, "CLUSTER INFO");
     int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") &&
              strstr(r->str, "cluster_slots_ok:16384");
-    if (ok && want_known) {
-        char k[64];
-        snprintf(k, sizeof(k), "cluster_known_nodes:%d", want_known);
-        ok = strstr(r->str, k) != NULL;
-    }
     if (r)
         freeReplyObject(r);
-    if (ok && want_known) {
-        r = sk_test_cluster_cmd(c, i, "INFO replication");
-        ok = r && r->type == REDIS_REPLY_STRING &&
-             (strstr(r->str, "role:master") || strstr(r->str, "master_link_status:up"));
-        if (r)
-            freeReplyObject(r);
-    }
     return ok;
 }
 
-static int wait_ok(const sk_test_cluster *c, int slot, int want_known, int timeout_ms, char *err,
-                   size_t errsz)
+static int wait_ok(const sk_test_cluster *c, int slot, int timeout_ms, char *err, size_t errsz)
 {
     double deadline = now_s() + timeout_ms / 1000.0;
     for (;;) {
@@ -167,7 +151,7 @@ static int wait_ok(const sk_test_cluster *c, int slot, int want_known, int timeo
         for (int i = 0; ok && i < SK_TEST_CLUSTER_NODES; i++) {
             if (sk_test_cluster_pid(c, i) <= 0)
                 continue;
-            ok = node_ok(c, i, want_known);
+            ok = node_ok(c, i);
             if (ok && slot >= 0) {
                 int o = slot_owner_seen_by(c, i, slot);
                 ok = o > 0 && (owner == -2 || owner == o);
@@ -188,7 +172,7 @@ static int wait_ok(const sk_test_cluster *c, int slot, int want_known, int timeo
 int sk_test_cluster_wait_ok(const sk_test_cluster *c, int slot, int timeout_ms, char *err,
                             size_t errsz)
 {
-    return wait_ok(c, slot, 0, timeout_ms, err, errsz);
+    return wait_ok(c, slot, timeout_ms, err, errsz);
 }
 
 static int ok_reply(redisReply *r)
@@ -271,51 +255,73 @@ int sk_test_cluster_migrate_slot(sk_test_cluster *c, int slot, int to, char *err
     for (int i = 0; i < SK_TEST_CLUSTER_NODES; i++)
         if (i != to && i != from && sk_test_cluster_pid(c, i) > 0 && is_master(c, i))
             ok_reply(sk_test_cluster_cmd(c, i, "CLUSTER SETSLOT %d NODE %s", slot, to_id));
-    return wait_ok(c, slot, 0, 20000, err, errsz);
+    return wait_ok(c, slot, 20000, err, errsz);
 }
 
-/* redis-cli --cluster create, its output kept in a temporary file for the error. */
-static int cluster_create(sk_test_cluster *c, char *err, size_t errsz)
+/* deploy/cluster.sh, the one Redis Cluster bring-up of the repository: from
+ * $SECKILL_SOURCE_DIR (ctest sets it), else from this file's place in the tree. */
+static void cluster_script(char *buf, size_t size)
 {
-    char addrs[SK_TEST_CLUSTER_NODES][32];
-    const char *argv[SK_TEST_CLUSTER_NODES + 10];
+    const char *src = getenv("SECKILL_SOURCE_DIR");
+    if (src && *src) {
+        snprintf(buf, size, "%s/deploy/cluster.sh", src);
+        return;
+    }
+    const char *f = __FILE__, *cut = strstr(f, "tests/support/");
+    snprintf(buf, size, "%.*sdeploy/cluster.sh", cut ? (int)(cut - f) : 0, f);
+}
+
+/* run_script: `deploy/cluster.sh ARGS...` with its stdout and stderr into one temporary
+ * file whose text goes to out (NUL-terminated, the tail if longer). `auth`: a password
+ * for redis-cli through REDISCLI_AUTH (never on a command line), or "". @returns the
+ * exit status, or -1 if it could not run. */
+static int run_script(const char *const *args, const char *auth, char *out, size_t outsz)
+{
+    char script[1024], env_auth[160];
+    cluster_script(script, sizeof(script));
+    const char *argv[24];
     int n = 0;
-    argv[n++] = "redis-cli";
-    if (c->pass[0]) {
-        argv[n++] = "-a";
-        argv[n++] = c->pass;
-        argv[n++] = "--no-auth-warning";
-    }
-    argv[n++] = "--cluster";
-    argv[n++] = "create";
-    for (int i = 0; i < SK_TEST_CLUSTER_NODES; i++) {
-        snprintf(addrs[i], sizeof(addrs[i]), "127.0.0.1:%d", sk_test_cluster_port(c, i));
-        argv[n++] = addrs[i];
-    }
-    argv[n++] = "--cluster-replicas";
-    argv[n++] = "1";
-    argv[n++] = "--cluster-yes";
+    argv[n++] = "bash";
+    argv[n++] = script;
+    for (int i = 0; args[i] && n < 23; i++)
+        argv[n++] = args[i];
     argv[n] = NULL;
-    char out[] = "/tmp/sk-test-cluster-create-XXXXXX";
-    int fd = mkstemp(out);
+    snprintf(env_auth, sizeof(env_auth), "REDISCLI_AUTH=%s", auth);
+    const char *env[] = {auth[0] ? env_auth : NULL, NULL};
+    char path[] = "/tmp/sk-test-cluster-XXXXXX";
+    int fd = mkstemp(path);
     if (fd < 0) {
-        snprintf(err, errsz, "mkstemp: %s", strerror(errno));
+        snprintf(out, outsz, "mkstemp: %s", strerror(errno));
         return -1;
     }
-    sk_test_spawn_opts o = {.out_path = out, .err_path = out, .null_stdin = 1};
+    sk_test_spawn_opts o = {.env = env, .out_path = path, .err_path = path, .null_stdin = 1};
     pid_t pid = sk_test_spawn(argv, &o);
-    int status = pid > 0 ? sk_test_proc_stop(pid, 0, -1) : -1;
-    int ok = status == 0;
-    if (!ok) {
-        char buf[4096] = "";
-        ssize_t got = pread(fd, buf, sizeof(buf) - 1, 0);
-        buf[got > 0 ? got : 0] = '\0';
-        const char *tail = strlen(buf) > 300 ? buf + strlen(buf) - 300 : buf;
-        snprintf(err, errsz, "redis-cli --cluster create failed: %s", tail);
-    }
+    int status = pid > 0 ? sk_test_proc_stop(pid, 0, 120000) : -1;
+    char buf[4096] = "";
+    ssize_t got = pread(fd, buf, sizeof(buf) - 1, 0);
+    buf[got > 0 ? got : 0] = '\0';
+    size_t len = strlen(buf), keep = len < outsz ? len : outsz - 1;
+    memcpy(out, buf + len - keep, keep); /* the tail: where the error is */
+    out[keep] = '\0';
     close(fd);
-    unlink(out);
-    return ok ? 0 : -1;
+    unlink(path);
+    return status;
+}
+
+/* The test profile's redis-server options (`deploy/cluster.sh options test`, one a line)
+ * into opts (pointers into store). @returns how many, or -1 with err set. */
+static int profile_options(char *store, size_t storesz, const char **opts, int max, char *err,
+                           size_t errsz)
+{
+    const char *args[] = {"options", "test", NULL};
+    if (run_script(args, "", store, storesz) != 0) {
+        snprintf(err, errsz, "deploy/cluster.sh options test failed: %.200s", store);
+        return -1;
+    }
+    int n = 0;
+    for (char *line = strtok(store, "\n"); line && n < max; line = strtok(NULL, "\n"))
+        opts[n++] = line;
+    return n;
 }
 
 sk_test_cluster *sk_test_cluster_start(const char *password, char *err, size_t errsz)
@@ -327,17 +333,34 @@ sk_test_cluster *sk_test_cluster_start(const char *password, char *err, size_t e
     }
     if (password)
         snprintf(c->pass, sizeof(c->pass), "%s", password);
+    char store[1024];
+    const char *opts[16];
+    int nopts = profile_options(store, sizeof(store), opts, 16, err, errsz);
+    if (nopts < 0) {
+        free(c);
+        return NULL;
+    }
     for (int i = 0; i < SK_TEST_CLUSTER_NODES; i++) {
-        /* The bus port is our own pick too: port + 10000 may be past 65535. */
+        /* The nodes are sk_test_redis servers (the tests kill and restart them); the bus
+         * port is our own pick too: port + 10000 may be past 65535. */
         for (int attempt = 0; attempt < 3 && !c->node[i]; attempt++) {
             char bus[16];
             snprintf(bus, sizeof(bus), "%d", sk_test_free_port());
-            const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                   "--cluster-node-timeout", "1500", "--cluster-port", bus,
-                                   "--appendonly", "no", "--cluster-replica-validity-factor", "0",
-                                   "--repl-diskless-sync-delay", "0", /* replicas in sync at once */
-                                   password ? "--requirepass" : NULL, c->pass, "--masterauth",
-                                   c->pass, NULL};
+            const char *extra[32];
+            int n = 0;
+            const char *cl[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                "--cluster-port", bus};
+            for (size_t k = 0; k < sizeof(cl) / sizeof(cl[0]); k++)
+                extra[n++] = cl[k];
+            for (int k = 0; k < nopts; k++)
+                extra[n++] = opts[k];
+            if (password) {
+                extra[n++] = "--requirepass";
+                extra[n++] = c->pass;
+                extra[n++] = "--masterauth";
+                extra[n++] = c->pass;
+            }
+            extra[n] = NULL;
             c->node[i] = sk_test_redis_start(extra, err, errsz);
         }
         if (!c->node[i]) {
@@ -345,8 +368,17 @@ sk_test_cluster *sk_test_cluster_start(const char *password, char *err, size_t e
             return NULL;
         }
     }
-    if (cluster_create(c, err, errsz) != 0 ||
-        wait_ok(c, -1, SK_TEST_CLUSTER_NODES, 30000, err, errsz) != 0) {
+    /* `create` joins them and waits until the cluster is ok: every slot served, every
+     * node known, every replica's link up. */
+    char ports[SK_TEST_CLUSTER_NODES][16], out[400];
+    const char *args[SK_TEST_CLUSTER_NODES + 4] = {"create", "--seconds", "30"};
+    for (int i = 0; i < SK_TEST_CLUSTER_NODES; i++) {
+        snprintf(ports[i], sizeof(ports[i]), "%d", sk_test_cluster_port(c, i));
+        args[3 + i] = ports[i];
+    }
+    args[3 + SK_TEST_CLUSTER_NODES] = NULL;
+    if (run_script(args, c->pass, out, sizeof(out)) != 0) {
+        snprintf(err, errsz, "deploy/cluster.sh create: %s", out);
         sk_test_cluster_free(c);
         return NULL;
     }

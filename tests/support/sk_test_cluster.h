@@ -1,8 +1,9 @@
 /* sk_test_cluster: a throwaway Redis Cluster for tests: 6 redis-server processes
- * (sk_test_redis, cluster mode, AOF off, cluster-node-timeout 1500 ms, diskless
- * replication without delay, own ports, bus ports and directories) joined by `redis-cli --cluster create --cluster-replicas 1`
- * into 3 masters + 3 replicas, and helpers to migrate a slot and to wait on the
- * cluster's state. Waits on conditions (CLUSTER INFO, CLUSTER SLOTS), never sleeps.
+ * (sk_test_redis, cluster mode with the options of `deploy/cluster.sh options test`: AOF
+ * off, cluster-node-timeout 1500 ms, diskless replication without delay; own ports, bus
+ * ports and directories) joined by `deploy/cluster.sh create` (redis-cli --cluster create
+ * --cluster-replicas 1) into 3 masters + 3 replicas, and helpers to migrate a slot and
+ * to wait on the cluster's state. Waits on conditions (CLUSTER INFO, CLUSTER SLOTS), never sleeps.
  * Not thread-safe: one owner per cluster. */
 #ifndef SK_TEST_CLUSTER_H
 #define SK_TEST_CLUSTER_H
