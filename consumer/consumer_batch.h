@@ -25,7 +25,7 @@ typedef struct consumer_batch_msg {
                            * replay: status unknown here), 0 not written */
     int64_t pay_by_ms;    /* 'c': the row's pay_by (epoch ms), for the order index */
     consumer_order order; /* valid when err == CONSUMER_MSG_OK */
-    /* Dead-letter progress (consumer_loop): 0 to send, 1 acknowledged, 2 given up.
+    /* Dead-letter progress (consumer_dlq.c): 0 to send, 1 acknowledged, 2 given up.
      * dlq_small: the DLQ refused a copy for good (size, format): send a short one. */
     unsigned char dlq_state, dlq_small;
     int dlq_why; /* rd_kafka_resp_err_t of that refusal, 0 if none */
