@@ -7,6 +7,12 @@
  * sequence came from, so (day, sequence) pairs are unique as long as the counter never
  * goes back, and this library detects when it does.
  *
+ * Unguessable layout (an option: idgen_opts.secret): bits 31..0 are the sequence passed
+ * through a keyed permutation (a Feistel network over its two 16-bit halves, SipHash-2-4
+ * round function, the ID's second as the tweak). IDs stay unique, positive and ordered by
+ * second, but within a second they are in no visible order and the low bits do not count
+ * the day's IDs; idgen_decode_keyed with the same secret gives the sequence back.
+ *
  * Modes: IDGEN_MODE_INCR, one INCR per ID; IDGEN_MODE_SEGMENT, a block of sequence
  * numbers leased with one INCRBY and handed out in process, the next block fetched in
  * the background before the current one runs out (a double buffer, like Meituan Leaf).
@@ -73,6 +79,12 @@ typedef struct idgen_opts {
      * 0 (default): no WAIT; rely on appendfsync always. See README.md. */
     int wait_replicas;
     int wait_timeout_ms; /* default 100; counts against the caller's wait in incr mode */
+    /* The unguessable layout: a secret of 16..1024 bytes (NULL: the plain layout). Only a
+     * key derived from it is kept; the caller keeps ownership of the bytes. Every process
+     * issuing one prefix must use the same secret: the permutation is what makes two
+     * sequences two different IDs, so mixing layouts on one prefix may collide. */
+    const void *secret;
+    size_t secret_len;
 } idgen_opts;
 
 typedef struct idgen_parts {
@@ -115,6 +127,17 @@ IDGEN_EXPORT int idgen_decode(uint64_t id, idgen_parts *out);
 /** @brief Builds an ID from a time and a sequence. @returns IDGEN_OK or IDGEN_ERR_CLOCK
  *  when unix_seconds is outside the layout. */
 IDGEN_EXPORT int idgen_encode(int64_t unix_seconds, uint32_t sequence, uint64_t *id);
+
+/** @brief idgen_encode for the unguessable layout: the sequence permuted under `secret`
+ *  (16..1024 bytes). @returns IDGEN_OK, IDGEN_ERR_ARG (bad secret) or IDGEN_ERR_CLOCK. */
+IDGEN_EXPORT int idgen_encode_keyed(int64_t unix_seconds, uint32_t sequence, const void *secret,
+                                    size_t secret_len, uint64_t *id);
+
+/** @brief idgen_decode for the unguessable layout: the time, and the sequence recovered
+ *  with `secret`. @returns IDGEN_OK or IDGEN_ERR_ARG (bit 63 set, or a bad secret). A
+ *  wrong secret gives a wrong sequence, not an error: the layout has no check bits. */
+IDGEN_EXPORT int idgen_decode_keyed(uint64_t id, const void *secret, size_t secret_len,
+                                    idgen_parts *out);
 
 /* Counters since idgen_new, for metrics and tests. */
 typedef struct idgen_stats {

@@ -1,7 +1,8 @@
 /* idgen: the command-line face of libidgen.
  *
  *   idgen next   [--redis URL] [--prefix P] [--mode incr|segment] [-n N] [--timeout-ms MS]
- *   idgen decode ID...
+ *                [--scramble]
+ *   idgen decode [--scramble] ID...
  *   idgen bench  [--redis URL] [--prefix P] [--seconds S] [--threads T[,T...]] [--json]
  *
  * Exit status: 0 ok; 1 Redis (or the counter) failed; 2 a bad argument or a bad ID. */
@@ -23,7 +24,8 @@
 
 static const char usage[] =
     "usage: idgen next   [--redis URL] [--prefix P] [--mode incr|segment] [-n N] [--timeout-ms MS]\n"
-    "       idgen decode ID...\n"
+    "                    [--scramble]\n"
+    "       idgen decode [--scramble] ID...\n"
     "       idgen bench  [--redis URL] [--prefix P] [--seconds S] [--threads T[,T...]]\n"
     "                    [--modes incr,segment,snowflake,uuidv7] [--timeout-ms MS] [--json]\n"
     "\n"
@@ -35,6 +37,9 @@ static const char usage[] =
     "  bench    runs incr, segment (Redis) and the snowflake and uuidv7 baselines (local)\n"
     "           for S seconds (default 2) with T threads (default 1), as a table or --json\n"
     "\n"
+    "--scramble: the unguessable layout, bits 31..0 the sequence permuted under the secret in\n"
+    "$SECKILL_IDGEN_SECRET (16..1024 bytes; never on the command line, where ps shows it);\n"
+    "decode --scramble gives the sequence back with the same secret.\n"
     "--redis defaults to $SECKILL_REDIS_URL. Exit status: 0 ok, 1 Redis failed,\n"
     "2 a bad argument or a bad ID.\n";
 
@@ -82,7 +87,22 @@ static char *put_u64(char *p, uint64_t v)
     return p;
 }
 
-enum { OPT_TIMEOUT = 1000, OPT_JSON, OPT_SECONDS, OPT_THREADS, OPT_MODES };
+enum { OPT_TIMEOUT = 1000, OPT_JSON, OPT_SECONDS, OPT_THREADS, OPT_MODES, OPT_SCRAMBLE };
+
+#define SECRET_ENV "SECKILL_IDGEN_SECRET"
+
+/* --scramble: the secret from the environment. @returns it, or NULL after a message. */
+static const char *secret_from_env(void)
+{
+    const char *s = getenv(SECRET_ENV);
+    size_t n = s ? strlen(s) : 0;
+    if (n < 16 || n > 1024) {
+        fprintf(stderr, "idgen: --scramble needs %s: %zu bytes, want 16..1024\n", SECRET_ENV,
+                n);
+        return NULL;
+    }
+    return s;
+}
 
 /* Prints n IDs of g, one a line, in chunks. @returns 0, EXIT_USAGE or EXIT_REDIS
  * (an error, or stdout closed). */
@@ -126,6 +146,7 @@ static int cmd_next(int argc, char **argv)
                                        {"prefix", required_argument, NULL, 'p'},
                                        {"mode", required_argument, NULL, 'm'},
                                        {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+                                       {"scramble", no_argument, NULL, OPT_SCRAMBLE},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     const char *url = default_url(), *prefix = "default";
@@ -157,6 +178,11 @@ static int cmd_next(int argc, char **argv)
             if (parse_int(optarg, 1, 600000, &timeout))
                 return die_usage("bad --timeout-ms '%s': 1..600000", optarg);
             break;
+        case OPT_SCRAMBLE:
+            if (!(o.secret = secret_from_env()))
+                return EXIT_USAGE;
+            o.secret_len = strlen(o.secret);
+            break;
         case 'h':
             fputs(usage, stdout);
             return 0;
@@ -187,20 +213,31 @@ static int cmd_next(int argc, char **argv)
 
 static int cmd_decode(int argc, char **argv)
 {
-    if (argc < 2)
+    const char *secret = NULL;
+    int first = 1;
+    if (argc > 1 && strcmp(argv[1], "--scramble") == 0) {
+        if (!(secret = secret_from_env()))
+            return EXIT_USAGE;
+        first = 2;
+    }
+    if (argc <= first)
         return die_usage("%s", "decode needs at least one ID");
-    for (int i = 1; i < argc; i++) {
+    size_t slen = secret ? strlen(secret) : 0;
+    for (int i = first; i < argc; i++) {
         uint64_t v;
         idgen_parts parts;
         if (sk_id_parse_str(argv[i], 0, (uint64_t)INT64_MAX, &v) != 0 ||
             idgen_decode(v, &parts) != IDGEN_OK)
             return die_usage("bad ID '%s': a decimal in 0..9223372036854775807", argv[i]);
     }
-    for (int i = 1; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         uint64_t v = 0;
         idgen_parts p;
         sk_id_parse_str(argv[i], 0, (uint64_t)INT64_MAX, &v);
-        idgen_decode(v, &p);
+        if (secret)
+            idgen_decode_keyed(v, secret, slen, &p);
+        else
+            idgen_decode(v, &p);
         time_t t = (time_t)p.unix_seconds;
         struct tm tm;
         char utc[32];

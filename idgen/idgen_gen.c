@@ -28,6 +28,7 @@
 #include "idgen_int.h"
 
 #include "idgen_core.h"
+#include "idgen_scramble.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -58,6 +59,8 @@ struct idgen_s {
     idgen_opts o;
     uint64_t uid; /* names this generator in per-thread chunks (see idgen_next) */
     char prefix[IDGEN_PREFIX_MAX + 1];
+    int scrambled; /* the unguessable layout: key below, derived from opts.secret */
+    idgen_scramble_key key;
 
     _Atomic int64_t hw_sec; /* the latest second stamped (never decreases) */
 
@@ -163,6 +166,14 @@ static int check_stamp(const idgen_t *g, int64_t stamp)
     idgen_core_format_utc(stamp, utc, sizeof(utc));
     return fail(g, IDGEN_ERR_CLOCK, "clock %s is outside the ID layout (2024-01-01 + 2^31 s)",
                 utc);
+}
+
+/* The ID of (stamp, seq) in this generator's layout. */
+static inline uint64_t pack_id(const idgen_t *g, int64_t stamp, uint32_t seq)
+{
+    if (g->scrambled)
+        seq = idgen_scramble_seq(&g->key, (uint32_t)(stamp - IDGEN_EPOCH_UNIX), seq);
+    return idgen_core_pack(stamp, seq);
 }
 
 /* ---- highest number seen per day ---- */
@@ -310,7 +321,7 @@ static int incr_next_batch(idgen_t *g, uint64_t *ids, size_t n)
                         (unsigned long long)count);
         }
         for (uint64_t i = 0; i < count; i++)
-            ids[done + i] = idgen_core_pack(stamp, (uint32_t)(first + i));
+            ids[done + i] = pack_id(g, stamp, (uint32_t)(first + i));
         done += count;
     }
     return IDGEN_OK;
@@ -493,7 +504,7 @@ static int seg_next_batch(idgen_t *g, uint64_t *ids, size_t n)
                 return rc;
         }
         for (uint64_t i = 0; i < count; i++)
-            ids[done + i] = idgen_core_pack(stamp, (uint32_t)(first + i));
+            ids[done + i] = pack_id(g, stamp, (uint32_t)(first + i));
         done += count;
     }
     return IDGEN_OK;
@@ -621,6 +632,8 @@ idgen_t *idgen_new_with_backend(const idgen_backend *be, const char *prefix,
              (o.wait_replicas > 0 && o.wait_timeout_ms < 1))
         bad = "need 0 <= wait_replicas <= 100, and wait_timeout_ms >= 1 with replicas"
               " (WAIT 0 would block)";
+    else if (o.secret && (o.secret_len < IDGEN_SECRET_MIN || o.secret_len > IDGEN_SECRET_MAX))
+        bad = "secret must be 16..1024 bytes";
     if (bad) {
         snprintf(errstr, errsz, "idgen: %s", bad);
         be->destroy(be->arg);
@@ -636,6 +649,12 @@ idgen_t *idgen_new_with_backend(const idgen_backend *be, const char *prefix,
     g->o = o;
     g->uid = atomic_fetch_add(&next_uid, 1);
     snprintf(g->prefix, sizeof(g->prefix), "%s", prefix);
+    if (o.secret) {
+        idgen_scramble_key_derive(o.secret, o.secret_len, &g->key);
+        g->scrambled = 1;
+    }
+    g->o.secret = NULL; /* the caller's bytes: only the derived key is kept */
+    g->o.secret_len = 0;
     g->next_size = o.segment_min;
     g->ttl_day = -1;
     g->seen_day[0] = g->seen_day[1] = INT64_MIN;
@@ -671,7 +690,7 @@ int idgen_next(idgen_t *g, uint64_t *id)
     if (__builtin_expect(t_chunk.uid == g->uid && t_chunk.day == day &&
                              t_chunk.next < t_chunk.end && idgen_core_time_ok(stamp),
                          1)) {
-        *id = idgen_core_pack(stamp, (uint32_t)t_chunk.next++);
+        *id = pack_id(g, stamp, (uint32_t)t_chunk.next++);
         return IDGEN_OK;
     }
     /* Refill this thread's chunk from the block: one fetch_add, no lock, no Redis. */
@@ -689,7 +708,7 @@ int idgen_next(idgen_t *g, uint64_t *id)
     t_chunk.day = day;
     t_chunk.next = first + 1;
     t_chunk.end = first + count;
-    *id = idgen_core_pack(stamp, (uint32_t)first);
+    *id = pack_id(g, stamp, (uint32_t)first);
     return IDGEN_OK;
 }
 
@@ -736,5 +755,6 @@ void idgen_free(idgen_t *g)
     pthread_cond_destroy(&g->ready_cv);
     pthread_mutex_destroy(&g->mu);
     pthread_mutex_destroy(&g->seen_mu);
+    memset(&g->key, 0, sizeof(g->key));
     free(g);
 }

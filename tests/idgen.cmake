@@ -11,11 +11,13 @@ if(TARGET idgen AND idgen_type STREQUAL "STATIC_LIBRARY")
     LIBS seckill::idgen LABELS unit TIMEOUT 60)
   seckill_add_test(NAME test_idgen_gen SOURCES unit/test_idgen_gen.c
     LIBS seckill::idgen Threads::Threads LABELS unit TIMEOUT 120)
+  seckill_add_test(NAME test_idgen_scramble SOURCES unit/test_idgen_scramble.c
+    LIBS seckill::idgen LABELS unit TIMEOUT 60)
 endif()
 
 # Integration tests: the CLI must be built first (they spawn it from SECKILL_BIN_DIR).
 if(TARGET idgen_cli)
-  set(idgen_integration procs faults)
+  set(idgen_integration procs faults keyed)
   if(idgen_type STREQUAL "STATIC_LIBRARY")
     list(APPEND idgen_integration clock)
   endif()
