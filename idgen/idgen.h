@@ -54,12 +54,31 @@ typedef enum {
                                * generator saw; retriable. See README.md */
     IDGEN_ERR_NOMEM = -5,
     IDGEN_ERR_CLOCK = -6,     /* the clock is before the epoch or past the layout: not retriable */
+    IDGEN_ERR_FLOOR = -7,     /* the floor store (opts.floor) failed: retriable */
 } idgen_err;
 
 typedef enum {
     IDGEN_MODE_INCR = 0,
     IDGEN_MODE_SEGMENT = 1,
 } idgen_mode;
+
+/* The floor store (opts.floor): a record of each day counter's floor kept outside Redis,
+ * so that a Redis that lost the counter (no AOF, a failover that dropped writes) is
+ * restored above every number any process handed out, instead of restarting at 1.
+ * idgen_floor_pg.h implements it in PostgreSQL. Called from the refill thread (segment
+ * mode) or the callers' threads (incr mode): both functions must be thread-safe and
+ * bounded in time. Each returns 0, or -1 with a message in err. */
+typedef struct idgen_floor_store {
+    /* Raises the floor of (prefix, day) to at least `floor` (never lowers it), durably,
+     * before returning. `day` is the UTC day number (days since 1970-01-01). */
+    int (*raise)(void *arg, const char *prefix, int64_t day, uint64_t floor, char *err,
+                 size_t errsz);
+    /* For a counter found missing: starts a new restore epoch of (prefix, day) and stores
+     * the floor and that epoch (1, 2, ...; never the same twice for one day, < 2^20). */
+    int (*restore)(void *arg, const char *prefix, int64_t day, uint64_t *floor,
+                   uint32_t *epoch, char *err, size_t errsz);
+    void *arg;
+} idgen_floor_store;
 
 /* Options; start from idgen_opts_init and change what you need. */
 typedef struct idgen_opts {
@@ -85,6 +104,15 @@ typedef struct idgen_opts {
      * sequences two different IDs, so mixing layouts on one prefix may collide. */
     const void *secret;
     size_t secret_len;
+    /* Floor mode: no reissue after Redis lost the counter. NULL (default): none. The
+     * store is the caller's and must outlive the generator. The day key then holds
+     * epoch * 2^33 + sequence and is leased by a script that refuses a missing key; every
+     * process of one prefix must use the floor (see README.md, "Floor mode"). */
+    const idgen_floor_store *floor;
+    /* How far past a lease the floor is written, so that most leases need no write (the
+     * numbers a restore may skip, as a sequence's cache). 0 (default): max(1000, 4 x the
+     * lease). */
+    uint32_t floor_step;
 } idgen_opts;
 
 typedef struct idgen_parts {
@@ -148,6 +176,8 @@ typedef struct idgen_stats {
                             * still holds in its own chunk (segment mode) */
     uint64_t redis_errors; /* failed round trips (unreachable, timeout, error reply) */
     uint32_t segment_size; /* segment mode: the size of the next lease; 0 in incr mode */
+    uint64_t floor_writes;   /* floor mode: floors raised in the store */
+    uint64_t floor_restores; /* floor mode: counters found missing and restored */
 } idgen_stats;
 
 /** @brief Copies g's counters into *out. Thread-safe; a consistent snapshot only when no

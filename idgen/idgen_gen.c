@@ -59,6 +59,7 @@ struct idgen_s {
     idgen_opts o;
     uint64_t uid; /* names this generator in per-thread chunks (see idgen_next) */
     char prefix[IDGEN_PREFIX_MAX + 1];
+    idgen_floor *floor; /* floor mode (opts.floor), else NULL: see idgen_floor.c */
     int scrambled; /* the unguessable layout: key below, derived from opts.secret */
     idgen_scramble_key key;
 
@@ -202,6 +203,17 @@ static void seen_raise(idgen_t *g, int64_t day, uint64_t v)
 
 /* ---- one lease: n numbers of `day`'s counter ---- */
 
+/* INCRBY of the day key, or its floor-mode lease. @returns IDGEN_OK or an error. */
+static int lease_raw(idgen_t *g, const char *key, int64_t day, int64_t stamp, uint64_t n,
+                     int64_t ttl, uint64_t *last, char *err, size_t errsz)
+{
+    if (g->floor)
+        return idgen_floor_lease(g->floor, key, day, n, ttl,
+                                 idgen_core_key_ttl(day, stamp, g->o.key_ttl_days), last, err,
+                                 errsz);
+    return g->be.incrby(g->be.arg, key, n, ttl, last, err, errsz) ? IDGEN_ERR_REDIS : IDGEN_OK;
+}
+
 static int lease_verdict(idgen_t *g, const char *key, int64_t day, int64_t stamp, uint64_t n,
                          uint64_t seen, uint64_t last, uint64_t *first, uint64_t *count,
                          char *err, size_t errsz);
@@ -224,11 +236,12 @@ static int lease(idgen_t *g, int64_t day, int64_t stamp, uint64_t n, int always_
     uint64_t last;
     char berr[ERR_MAX];
     atomic_fetch_add(&g->inflight, n);
-    if (g->be.incrby(g->be.arg, key, n, ttl, &last, berr, sizeof(berr)) != IDGEN_OK) {
+    int lrc = lease_raw(g, key, day, stamp, n, ttl, &last, berr, sizeof(berr));
+    if (lrc != IDGEN_OK) {
         atomic_fetch_sub(&g->inflight, n);
         atomic_fetch_add_explicit(&g->st_redis_errors, 1, memory_order_relaxed);
         snprintf(err, errsz, "%s", berr);
-        return IDGEN_ERR_REDIS;
+        return lrc;
     }
     atomic_fetch_add_explicit(&g->st_leases, 1, memory_order_relaxed);
     if (ttl)
@@ -277,7 +290,7 @@ static int lease_verdict(idgen_t *g, const char *key, int64_t day, int64_t stamp
     if (high > last) {
         char berr[ERR_MAX];
         int64_t ttl = idgen_core_key_ttl(day, stamp, g->o.key_ttl_days);
-        if (g->be.incrby(g->be.arg, key, high - last, ttl, &after, berr, sizeof(berr)) ==
+        if (lease_raw(g, key, day, stamp, high - last, ttl, &after, berr, sizeof(berr)) ==
             IDGEN_OK) {
             jumped = 1;
             seen_raise(g, day, after);
@@ -634,6 +647,8 @@ idgen_t *idgen_new_with_backend(const idgen_backend *be, const char *prefix,
               " (WAIT 0 would block)";
     else if (o.secret && (o.secret_len < IDGEN_SECRET_MIN || o.secret_len > IDGEN_SECRET_MAX))
         bad = "secret must be 16..1024 bytes";
+    else if (o.floor && (!o.floor->raise || !o.floor->restore || !be->floor_lease))
+        bad = "floor mode needs a store with raise and restore, on a backend that has it";
     if (bad) {
         snprintf(errstr, errsz, "idgen: %s", bad);
         be->destroy(be->arg);
@@ -666,6 +681,11 @@ idgen_t *idgen_new_with_backend(const idgen_backend *be, const char *prefix,
     pthread_cond_init(&g->refill_cv, &ca);
     pthread_cond_init(&g->ready_cv, &ca);
     pthread_condattr_destroy(&ca);
+    if (o.floor && !(g->floor = idgen_floor_new(&g->be, o.floor, g->prefix, o.floor_step))) {
+        snprintf(errstr, errsz, "idgen: out of memory");
+        idgen_free(g);
+        return NULL;
+    }
     /* Generation 0 is an empty block: the first caller takes the slow path. */
     if (o.mode == IDGEN_MODE_SEGMENT) {
         int e = pthread_create(&g->refill_thread, NULL, refill_main, g);
@@ -732,6 +752,7 @@ void idgen_get_stats(const idgen_t *g, idgen_stats *out)
     out->resets = atomic_load(&m->st_resets);
     out->dropped = atomic_load(&m->st_dropped);
     out->redis_errors = atomic_load(&m->st_redis_errors);
+    idgen_floor_counts(m->floor, &out->floor_writes, &out->floor_restores);
     if (g->o.mode == IDGEN_MODE_SEGMENT) {
         pthread_mutex_lock(&m->mu);
         out->segment_size = m->next_size;
@@ -751,6 +772,7 @@ void idgen_free(idgen_t *g)
         pthread_join(g->refill_thread, NULL);
     }
     g->be.destroy(g->be.arg);
+    idgen_floor_free(g->floor);
     pthread_cond_destroy(&g->refill_cv);
     pthread_cond_destroy(&g->ready_cv);
     pthread_mutex_destroy(&g->mu);

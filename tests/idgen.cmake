@@ -29,6 +29,14 @@ if(TARGET idgen_cli)
   endforeach()
 endif()
 
+# Floor mode: a throwaway Redis without AOF and a PostgreSQL database of its own.
+if(TARGET idgen_cli)
+  seckill_add_test(NAME test_idgen_floor SOURCES integration/test_idgen_floor.c
+    LIBS seckill::idgen Threads::Threads PkgConfig::HIREDIS LABELS integration TIMEOUT 180)
+  target_include_directories(test_idgen_floor PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+  add_dependencies(test_idgen_floor idgen_cli)
+endif()
+
 # On a throwaway Redis Cluster (issue 8): label cluster.
 if(TARGET idgen_cli AND TARGET rcluster) # seckill_test_cluster: tests/rcluster.cmake
   seckill_add_test(NAME test_idgen_cluster SOURCES integration/test_idgen_cluster.c
