@@ -53,8 +53,13 @@ typedef enum {
                                * once, the counter already pushed past every number this
                                * generator saw; retriable. See README.md */
     IDGEN_ERR_NOMEM = -5,
-    IDGEN_ERR_CLOCK = -6,     /* the clock is before the epoch or past the layout: not retriable */
+    IDGEN_ERR_CLOCK = -6,     /* the clock is before the epoch or past the layout: not
+                               * retriable; worker mode: it stepped back past the bound,
+                               * retriable once it has caught up */
     IDGEN_ERR_FLOOR = -7,     /* the floor store (opts.floor) failed: retriable */
+    IDGEN_ERR_LEASE = -8,     /* worker mode: the worker lease is lost or its reservation
+                               * ran out (Redis unreachable): retriable, a lease is retaken
+                               * in the background */
 } idgen_err;
 
 typedef enum {

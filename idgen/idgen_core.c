@@ -129,7 +129,11 @@ const char *idgen_strerror(int err)
     case IDGEN_ERR_NOMEM:
         return "out of memory";
     case IDGEN_ERR_CLOCK:
-        return "the clock is outside the ID layout";
+        return "the clock is outside the ID layout, or stepped back too far";
+    case IDGEN_ERR_FLOOR:
+        return "the floor store failed";
+    case IDGEN_ERR_LEASE:
+        return "no worker lease (lost, or not renewed in time)";
     default:
         return "unknown error";
     }
@@ -139,5 +143,6 @@ int idgen_err_retriable(int err)
 {
     /* RESET is retriable: the generator has already jumped its counter past every number
      * it handed out, so the next call cannot reissue one. */
-    return err == IDGEN_ERR_REDIS || err == IDGEN_ERR_EXHAUSTED || err == IDGEN_ERR_RESET;
+    return err == IDGEN_ERR_REDIS || err == IDGEN_ERR_EXHAUSTED || err == IDGEN_ERR_RESET ||
+           err == IDGEN_ERR_FLOOR || err == IDGEN_ERR_LEASE;
 }

@@ -37,6 +37,13 @@ if(TARGET idgen_cli)
   add_dependencies(test_idgen_floor idgen_cli)
 endif()
 
+# Worker mode on the shared Redis (seckill::idgen_worker).
+if(TARGET idgen_worker)
+  seckill_add_test(NAME test_idgen_worker SOURCES integration/test_idgen_worker.c
+    LIBS seckill::idgen_worker Threads::Threads PkgConfig::HIREDIS LABELS integration TIMEOUT 120)
+  target_include_directories(test_idgen_worker PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+endif()
+
 # On a throwaway Redis Cluster (issue 8): label cluster.
 if(TARGET idgen_cli AND TARGET rcluster) # seckill_test_cluster: tests/rcluster.cmake
   seckill_add_test(NAME test_idgen_cluster SOURCES integration/test_idgen_cluster.c
