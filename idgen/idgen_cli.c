@@ -9,6 +9,7 @@
 #include "idgen.h"
 #include "idgen_bench.h"
 #include "idgen_floor_pg.h"
+#include "idgen_serve.h"
 #include "sk_id.h"
 
 #include <errno.h>
@@ -27,6 +28,7 @@ static const char usage[] =
     "usage: idgen next   [--redis URL] [--prefix P] [--mode incr|segment] [-n N] [--timeout-ms MS]\n"
     "                    [--scramble] [--floor] [--retry-ms MS] [--rate R]\n"
     "       idgen decode [--scramble] ID...\n"
+    "       idgen serve  [--config FILE] [--key=value ...]   (idgen serve --help)\n"
     "       idgen bench  [--redis URL] [--prefix P] [--seconds S] [--threads T[,T...]]\n"
     "                    [--modes incr,segment,snowflake,uuidv7] [--timeout-ms MS] [--json]\n"
     "\n"
@@ -447,5 +449,7 @@ int main(int argc, char **argv)
         return cmd_decode(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))
         return cmd_bench(argc - 1, argv + 1);
-    return die_usage("unknown command '%s': next, decode or bench", cmd);
+    if (!strcmp(cmd, "serve"))
+        return idgen_serve_main(argc - 1, argv + 1);
+    return die_usage("unknown command '%s': next, decode, bench or serve", cmd);
 }

@@ -165,7 +165,7 @@ static int acquire(idgen_worker_t *w, char *err, size_t errsz)
             continue;
         }
         if (rc != 0) {
-            snprintf(err, errsz, "worker lock %s: %s", name, rlock_errstr(l));
+            snprintf(err, errsz, "worker lock %.100s: %.120s", name, rlock_errstr(l));
             rlock_free(l);
             return -1;
         }

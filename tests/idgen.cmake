@@ -44,6 +44,29 @@ if(TARGET idgen_worker)
   target_include_directories(test_idgen_worker PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
 endif()
 
+# `idgen serve`: its routes (pure) and its contract against the binary.
+if(TARGET idgen_serve_route)
+  seckill_add_test(NAME test_idgen_serve_route SOURCES unit/test_idgen_serve_route.c
+    LIBS idgen_serve_route LABELS unit TIMEOUT 30)
+endif()
+if(TARGET idgen_cli AND TARGET idgen_worker)
+  seckill_add_test(NAME test_idgen_serve SOURCES integration/test_idgen_serve.c
+    LIBS seckill::idgen_worker seckill::common Threads::Threads PkgConfig::HIREDIS
+    LABELS integration TIMEOUT 120)
+  target_include_directories(test_idgen_serve PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+  add_dependencies(test_idgen_serve idgen_cli)
+endif()
+
+# docs/idgen-openapi.yaml against the meta-schema, with tests/web's validator (its
+# node_modules come from deploy/local.sh deps; label web, as docs/openapi.yaml's lint).
+find_program(SECKILL_NODE node)
+if(SECKILL_NODE)
+  add_test(NAME idgen_openapi_lint COMMAND ${SECKILL_NODE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/web/lint_openapi.mjs ${CMAKE_SOURCE_DIR}/docs/idgen-openapi.yaml
+    ${PROJECT_VERSION})
+  set_tests_properties(idgen_openapi_lint PROPERTIES LABELS web TIMEOUT 60)
+endif()
+
 # On a throwaway Redis Cluster (issue 8): label cluster.
 if(TARGET idgen_cli AND TARGET rcluster) # seckill_test_cluster: tests/rcluster.cmake
   seckill_add_test(NAME test_idgen_cluster SOURCES integration/test_idgen_cluster.c
