@@ -30,7 +30,8 @@ static const char usage[] =
     "       idgen decode [--scramble] ID...\n"
     "       idgen serve  [--config FILE] [--key=value ...]   (idgen serve --help)\n"
     "       idgen bench  [--redis URL] [--prefix P] [--seconds S] [--threads T[,T...]]\n"
-    "                    [--modes incr,segment,snowflake,uuidv7] [--timeout-ms MS] [--json]\n"
+    "                    [--modes incr,segment,snowflake,uuidv7,keyed,worker] [--timeout-ms MS]\n"
+    "                    [--json]\n"
     "\n"
     "IDs are 64-bit: bit 63 zero, bits 62..32 seconds since 2024-01-01T00:00:00Z, bits 31..0\n"
     "the sequence from INCR icr:<prefix>:<yyyymmdd> on that UTC day.\n"
@@ -400,8 +401,9 @@ static int cmd_bench(int argc, char **argv)
             for (char *save, *tok = strtok_r(buf, ",", &save); tok;
                  tok = strtok_r(NULL, ",", &save))
                 if (strcmp(tok, "incr") && strcmp(tok, "segment") && strcmp(tok, "snowflake") &&
-                    strcmp(tok, "uuidv7"))
-                    return die_usage("bad --modes '%s': incr,segment,snowflake,uuidv7", optarg);
+                    strcmp(tok, "uuidv7") && strcmp(tok, "keyed") && strcmp(tok, "worker"))
+                    return die_usage("bad --modes '%s': incr,segment,snowflake,uuidv7,keyed,"
+                                     "worker", optarg);
             a.modes = optarg;
             break;
         }
@@ -422,7 +424,8 @@ static int cmd_bench(int argc, char **argv)
     }
     if (optind < argc)
         return die_usage("unexpected argument '%s'", argv[optind]);
-    int needs_redis = !a.modes || strstr(a.modes, "incr") || strstr(a.modes, "segment");
+    int needs_redis = !a.modes || strstr(a.modes, "incr") || strstr(a.modes, "segment") ||
+                      strstr(a.modes, "keyed") || strstr(a.modes, "worker");
     if (needs_redis && !a.redis_url)
         return die_usage("%s", "no Redis URL: pass --redis or set SECKILL_REDIS_URL");
     return idgen_bench_run(&a, stdout, stderr);
