@@ -82,6 +82,29 @@ uint32_t idgen_core_next_size(uint32_t cur, int64_t lasted_ms, int64_t target_ms
     return (uint32_t)next;
 }
 
+void idgen_day_mark_init(idgen_day_mark *m)
+{
+    m->day[0] = m->day[1] = INT64_MIN;
+    m->v[0] = m->v[1] = 0;
+}
+
+uint64_t idgen_day_mark_get(const idgen_day_mark *m, int64_t day)
+{
+    int i = (int)(day & 1);
+    return m->day[i] == day ? m->v[i] : 0;
+}
+
+void idgen_day_mark_raise(idgen_day_mark *m, int64_t day, uint64_t v)
+{
+    int i = (int)(day & 1);
+    if (m->day[i] < day) {
+        m->day[i] = day;
+        m->v[i] = v;
+    } else if (m->day[i] == day && v > m->v[i]) {
+        m->v[i] = v;
+    }
+}
+
 void idgen_core_format_utc(int64_t unix_seconds, char *buf, size_t bufsize)
 {
     int64_t day = idgen_core_day(unix_seconds);

@@ -43,8 +43,7 @@ struct idgen_floor {
     /* The floor this generator knows to be in the store, per day, two slots by parity
      * (days only move forward; incr-mode threads may straddle midnight). */
     pthread_mutex_t mu;
-    int64_t day[2];
-    uint64_t logged[2];
+    idgen_day_mark logged;
     _Atomic uint64_t writes, restores;
 };
 
@@ -58,7 +57,7 @@ idgen_floor *idgen_floor_new(const idgen_backend *be, const idgen_floor_store *s
     f->store = store;
     f->prefix = prefix;
     f->step = step ? step : STEP_MIN;
-    f->day[0] = f->day[1] = INT64_MIN;
+    idgen_day_mark_init(&f->logged);
     pthread_mutex_init(&f->mu, NULL);
     return f;
 }
@@ -80,8 +79,7 @@ void idgen_floor_counts(idgen_floor *f, uint64_t *writes, uint64_t *restores)
 static uint64_t logged_get(idgen_floor *f, int64_t day)
 {
     pthread_mutex_lock(&f->mu);
-    int i = (int)(day & 1);
-    uint64_t v = f->day[i] == day ? f->logged[i] : 0;
+    uint64_t v = idgen_day_mark_get(&f->logged, day);
     pthread_mutex_unlock(&f->mu);
     return v;
 }
@@ -89,13 +87,7 @@ static uint64_t logged_get(idgen_floor *f, int64_t day)
 static void logged_raise(idgen_floor *f, int64_t day, uint64_t v)
 {
     pthread_mutex_lock(&f->mu);
-    int i = (int)(day & 1);
-    if (f->day[i] < day) {
-        f->day[i] = day;
-        f->logged[i] = v;
-    } else if (f->day[i] == day && v > f->logged[i]) {
-        f->logged[i] = v;
-    }
+    idgen_day_mark_raise(&f->logged, day, v);
     pthread_mutex_unlock(&f->mu);
 }
 

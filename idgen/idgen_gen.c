@@ -68,8 +68,7 @@ struct idgen_s {
     /* Highest number seen per day, in two slots by day parity: days only move forward,
      * and in incr mode two threads may straddle midnight. */
     pthread_mutex_t seen_mu;
-    int64_t seen_day[2];
-    uint64_t seen[2];
+    idgen_day_mark seen;
 
     _Atomic int64_t ttl_day; /* incr mode: the day whose key got its EXPIRE from us */
     /* Numbers requested whose replies are not yet in `seen`: a reset's jump must clear
@@ -182,8 +181,7 @@ static inline uint64_t pack_id(const idgen_t *g, int64_t stamp, uint32_t seq)
 static uint64_t seen_get(idgen_t *g, int64_t day)
 {
     pthread_mutex_lock(&g->seen_mu);
-    int i = (int)(day & 1);
-    uint64_t v = g->seen_day[i] == day ? g->seen[i] : 0;
+    uint64_t v = idgen_day_mark_get(&g->seen, day);
     pthread_mutex_unlock(&g->seen_mu);
     return v;
 }
@@ -191,13 +189,7 @@ static uint64_t seen_get(idgen_t *g, int64_t day)
 static void seen_raise(idgen_t *g, int64_t day, uint64_t v)
 {
     pthread_mutex_lock(&g->seen_mu);
-    int i = (int)(day & 1);
-    if (g->seen_day[i] < day) {
-        g->seen_day[i] = day;
-        g->seen[i] = v;
-    } else if (g->seen_day[i] == day && v > g->seen[i]) {
-        g->seen[i] = v;
-    }
+    idgen_day_mark_raise(&g->seen, day, v);
     pthread_mutex_unlock(&g->seen_mu);
 }
 
@@ -672,7 +664,7 @@ idgen_t *idgen_new_with_backend(const idgen_backend *be, const char *prefix,
     g->o.secret_len = 0;
     g->next_size = o.segment_min;
     g->ttl_day = -1;
-    g->seen_day[0] = g->seen_day[1] = INT64_MIN;
+    idgen_day_mark_init(&g->seen);
     pthread_mutex_init(&g->seen_mu, NULL);
     pthread_mutex_init(&g->mu, NULL);
     pthread_condattr_t ca;

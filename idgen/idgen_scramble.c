@@ -62,27 +62,13 @@ uint64_t idgen_siphash(uint64_t k0, uint64_t k1, const void *msg, size_t len)
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
-/* SipHash-2-4 of one 8-byte word: the round function's hot path, the same value as
- * idgen_siphash over the word's 8 little-endian bytes. */
+/* SipHash-2-4 of one 8-byte word (its little-endian bytes): the round function's input. */
 static inline uint64_t siphash_u64(const idgen_scramble_key *k, uint64_t m)
 {
-    uint64_t v0 = k->k0 ^ UINT64_C(0x736f6d6570736575), v1 = k->k1 ^ UINT64_C(0x646f72616e646f6d);
-    uint64_t v2 = k->k0 ^ UINT64_C(0x6c7967656e657261), v3 = k->k1 ^ UINT64_C(0x7465646279746573);
-    v3 ^= m;
-    SIPROUND;
-    SIPROUND;
-    v0 ^= m;
-    uint64_t b = (uint64_t)8 << 56;
-    v3 ^= b;
-    SIPROUND;
-    SIPROUND;
-    v0 ^= b;
-    v2 ^= 0xff;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
-    return v0 ^ v1 ^ v2 ^ v3;
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(m >> (8 * i));
+    return idgen_siphash(k->k0, k->k1, b, sizeof(b));
 }
 
 int idgen_scramble_key_derive(const void *secret, size_t len, idgen_scramble_key *out)
