@@ -34,27 +34,33 @@ static inline uint64_t load_le64(const unsigned char *p)
     return v;
 }
 
-uint64_t idgen_siphash(uint64_t k0, uint64_t k1, const void *msg, size_t len)
+/* SipHash's state after the key (v[0..3]), one 8-byte block absorbed with its two
+ * compression rounds, and the four finalization rounds: the pieces both the generic
+ * function and the one-word round function are made of. */
+typedef struct sip_state {
+    uint64_t v0, v1, v2, v3;
+} sip_state;
+
+static inline sip_state sip_init(uint64_t k0, uint64_t k1)
 {
-    const unsigned char *p = msg;
-    uint64_t v0 = k0 ^ UINT64_C(0x736f6d6570736575), v1 = k1 ^ UINT64_C(0x646f72616e646f6d);
-    uint64_t v2 = k0 ^ UINT64_C(0x6c7967656e657261), v3 = k1 ^ UINT64_C(0x7465646279746573);
-    size_t whole = len - len % 8;
-    for (size_t i = 0; i < whole; i += 8) {
-        uint64_t m = load_le64(p + i);
-        v3 ^= m;
-        SIPROUND;
-        SIPROUND;
-        v0 ^= m;
-    }
-    uint64_t b = (uint64_t)len << 56;
-    for (size_t i = 0; i < len % 8; i++)
-        b |= (uint64_t)p[whole + i] << (8 * i);
-    v3 ^= b;
+    sip_state s = {k0 ^ UINT64_C(0x736f6d6570736575), k1 ^ UINT64_C(0x646f72616e646f6d),
+                   k0 ^ UINT64_C(0x6c7967656e657261), k1 ^ UINT64_C(0x7465646279746573)};
+    return s;
+}
+
+static inline void sip_block(sip_state *s, uint64_t m)
+{
+    uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3;
+    v3 ^= m;
     SIPROUND;
     SIPROUND;
-    v0 ^= b;
-    v2 ^= 0xff;
+    v0 ^= m;
+    s->v0 = v0, s->v1 = v1, s->v2 = v2, s->v3 = v3;
+}
+
+static inline uint64_t sip_final(sip_state *s)
+{
+    uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2 ^ 0xff, v3 = s->v3;
     SIPROUND;
     SIPROUND;
     SIPROUND;
@@ -62,13 +68,28 @@ uint64_t idgen_siphash(uint64_t k0, uint64_t k1, const void *msg, size_t len)
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
-/* SipHash-2-4 of one 8-byte word (its little-endian bytes): the round function's input. */
+uint64_t idgen_siphash(uint64_t k0, uint64_t k1, const void *msg, size_t len)
+{
+    const unsigned char *p = msg;
+    sip_state s = sip_init(k0, k1);
+    size_t whole = len - len % 8;
+    for (size_t i = 0; i < whole; i += 8)
+        sip_block(&s, load_le64(p + i));
+    uint64_t b = (uint64_t)len << 56;
+    for (size_t i = 0; i < len % 8; i++)
+        b |= (uint64_t)p[whole + i] << (8 * i);
+    sip_block(&s, b);
+    return sip_final(&s);
+}
+
+/* SipHash-2-4 of one 8-byte word (its little-endian bytes): the round function's input,
+ * without the byte loop of the generic function. */
 static inline uint64_t siphash_u64(const idgen_scramble_key *k, uint64_t m)
 {
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(m >> (8 * i));
-    return idgen_siphash(k->k0, k->k1, b, sizeof(b));
+    sip_state s = sip_init(k->k0, k->k1);
+    sip_block(&s, m);
+    sip_block(&s, (uint64_t)8 << 56);
+    return sip_final(&s);
 }
 
 int idgen_scramble_key_derive(const void *secret, size_t len, idgen_scramble_key *out)
