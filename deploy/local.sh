@@ -100,6 +100,8 @@ cmd_deps() {
     # Node.js for the web tests: Debian's, unless the machine already has one (a
     # NodeSource nodejs bundles npm and conflicts with Debian's npm package).
     command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
+    # Go for bench-idgen's Sonyflake driver (bench/sonyflake): Debian's, unless one is there.
+    command -v go >/dev/null 2>&1 || PACKAGES+=(golang-go)
     for p in "${PACKAGES[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
@@ -114,6 +116,8 @@ cmd_deps() {
     # Apache Kafka's jars from Maven Central (cached in deploy/kafka/lib).
     "$KAFKA_SH" fetch
     web_deps
+    # Sonyflake at the version bench/sonyflake/go.mod pins (go.sum checks it).
+    (cd "$ROOT/bench/sonyflake" && go mod download)
 }
 
 # The web tests' tools, pinned: npm packages from tests/web/package-lock.json and

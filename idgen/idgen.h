@@ -7,6 +7,12 @@
  * sequence came from, so (day, sequence) pairs are unique as long as the counter never
  * goes back, and this library detects when it does.
  *
+ * Unguessable layout (an option: idgen_opts.secret): bits 31..0 are the sequence passed
+ * through a keyed permutation (a Feistel network over its two 16-bit halves, SipHash-2-4
+ * round function, the ID's second as the tweak). IDs stay unique, positive and ordered by
+ * second, but within a second they are in no visible order and the low bits do not count
+ * the day's IDs; idgen_decode_keyed with the same secret gives the sequence back.
+ *
  * Modes: IDGEN_MODE_INCR, one INCR per ID; IDGEN_MODE_SEGMENT, a block of sequence
  * numbers leased with one INCRBY and handed out in process, the next block fetched in
  * the background before the current one runs out (a double buffer, like Meituan Leaf).
@@ -47,13 +53,37 @@ typedef enum {
                                * once, the counter already pushed past every number this
                                * generator saw; retriable. See README.md */
     IDGEN_ERR_NOMEM = -5,
-    IDGEN_ERR_CLOCK = -6,     /* the clock is before the epoch or past the layout: not retriable */
+    IDGEN_ERR_CLOCK = -6,     /* the clock is before the epoch or past the layout: not
+                               * retriable; worker mode: it stepped back past the bound,
+                               * retriable once it has caught up */
+    IDGEN_ERR_FLOOR = -7,     /* the floor store (opts.floor) failed: retriable */
+    IDGEN_ERR_LEASE = -8,     /* worker mode: the worker lease is lost or its reservation
+                               * ran out (Redis unreachable): retriable, a lease is retaken
+                               * in the background */
 } idgen_err;
 
 typedef enum {
     IDGEN_MODE_INCR = 0,
     IDGEN_MODE_SEGMENT = 1,
 } idgen_mode;
+
+/* The floor store (opts.floor): a record of each day counter's floor kept outside Redis,
+ * so that a Redis that lost the counter (no AOF, a failover that dropped writes) is
+ * restored above every number any process handed out, instead of restarting at 1.
+ * idgen_floor_pg.h implements it in PostgreSQL. Called from the refill thread (segment
+ * mode) or the callers' threads (incr mode): both functions must be thread-safe and
+ * bounded in time. Each returns 0, or -1 with a message in err. */
+typedef struct idgen_floor_store {
+    /* Raises the floor of (prefix, day) to at least `floor` (never lowers it), durably,
+     * before returning. `day` is the UTC day number (days since 1970-01-01). */
+    int (*raise)(void *arg, const char *prefix, int64_t day, uint64_t floor, char *err,
+                 size_t errsz);
+    /* For a counter found missing: starts a new restore epoch of (prefix, day) and stores
+     * the floor and that epoch (1, 2, ...; never the same twice for one day, < 2^20). */
+    int (*restore)(void *arg, const char *prefix, int64_t day, uint64_t *floor,
+                   uint32_t *epoch, char *err, size_t errsz);
+    void *arg;
+} idgen_floor_store;
 
 /* Options; start from idgen_opts_init and change what you need. */
 typedef struct idgen_opts {
@@ -73,6 +103,21 @@ typedef struct idgen_opts {
      * 0 (default): no WAIT; rely on appendfsync always. See README.md. */
     int wait_replicas;
     int wait_timeout_ms; /* default 100; counts against the caller's wait in incr mode */
+    /* The unguessable layout: a secret of 16..1024 bytes (NULL: the plain layout). Only a
+     * key derived from it is kept; the caller keeps ownership of the bytes. Every process
+     * issuing one prefix must use the same secret: the permutation is what makes two
+     * sequences two different IDs, so mixing layouts on one prefix may collide. */
+    const void *secret;
+    size_t secret_len;
+    /* Floor mode: no reissue after Redis lost the counter. NULL (default): none. The
+     * store is the caller's and must outlive the generator. The day key then holds
+     * epoch * 2^33 + sequence and is leased by a script that refuses a missing key; every
+     * process of one prefix must use the floor (see README.md, "Floor mode"). */
+    const idgen_floor_store *floor;
+    /* How far past a lease the floor is written, so that most leases need no write (the
+     * numbers a restore may skip, as a sequence's cache). 0 (default): max(1000, 4 x the
+     * lease). */
+    uint32_t floor_step;
 } idgen_opts;
 
 typedef struct idgen_parts {
@@ -116,6 +161,17 @@ IDGEN_EXPORT int idgen_decode(uint64_t id, idgen_parts *out);
  *  when unix_seconds is outside the layout. */
 IDGEN_EXPORT int idgen_encode(int64_t unix_seconds, uint32_t sequence, uint64_t *id);
 
+/** @brief idgen_encode for the unguessable layout: the sequence permuted under `secret`
+ *  (16..1024 bytes). @returns IDGEN_OK, IDGEN_ERR_ARG (bad secret) or IDGEN_ERR_CLOCK. */
+IDGEN_EXPORT int idgen_encode_keyed(int64_t unix_seconds, uint32_t sequence, const void *secret,
+                                    size_t secret_len, uint64_t *id);
+
+/** @brief idgen_decode for the unguessable layout: the time, and the sequence recovered
+ *  with `secret`. @returns IDGEN_OK or IDGEN_ERR_ARG (bit 63 set, or a bad secret). A
+ *  wrong secret gives a wrong sequence, not an error: the layout has no check bits. */
+IDGEN_EXPORT int idgen_decode_keyed(uint64_t id, const void *secret, size_t secret_len,
+                                    idgen_parts *out);
+
 /* Counters since idgen_new, for metrics and tests. */
 typedef struct idgen_stats {
     uint64_t leases;       /* INCR/INCRBY round trips that returned numbers */
@@ -125,6 +181,8 @@ typedef struct idgen_stats {
                             * still holds in its own chunk (segment mode) */
     uint64_t redis_errors; /* failed round trips (unreachable, timeout, error reply) */
     uint32_t segment_size; /* segment mode: the size of the next lease; 0 in incr mode */
+    uint64_t floor_writes;   /* floor mode: floors raised in the store */
+    uint64_t floor_restores; /* floor mode: counters found missing and restored */
 } idgen_stats;
 
 /** @brief Copies g's counters into *out. Thread-safe; a consistent snapshot only when no

@@ -6,6 +6,7 @@
 #include "idgen_bench.h"
 
 #include "idgen.h"
+#include "idgen_worker.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -83,13 +84,16 @@ static inline void uuidv7_next(xoshiro *x, uint64_t *hi, uint64_t *lo)
 
 /* ---- the harness ---- */
 
-enum { M_INCR, M_SEGMENT, M_SNOWFLAKE, M_UUIDV7 };
-static const char *mode_names[] = {"incr", "segment", "snowflake", "uuidv7"};
+/* keyed: segment mode with the unguessable layout; worker: idgen_worker.h (the lease in
+ * Redis, nothing on the hot path). */
+enum { M_INCR, M_SEGMENT, M_SNOWFLAKE, M_UUIDV7, M_KEYED, M_WORKER, M_LAST = M_WORKER };
+static const char *mode_names[] = {"incr", "segment", "snowflake", "uuidv7", "keyed", "worker"};
 
 typedef struct worker {
     pthread_t th;
     int mode;
     idgen_t *g;
+    idgen_worker_t *wk;
     pthread_barrier_t *start;
     _Atomic int *stop;
     int64_t warmup_ns;
@@ -112,6 +116,11 @@ static inline int one(worker *w)
         uuidv7_next(&w->rng, &id, &lo);
         w->sink ^= id ^ lo;
         return 0;
+    case M_WORKER: {
+        int rc = idgen_worker_next(w->wk, &id);
+        w->sink ^= id;
+        return rc;
+    }
     default: {
         int rc = idgen_next(w->g, &id);
         w->sink ^= id;
@@ -160,7 +169,8 @@ static void *worker_main(void *arg)
             if (rc) {
                 if (!w->errors++) {
                     w->first_err = rc;
-                    snprintf(w->errmsg, sizeof(w->errmsg), "%s", idgen_errstr(w->g));
+                    snprintf(w->errmsg, sizeof(w->errmsg), "%s",
+                             w->wk ? idgen_worker_errstr(w->wk) : idgen_errstr(w->g));
                 }
                 if (w->mode == M_INCR)
                     break; /* incr failures are round trips: do not spin on them */
@@ -186,27 +196,52 @@ typedef struct result {
     int64_t p99;
 } result;
 
-/* The generator of an incr or segment run (NULL for the Redis-less modes), probed
- * with one ID so that a Redis that is down fails fast and clearly.
- * @returns 0, or the run's status (1 Redis, 2 bad arguments). */
-static int bench_gen_new(const idgen_bench_args *a, int mode, idgen_t **out, FILE *err)
+#define BENCH_SECRET "idgen-bench-secret-not-a-real-one"
+
+/* The generator of an incr, segment or keyed run (*out) or of a worker run (*wk); NULL
+ * for the Redis-less modes. Probed with one ID so that a Redis that is down fails fast
+ * and clearly. @returns 0, or the run's status (1 Redis, 2 bad arguments). */
+static int bench_gen_new(const idgen_bench_args *a, int mode, idgen_t **out, idgen_worker_t **wk,
+                         FILE *err)
 {
     *out = NULL;
-    if (mode != M_INCR && mode != M_SEGMENT)
+    *wk = NULL;
+    if (mode == M_SNOWFLAKE || mode == M_UUIDV7)
         return 0;
+    char prefix[160], e[256];
+    snprintf(prefix, sizeof(prefix), "%s-%s", a->prefix, mode_names[mode]);
+    uint64_t id;
+    int rc;
+    if (mode == M_WORKER) {
+        idgen_worker_opts wo;
+        idgen_worker_opts_init(&wo);
+        wo.timeout_ms = a->timeout_ms;
+        if (!(*wk = idgen_worker_new(a->redis_url, prefix, &wo, e, sizeof(e)))) {
+            fprintf(err, "idgen bench: %s\n", e);
+            return 1;
+        }
+        if ((rc = idgen_worker_next(*wk, &id))) {
+            fprintf(err, "idgen bench: %s: %s\n", idgen_strerror(rc), idgen_worker_errstr(*wk));
+            idgen_worker_free(*wk);
+            *wk = NULL;
+            return 1;
+        }
+        return 0;
+    }
     idgen_opts o;
     idgen_opts_init(&o);
     o.mode = mode == M_INCR ? IDGEN_MODE_INCR : IDGEN_MODE_SEGMENT;
     o.timeout_ms = a->timeout_ms;
-    char prefix[160], e[256];
-    snprintf(prefix, sizeof(prefix), "%s-%s", a->prefix, mode_names[mode]);
+    if (mode == M_KEYED) {
+        o.secret = BENCH_SECRET;
+        o.secret_len = strlen(BENCH_SECRET);
+    }
     idgen_t *g = idgen_new(a->redis_url, prefix, &o, e, sizeof(e));
     if (!g) {
         fprintf(err, "idgen bench: %s\n", e);
         return 2;
     }
-    uint64_t id;
-    int rc = idgen_next(g, &id);
+    rc = idgen_next(g, &id);
     if (rc) {
         fprintf(err, "idgen bench: %s: %s\n", idgen_strerror(rc), idgen_errstr(g));
         idgen_free(g);
@@ -218,8 +253,8 @@ static int bench_gen_new(const idgen_bench_args *a, int mode, idgen_t **out, FIL
 
 /* Runs `threads` workers w[] of `mode` for a->seconds after a warm-up.
  * @returns the measured time in ns. */
-static int64_t bench_threads_run(const idgen_bench_args *a, int mode, idgen_t *g, worker *w,
-                                 int threads)
+static int64_t bench_threads_run(const idgen_bench_args *a, int mode, idgen_t *g,
+                                 idgen_worker_t *wk, worker *w, int threads)
 {
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
@@ -228,6 +263,7 @@ static int64_t bench_threads_run(const idgen_bench_args *a, int mode, idgen_t *g
     for (int i = 0; i < threads; i++) {
         w[i].mode = mode;
         w[i].g = g;
+        w[i].wk = wk;
         w[i].start = &start;
         w[i].stop = &stop;
         w[i].warmup_ns = (int64_t)(warm * 1e9);
@@ -276,11 +312,12 @@ static void bench_results(const worker *w, int threads, result *res)
 static int run_one(const idgen_bench_args *a, int mode, int threads, result *res, FILE *err)
 {
     idgen_t *g = NULL;
-    int status = bench_gen_new(a, mode, &g, err);
+    idgen_worker_t *wk = NULL;
+    int status = bench_gen_new(a, mode, &g, &wk, err);
     if (status != 0)
         return status;
     worker *w = calloc((size_t)threads, sizeof(*w));
-    int64_t ns = bench_threads_run(a, mode, g, w, threads);
+    int64_t ns = bench_threads_run(a, mode, g, wk, w, threads);
     memset(res, 0, sizeof(*res));
     res->mode = mode;
     res->threads = threads;
@@ -290,12 +327,13 @@ static int run_one(const idgen_bench_args *a, int mode, int threads, result *res
         if (w[i].errors && !status) {
             fprintf(err, "idgen bench: %s: %llu errors, first: %s: %s\n", mode_names[mode],
                     (unsigned long long)res->errors, idgen_strerror(w[i].first_err), w[i].errmsg);
-            status = w[i].first_err == IDGEN_ERR_REDIS ? 1 : 3;
+            status = w[i].first_err == IDGEN_ERR_REDIS || w[i].first_err == IDGEN_ERR_LEASE ? 1 : 3;
         }
         free(w[i].samples);
     }
     free(w);
     idgen_free(g);
+    idgen_worker_free(wk);
     return status;
 }
 
@@ -303,7 +341,7 @@ int idgen_bench_run(const idgen_bench_args *a, FILE *out, FILE *err)
 {
     result res[64];
     int nres = 0, status = 0;
-    for (int m = M_INCR; m <= M_UUIDV7 && !status; m++) {
+    for (int m = M_INCR; m <= M_LAST && !status; m++) {
         if (a->modes && !strstr(a->modes, mode_names[m]))
             continue;
         for (int t = 0; t < a->nthreads && !status && nres < 64; t++) {

@@ -82,6 +82,29 @@ uint32_t idgen_core_next_size(uint32_t cur, int64_t lasted_ms, int64_t target_ms
     return (uint32_t)next;
 }
 
+void idgen_day_mark_init(idgen_day_mark *m)
+{
+    m->day[0] = m->day[1] = INT64_MIN;
+    m->v[0] = m->v[1] = 0;
+}
+
+uint64_t idgen_day_mark_get(const idgen_day_mark *m, int64_t day)
+{
+    int i = (int)(day & 1);
+    return m->day[i] == day ? m->v[i] : 0;
+}
+
+void idgen_day_mark_raise(idgen_day_mark *m, int64_t day, uint64_t v)
+{
+    int i = (int)(day & 1);
+    if (m->day[i] < day) {
+        m->day[i] = day;
+        m->v[i] = v;
+    } else if (m->day[i] == day && v > m->v[i]) {
+        m->v[i] = v;
+    }
+}
+
 void idgen_core_format_utc(int64_t unix_seconds, char *buf, size_t bufsize)
 {
     int64_t day = idgen_core_day(unix_seconds);
@@ -129,7 +152,11 @@ const char *idgen_strerror(int err)
     case IDGEN_ERR_NOMEM:
         return "out of memory";
     case IDGEN_ERR_CLOCK:
-        return "the clock is outside the ID layout";
+        return "the clock is outside the ID layout, or stepped back too far";
+    case IDGEN_ERR_FLOOR:
+        return "the floor store failed";
+    case IDGEN_ERR_LEASE:
+        return "no worker lease (lost, or not renewed in time)";
     default:
         return "unknown error";
     }
@@ -139,5 +166,6 @@ int idgen_err_retriable(int err)
 {
     /* RESET is retriable: the generator has already jumped its counter past every number
      * it handed out, so the next call cannot reissue one. */
-    return err == IDGEN_ERR_REDIS || err == IDGEN_ERR_EXHAUSTED || err == IDGEN_ERR_RESET;
+    return err == IDGEN_ERR_REDIS || err == IDGEN_ERR_EXHAUSTED || err == IDGEN_ERR_RESET ||
+           err == IDGEN_ERR_FLOOR || err == IDGEN_ERR_LEASE;
 }

@@ -84,6 +84,23 @@ idgen_lease_verdict idgen_core_lease_check(uint64_t first, uint64_t last, uint64
 uint32_t idgen_core_next_size(uint32_t cur, int64_t lasted_ms, int64_t target_ms, uint32_t min,
                               uint32_t max);
 
+/* The highest value seen per UTC day, in two slots by day parity: days only move
+ * forward, and two threads may straddle midnight. Pure: the caller locks. */
+typedef struct idgen_day_mark {
+    int64_t day[2];
+    uint64_t v[2];
+} idgen_day_mark;
+
+/** @brief Empties m (no day has a mark). */
+void idgen_day_mark_init(idgen_day_mark *m);
+
+/** @brief The mark of `day`, 0 when it has none. */
+uint64_t idgen_day_mark_get(const idgen_day_mark *m, int64_t day);
+
+/** @brief Raises the mark of `day` to v (never lowers it); a later day replaces the
+ *  earlier one of its parity, an earlier day is ignored. */
+void idgen_day_mark_raise(idgen_day_mark *m, int64_t day, uint64_t v);
+
 /** @brief Formats the UTC time of unix_seconds as "2026-11-22T07:00:00Z" into buf
  *  (at least 21 bytes). */
 void idgen_core_format_utc(int64_t unix_seconds, char *buf, size_t bufsize);

@@ -28,6 +28,7 @@
 #include "idgen_int.h"
 
 #include "idgen_core.h"
+#include "idgen_scramble.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -58,14 +59,16 @@ struct idgen_s {
     idgen_opts o;
     uint64_t uid; /* names this generator in per-thread chunks (see idgen_next) */
     char prefix[IDGEN_PREFIX_MAX + 1];
+    idgen_floor *floor; /* floor mode (opts.floor), else NULL: see idgen_floor.c */
+    int scrambled; /* the unguessable layout: key below, derived from opts.secret */
+    idgen_scramble_key key;
 
     _Atomic int64_t hw_sec; /* the latest second stamped (never decreases) */
 
     /* Highest number seen per day, in two slots by day parity: days only move forward,
      * and in incr mode two threads may straddle midnight. */
     pthread_mutex_t seen_mu;
-    int64_t seen_day[2];
-    uint64_t seen[2];
+    idgen_day_mark seen;
 
     _Atomic int64_t ttl_day; /* incr mode: the day whose key got its EXPIRE from us */
     /* Numbers requested whose replies are not yet in `seen`: a reset's jump must clear
@@ -165,13 +168,20 @@ static int check_stamp(const idgen_t *g, int64_t stamp)
                 utc);
 }
 
+/* The ID of (stamp, seq) in this generator's layout. */
+static inline uint64_t pack_id(const idgen_t *g, int64_t stamp, uint32_t seq)
+{
+    if (g->scrambled)
+        seq = idgen_scramble_seq(&g->key, (uint32_t)(stamp - IDGEN_EPOCH_UNIX), seq);
+    return idgen_core_pack(stamp, seq);
+}
+
 /* ---- highest number seen per day ---- */
 
 static uint64_t seen_get(idgen_t *g, int64_t day)
 {
     pthread_mutex_lock(&g->seen_mu);
-    int i = (int)(day & 1);
-    uint64_t v = g->seen_day[i] == day ? g->seen[i] : 0;
+    uint64_t v = idgen_day_mark_get(&g->seen, day);
     pthread_mutex_unlock(&g->seen_mu);
     return v;
 }
@@ -179,17 +189,22 @@ static uint64_t seen_get(idgen_t *g, int64_t day)
 static void seen_raise(idgen_t *g, int64_t day, uint64_t v)
 {
     pthread_mutex_lock(&g->seen_mu);
-    int i = (int)(day & 1);
-    if (g->seen_day[i] < day) {
-        g->seen_day[i] = day;
-        g->seen[i] = v;
-    } else if (g->seen_day[i] == day && v > g->seen[i]) {
-        g->seen[i] = v;
-    }
+    idgen_day_mark_raise(&g->seen, day, v);
     pthread_mutex_unlock(&g->seen_mu);
 }
 
 /* ---- one lease: n numbers of `day`'s counter ---- */
+
+/* INCRBY of the day key, or its floor-mode lease. @returns IDGEN_OK or an error. */
+static int lease_raw(idgen_t *g, const char *key, int64_t day, int64_t stamp, uint64_t n,
+                     int64_t ttl, uint64_t *last, char *err, size_t errsz)
+{
+    if (g->floor)
+        return idgen_floor_lease(g->floor, key, day, n, ttl,
+                                 idgen_core_key_ttl(day, stamp, g->o.key_ttl_days), last, err,
+                                 errsz);
+    return g->be.incrby(g->be.arg, key, n, ttl, last, err, errsz) ? IDGEN_ERR_REDIS : IDGEN_OK;
+}
 
 static int lease_verdict(idgen_t *g, const char *key, int64_t day, int64_t stamp, uint64_t n,
                          uint64_t seen, uint64_t last, uint64_t *first, uint64_t *count,
@@ -213,11 +228,12 @@ static int lease(idgen_t *g, int64_t day, int64_t stamp, uint64_t n, int always_
     uint64_t last;
     char berr[ERR_MAX];
     atomic_fetch_add(&g->inflight, n);
-    if (g->be.incrby(g->be.arg, key, n, ttl, &last, berr, sizeof(berr)) != IDGEN_OK) {
+    int lrc = lease_raw(g, key, day, stamp, n, ttl, &last, berr, sizeof(berr));
+    if (lrc != IDGEN_OK) {
         atomic_fetch_sub(&g->inflight, n);
         atomic_fetch_add_explicit(&g->st_redis_errors, 1, memory_order_relaxed);
         snprintf(err, errsz, "%s", berr);
-        return IDGEN_ERR_REDIS;
+        return lrc;
     }
     atomic_fetch_add_explicit(&g->st_leases, 1, memory_order_relaxed);
     if (ttl)
@@ -266,7 +282,7 @@ static int lease_verdict(idgen_t *g, const char *key, int64_t day, int64_t stamp
     if (high > last) {
         char berr[ERR_MAX];
         int64_t ttl = idgen_core_key_ttl(day, stamp, g->o.key_ttl_days);
-        if (g->be.incrby(g->be.arg, key, high - last, ttl, &after, berr, sizeof(berr)) ==
+        if (lease_raw(g, key, day, stamp, high - last, ttl, &after, berr, sizeof(berr)) ==
             IDGEN_OK) {
             jumped = 1;
             seen_raise(g, day, after);
@@ -310,7 +326,7 @@ static int incr_next_batch(idgen_t *g, uint64_t *ids, size_t n)
                         (unsigned long long)count);
         }
         for (uint64_t i = 0; i < count; i++)
-            ids[done + i] = idgen_core_pack(stamp, (uint32_t)(first + i));
+            ids[done + i] = pack_id(g, stamp, (uint32_t)(first + i));
         done += count;
     }
     return IDGEN_OK;
@@ -493,7 +509,7 @@ static int seg_next_batch(idgen_t *g, uint64_t *ids, size_t n)
                 return rc;
         }
         for (uint64_t i = 0; i < count; i++)
-            ids[done + i] = idgen_core_pack(stamp, (uint32_t)(first + i));
+            ids[done + i] = pack_id(g, stamp, (uint32_t)(first + i));
         done += count;
     }
     return IDGEN_OK;
@@ -621,6 +637,10 @@ idgen_t *idgen_new_with_backend(const idgen_backend *be, const char *prefix,
              (o.wait_replicas > 0 && o.wait_timeout_ms < 1))
         bad = "need 0 <= wait_replicas <= 100, and wait_timeout_ms >= 1 with replicas"
               " (WAIT 0 would block)";
+    else if (o.secret && (o.secret_len < IDGEN_SECRET_MIN || o.secret_len > IDGEN_SECRET_MAX))
+        bad = "secret must be 16..1024 bytes";
+    else if (o.floor && (!o.floor->raise || !o.floor->restore || !be->floor_lease))
+        bad = "floor mode needs a store with raise and restore, on a backend that has it";
     if (bad) {
         snprintf(errstr, errsz, "idgen: %s", bad);
         be->destroy(be->arg);
@@ -636,9 +656,15 @@ idgen_t *idgen_new_with_backend(const idgen_backend *be, const char *prefix,
     g->o = o;
     g->uid = atomic_fetch_add(&next_uid, 1);
     snprintf(g->prefix, sizeof(g->prefix), "%s", prefix);
+    if (o.secret) {
+        idgen_scramble_key_derive(o.secret, o.secret_len, &g->key);
+        g->scrambled = 1;
+    }
+    g->o.secret = NULL; /* the caller's bytes: only the derived key is kept */
+    g->o.secret_len = 0;
     g->next_size = o.segment_min;
     g->ttl_day = -1;
-    g->seen_day[0] = g->seen_day[1] = INT64_MIN;
+    idgen_day_mark_init(&g->seen);
     pthread_mutex_init(&g->seen_mu, NULL);
     pthread_mutex_init(&g->mu, NULL);
     pthread_condattr_t ca;
@@ -647,6 +673,11 @@ idgen_t *idgen_new_with_backend(const idgen_backend *be, const char *prefix,
     pthread_cond_init(&g->refill_cv, &ca);
     pthread_cond_init(&g->ready_cv, &ca);
     pthread_condattr_destroy(&ca);
+    if (o.floor && !(g->floor = idgen_floor_new(&g->be, o.floor, g->prefix, o.floor_step))) {
+        snprintf(errstr, errsz, "idgen: out of memory");
+        idgen_free(g);
+        return NULL;
+    }
     /* Generation 0 is an empty block: the first caller takes the slow path. */
     if (o.mode == IDGEN_MODE_SEGMENT) {
         int e = pthread_create(&g->refill_thread, NULL, refill_main, g);
@@ -671,7 +702,7 @@ int idgen_next(idgen_t *g, uint64_t *id)
     if (__builtin_expect(t_chunk.uid == g->uid && t_chunk.day == day &&
                              t_chunk.next < t_chunk.end && idgen_core_time_ok(stamp),
                          1)) {
-        *id = idgen_core_pack(stamp, (uint32_t)t_chunk.next++);
+        *id = pack_id(g, stamp, (uint32_t)t_chunk.next++);
         return IDGEN_OK;
     }
     /* Refill this thread's chunk from the block: one fetch_add, no lock, no Redis. */
@@ -689,7 +720,7 @@ int idgen_next(idgen_t *g, uint64_t *id)
     t_chunk.day = day;
     t_chunk.next = first + 1;
     t_chunk.end = first + count;
-    *id = idgen_core_pack(stamp, (uint32_t)first);
+    *id = pack_id(g, stamp, (uint32_t)first);
     return IDGEN_OK;
 }
 
@@ -713,6 +744,7 @@ void idgen_get_stats(const idgen_t *g, idgen_stats *out)
     out->resets = atomic_load(&m->st_resets);
     out->dropped = atomic_load(&m->st_dropped);
     out->redis_errors = atomic_load(&m->st_redis_errors);
+    idgen_floor_counts(m->floor, &out->floor_writes, &out->floor_restores);
     if (g->o.mode == IDGEN_MODE_SEGMENT) {
         pthread_mutex_lock(&m->mu);
         out->segment_size = m->next_size;
@@ -732,9 +764,11 @@ void idgen_free(idgen_t *g)
         pthread_join(g->refill_thread, NULL);
     }
     g->be.destroy(g->be.arg);
+    idgen_floor_free(g->floor);
     pthread_cond_destroy(&g->refill_cv);
     pthread_cond_destroy(&g->ready_cv);
     pthread_mutex_destroy(&g->mu);
     pthread_mutex_destroy(&g->seen_mu);
+    memset(&g->key, 0, sizeof(g->key));
     free(g);
 }

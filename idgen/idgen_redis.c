@@ -13,6 +13,7 @@
 #include "idgen_int.h"
 
 #include "idgen_core.h"
+#include "idgen_lua.h" /* generated: lua/idgen_*.lua */
 #include "rcluster.h"
 
 #include <hiredis/hiredis.h>
@@ -28,6 +29,7 @@ typedef struct redis_backend {
     struct timeval tv;
     int wait_replicas; /* > 0: WAIT after every increment */
     int wait_timeout_ms;
+    char floor_sha[41]; /* lua/idgen_floor_lease.lua */
     pthread_mutex_t mu;
     rcl_ctx *idle[POOL_MAX];
     int nidle;
@@ -40,8 +42,15 @@ static rcl_ctx *pool_get(redis_backend *rb, char *err, size_t errsz)
     if (rb->nidle > 0)
         c = rb->idle[--rb->nidle];
     pthread_mutex_unlock(&rb->mu);
-    if (!c)
-        c = rcl_connect(rb->url, rb->tv, err, errsz);
+    if (!c && (c = rcl_connect(rb->url, rb->tv, err, errsz))) {
+        /* The floor lease goes by EVALSHA; rcluster loads the body on NOSCRIPT. */
+        char sha[41];
+        if (rcl_script_add(c, idgen_lua_floor_lease, sha) != 0) {
+            snprintf(err, errsz, "out of memory");
+            rcl_free(c);
+            c = NULL;
+        }
+    }
     return c;
 }
 
@@ -118,6 +127,93 @@ static int rb_incrby(void *arg, const char *key, uint64_t n, int64_t ttl_s, uint
     return rc;
 }
 
+/* ---- floor mode (idgen_floor.c) ---- */
+
+/* Runs one command. @returns the reply (caller frees; never an error reply), or NULL
+ * with err set and the context dropped. */
+static redisReply *rb_run(redis_backend *rb, int argc, const char **argv, char *err,
+                          size_t errsz)
+{
+    rcl_ctx *c = pool_get(rb, err, errsz);
+    if (!c)
+        return NULL;
+    redisReply *r = rcl_command_argv(c, argc, argv, NULL);
+    if (!r) {
+        snprintf(err, errsz, "%s %.80s: %s", argv[0], argc > 1 ? argv[1] : "",
+                 rcl_errstr(c)[0] ? rcl_errstr(c) : "I/O error");
+        rcl_free(c);
+        return NULL;
+    }
+    pool_put(rb, c);
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errsz, "%s: %s", argv[0], r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+static int rb_floor_lease(void *arg, const char *key, uint64_t n, int64_t ttl_s,
+                          int64_t *value, char *err, size_t errsz)
+{
+    redis_backend *rb = arg;
+    char nbuf[24], tbuf[24];
+    snprintf(nbuf, sizeof(nbuf), "%llu", (unsigned long long)n);
+    snprintf(tbuf, sizeof(tbuf), "%lld", (long long)(ttl_s > 0 ? ttl_s : 0));
+    const char *argv[6] = {"EVALSHA", rb->floor_sha, "1", key, nbuf, tbuf};
+    redisReply *r = rb_run(rb, 6, argv, err, errsz);
+    if (!r)
+        return IDGEN_ERR_REDIS;
+    int rc = IDGEN_OK;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer >= -1) {
+        *value = r->integer;
+    } else {
+        snprintf(err, errsz, "floor lease %.80s: unexpected reply", key);
+        rc = IDGEN_ERR_REDIS;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+static int rb_floor_set(void *arg, const char *key, int64_t value, int64_t ttl_s, char *err,
+                        size_t errsz)
+{
+    char vbuf[24], tbuf[24];
+    snprintf(vbuf, sizeof(vbuf), "%lld", (long long)value);
+    snprintf(tbuf, sizeof(tbuf), "%lld", (long long)(ttl_s > 0 ? ttl_s : 60));
+    const char *argv[6] = {"SET", key, vbuf, "NX", "EX", tbuf};
+    redisReply *r = rb_run(arg, 6, argv, err, errsz);
+    if (!r)
+        return IDGEN_ERR_REDIS;
+    freeReplyObject(r); /* OK, or nil: another restorer's SET won, which is as good */
+    return IDGEN_OK;
+}
+
+static int rb_floor_get(void *arg, const char *key, int64_t *value, char *err, size_t errsz)
+{
+    const char *argv[2] = {"GET", key};
+    redisReply *r = rb_run(arg, 2, argv, err, errsz);
+    if (!r)
+        return IDGEN_ERR_REDIS;
+    int rc = IDGEN_OK;
+    if (r->type == REDIS_REPLY_NIL) {
+        *value = -1;
+    } else if (r->type == REDIS_REPLY_STRING) {
+        char *end;
+        long long v = strtoll(r->str, &end, 10);
+        if (*end || v < 0) {
+            snprintf(err, errsz, "GET %.80s: not a floor-mode counter", key);
+            rc = IDGEN_ERR_REDIS;
+        }
+        *value = v;
+    } else {
+        snprintf(err, errsz, "GET %.80s: unexpected reply", key);
+        rc = IDGEN_ERR_REDIS;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
 static void rb_destroy(void *arg)
 {
     redis_backend *rb = arg;
@@ -163,7 +259,13 @@ idgen_t *idgen_new(const char *redis_url, const char *prefix, const idgen_opts *
     rb->tv.tv_usec = (ms % 1000) * 1000;
     rb->wait_replicas = o.wait_replicas > 0 ? o.wait_replicas : 0;
     rb->wait_timeout_ms = o.wait_timeout_ms > 0 ? o.wait_timeout_ms : 0;
+    rcl_sha1_hex(idgen_lua_floor_lease, strlen(idgen_lua_floor_lease), rb->floor_sha);
     pthread_mutex_init(&rb->mu, NULL);
-    idgen_backend be = {.incrby = rb_incrby, .destroy = rb_destroy, .arg = rb};
+    idgen_backend be = {.incrby = rb_incrby,
+                        .floor_lease = rb_floor_lease,
+                        .floor_set = rb_floor_set,
+                        .floor_get = rb_floor_get,
+                        .destroy = rb_destroy,
+                        .arg = rb};
     return idgen_new_with_backend(&be, prefix, &o, errstr, errsz);
 }
