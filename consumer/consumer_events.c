@@ -27,7 +27,6 @@
 #include <string.h>
 #include <time.h>
 
-#define SLOT_MAX 63               /* NAMEDATALEN - 1 */
 #define REPORT_MS 100             /* the least time between two confirmations */
 #define REPORT_IDLE_MS 10000      /* a confirmation at least this often (wal_sender_timeout) */
 #define LAG_CHECK_MS 1000         /* between two reads of the slot's lag */
@@ -44,7 +43,8 @@ typedef struct txn {
 
 struct consumer_events {
     char *pg, *pg_repl, *topic;
-    char slot[SLOT_MAX + 1];
+    char *slot_cfg;                        /* events.slot ("": from the database) */
+    char slot[CONSUMER_EVENTS_SLOT_MAX + 1]; /* the slot's name, once known */
     long long interval_ms, lag_alarm;
     consumer_metrics *m;
     PGconn *repl, *sql;
@@ -157,34 +157,51 @@ static void lag_check(consumer_events *e)
     }
 }
 
-/* The slot's name (events.slot, or seckill_events_<database>) and the slot itself,
- * created when missing. @returns 0, -1 with e->err. */
+int consumer_events_slot_ensure(PGconn *c, const char *slot_cfg, char *slot, char *err,
+                                size_t errsz)
+{
+    PGresult *r = NULL;
+    if (!slot_cfg || !slot_cfg[0]) {
+        if (sk_pg_exec(c, "database", "SELECT current_database()", 0, NULL, PGRES_TUPLES_OK, &r,
+                       err, errsz) != SK_PG_OK)
+            return -1;
+        char name[CONSUMER_EVENTS_SLOT_MAX + 1];
+        snprintf(name, sizeof(name), "seckill_events_%s", PQgetvalue(r, 0, 0));
+        PQclear(r);
+        for (char *p = name; *p; p++) /* a slot name is [a-z0-9_] */
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')))
+                *p = (*p >= 'A' && *p <= 'Z') ? (char)(*p - 'A' + 'a') : '_';
+        memcpy(slot, name, sizeof(name));
+    } else {
+        snprintf(slot, CONSUMER_EVENTS_SLOT_MAX + 1, "%s", slot_cfg);
+    }
+    /* The publication before the slot: pgoutput reads it as of each decoded
+     * transaction, so a slot older than its publication fails on everything before it.
+     * 42710: another process made it first. */
+    if (sk_pg_exec(c, "create publication",
+                   "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = '"
+                   CONSUMER_EVENTS_PUBLICATION "') THEN CREATE PUBLICATION "
+                   CONSUMER_EVENTS_PUBLICATION "; END IF; END $$",
+                   0, NULL, PGRES_COMMAND_OK, NULL, err, errsz) != SK_PG_OK &&
+        strcmp(sk_pg_sqlstate(c), "42710") != 0)
+        return -1;
+    const char *p[1] = {slot /* $1 the slot */};
+    int rc = sk_pg_exec(c, "create slot",
+                        "SELECT pg_create_logical_replication_slot($1, 'pgoutput') "
+                        "WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)",
+                        1, p, PGRES_TUPLES_OK, NULL, err, errsz);
+    /* 42710: another process created it between our check and our create. */
+    if (rc != SK_PG_OK && strcmp(sk_pg_sqlstate(c), "42710") != 0)
+        return -1;
+    return 0;
+}
+
+/* The slot, named and created when missing, on the plain connection. */
 static int slot_ensure(consumer_events *e)
 {
     if (sql_conn(e) != 0)
         return -1;
-    PGresult *r = NULL;
-    if (!e->slot[0]) {
-        if (sk_pg_exec(e->sql, "database", "SELECT current_database()", 0, NULL, PGRES_TUPLES_OK,
-                       &r, e->err, sizeof(e->err)) != SK_PG_OK)
-            return -1;
-        char name[SLOT_MAX + 1];
-        snprintf(name, sizeof(name), "seckill_events_%s", PQgetvalue(r, 0, 0));
-        PQclear(r);
-        for (char *c = name; *c; c++) /* a slot name is [a-z0-9_] */
-            if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9')))
-                *c = (*c >= 'A' && *c <= 'Z') ? (char)(*c - 'A' + 'a') : '_';
-        memcpy(e->slot, name, sizeof(name));
-    }
-    const char *p[1] = {e->slot /* $1 the slot */};
-    int rc = sk_pg_exec(e->sql, "create slot",
-                        "SELECT pg_create_logical_replication_slot($1, 'pgoutput') "
-                        "WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)",
-                        1, p, PGRES_TUPLES_OK, NULL, e->err, sizeof(e->err));
-    /* 42710: another publisher created it between our check and our create. */
-    if (rc != SK_PG_OK && strcmp(sk_pg_sqlstate(e->sql), "42710") != 0)
-        return -1;
-    return 0;
+    return consumer_events_slot_ensure(e->sql, e->slot_cfg, e->slot, e->err, sizeof(e->err));
 }
 
 /* Waits up to ms for the stream's socket to be readable. @returns 0, -1 on error. */
@@ -208,7 +225,7 @@ static int stream_open(consumer_events *e)
     char sql[256];
     snprintf(sql, sizeof(sql),
              "START_REPLICATION SLOT \"%s\" LOGICAL 0/0 (proto_version '1', "
-             "publication_names 'seckill_events', messages 'true')",
+             "publication_names '" CONSUMER_EVENTS_PUBLICATION "', messages 'true')",
              e->slot);
     if (!PQsendQuery(e->repl, sql)) {
         snprintf(e->err, sizeof(e->err), "start: %s", PQerrorMessage(e->repl));
@@ -393,7 +410,8 @@ static long events_tick(void *arg)
         e->waiting = rc == 1;
         PQfinish(e->repl);
         e->repl = NULL;
-        lag_check(e);
+        if (rc == 1) /* PostgreSQL answers: watch the slot the other process streams */
+            lag_check(e);
         return -1;
     }
     e->waiting = 0;
@@ -452,12 +470,17 @@ consumer_events *consumer_events_start(const struct consumer_cfg *cfg, const sk_
         return NULL;
     }
     const char *slot = cfg->events_slot ? cfg->events_slot : "";
-    if (strlen(slot) > SLOT_MAX || strspn(slot, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(slot)) {
-        snprintf(err, errsz, "events.slot: 1 to %d of a-z, 0-9, _", SLOT_MAX);
+    if (strlen(slot) > CONSUMER_EVENTS_SLOT_MAX ||
+        strspn(slot, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(slot)) {
+        snprintf(err, errsz, "events.slot: up to %d of a-z, 0-9, _", CONSUMER_EVENTS_SLOT_MAX);
         consumer_events_free(e);
         return NULL;
     }
-    snprintf(e->slot, sizeof(e->slot), "%s", slot);
+    if (!(e->slot_cfg = strdup(slot))) {
+        snprintf(err, errsz, "events: out of memory");
+        consumer_events_free(e);
+        return NULL;
+    }
     if (!(e->pg_repl = repl_conninfo(e->pg, err, errsz))) {
         consumer_events_free(e);
         return NULL;
@@ -504,6 +527,7 @@ void consumer_events_free(consumer_events *e)
     PQfinish(e->sql);
     free(e->pg);
     free(e->pg_repl);
+    free(e->slot_cfg);
     free(e->topic);
     free(e);
 }

@@ -35,6 +35,8 @@
 #include <stddef.h>
 
 #include "consumer_metrics.h"
+
+#include <libpq-fe.h>
 #include "sk_config.h"
 
 struct consumer_cfg;
@@ -44,6 +46,23 @@ typedef struct consumer_events consumer_events;
  *  m (borrowed, outlives the publisher) gets its metrics. @returns it, or NULL with err. */
 consumer_events *consumer_events_start(const struct consumer_cfg *cfg, const sk_cfg_kv *kafka,
                                        consumer_metrics *m, char *err, size_t errsz);
+
+/* The publication pgoutput is given: it holds no table, so only messages are sent. */
+#define CONSUMER_EVENTS_PUBLICATION "seckill_events"
+
+/* A slot name's longest (NAMEDATALEN - 1). */
+#define CONSUMER_EVENTS_SLOT_MAX 63
+
+/** @brief Names the slot (slot_cfg, or seckill_events_<database> when NULL or "") into
+ *  slot[CONSUMER_EVENTS_SLOT_MAX + 1] and creates it on c when missing (pgoutput), and
+ *  the publication before it (pgoutput fails on WAL older than its publication). The
+ *  slot must exist before the first transition it should carry is committed: the
+ *  migrations call this before they write (consumer_db_migrate), the publisher again.
+ *  Needs wal_level = logical and the REPLICATION attribute; waits for the transactions
+ *  running at the call to end (the slot's consistent point).
+ *  @returns 0, or -1 with err. */
+int consumer_events_slot_ensure(PGconn *c, const char *slot_cfg, char *slot, char *err,
+                                size_t errsz);
 
 /** @brief Stops the thread (what was produced gets up to 5 s to be acknowledged and
  *  confirmed) and frees. NULL is fine. */

@@ -127,7 +127,11 @@ static int run_migrate(consumer_cfg *cfg)
         sk_log(SK_LOG_ERROR, "migrate_failed", "err=\"out of memory\"");
         return -1;
     }
-    int n = consumer_db_migrate(db);
+    char warn[256];
+    int n = consumer_db_migrate_events(db, cfg->events_topic[0] ? cfg->events_slot : NULL, warn,
+                                       sizeof(warn));
+    if (warn[0]) /* the publisher tries again; the writes do not need the slot */
+        sk_log(SK_LOG_WARN, "events_slot_failed", "err=\"%s\"", warn);
     if (n < 0)
         sk_log(SK_LOG_ERROR, "migrate_failed", "err=\"%s\"", consumer_db_errstr(db));
     else

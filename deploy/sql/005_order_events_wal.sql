@@ -91,13 +91,7 @@ CREATE TRIGGER seckill_order_emit_upd AFTER UPDATE ON seckill_order
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION seckill_order_emit_upd();
 
--- pgoutput needs a publication; this one holds no table, so the slot's reader gets the
--- messages and no row change of the drain (test_decoding would print every inserted
--- row as text for nothing).
-DO $$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = 'seckill_events') THEN
-        CREATE PUBLICATION seckill_events;
-    END IF;
-END
-$$;
+-- The publication pgoutput reads (seckill_events, holding no table, so the slot's reader
+-- gets the messages and no row change of the drain) is made by seckill-consumer with
+-- the slot (consumer_events_slot_ensure), before it: pgoutput looks the publication up
+-- as of each decoded transaction, so one made after the slot breaks it.

@@ -24,12 +24,11 @@
 #include <cmocka.h>
 
 #include "sk_test_redis.h"
-#include "test_consumer_util.h"
+#include "test_consumer_evutil.h"
 
 #define DB_NAME "seckill_test_events"
 #define EVENT INT64_C(4300000001)
 #define ORDER_BASE INT64_C(4300000000000)
-#define TOPIC "seckill.order-events"
 
 /* The "status" of a transition's JSON into st[16]; the order id is the key. */
 static void status_of(const ctu_dlq_msg *m, char st[16])
@@ -58,42 +57,6 @@ static long find(const ctu_dlq_msg *msgs, size_t n, int64_t oid, const char *st,
     return at;
 }
 
-/* A consumer of the test's database and Kafka with its /metrics on port. */
-static pid_t spawn(const char *conninfo, const char *bootstrap, int port)
-{
-    ctu_env ce;
-    char env_port[64];
-    ctu_env_fill(&ce, conninfo, bootstrap);
-    snprintf(env_port, sizeof(env_port), "SECKILL_HTTP_PORT=%d", port);
-    const char *env[] = {ce.pg, ce.brokers, env_port, "SECKILL_GROUP_ID=events-test",
-                         "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", "SECKILL_EXPIRY_INTERVAL_MS=0",
-                         "SECKILL_EVENTS_INTERVAL_MS=200", "SECKILL_EVENTS_LAG_ALARM_BYTES=1",
-                         "SECKILL_REDIS_URL=", NULL};
-    return ctu_consumer_spawn(env);
-}
-
-static double metric(int port, const char *name)
-{
-    char *body = NULL;
-    double v = -1;
-    if (ctu_http_get(port, "/metrics", &body) == 200)
-        v = ctu_metric(body, name);
-    free(body);
-    return v;
-}
-
-/* Waits until the metric equals want. @returns its last value. */
-static double metric_wait(int port, const char *name, double want, int timeout_ms)
-{
-    double v = -1;
-    for (int t = 0; t < timeout_ms; t += 100) {
-        if ((v = metric(port, name)) == want)
-            break;
-        sk_test_pause_ms(100);
-    }
-    return v;
-}
-
 static void test_events(void **state)
 {
     (void)state;
@@ -111,7 +74,7 @@ static void test_events(void **state)
     assert_int_equal(ctu_producer_close(p), 0);
 
     int port = sk_test_free_port();
-    pid_t pid = spawn(conninfo, k.bootstrap, port);
+    pid_t pid = cev_spawn(conninfo, k.bootstrap, port);
     assert_int_equal(ctu_pg_wait_ll(pg, "SELECT count(*) FROM seckill_order", 10, 60000), 10);
 
     char sql[512];
@@ -130,7 +93,7 @@ static void test_events(void **state)
     assert_int_equal(ctu_pg_exec(pg, sql), 0);
 
     ctu_dlq_msg *msgs = NULL;
-    size_t n = ctu_dlq_read(k.bootstrap, TOPIC, 14, 30000, &msgs);
+    size_t n = ctu_dlq_read(k.bootstrap, CEV_TOPIC, 14, 30000, &msgs);
     /* Exactly 14 (a transaction published twice would show more, a lost one fewer). */
     assert_int_equal(n, 14);
     int c;
@@ -144,7 +107,7 @@ static void test_events(void **state)
     assert_int_equal(find(msgs, n, ORDER_BASE + 3, "paid", &c), -1);
     assert_non_null(strstr(msgs[0].val, "\"event_id\":\"4300000001\""));
     ctu_dlq_free(msgs, n);
-    assert_true(metric(port, "seckill_consumer_events_published_total") >= 14);
+    assert_true(cev_metric(port, "seckill_consumer_events_published_total") >= 14);
 
     assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 20000), 0);
     PQfinish(pg);
@@ -165,49 +128,36 @@ static void test_takeover(void **state)
     int port_a = sk_test_free_port(), port_b = sk_test_free_port();
     while (port_b == port_a)
         port_b = sk_test_free_port();
-    pid_t a = spawn(conninfo, k.bootstrap, port_a);
+    pid_t a = cev_spawn(conninfo, k.bootstrap, port_a);
     assert_int_equal(ctu_wait_healthy(port_a, 30000), 0);
-    assert_int_equal(metric_wait(port_a, "seckill_consumer_events_streaming", 1, 30000), 1);
-    pid_t b = spawn(conninfo, k.bootstrap, port_b);
+    assert_int_equal(cev_metric_wait(port_a, "seckill_consumer_events_streaming", 1, 30000), 1);
+    pid_t b = cev_spawn(conninfo, k.bootstrap, port_b);
     assert_int_equal(ctu_wait_healthy(port_b, 30000), 0);
     /* B tried the slot at least a few times (every 200 ms) and waits. */
     sk_test_pause_ms(1500);
-    assert_int_equal(metric(port_b, "seckill_consumer_events_streaming"), 0);
-    assert_int_equal(metric(port_a, "seckill_consumer_events_streaming"), 1);
+    assert_int_equal(cev_metric(port_b, "seckill_consumer_events_streaming"), 0);
+    assert_int_equal(cev_metric(port_a, "seckill_consumer_events_streaming"), 1);
 
-    char sql[512];
     for (int t = 0; t < TAKEOVER_TX; t++) {
         if (t == TAKEOVER_TX / 2)
             kill(a, SIGKILL); /* mid-stream: half committed, some of it in flight */
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO seckill_order (order_id, event_id, user_id, status) "
-                 "SELECT %" PRId64 " + g, %" PRId64 ", 1 + g, 'created' FROM generate_series(%d, %d) g",
-                 ORDER_BASE, EVENT, t * TAKEOVER_PER_TX, (t + 1) * TAKEOVER_PER_TX - 1);
-        assert_int_equal(ctu_pg_exec(pg, sql), 0);
+        assert_int_equal(cev_insert(pg, ORDER_BASE, EVENT, t * TAKEOVER_PER_TX,
+                                    (t + 1) * TAKEOVER_PER_TX), 0);
     }
     sk_test_proc_stop(a, SIGKILL, 10000);
-    assert_int_equal(metric_wait(port_b, "seckill_consumer_events_streaming", 1, 30000), 1);
+    assert_int_equal(cev_metric_wait(port_b, "seckill_consumer_events_streaming", 1, 30000), 1);
 
     const size_t total = TAKEOVER_TX * TAKEOVER_PER_TX;
     ctu_dlq_msg *msgs = NULL;
-    size_t n = ctu_dlq_read(k.bootstrap, TOPIC, total, 60000, &msgs);
+    size_t n = ctu_dlq_read(k.bootstrap, CEV_TOPIC, total, 60000, &msgs);
     /* Every one arrived (distinct order ids), duplicates bounded. */
-    char *seen = calloc(total, 1);
-    size_t distinct = 0;
-    for (size_t i = 0; i < n; i++) {
-        long long oid = atoll(msgs[i].key) - ORDER_BASE;
-        if (oid >= 0 && (size_t)oid < total && !seen[oid]) {
-            seen[oid] = 1;
-            distinct++;
-        }
-    }
+    size_t distinct = cev_distinct(msgs, n, ORDER_BASE, total);
     fprintf(stderr, "takeover: %zu messages, %zu distinct, %zu duplicates\n", n, distinct, n - distinct);
     assert_int_equal(distinct, total);
     assert_true(n - distinct < total / 2);
-    free(seen);
     ctu_dlq_free(msgs, n);
     /* The standby watched the slot's lag (its alarm is 1 byte here) while A was gone. */
-    assert_true(metric(port_b, "seckill_consumer_events_slot_lag_bytes") >= 0);
+    assert_true(cev_metric(port_b, "seckill_consumer_events_slot_lag_bytes") >= 0);
 
     assert_int_equal(sk_test_proc_stop(b, SIGTERM, 20000), 0);
     PQfinish(pg);
