@@ -14,7 +14,7 @@
 --
 -- The payload: one line per transition, "order_id\tevent_id\tuser_id\tstatus\tat_ms",
 -- in order_id order within a statement (consumer_walproto.h parses it). at_ms is the
--- statement's clock, the moment the transition was written (as the outbox's `at`).
+-- start of the statement that wrote the transition (statement_timestamp()), in ms.
 --
 -- Why no fallback outbox for a server without logical decoding: the messages are WAL
 -- records whatever wal_level says, so every write works on any server; only reading them
@@ -40,44 +40,37 @@ BEGIN
 END
 $$;
 
+-- pg_logical_emit_message is strict: a statement that made no transition (a NULL
+-- string_agg) emits nothing.
 -- Inserts (the consumer's batches: the drain): one message per statement, from the
 -- statement's transition table, not a plpgsql call per row.
 CREATE OR REPLACE FUNCTION seckill_order_emit_ins() RETURNS trigger AS $$
-DECLARE
-    at_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-    payload text;
 BEGIN
-    SELECT string_agg(concat_ws(E'\t', order_id, event_id, user_id, status, at_ms),
-                      E'\n' ORDER BY order_id)
-      INTO payload FROM new_rows;
-    IF payload IS NOT NULL THEN
-        PERFORM pg_logical_emit_message(true, 'seckill', payload);
-    END IF;
+    PERFORM pg_logical_emit_message(true, 'seckill', (
+        SELECT string_agg(concat_ws(E'\t', order_id, event_id, user_id, status,
+                                    (extract(epoch FROM statement_timestamp()) * 1000)::bigint),
+                          E'\n' ORDER BY order_id)
+          FROM new_rows));
     RETURN NULL;
 END
 $$ LANGUAGE plpgsql;
 
 -- Updates: a status that changed is a transition; released_at set is `released` (the
 -- unit back in the Redis gate). One message per statement (the expiry's and the
--- release sweep's batches, a pay, a cancel); a statement that changed neither emits none.
+-- release sweep's batches, a pay, a cancel).
 CREATE OR REPLACE FUNCTION seckill_order_emit_upd() RETURNS trigger AS $$
-DECLARE
-    at_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-    payload text;
 BEGIN
-    SELECT string_agg(concat_ws(E'\t', t.order_id, t.event_id, t.user_id, t.status, at_ms),
-                      E'\n' ORDER BY t.order_id, t.k)
-      INTO payload
-      FROM (SELECT n.order_id, n.event_id, n.user_id, n.status, 0 AS k
-              FROM new_rows n JOIN old_rows o USING (order_id)
-             WHERE n.status IS DISTINCT FROM o.status
-            UNION ALL
-            SELECT n.order_id, n.event_id, n.user_id, 'released', 1
-              FROM new_rows n JOIN old_rows o USING (order_id)
-             WHERE o.released_at IS NULL AND n.released_at IS NOT NULL) t;
-    IF payload IS NOT NULL THEN
-        PERFORM pg_logical_emit_message(true, 'seckill', payload);
-    END IF;
+    PERFORM pg_logical_emit_message(true, 'seckill', (
+        SELECT string_agg(concat_ws(E'\t', t.order_id, t.event_id, t.user_id, t.status,
+                                    (extract(epoch FROM statement_timestamp()) * 1000)::bigint),
+                          E'\n' ORDER BY t.order_id, t.k)
+          FROM (SELECT n.order_id, n.event_id, n.user_id, n.status, 0 AS k
+                  FROM new_rows n JOIN old_rows o USING (order_id)
+                 WHERE n.status IS DISTINCT FROM o.status
+                UNION ALL
+                SELECT n.order_id, n.event_id, n.user_id, 'released', 1
+                  FROM new_rows n JOIN old_rows o USING (order_id)
+                 WHERE o.released_at IS NULL AND n.released_at IS NOT NULL) t));
     RETURN NULL;
 END
 $$ LANGUAGE plpgsql;

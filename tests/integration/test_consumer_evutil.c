@@ -65,3 +65,16 @@ size_t cev_distinct(const ctu_dlq_msg *msgs, size_t n, int64_t base, size_t tota
     free(seen);
     return distinct;
 }
+
+size_t cev_read_distinct(const char *bootstrap, int64_t base, size_t total, const char *what,
+                         size_t *messages)
+{
+    ctu_dlq_msg *msgs = NULL;
+    size_t n = ctu_dlq_read(bootstrap, CEV_TOPIC, total, 60000, &msgs);
+    size_t distinct = cev_distinct(msgs, n, base, total);
+    fprintf(stderr, "%s: %zu messages, %zu distinct, %zu duplicates\n", what, n, distinct,
+            n - distinct);
+    ctu_dlq_free(msgs, n);
+    *messages = n;
+    return distinct;
+}

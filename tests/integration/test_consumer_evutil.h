@@ -29,4 +29,10 @@ int cev_insert(PGconn *pg, int64_t base, int64_t event, int from, int to);
 /** @brief Of msgs, how many distinct order ids fall in base .. base + total - 1. */
 size_t cev_distinct(const ctu_dlq_msg *msgs, size_t n, int64_t base, size_t total);
 
+/** @brief Reads seckill.order-events until orders base .. base + total - 1 could all be
+ *  there (up to 60 s), prints the counts under `what`.
+ *  @returns the distinct order ids of that range seen; *messages all messages read. */
+size_t cev_read_distinct(const char *bootstrap, int64_t base, size_t total, const char *what,
+                         size_t *messages);
+
 #endif
