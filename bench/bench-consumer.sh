@@ -8,6 +8,12 @@
 # information), in the same run. Prints a table and one JSON line.
 # Needs the stack of `deploy/local.sh up` (PostgreSQL) and .run/env sourced; uses
 # $SECKILL_BIN_DIR (a Release build for meaningful figures; override with BIN=...).
+# The drain runs once per mode of ORDER_EVENTS (default "on off"): on, the order
+# transitions emitted into the WAL and published by the consumer to
+# seckill.order-events (issue 36), with the publisher's lag at the end (the time from
+# the last order written until the slot confirmed everything before it); off, the
+# triggers disabled and no publisher (the drain without order events). The ratio of
+# the two is the cost of publishing.
 # Knobs: N, EVENTS, PARTITIONS, BATCH_MAX (batch.max), WRITERS (db.writers), PORT,
 # COPY_REF=0 (time the drain only, for A/B runs of consumer changes), KAFKA=dev (the
 # private seckill-devkafka) or KAFKA=real (a private single-node Apache Kafka, KRaft,
@@ -23,6 +29,10 @@ PARTITIONS=${PARTITIONS:-64}
 BATCH_MAX=${BATCH_MAX:-1000}
 WRITERS=${WRITERS:-2}
 COPY_REF=${COPY_REF:-1}
+ORDER_EVENTS=${ORDER_EVENTS:-on off}
+for mode in $ORDER_EVENTS; do
+    case $mode in on | off) ;; *) echo "bench-consumer: ORDER_EVENTS holds on and/or off" >&2; exit 2 ;; esac
+done
 KAFKA=${KAFKA:-dev}
 case $KAFKA in dev | real) ;; *) echo "bench-consumer: KAFKA is dev or real" >&2; exit 2 ;; esac
 KAFKA_SH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/deploy/kafka/kafka.sh
@@ -46,11 +56,22 @@ cleanup() {
     else
         [ -n "$kpid" ] && kill "$kpid" 2>/dev/null && wait "$kpid" 2>/dev/null || true
     fi
-    psql "$SECKILL_PG_ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
+    drop_db || true
     rm -rf "$work"
 }
 trap cleanup EXIT
 
+# A slot being streamed blocks DROP DATABASE, even WITH (FORCE): its walsender goes first.
+drop_db() {
+    psql "$SECKILL_PG_ADMIN" -qAtX -c "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
+        WHERE database = '$DB' AND active_pid IS NOT NULL" >/dev/null 2>&1 || true
+    for _ in $(seq 50); do
+        psql "$SECKILL_PG_ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    echo "bench-consumer: cannot drop $DB" >&2
+    return 1
+}
 now() { date +%s.%N; }
 pg() { psql "$SECKILL_PG dbname=$DB" -qAtX "$@"; }
 
@@ -70,9 +91,9 @@ else
     brokers=$(cat "$work/bootstrap")
 fi
 
-psql "$SECKILL_PG_ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null
+drop_db
 psql "$SECKILL_PG_ADMIN" -qc "CREATE DATABASE $DB OWNER seckill" >/dev/null
-SECKILL_PG="$SECKILL_PG dbname=$DB" "$BIN/seckill-consumer" migrate 2>/dev/null
+SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_EVENTS_TOPIC= "$BIN/seckill-consumer" migrate 2>/dev/null
 stock=$(( N / EVENTS + 1 ))
 pg -c "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at)
        SELECT 7000000000 + g, 'bench', $stock, $stock, now(), now() + interval '1 day'
@@ -109,40 +130,91 @@ log_time() {
 
 
 # Drain: from the consumer's start (group join included) and from the moment its
-# partitions are assigned (group join excluded, everything else included).
-checkpoint
-ck0=$(ckpts) av0=$(autovacs) rb0=$(rollbacks)
-cpu_kafka0=$(sk_cpu_seconds "$kpid")
-t0=$(now)
-SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_KAFKA_BROKERS="$brokers" SECKILL_HTTP_PORT="$PORT" \
-    SECKILL_GROUP_ID=bench SECKILL_BATCH_MAX="$BATCH_MAX" SECKILL_DB_WRITERS="$WRITERS" SECKILL_LOG_LEVEL=info \
-    "$BIN/seckill-consumer" 2>"$work/consumer.log" &
-cpid=$!
-while :; do
-    created=$(created_total 2>/dev/null || echo 0)
-    [ "${created:-0}" -ge "$N" ] && break
-    kill -0 "$cpid" 2>/dev/null || { echo "bench-consumer: consumer died" >&2; cat "$work/consumer.log" >&2; exit 1; }
-    sleep 0.05
+# partitions are assigned (group join excluded, everything else included). One per
+# mode, each into an emptied seckill_order with the stock restored, from the topic's
+# start (a group of its own). Its figures go to the variables named <figure>_<mode>.
+slot_drop() {
+    pg -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+           WHERE database = current_database() AND NOT active" >/dev/null
+}
+drain() { # mode
+    local mode=$1 topic="" t0 t1 t2 t3 lag=0 lsn published=0
+    pg -c "TRUNCATE seckill_order" -c "UPDATE seckill_event SET stock_left = stock_total" >/dev/null
+    slot_drop
+    if [ "$mode" = on ]; then
+        topic=seckill.order-events
+        pg -c "ALTER TABLE seckill_order ENABLE TRIGGER seckill_order_emit_ins" \
+           -c "ALTER TABLE seckill_order ENABLE TRIGGER seckill_order_emit_upd"
+        # The slot before the first write, as `seckill-consumer migrate` makes it.
+        SECKILL_PG="$SECKILL_PG dbname=$DB" "$BIN/seckill-consumer" migrate 2>/dev/null
+    else
+        pg -c "ALTER TABLE seckill_order DISABLE TRIGGER seckill_order_emit_ins" \
+           -c "ALTER TABLE seckill_order DISABLE TRIGGER seckill_order_emit_upd"
+    fi
+    psql "$SECKILL_PG_ADMIN dbname=$DB" -qAtX -c "VACUUM ANALYZE" >/dev/null
+    checkpoint
+    local ck0 av0 rb0 ck1 av1 rb1 cpu_kafka0
+    ck0=$(ckpts) av0=$(autovacs) rb0=$(rollbacks)
+    cpu_kafka0=$(sk_cpu_seconds "$kpid")
+    : >"$work/consumer.log"
+    t0=$(now)
+    SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_KAFKA_BROKERS="$brokers" SECKILL_HTTP_PORT="$PORT" \
+        SECKILL_GROUP_ID="bench-$mode" SECKILL_BATCH_MAX="$BATCH_MAX" SECKILL_DB_WRITERS="$WRITERS" \
+        SECKILL_LOG_LEVEL=info SECKILL_EVENTS_TOPIC="$topic" SECKILL_MIGRATE=false \
+        "$BIN/seckill-consumer" 2>"$work/consumer.log" &
+    cpid=$!
+    while :; do
+        created=$(created_total 2>/dev/null || echo 0)
+        [ "${created:-0}" -ge "$N" ] && break
+        kill -0 "$cpid" 2>/dev/null || { echo "bench-consumer: consumer died" >&2; cat "$work/consumer.log" >&2; exit 1; }
+        sleep 0.05
+    done
+    t2=$(now)
+    ck1=$(ckpts) av1=$(autovacs) rb1=$(rollbacks)
+    if [ "$mode" = on ]; then
+        # The publisher's lag: until the slot confirmed the WAL written by the drain's end.
+        lsn=$(pg -c "SELECT pg_current_wal_lsn()")
+        for _ in $(seq 1200); do
+            [ "$(pg -c "SELECT coalesce(bool_and(confirmed_flush_lsn >= '$lsn'), false)
+                        FROM pg_replication_slots WHERE database = current_database()")" = t ] && break
+            sleep 0.05
+        done
+        t3=$(now)
+        lag=$(awk -v a="$t2" -v b="$t3" 'BEGIN { printf "%.2f", b - a }')
+    fi
+    t1=$(log_time partitions_assigned)
+    [ -n "$t1" ] || { echo "bench-consumer: no partitions_assigned in the consumer log" >&2; exit 1; }
+    metrics=$(curl -fsS "http://127.0.0.1:$PORT/metrics" || true)
+    m() { awk -v k="$1" '$1 == k { print $2 }' <<<"$metrics"; }
+    published=$(m seckill_consumer_events_published_total)
+    # CPU time (user + system) of the consumer, of its PostgreSQL backends (the writers'
+    # connections and the slot's walsender) and of the dev Kafka during the drain.
+    local cpu_pg=0 b
+    for b in $(pg -c "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'seckill-consumer/%'"); do
+        cpu_pg=$(awk -v a="$cpu_pg" -v b="$(sk_cpu_seconds "$b")" 'BEGIN { printf "%.2f", a + b }')
+    done
+    printf -v "total_$mode" '%s' "$(awk -v a="$t0" -v b="$t2" 'BEGIN { printf "%.3f", b - a }')"
+    printf -v "steady_$mode" '%s' "$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.3f", b - a }')"
+    printf -v "cpu_c_$mode" '%s' "$(sk_cpu_seconds "$cpid")"
+    printf -v "cpu_pg_$mode" '%s' "$cpu_pg"
+    printf -v "cpu_k_$mode" '%s' "$(awk -v a="$(sk_cpu_seconds "$kpid")" -v b="$cpu_kafka0" 'BEGIN { printf "%.2f", a - b }')"
+    printf -v "txs_$mode" '%s' "$(m seckill_consumer_transaction_seconds_sum)"
+    printf -v "txn_$mode" '%s' "$(m seckill_consumer_transaction_seconds_count)"
+    printf -v "rb_$mode" '%s' $((rb1 - rb0))
+    printf -v "ck_$mode" '%s' $((ck1 - ck0))
+    printf -v "av_$mode" '%s' $((av1 - av0))
+    printf -v "lag_$mode" '%s' "$lag"
+    printf -v "pub_$mode" '%s' "${published:-0}"
+    kill -TERM "$cpid"; wait "$cpid" || true; cpid=""
+    local rows
+    rows=$(pg -c "SELECT count(*) FROM seckill_order")
+    [ "$rows" -eq "$N" ] || { echo "bench-consumer: $rows rows, expected $N" >&2; exit 1; }
+    slot_drop
+}
+for mode in $ORDER_EVENTS; do
+    echo "bench-consumer: drain with order events $mode" >&2
+    drain "$mode"
 done
-t2=$(now)
-ck1=$(ckpts) av1=$(autovacs) rb1=$(rollbacks)
-t1=$(log_time partitions_assigned)
-[ -n "$t1" ] || { echo "bench-consumer: no partitions_assigned in the consumer log" >&2; exit 1; }
-metrics=$(curl -fsS "http://127.0.0.1:$PORT/metrics" || true)
-m() { awk -v k="$1" '$1 == k { print $2 }' <<<"$metrics"; }
-tx_sum=$(m seckill_consumer_transaction_seconds_sum); tx_n=$(m seckill_consumer_transaction_seconds_count)
-bs_sum=$(m seckill_consumer_batch_size_sum); bs_n=$(m seckill_consumer_batch_size_count)
-# CPU time (user + system) of the consumer, of its PostgreSQL backends (the writers'
-# connections) and of the dev Kafka during the drain: what an order costs, whoever pays.
-cpu_consumer=$(sk_cpu_seconds "$cpid")
-cpu_pg=0
-for b in $(pg -c "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'seckill-consumer/%'"); do
-    cpu_pg=$(awk -v a="$cpu_pg" -v b="$(sk_cpu_seconds "$b")" 'BEGIN { printf "%.2f", a + b }')
-done
-cpu_kafka=$(awk -v a="$(sk_cpu_seconds "$kpid")" -v b="$cpu_kafka0" 'BEGIN { printf "%.2f", a - b }')
-kill -TERM "$cpid"; wait "$cpid" || true; cpid=""
-rows=$(pg -c "SELECT count(*) FROM seckill_order")
-[ "$rows" -eq "$N" ] || { echo "bench-consumer: $rows rows, expected $N" >&2; exit 1; }
 
 # Raw COPY of the same rows into empty copies of seckill_order: first an exact copy
 # (same columns, defaults, check, indexes and the foreign key to the populated
@@ -154,11 +226,17 @@ psql "$SECKILL_PG_ADMIN dbname=$DB" -qAtX -c "VACUUM ANALYZE"
 pg -c "CREATE TABLE bench_copy_fk (LIKE seckill_order INCLUDING ALL,
                                   FOREIGN KEY (event_id) REFERENCES seckill_event (id))"
 pg -c "CREATE TABLE bench_copy_nofk (LIKE seckill_order INCLUDING ALL)"
+# consumer-load writes the message's columns; the drain also writes pay_by (the payment
+# window, deploy/sql/002), so the reference does too: the file's column list, pay_by
+# appended (the table has more columns since 001: a COPY without a list fails).
+COPY_COLS="order_id, event_id, user_id, status, created_at, kafka_partition, kafka_offset, pay_by"
+awk -v p="$(date -u -d '+15 min' '+%Y-%m-%d %H:%M:%S+00')" '{ print $0 "\t" p }' \
+    "$work/orders.tsv" >"$work/orders_copy.tsv"
 timed_copy() { # table [PGOPTIONS] -> seconds
     checkpoint
     local a b
     a=$(now)
-    PGOPTIONS=${2:-} pg -c "\\copy $1 FROM '$work/orders.tsv'"
+    PGOPTIONS=${2:-} pg -c "\\copy $1 ($COPY_COLS) FROM '$work/orders_copy.tsv'"
     b=$(now)
     [ "$(pg -c "SELECT count(*) FROM $1")" -eq "$N" ] || { echo "bench-consumer: $1 short" >&2; exit 1; }
     pg -c "TRUNCATE $1"
@@ -180,30 +258,48 @@ else
 fi
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 
-awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v cfk="$copy_fk" -v cfks="$copy_fk_seq" -v cfki="$copy_fk_idx" -v cnofk="$copy_nofk" \
-    -v batch="$BATCH_MAX" -v parts="$PARTITIONS" -v writers="$WRITERS" -v load="$load" -v kafka="$KAFKA" \
-    -v rbd=$((rb1 - rb0)) -v ckd=$((ck1 - ck0)) -v avd=$((av1 - av0)) -v ckc=$((ck3 - ck2 - 2)) -v avc=$((av3 - av2)) \
-    -v cpu_s="$cpu_consumer" -v cpu_pg="$cpu_pg" -v cpu_k="$cpu_kafka" -v tx_sum="${tx_sum:-0}" -v tx_n="${tx_n:-0}" -v bs_sum="${bs_sum:-0}" -v bs_n="${bs_n:-0}" 'BEGIN {
-    total = t2 - t0; steady = t2 - t1
-    rate_total = n / total; rate_steady = n / steady; rate_fk = cfk > 0 ? n / cfk : 0; rate_nofk = cnofk > 0 ? n / cnofk : 0
-    printf "%-38s %10s %10s\n", "measure", "seconds", "orders/s"
-    printf "%-38s %10.2f %10.0f\n", "consumer drain (incl. group join)", total, rate_total
-    printf "%-38s %10.2f %10.0f\n", "consumer drain (from assignment)", steady, rate_steady
-    if (cfk > 0) {
-        printf "%-38s %10.2f %10.0f\n", "raw COPY, exact copy (with FK)", cfk, rate_fk
+# One line per mode, then the reference and the ratios.
+report() { # mode
+    local m=$1 v
+    for v in total steady cpu_c cpu_pg cpu_k txs txn rb ck av lag pub; do
+        eval "r_$v=\${${v}_$m:-0}"
+    done
+    awk -v mode="$m" -v n="$N" -v total="$r_total" -v steady="$r_steady" -v cfk="$copy_fk" -v cnofk="$copy_nofk" \
+        -v cpu_c="$r_cpu_c" -v cpu_pg="$r_cpu_pg" -v cpu_k="$r_cpu_k" -v txs="${r_txs:-0}" -v txn="${r_txn:-0}" \
+        -v rb="$r_rb" -v ck="$r_ck" -v av="$r_av" -v lag="$r_lag" -v pub="${r_pub:-0}" -v writers="$WRITERS" \
+        -v kafka="$KAFKA" -v batch="$BATCH_MAX" -v parts="$PARTITIONS" -v load="$load" 'BEGIN {
+        rt = n / total; rs = n / steady; rfk = cfk > 0 ? n / cfk : 0; rnofk = cnofk > 0 ? n / cnofk : 0
+        printf "%-42s %10.2f %10.0f\n", "drain, events " mode " (incl. group join)", total, rt
+        printf "%-42s %10.2f %10.0f\n", "drain, events " mode " (from assignment)", steady, rs
+        if (rfk > 0)
+            printf "%-42s %10s %9.0f%%\n", "  / COPY with FK (the target: 80%)", "", 100 * rs / rfk
+        if (mode == "on")
+            printf "  published %d transitions; publisher lag at the end %.2f s\n", pub, lag
+        if (txn > 0)
+            printf "  batches %d, mean transaction %.1f ms, writers busy %.0f%%\n", txn, 1000 * txs / txn,
+                100 * txs / (writers * steady)
+        printf "  CPU per order: consumer %.1f us, its PostgreSQL backends %.1f us, Kafka (%s) %.1f us\n",
+            1e6 * cpu_c / n, 1e6 * cpu_pg / n, kafka, 1e6 * cpu_k / n
+        printf "  checkpoints %d, autovacuums %d, rollbacks %d during the drain\n", ck, av, rb
+        printf "{\"bench\":\"consumer\",\"kafka\":\"%s\",\"events\":\"%s\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"consumer_cpu_s\":%.2f,\"pg_cpu_s\":%.2f,\"kafka_cpu_s\":%.2f,\"rollbacks\":%d,\"autovacuums\":%d,\"published\":%d,\"publisher_lag_s\":%.2f,\"copy_fk_rate\":%.0f,\"copy_nofk_rate\":%.0f,\"ratio_fk\":%.3f,\"ratio_nofk\":%.3f,\"loadavg\":\"%s\"}\n",
+            kafka, mode, n, batch, writers, parts, total, steady, rt, rs, cpu_c, cpu_pg, cpu_k, rb, av, pub, lag, rfk, rnofk,
+            rfk ? rs / rfk : 0, rnofk ? rs / rnofk : 0, load
+    }'
+}
+printf "%-42s %10s %10s\n" "measure" "seconds" "orders/s"
+if [ "$copy_fk" != 0 ]; then
+    awk -v n="$N" -v cfk="$copy_fk" -v cfks="$copy_fk_seq" -v cfki="$copy_fk_idx" -v cnofk="$copy_nofk" \
+        -v ckc=$((ck3 - ck2 - 2)) -v avc=$((av3 - av2)) 'BEGIN {
+        printf "%-42s %10.2f %10.0f\n", "raw COPY, exact copy (with FK)", cfk, n / cfk
         printf "  (FK check by sequential scan %.2f s, by the primary key %.2f s: the faster counts)\n", cfks, cfki
-        printf "%-38s %10.2f %10.0f\n", "raw COPY, without the FK", cnofk, rate_nofk
-        printf "%-38s %10s %9.0f%%\n", "drain / COPY with FK (the target)", "", 100 * rate_steady / rate_fk
-        printf "%-38s %10s %9.0f%%\n", "drain / COPY without FK", "", 100 * rate_steady / rate_nofk
-    }
-    if (tx_n > 0)
-        printf "batches %d, mean size %.0f, mean transaction %.1f ms, writers busy %.0f%% (writers %d, batch.max %d)\n",
-            tx_n, bs_sum / (bs_n ? bs_n : 1), 1000 * tx_sum / tx_n, 100 * tx_sum / (writers * steady), writers, batch
-    printf "CPU per order: consumer %.1f us, its PostgreSQL backends %.1f us, Kafka (%s) %.1f us\n",
-        1e6 * cpu_s / n, 1e6 * cpu_pg / n, kafka, 1e6 * cpu_k / n
-    printf "other checkpoints / autovacuums: drain %d / %d, COPYs %d / %d; rollbacks in the drain %d; load average %s\n",
-        ckd, avd, ckc, avc, rbd, load
-    printf "{\"bench\":\"consumer\",\"kafka\":\"%s\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"consumer_cpu_s\":%.2f,\"pg_cpu_s\":%.2f,\"kafka_cpu_s\":%.2f,\"copy_fk_s\":%.3f,\"copy_fk_seqscan_s\":%.3f,\"copy_fk_index_s\":%.3f,\"copy_fk_rate\":%.0f,\"copy_nofk_s\":%.3f,\"copy_nofk_rate\":%.0f,\"ratio_fk\":%.3f,\"ratio_nofk\":%.3f,\"loadavg\":\"%s\"}\n",
-        kafka, n, batch, writers, parts, total, steady, rate_total, rate_steady, cpu_s, cpu_pg, cpu_k, cfk, cfks, cfki, rate_fk, cnofk, rate_nofk,
-        rate_fk ? rate_steady / rate_fk : 0, rate_nofk ? rate_steady / rate_nofk : 0, load
-}'
+        printf "%-42s %10.2f %10.0f\n", "raw COPY, without the FK", cnofk, n / cnofk
+        printf "  checkpoints %d, autovacuums %d during the COPYs\n", ckc, avc
+    }'
+fi
+for mode in $ORDER_EVENTS; do report "$mode"; done
+if [[ " $ORDER_EVENTS " == *" on "* && " $ORDER_EVENTS " == *" off "* ]]; then
+    awk -v on="$steady_on" -v off="$steady_off" -v pon="$cpu_pg_on" -v poff="$cpu_pg_off" -v n="$N" 'BEGIN {
+        printf "the cost of publishing: steady drain with events on / off = %.2f; backends +%.1f us per order\n",
+            off / on, 1e6 * (pon - poff) / n }'
+fi
+echo "load average $load"

@@ -56,7 +56,7 @@ pg -c "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, 
 due_ms=$(pg -c "SELECT (extract(epoch from now() + interval '$LEAD milliseconds') * 1000)::bigint")
 pg -c "INSERT INTO seckill_order (order_id, event_id, user_id, status, pay_by)
        SELECT $EV * 1000000 + g, $EV, g, 'created', to_timestamp($due_ms / 1000.0)
-       FROM generate_series(1, $N) g" -c "TRUNCATE seckill_order_outbox" -c "VACUUM ANALYZE seckill_order"
+       FROM generate_series(1, $N) g" -c "VACUUM ANALYZE seckill_order"
 rcli SET "$K:stock" 0 >/dev/null
 rcli HSET "$K:meta" starts_at_ms 0 ends_at_ms 9999999999999 per_user_limit 1 >/dev/null
 

@@ -7,6 +7,7 @@
  * Why binary arrays: the server then copies fixed-size numbers instead of parsing
  * every element's text (array_in, int8in), and we skip printing them. */
 #include "consumer_db.h"
+#include "consumer_events.h" /* the slot */
 #include "order_msg.h"    /* ORDER_INDEX_OUTCOME_REPLAY */
 #include "order_status.h" /* the outcome letters */
 
@@ -747,4 +748,21 @@ int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *re
     if (rc == 0 && safe && db->safe_left > 0)
         db->safe_left--;
     return rc == 0 ? 0 : -1;
+}
+
+int consumer_db_migrate_events(consumer_db *db, const char *slot_cfg, char *warn, size_t warnsz)
+{
+    warn[0] = '\0';
+    if (slot_cfg) {
+        if (db_connect(db) != 0)
+            return -1;
+        char slot[CONSUMER_EVENTS_SLOT_MAX + 1];
+        if (consumer_events_slot_ensure(db->conn, slot_cfg, slot, warn, warnsz) != 0 &&
+            PQstatus(db->conn) != CONNECTION_OK) {
+            set_err(db, "%s", warn);
+            db_disconnect(db);
+            return -1;
+        }
+    }
+    return consumer_db_migrate(db);
 }

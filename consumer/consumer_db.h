@@ -54,6 +54,14 @@ const char *consumer_db_errstr(const consumer_db *db);
  *  @returns the number applied (0: up to date), or -1 with errstr. */
 int consumer_db_migrate(consumer_db *db);
 
+/** @brief consumer_db_migrate, with the order-events slot ensured first when slot_cfg is
+ *  not NULL (consumer_events_slot_ensure: "" names it after the database), so that every
+ *  transition the migrations and the writes after them commit is in the slot. A slot
+ *  that cannot be made (wal_level below logical, no REPLICATION attribute) fails no
+ *  migration, every write still works: its reason goes to warn, "" when it is there.
+ *  @returns as consumer_db_migrate. */
+int consumer_db_migrate_events(consumer_db *db, const char *slot_cfg, char *warn, size_t warnsz);
+
 /** @brief Writes a batch (after consumer_batch_dedup) in one transaction; see above.
  *  @returns 0 with *res filled, or -1 with errstr: nothing was committed (the
  *  connection is dropped if broken) and the same batch may be written again.

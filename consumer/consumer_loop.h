@@ -44,8 +44,9 @@ typedef struct consumer_cfg {
     long long expiry_interval_ms; /* between expiry rounds (consumer_expiry.h); 0: off */
     long long expiry_batch;       /* orders per expiry statement and per release sweep */
     char *events_topic;           /* seckill.order-events (consumer_events.h); "" : off */
-    long long events_interval_ms; /* between outbox batches */
-    long long events_batch;       /* outbox rows per batch */
+    char *events_slot;            /* the logical replication slot; "": seckill_events_<db> */
+    long long events_interval_ms; /* between attempts to stream the slot */
+    long long events_lag_alarm_bytes; /* the slot's kept WAL past this: logged */
     int migrate;
     char *log_level;
 } consumer_cfg;

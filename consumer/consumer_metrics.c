@@ -17,6 +17,7 @@ void consumer_metrics_init(consumer_metrics *m)
     memset(m, 0, sizeof(*m));
     m->batch_size.bounds = &batch_bounds;
     m->tx_seconds.bounds = &tx_bounds;
+    atomic_store(&m->events_slot_lag, -1);
     pthread_mutex_init(&m->lag_mu, NULL);
 }
 
@@ -102,6 +103,18 @@ static void render_state(FILE *f, consumer_metrics *m)
                   atomic_load(&m->db_up));
     sk_prom_gauge(f, "seckill_consumer_paused", "1 while consumption is paused.",
                   atomic_load(&m->paused));
+    sk_prom_counter(f, "seckill_consumer_events_published_total",
+                    "Order transitions Kafka acknowledged (seckill.order-events).",
+                    LOAD(m->events_published));
+    sk_prom_counter(f, "seckill_consumer_events_bad_total",
+                    "Emitted payload lines that were not a transition (skipped).",
+                    LOAD(m->events_bad));
+    sk_prom_gauge(f, "seckill_consumer_events_streaming",
+                  "1 while this process reads the order-events slot (one process does).",
+                  atomic_load(&m->events_streaming));
+    sk_prom_gauge(f, "seckill_consumer_events_slot_lag_bytes",
+                  "WAL the order-events slot keeps past what Kafka acknowledged (-1: unknown).",
+                  (int64_t)atomic_load(&m->events_slot_lag));
 }
 
 /* Only the partitions whose lag is known (-1: no watermark yet). */

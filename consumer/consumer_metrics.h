@@ -38,6 +38,11 @@ typedef struct consumer_metrics {
     atomic_uint_fast64_t oidx_failures;  /* batches whose outcomes did not reach the order index */
     atomic_int db_up;                    /* 1 after a success, 0 after a failure */
     atomic_int paused;                   /* 1 while consumption is paused (database down) */
+    /* The order-events publisher (consumer_events.h, issue 36). */
+    atomic_uint_fast64_t events_published;  /* transitions Kafka acknowledged */
+    atomic_uint_fast64_t events_bad;        /* payload lines that were not a transition */
+    atomic_int events_streaming;            /* 1 while this process reads the slot */
+    atomic_int_fast64_t events_slot_lag;    /* WAL bytes the slot keeps past its confirmed point; -1 unknown */
     consumer_hist batch_size;
     consumer_hist tx_seconds;
     pthread_mutex_t lag_mu;

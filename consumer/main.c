@@ -81,13 +81,20 @@ static const sk_cfg_entry config_table[] = {
      "orders expired per statement and released per sweep, at most",
      offsetof(consumer_cfg, expiry_batch)},
     {"events.topic", SK_CFG_STRING, 0, 0, "seckill.order-events",
-     "topic of the order transitions, published from the outbox (issue 22; empty: this "
-     "process does not publish, and the outbox keeps its rows for one that does)",
+     "topic of the order transitions, read from the WAL (issue 36; empty: this process does "
+     "not publish, the slot keeps them for one that does)",
      offsetof(consumer_cfg, events_topic)},
-    {"events.interval_ms", SK_CFG_INT, 1, 60000, "200", "between outbox batches when idle (ms)",
+    {"events.slot", SK_CFG_STRING, 0, 0, "",
+     "logical replication slot the transitions are read from, created when missing "
+     "(empty: seckill_events_<database>); one process streams it at a time",
+     offsetof(consumer_cfg, events_slot)},
+    {"events.interval_ms", SK_CFG_INT, 1, 60000, "1000",
+     "between two attempts to stream the slot (another process holds it, PostgreSQL or "
+     "Kafka away) (ms)",
      offsetof(consumer_cfg, events_interval_ms)},
-    {"events.batch", SK_CFG_INT, 1, 100000, "1000", "outbox rows published per batch, at most",
-     offsetof(consumer_cfg, events_batch)},
+    {"events.lag_alarm_bytes", SK_CFG_INT, 1, 1099511627776LL, "1073741824",
+     "WAL the slot may keep past what Kafka acknowledged before events_slot_lag is logged",
+     offsetof(consumer_cfg, events_lag_alarm_bytes)},
     {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error",
      offsetof(consumer_cfg, log_level)},
     {NULL, 0, 0, 0, NULL, NULL, 0},
@@ -120,7 +127,11 @@ static int run_migrate(consumer_cfg *cfg)
         sk_log(SK_LOG_ERROR, "migrate_failed", "err=\"out of memory\"");
         return -1;
     }
-    int n = consumer_db_migrate(db);
+    char warn[256];
+    int n = consumer_db_migrate_events(db, cfg->events_topic[0] ? cfg->events_slot : NULL, warn,
+                                       sizeof(warn));
+    if (warn[0]) /* the publisher tries again; the writes do not need the slot */
+        sk_log(SK_LOG_WARN, "events_slot_failed", "err=\"%s\"", warn);
     if (n < 0)
         sk_log(SK_LOG_ERROR, "migrate_failed", "err=\"%s\"", consumer_db_errstr(db));
     else
@@ -241,7 +252,7 @@ static int serve(consumer_cfg *cfg, sk_cfg_kv *kafka)
     }
     if (cfg->expiry_interval_ms > 0 && !(expiry = consumer_expiry_start_cfg(cfg, err, sizeof(err))))
         sk_log(SK_LOG_WARN, "expiry_off", "err=\"%s\"", err);
-    if (cfg->events_topic[0] && !(events = consumer_events_start(cfg, kafka, err, sizeof(err))))
+    if (cfg->events_topic[0] && !(events = consumer_events_start(cfg, kafka, &metrics, err, sizeof(err))))
         sk_log(SK_LOG_WARN, "events_off", "err=\"%s\"", err);
     rc = consumer_loop_run(loop, &stop_requested) == 0 ? 0 : 1;
 out:

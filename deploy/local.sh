@@ -228,7 +228,8 @@ pg_dir() {
 # Durability-neutral tuning (fsync and synchronous_commit stay on: the consumer commits
 # Kafka offsets only after PostgreSQL's COMMIT, so a commit must survive a crash): room
 # for the order table and its indexes in memory, fewer checkpoints during a drain.
-PG_TUNING="-c shared_buffers=512MB -c wal_buffers=64MB -c max_wal_size=4GB -c checkpoint_timeout=15min"
+# wal_level=logical: the order transitions are read from the WAL (consumer_wal.h, issue 36).
+PG_TUNING="-c shared_buffers=512MB -c wal_buffers=64MB -c max_wal_size=4GB -c checkpoint_timeout=15min -c wal_level=logical"
 
 pg_up() {
     mkdir -p "$RUN/logs"
@@ -254,6 +255,8 @@ pg_up() {
     if ! psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "select 1 from pg_roles where rolname='seckill'" | grep -q 1; then
         psql -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "create role seckill login" >/dev/null
     fi
+    # REPLICATION: the consumer reads the order transitions from a logical slot (issue 36).
+    psql -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "alter role seckill replication" >/dev/null
     if ! psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "select 1 from pg_database where datname='seckill'" | grep -q 1; then
         psql -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "create database seckill owner seckill" >/dev/null
     fi

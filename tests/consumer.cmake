@@ -4,6 +4,8 @@
 if(TARGET seckill_consumer_core)
   seckill_add_test(NAME test_consumer_msg SOURCES unit/test_consumer_msg.c
                    LIBS seckill_consumer_pure LABELS unit TIMEOUT 60)
+  seckill_add_test(NAME test_consumer_walproto SOURCES unit/test_consumer_walproto.c
+                   LIBS seckill_consumer_pure LABELS unit TIMEOUT 60)
 
   add_library(seckill_consumer_test_util STATIC integration/test_consumer_util.c)
   target_include_directories(seckill_consumer_test_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/integration)
@@ -16,14 +18,15 @@ if(TARGET seckill_consumer_core)
     # The tests spawn these binaries: build them first.
     add_dependencies(test_consumer_${t} seckill-consumer seckill-devkafka)
   endforeach()
-  # seckill.order-events read back with seckill-check's topic scan (bench/sc_dlq.c).
-  if(TARGET seckill_check_core)
-    seckill_add_test(NAME test_consumer_events SOURCES integration/test_consumer_events.c
-                     ${CMAKE_SOURCE_DIR}/bench/sc_dlq.c
-                     LIBS seckill_consumer_test_util seckill_check_core seckill_kafka_conf
-                     LABELS integration TIMEOUT 240)
-    add_dependencies(test_consumer_events seckill-consumer seckill-devkafka)
-  endif()
+  # seckill.order-events from the WAL, read back from the dev Kafka (issue 36).
+  add_library(seckill_consumer_test_evutil STATIC integration/test_consumer_evutil.c)
+  target_link_libraries(seckill_consumer_test_evutil PUBLIC seckill_consumer_test_util)
+  seckill_add_test(NAME test_consumer_events SOURCES integration/test_consumer_events.c
+                   LIBS seckill_consumer_test_evutil LABELS integration TIMEOUT 240)
+  add_dependencies(test_consumer_events seckill-consumer seckill-devkafka)
+  seckill_add_test(NAME test_consumer_wal SOURCES integration/test_consumer_wal.c
+                   LIBS seckill_consumer_test_evutil LABELS fault TIMEOUT 240)
+  add_dependencies(test_consumer_wal seckill-consumer seckill-devkafka)
   foreach(t kill pgdown)
     seckill_add_test(NAME test_consumer_${t} SOURCES integration/test_consumer_${t}.c
                      LIBS seckill_consumer_test_util LABELS fault TIMEOUT 240)

@@ -255,7 +255,8 @@ static int pgsrv_ctl_start(ctu_pgsrv *s)
     snprintf(logf, sizeof(logf), "%s/log", s->dir);
     /* fsync off: a test server, we stop it cleanly and never rely on crash recovery. */
     snprintf(opts, sizeof(opts),
-             "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=20",
+             "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=20 "
+             "-c wal_level=logical", /* the order events are read from the WAL (issue 36) */
              s->port, s->dir);
     const char *argv[] = {PG_BIN "/pg_ctl", "-D", data, "-l", logf, "-o", opts, "-w", "-t", "60",
                           "start", NULL};

@@ -84,7 +84,20 @@ void sk_test_pg_drop(const char *dbname)
 {
     const char *admin = getenv("SECKILL_PG_ADMIN");
     char sql[256];
+    if (!admin)
+        return;
+    /* A logical replication slot being streamed (the consumer's order-events publisher,
+     * issue 36) blocks DROP DATABASE even WITH (FORCE); an idle one is dropped with the
+     * database. The walsender of a consumer just stopped may linger a moment. */
     snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", dbname);
-    if (admin)
-        sk_test_pg_exec(admin, sql);
+    for (int i = 0; i < 50; i++) {
+        char kill[256];
+        snprintf(kill, sizeof(kill),
+                 "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                 "WHERE database = '%s' AND active_pid IS NOT NULL", dbname);
+        sk_test_pg_exec(admin, kill);
+        if (sk_test_pg_exec(admin, sql) == 0)
+            return;
+        usleep(100 * 1000);
+    }
 }
