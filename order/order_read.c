@@ -7,7 +7,10 @@
  * costs one HMGET and no PostgreSQL query. PostgreSQL is asked only for what the index
  * cannot tell: an order older than the index, an outcome the consumer did not learn (a
  * replay), and a "may have landed" entry no longer pending. A final outcome seen
- * lately is answered from this instance's cache (order_ocache.h) without Redis. */
+ * lately is answered from this instance's cache (order_ocache.h) without Redis.
+ *
+ * The same lookup answers a duplicate order (issue 31, order_read_duplicate): the order
+ * the buyer holds, read as a GET would read it, answered as a 409 that names it. */
 #include "order_read.h"
 #include "order_http_int.h"
 #include "order_index.h"
@@ -27,8 +30,23 @@ typedef struct read_req {
     int is_admin;
     uint64_t order_id, event_id;
     uint64_t queued_owner; /* the index said queued: PostgreSQL's "not found" means queued */
+    int dup;               /* the answer to a duplicate order: 409 naming this order */
     order_pg_job job;
 } read_req;
+
+/* An error of the lookup. A duplicate's lookup still answers the duplicate: it names
+ * the order with status "unknown" (the buyer's GET of it will tell). */
+static void read_fail(read_req *r, order_err e, const char *msg)
+{
+    if (r->dup) {
+        char body[512];
+        size_t n = order_reply_duplicate(body, sizeof(body), r->order_id, r->event_id, r->user,
+                                         "unknown", 0);
+        order_req_json_free(&r->h, 409, body, n);
+        return;
+    }
+    order_req_error_free(&r->h, e, msg, 0);
+}
 
 static void order_lookup_pg(read_req *r);
 
@@ -36,8 +54,7 @@ static int order_owner_ok(read_req *r, uint64_t owner)
 {
     if (owner == r->user || r->is_admin)
         return 1;
-    order_req_error_free(&r->h, ORDER_ERR_FORBIDDEN,
-                         "only the buyer or an admin may read this order", 0);
+    read_fail(r, ORDER_ERR_FORBIDDEN, "only the buyer or an admin may read this order");
     return 0;
 }
 
@@ -45,7 +62,13 @@ static int order_owner_ok(read_req *r, uint64_t owner)
  * created and paid orders only, the same answer as PostgreSQL's path gives. */
 static void order_answer(read_req *r, uint64_t owner, const char *status, int64_t pay_by_ms)
 {
-    char body[320];
+    char body[512];
+    if (r->dup) {
+        size_t n = order_reply_duplicate(body, sizeof(body), r->order_id, r->event_id, owner,
+                                         status, pay_by_ms);
+        order_req_json_free(&r->h, 409, body, n);
+        return;
+    }
     size_t n = order_reply_order_pay_by(body, sizeof(body), r->order_id, r->event_id, owner, status,
                                         pay_by_ms);
     order_req_json_free(&r->h, 200, body, n);
@@ -57,7 +80,7 @@ static void on_order_status(redisReply *reply, void *arg)
 {
     read_req *r = arg;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
-        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        read_fail(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable");
         return;
     }
     if (reply->type == REDIS_REPLY_NIL) {
@@ -87,7 +110,7 @@ static void on_order_index(redisReply *reply, void *arg)
 {
     read_req *r = arg;
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
-        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        read_fail(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable");
         return;
     }
     order_index_entry e, o;
@@ -120,7 +143,7 @@ static void on_order_index(redisReply *reply, void *arg)
          * it): looked up, but within order_ocache's bound, so made-up ids cannot put a
          * query per request on the database. */
         if (age_s < -60) { /* issued in the future (past any clock skew): never issued */
-            order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
+            read_fail(r, ORDER_ERR_NOT_FOUND, "no such order");
             return;
         }
         if (age_s >= r->h.w->app->cfg.index_ttl_s || young_lookup_allowed(r)) {
@@ -130,7 +153,7 @@ static void on_order_index(redisReply *reply, void *arg)
         /* Past the budget: 404, what the lookup would almost surely have said (an entry
          * Redis lost belongs to an order the consumer has not written yet, or it would
          * have recorded its outcome here). */
-        order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        read_fail(r, ORDER_ERR_NOT_FOUND, "no such order");
         return;
     }
     r->event_id = e.event_id;
@@ -159,7 +182,7 @@ static void on_order_index(redisReply *reply, void *arg)
                       order_key_seg(r->event_id, home, ORDER_KEY_PENDING, pending, sizeof(pending)),
                       (size_t)snprintf(oid, sizeof(oid), "%" PRIu64, r->order_id)};
     if (order_redis_command(r->h.w->redis, 3, argv, lens, on_order_status, r) != 0)
-        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        read_fail(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable");
 }
 
 static void order_lookup_redis(read_req *r)
@@ -173,7 +196,7 @@ static void order_lookup_redis(read_req *r)
                       (size_t)snprintf(ostat, sizeof(ostat), "%" PRIu64 "%s", r->order_id,
                                        ORDER_INDEX_STATUS_SUFFIX)};
     if (order_redis_command(r->h.w->redis, 5, argv, lens, on_order_index, r) != 0)
-        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        read_fail(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable");
 }
 
 static void after_pg_order(order_task *t)
@@ -182,26 +205,22 @@ static void after_pg_order(order_task *t)
     order_pg_job *j = &r->job;
     if (j->status == ORDER_PG_ERROR) {
         sk_log(SK_LOG_WARN, "pg_failed", "op=get_order err=\"%s\"", j->err);
-        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        read_fail(r, ORDER_ERR_UNAVAILABLE, "the database is unavailable");
         return;
     }
     if (j->status == ORDER_PG_NOT_FOUND) {
         if (r->queued_owner) /* acknowledged by Kafka, not written yet */
             order_answer(r, r->queued_owner, "queued", 0);
         else
-            order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
+            read_fail(r, ORDER_ERR_NOT_FOUND, "no such order");
         return;
     }
     r->event_id = j->event_id;
     /* kept like an index outcome (a lookup's finding answers until the next lookup) */
     order_ocache_put(r->h.w->app->ocache, r->order_id, j->event_id, j->user_id,
                      order_index_status_letter(j->order_status), j->pay_by_ms, order_time_now_ms());
-    if (order_owner_ok(r, j->user_id)) {
-        char body[320]; /* PostgreSQL knows pay_by: the answer carries it */
-        size_t n = order_reply_order_pay_by(body, sizeof(body), r->order_id, r->event_id,
-                                            j->user_id, j->order_status, j->pay_by_ms);
-        order_req_json_free(&r->h, 200, body, n);
-    }
+    if (order_owner_ok(r, j->user_id)) /* PostgreSQL knows pay_by: the answer carries it */
+        order_answer(r, j->user_id, j->order_status, j->pay_by_ms);
 }
 
 void order_read_handle(order_worker *w, sk_http_req *req, const order_route *rt, int64_t start_us)
@@ -228,14 +247,36 @@ void order_read_handle(order_worker *w, sk_http_req *req, const order_route *rt,
     order_lookup_redis(r);
 }
 
+void order_read_duplicate(order_worker *w, sk_http_req *req, order_route_id route,
+                          int64_t start_us, uint64_t user, uint64_t event_id, uint64_t order_id)
+{
+    read_req *r = order_req_alloc(sizeof(*r), w, req, route, start_us);
+    if (!r)
+        return;
+    r->user = user;
+    r->dup = 1;
+    r->order_id = order_id;
+    r->event_id = event_id;
+    uint64_t ev, owner;
+    char outcome;
+    int64_t pay_by_ms = 0;
+    if (order_ocache_get(w->app->ocache, order_id, order_time_now_ms(), &ev, &owner, &outcome,
+                         &pay_by_ms)) {
+        if (order_owner_ok(r, owner))
+            order_answer(r, owner, order_index_status_name(outcome), pay_by_ms);
+        return;
+    }
+    order_lookup_redis(r);
+}
+
 static void order_lookup_pg(read_req *r)
 {
     if (!r->h.w->app->pg) { /* no database configured: only orders in the index */
-        order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
+        read_fail(r, ORDER_ERR_NOT_FOUND, "no such order");
         return;
     }
     r->job.kind = ORDER_PG_GET_ORDER;
     r->job.id = r->order_id;
     if (order_req_submit_pg(&r->h, &r->job, after_pg_order, NULL) != 0)
-        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
+        read_fail(r, ORDER_ERR_UNAVAILABLE, "the database is busy");
 }

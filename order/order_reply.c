@@ -146,6 +146,20 @@ size_t order_reply_order_pay_by(char *out, size_t outsz, uint64_t order_id, uint
                          outsz - (n - 1));
 }
 
+size_t order_reply_duplicate(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
+                             uint64_t user_id, const char *status, int64_t pay_by_ms)
+{
+    char order[320];
+    size_t n = order_reply_order_pay_by(order, sizeof(order), order_id, event_id, user_id, status,
+                                        pay_by_ms);
+    if (n < 2)
+        return order_reply_error(out, outsz, ORDER_ERR_DUPLICATE, NULL, order_id);
+    /* the order's object with the error's two members in front */
+    return clamp(snprintf(out, outsz, "{\"error\":\"duplicate\",\"message\":\"%s\",%s",
+                          order_err_message(ORDER_ERR_DUPLICATE), order + 1),
+                 outsz);
+}
+
 size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id)
 {
     return clamp(snprintf(out, outsz, "{\"event_id\":\"%" PRIu64 "\"}", event_id), outsz);

@@ -63,6 +63,12 @@ size_t order_reply_order(char *out, size_t outsz, uint64_t order_id, uint64_t ev
 size_t order_reply_order_pay_by(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
                                 uint64_t user_id, const char *status, int64_t pay_by_ms);
 
+/** @brief A 409 duplicate naming the order the user holds (issue 31):
+ *  {"error":"duplicate","message":"...","order_id","event_id","user_id","status"[,"pay_by"]},
+ *  the rest as order_reply_order_pay_by. @returns the length. */
+size_t order_reply_duplicate(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
+                             uint64_t user_id, const char *status, int64_t pay_by_ms);
+
 /** @brief {"event_id":"<id>"} @returns the length. */
 size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id);
 
