@@ -31,6 +31,10 @@ static const struct {
     [ORDER_ERR_ALREADY_PAID] = {409, "already_paid", "the order is paid"},
     [ORDER_ERR_NOT_READY] = {409, "not_ready", "the order is still queued, retry shortly"},
     [ORDER_ERR_PAUSED] = {503, "paused", "the sale of this event is paused, retry later"},
+    [ORDER_ERR_IN_PROGRESS] = {409, "in_progress",
+                               "the first request with this Idempotency-Key is still being decided, retry shortly"},
+    [ORDER_ERR_KEY_REUSED] = {422, "key_reused",
+                              "this Idempotency-Key was used for another request"},
 };
 
 int order_err_status(order_err e)

@@ -29,6 +29,9 @@ typedef enum {
     ORDER_ERR_ALREADY_PAID,    /* 409 already_paid: paid (with another payment_ref) */
     ORDER_ERR_NOT_READY,       /* 409 not_ready: still queued, not in PostgreSQL yet */
     ORDER_ERR_PAUSED,          /* 503 paused (an admin paused the event's sale) */
+    ORDER_ERR_IN_PROGRESS,     /* 409 in_progress: its Idempotency-Key's first request is
+                                  still being decided (order_idem.h) */
+    ORDER_ERR_KEY_REUSED,      /* 422 key_reused: the Idempotency-Key was used for another request */
     ORDER_ERR_COUNT
 } order_err;
 
