@@ -243,8 +243,15 @@ static void order_create(order_worker *w, sk_http_req *req, const order_route *r
         order_http_body(w, req, rt->id, start_us, &body, &blen) != 0)
         return;
     char msg[160];
-    if (order_body_check_order(body, blen, msg, sizeof(msg)) != 0) {
+    int quantity;
+    if (order_body_parse_order(body, blen, &quantity, msg, sizeof(msg)) != 0) {
         order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST, msg, 0);
+        return;
+    }
+    /* Every event's per_user_limit is 1 until the gate counts units (issue 31). */
+    if (quantity > 1) {
+        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST,
+                               "quantity: over the event's per_user_limit of 1", 0);
         return;
     }
     /* Idempotency-Key (issue 31): one Redis call for a keyed order, none without */

@@ -237,7 +237,7 @@ void order_place_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg
 static void produce_now(order_place_req *r)
 {
     order_app *app = r->h.w->app;
-    sk_order_msg m = {r->order_id, r->event_id, r->user, r->now_ms};
+    sk_order_msg m = {r->order_id, r->event_id, r->user, r->now_ms, 1};
     char value[SK_ORDER_MSG_MAX], key[24];
     size_t vlen = sk_order_msg_encode(&m, value, sizeof(value));
     size_t klen = sk_id_format(key, r->event_id);

@@ -8,8 +8,9 @@
 #      again (same order id, Idempotent-Replayed), or 409 in_progress while undecided;
 #      the key for another request is 422 key_reused; pay with a key twice is the same
 #      200, and the key reused for cancel is 422; the order is paid.
-#   3. Bad keys (empty, over 255 characters, a control character): 400 naming the
-#      header, nothing reserved.
+#   3. Bad keys (empty, over 255 characters, a control character) and quantities (0,
+#      negative, not an integer, over the bound or the event's limit): 400 naming the
+#      header or the field, nothing reserved.
 #   4. The list: one event or all, paginated, another user's orders never shown.
 . "$(dirname "$0")/lib.sh"
 e2e_require
@@ -128,7 +129,12 @@ done
 # other control characters never reach the route: the header parser refuses them (400)
 st=$(call POST "$P" "${T[2]}" '{}' $'a\x01b')
 [ "$st" = 400 ] || e2e_fail "a key with a \\x01: HTTP $st $(body)"
-[ "$(stock "$EV")" = "$s0" ] && ! has_held "$EV" "$U2" || e2e_fail "a bad key reserved something"
+# bad quantities: 0, negative, not an integer, past the bound, over the event's limit (1)
+for q in 0 -1 1.5 '"2"' 101 2; do
+    st=$(call POST "$P" "${T[2]}" "{\"quantity\":$q}")
+    [ "$st" = 400 ] && grep -q 'quantity' "$E2E_TMP/resp" || e2e_fail "quantity $q: HTTP $st $(body)"
+done
+[ "$(stock "$EV")" = "$s0" ] && ! has_held "$EV" "$U2" || e2e_fail "a bad key or quantity reserved something"
 
 # ---- 4. the list: all events, pages, only the token's -------------------------------
 st=$(call POST "/api/v1/events/$EV2/orders" "${T[0]}" '{}')

@@ -192,6 +192,7 @@ await call('buy, keyed', 'POST', `/api/v1/events/${B}/orders`, { token: uk, head
 const k2 = await call('buy, keyed again', 'POST', `/api/v1/events/${B}/orders`, { token: uk, headers: ik, expect: 403 });
 if (k2 && k2.headers.get('idempotent-replayed') !== 'true') fail('buy, keyed again', 'not replayed');
 await call('buy, key reused', 'POST', `/api/v1/events/${C}/orders`, { token: uk, headers: ik, expect: 422 });
+await call('buy, bad quantity', 'POST', `/api/v1/events/${A}/orders`, { token: uk, body: { quantity: 0 }, expect: 400 });
 await call('buy, bad key', 'POST', `/api/v1/events/${A}/orders`, { token: uk, headers: { 'Idempotency-Key': 'k'.repeat(256) }, expect: 400 });
 
 // After the 202 (issue 22): pay and cancel, once the consumer wrote the orders.
