@@ -64,33 +64,27 @@ local function held(user)
 end
 for i = 1, n do
     local user, order = ARGV[2 * i], ARGV[2 * i + 1]
-    if stock - taken <= 0 and k > 1 then
-        local h = held(user)
-        if h then
-            codes[i] = h
-        else
-            seen[user] = order
-            nclaim = nclaim + 1
-            claims[2 * nclaim - 1] = order
-            claims[2 * nclaim] = user .. ':' .. now_s .. ':c'
-            redis.call('HSET', KEYS[2], user, order)
-            codes[i] = 6
-        end
-    elseif stock - taken <= 0 then
+    local empty = stock - taken <= 0
+    local h = (k > 1 or not empty) and held(user)
+    if empty and k == 1 then
         codes[i] = 1
+    elseif h then
+        codes[i] = h
+    elseif empty then -- K > 1: the claim, no unit taken here
+        seen[user] = order
+        nclaim = nclaim + 1
+        claims[2 * nclaim - 1] = order
+        claims[2 * nclaim] = user .. ':' .. now_s .. ':c'
+        redis.call('HSET', KEYS[2], user, order)
+        codes[i] = 6
     else
-        local h = held(user)
-        if h then
-            codes[i] = h
-        else
-            seen[user] = order
-            taken = taken + 1
-            users[2 * taken - 1] = user
-            users[2 * taken] = order
-            pending[2 * taken - 1] = order
-            pending[2 * taken] = user .. ':' .. now_s
-            codes[i] = 0
-        end
+        seen[user] = order
+        taken = taken + 1
+        users[2 * taken - 1] = user
+        users[2 * taken] = order
+        pending[2 * taken - 1] = order
+        pending[2 * taken] = user .. ':' .. now_s
+        codes[i] = 0
     end
 end
 if taken > 0 then
