@@ -22,7 +22,7 @@ static int figures_segments(rcl_ctx *c, uint64_t event_id, unsigned k, int *pres
         order_key_seg(event_id, seg, ORDER_KEY_STOCK, ks, sizeof(ks));
         order_key_seg(event_id, seg, ORDER_KEY_PENDING, kp, sizeof(kp));
         order_key_seg(event_id, seg, ORDER_KEY_BUYERS, kb, sizeof(kb));
-        const char *g[2] = {"GET", ks}, *h[2] = {"HVALS", kp}, *b[2] = {"SCARD", kb};
+        const char *g[2] = {"GET", ks}, *h[2] = {"HVALS", kp}, *b[2] = {"HLEN", kb};
         redisReply *r1 = rcl_command_argv(c, 2, g, NULL);
         redisReply *r2 = r1 ? rcl_command_argv(c, 2, h, NULL) : NULL;
         redisReply *r3 = r2 ? rcl_command_argv(c, 2, b, NULL) : NULL;
@@ -76,7 +76,7 @@ int sc_redis_figures(rcl_ctx *c, uint64_t event_id, int *present, long long *sto
     snprintf(k_pending, sizeof(k_pending), "seckill:{e%llu}:pending", id);
     snprintf(k_buyers, sizeof(k_buyers), "seckill:{e%llu}:buyers", id);
     /* Pipelined: the three figures come from one round trip, so they are read close together. */
-    const char *cmds[3][2] = {{"GET", k_stock}, {"HLEN", k_pending}, {"SCARD", k_buyers}};
+    const char *cmds[3][2] = {{"GET", k_stock}, {"HLEN", k_pending}, {"HLEN", k_buyers}};
     int queued = 0;
     while (queued < 3 && rcl_append_argv(c, 2, cmds[queued], NULL) == 0)
         queued++;
@@ -104,7 +104,7 @@ int sc_redis_figures(rcl_ctx *c, uint64_t event_id, int *present, long long *sto
             rc = -1;
         }
         if (rc == 0 && (r[1]->type != REDIS_REPLY_INTEGER || r[2]->type != REDIS_REPLY_INTEGER)) {
-            snprintf(err, errsz, "redis: HLEN/SCARD: unexpected reply (wrong key type?)");
+            snprintf(err, errsz, "redis: HLEN: unexpected reply (wrong key type?)");
             rc = -1;
         }
         if (rc == 0) {

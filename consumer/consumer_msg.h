@@ -28,6 +28,8 @@ typedef enum {
     CONSUMER_MSG_BAD_EVENT_ID = SK_ORDER_MSG_BAD_EVENT_ID,
     CONSUMER_MSG_BAD_USER_ID = SK_ORDER_MSG_BAD_USER_ID,
     CONSUMER_MSG_BAD_TS = SK_ORDER_MSG_BAD_TS,
+    CONSUMER_MSG_BAD_QUANTITY = SK_ORDER_MSG_BAD_QUANTITY, /* also a valid quantity above 1:
+                                                            see consumer_msg_parse */
     CONSUMER_MSG_UNKNOWN_EVENT = SK_ORDER_MSG__COUNT, /* valid, but its event is not in
                                                         seckill_event (set by the DB step) */
     CONSUMER_MSG__COUNT
@@ -38,6 +40,7 @@ typedef struct consumer_order {
     int64_t event_id; /* > 0 */
     int64_t user_id;  /* > 0 */
     int64_t ts_ms;    /* >= 0, producer's clock */
+    int32_t quantity; /* units: 1 (consumer_msg_parse) */
 } consumer_order;
 
 /** @brief Decodes `len` bytes of `value` (may be NULL when len is 0) into *out.

@@ -74,7 +74,8 @@ unsigned order_recon_segments_k(const char *col);
 long long order_recon_segment_stock(long long stock_left, long long snap_stock, size_t npending,
                                     long long in_pg);
 
-/** @brief Keeps, in place and in order, the users (decimal ids) of users[0..n) whose home
+/** @brief Keeps, in place and in order, the users (decimal ids, or "user_id:order_id"
+ *  as event_reload.lua takes them: the id before the colon counts) of users[0..n) whose home
  *  segment among k is seg (order_seg_home). @returns how many are kept. */
 int order_recon_buyers_homed(const char **users, int n, unsigned seg, unsigned k);
 

@@ -16,6 +16,7 @@ static const char *const err_codes[SK_ORDER_MSG__COUNT] = {
     [SK_ORDER_MSG_BAD_EVENT_ID] = "bad_event_id",
     [SK_ORDER_MSG_BAD_USER_ID] = "bad_user_id",
     [SK_ORDER_MSG_BAD_TS] = "bad_ts",
+    [SK_ORDER_MSG_BAD_QUANTITY] = "bad_quantity",
 };
 
 const char *sk_order_msg_strerror(sk_order_msg_err err)
@@ -63,6 +64,10 @@ size_t sk_order_msg_encode(const sk_order_msg *m, char *out, size_t outsz)
     } else {
         put_dec(out, outsz, &at, (uint64_t)m->ts_ms);
     }
+    if (m->quantity > 1) { /* one unit: the value of before */
+        PUT_LIT(",\"quantity\":");
+        put_dec(out, outsz, &at, m->quantity);
+    }
     PUT_LIT("}");
     return at < outsz ? at : 0;
 }
@@ -87,7 +92,7 @@ sk_order_msg_err sk_order_msg_decode(const void *value, size_t len, sk_order_msg
     if (!root)
         return SK_ORDER_MSG_NOT_JSON;
     sk_order_msg_err rc = SK_ORDER_MSG_OK;
-    json_t *v, *ts;
+    json_t *v, *ts, *q;
     if (!json_is_object(root))
         rc = SK_ORDER_MSG_NOT_OBJECT;
     else if (!json_is_integer(v = json_object_get(root, "v")) || json_integer_value(v) != 1)
@@ -101,8 +106,14 @@ sk_order_msg_err sk_order_msg_decode(const void *value, size_t len, sk_order_msg
     else if (!json_is_integer(ts = json_object_get(root, "ts_ms")) || json_integer_value(ts) < 0 ||
              json_integer_value(ts) > SK_ORDER_MSG_MAX_TS_MS)
         rc = SK_ORDER_MSG_BAD_TS;
-    else
+    else if ((q = json_object_get(root, "quantity")) &&
+             (!json_is_integer(q) || json_integer_value(q) < 1 ||
+              json_integer_value(q) > SK_ORDER_MSG_MAX_QUANTITY))
+        rc = SK_ORDER_MSG_BAD_QUANTITY;
+    else {
         out->ts_ms = (int64_t)json_integer_value(ts);
+        out->quantity = q ? (uint32_t)json_integer_value(q) : 1; /* absent: one unit */
+    }
     json_decref(root);
     return rc;
 }

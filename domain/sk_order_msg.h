@@ -2,7 +2,11 @@
  * this one place: seckill-order encodes it, seckill-consumer decodes it, the tests and
  * tools do both. Pure, thread-safe.
  *
- * Value: {"v":1,"order_id":"<id>","event_id":"<id>","user_id":"<id>","ts_ms":<int>}
+ * Value: {"v":1,"order_id":"<id>","event_id":"<id>","user_id":"<id>","ts_ms":<int>
+ *         [,"quantity":<int>]}
+ * "quantity" (issue 31: the units of the order) is written only when above 1, so a
+ * one-unit order's value is the bytes of before and a message of before decodes as one
+ * unit.
  * Ids are decimal strings (64-bit ints do not survive every JSON reader) under the one
  * id rule (sk_id.h: [1, INT64_MAX], no leading zero). Unknown extra members are
  * tolerated (a newer producer may add some within version 1); a wrong "v" is not.
@@ -13,7 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SK_ORDER_MSG_MAX 160 /* longest value the encoder writes: four 20-digit numbers */
+#define SK_ORDER_MSG_MAX 192 /* longest value the encoder writes: four 20-digit numbers and the quantity */
+
+/* The most units one order may carry (the event's per_user_limit is bounded below it). */
+#define SK_ORDER_MSG_MAX_QUANTITY 100
 
 /* Values larger than this are refused without being parsed: an order is ~110 bytes. */
 #define SK_ORDER_MSG_MAX_BYTES 1024
@@ -25,6 +32,7 @@
 typedef struct sk_order_msg {
     uint64_t order_id, event_id, user_id; /* decoded: in [1, INT64_MAX] */
     int64_t ts_ms;                        /* decoded: in [0, SK_ORDER_MSG_MAX_TS_MS] */
+    uint32_t quantity; /* units, in [1, SK_ORDER_MSG_MAX_QUANTITY]; 0 encodes as 1 */
 } sk_order_msg;
 
 /* Why a value is refused, in the order the decoder checks (the first that applies). */
@@ -39,6 +47,7 @@ typedef enum {
     SK_ORDER_MSG_BAD_EVENT_ID, /* same rules for "event_id" */
     SK_ORDER_MSG_BAD_USER_ID,  /* same rules for "user_id" */
     SK_ORDER_MSG_BAD_TS,       /* "ts_ms" missing, not an integer, negative, or past MAX_TS */
+    SK_ORDER_MSG_BAD_QUANTITY, /* "quantity" present but not an integer in [1, MAX_QUANTITY] */
     SK_ORDER_MSG__COUNT
 } sk_order_msg_err;
 

@@ -10,6 +10,8 @@
 -- segment: it is removed with its buyer (code 1 too) and gives no stock back here; a
 -- borrowed unit goes back to its lending segment by a cancel there, whose entry is an
 -- ordinary "user:ts" (borrow.lua).
+-- KEYS[2] is the buyers hash (user -> order id, reserve.lua): the user's field goes with
+-- the entry.
 -- Only the pending entry proves the stock was taken for this order, so without it
 -- nothing is touched: a second call, or a call after confirm, changes nothing.
 if #ARGV < 2 or #ARGV % 2 == 1 then
@@ -25,7 +27,7 @@ for i = 1, #ARGV / 2 do
         codes[i] = -1
     else
         redis.call('HDEL', KEYS[3], order)
-        redis.call('SREM', KEYS[2], user)
+        redis.call('HDEL', KEYS[2], user)
         if string.sub(v, -2) ~= ':c' then
             given = given + 1
         end

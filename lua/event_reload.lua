@@ -6,8 +6,9 @@
 -- ARGV[1] stock (PostgreSQL stock_left, or the segment's share of it)  ARGV[2] starts_at_ms
 -- ARGV[3] ends_at_ms  ARGV[4] per_user_limit  ARGV[5] ip_rate  ARGV[6] user_rate
 -- ARGV[7] event_rate (the event's rate overrides, "0" for none: event_load.lua's meta)
--- ARGV[8] n: how many user ids follow
--- ARGV[9..8+n] user ids that hold an order for the event (the buyers set, rebuilt whole)
+-- ARGV[8] n: how many buyers follow
+-- ARGV[9..8+n] "user_id:order_id" of the users that hold an order for the event (the
+--   buyers hash, user -> order id, rebuilt whole; reserve.lua)
 -- ARGV[9+n..] ids of the closed (cancelled or expired) orders whose unit the stock above
 --   already counts (homed on this segment): they join the released set, so that a
 --   release.lua owed for one of them (the consumer's sweep after the flush) answers 0
@@ -21,7 +22,12 @@ end
 local n = #ARGV
 local nb = tonumber(ARGV[8])
 if not nb or nb < 0 or 8 + nb > n then
-    return redis.error_reply('ERR event_reload.lua: ARGV[8] is the number of user ids')
+    return redis.error_reply('ERR event_reload.lua: ARGV[8] is the number of buyers')
+end
+for i = 9, 8 + nb do
+    if not string.match(ARGV[i], '^%d+:%d+$') then
+        return redis.error_reply('ERR event_reload.lua: a buyer is user_id:order_id')
+    end
 end
 -- SADD in chunks: unpack() has a limit on the number of values
 local function sadd_range(key, from, to)
@@ -32,8 +38,22 @@ local function sadd_range(key, from, to)
         i = j + 1
     end
 end
+-- HSET in chunks of 500 buyers, for the same reason
+local function buyers_range(key, from, to)
+    local i = from
+    while i <= to do
+        local j, kv = math.min(i + 499, to), {}
+        for b = i, j do
+            local u, o = string.match(ARGV[b], '^(%d+):(%d+)$')
+            kv[#kv + 1] = u
+            kv[#kv + 1] = o
+        end
+        redis.call('HSET', key, unpack(kv))
+        i = j + 1
+    end
+end
 redis.call('DEL', KEYS[3])
-sadd_range(KEYS[3], 9, 8 + nb)
+buyers_range(KEYS[3], 9, 8 + nb)
 -- The released set is not cleared: what it still holds was given back to this stock
 -- already (a partial loss), and the new ids only add to it.
 sadd_range(KEYS[4], 9 + nb, n)

@@ -2,7 +2,7 @@
 -- (issue 22), after PostgreSQL committed the close and stock_left + 1.
 -- KEYS[1] seckill:{e<ID>}:stock  KEYS[2] ...:buyers  KEYS[3] ...:released
 -- ARGV[1] order_id  ARGV[2] user_id  ARGV[3] rebuy: 1 the buyer may buy this event again
---   (the event's rebuy_after_release: SREM from buyers), 0 the buyer stays in buyers.
+--   (the event's rebuy_after_release: HDEL from the buyers hash), 0 the buyer stays in buyers.
 -- Answers 1 released now, 0 already released (nothing changed), -1 the event's stock is
 -- not loaded (nothing changed). After -1 the caller keeps the release owed while the sale
 -- is on: the reconciler's reload puts the orders closed at its read into the released set
@@ -23,6 +23,6 @@ if redis.call('SADD', KEYS[3], ARGV[1]) == 0 then
 end
 redis.call('INCR', KEYS[1])
 if ARGV[3] == '1' then
-    redis.call('SREM', KEYS[2], ARGV[2])
+    redis.call('HDEL', KEYS[2], ARGV[2])
 end
 return 1

@@ -16,7 +16,11 @@
 -- Every check of a pair comes before its writes, so a refused pair changes nothing and
 -- the stock never goes below zero. A user twice in one call: the second is a duplicate
 -- (the first is a buyer by then). The writes of the accepted pairs go out together at
--- the end (one DECRBY, one SADD, one HSET): the same state as one call per pair.
+-- the end (one DECRBY, two HSETs): the same state as one call per pair.
+-- The buyers hash (issue 31) maps a user to the id of the order they hold (or held, when
+-- the event keeps them out after a release): a duplicate answers that id, a bulk string
+-- in place of the code 2 (an empty string when a reload did not know it), so that a retry
+-- whose first answer was lost finds its order.
 if #ARGV < 3 or #ARGV % 2 == 0 then
     return redis.error_reply('ERR reserve.lua: ARGV is now_ms, then (user_id, order_id) pairs')
 end
@@ -54,27 +58,30 @@ end
 stock = tonumber(stock)
 local taken, users, pending, seen = 0, {}, {}, {}
 local claims, nclaim = {}, 0
+-- the order the user holds: this call's earlier one, else the buyers hash's (false: none)
+local function held(user)
+    return seen[user] or redis.call('HGET', KEYS[2], user)
+end
 for i = 1, n do
     local user, order = ARGV[2 * i], ARGV[2 * i + 1]
-    if stock - taken <= 0 and k > 1 then
-        if seen[user] or redis.call('SISMEMBER', KEYS[2], user) == 1 then
-            codes[i] = 2
-        else
-            seen[user] = true
-            nclaim = nclaim + 1
-            claims[2 * nclaim - 1] = order
-            claims[2 * nclaim] = user .. ':' .. now_s .. ':c'
-            redis.call('SADD', KEYS[2], user)
-            codes[i] = 6
-        end
-    elseif stock - taken <= 0 then
+    local empty = stock - taken <= 0
+    local h = (k > 1 or not empty) and held(user)
+    if empty and k == 1 then
         codes[i] = 1
-    elseif seen[user] or redis.call('SISMEMBER', KEYS[2], user) == 1 then
-        codes[i] = 2
+    elseif h then
+        codes[i] = h
+    elseif empty then -- K > 1: the claim, no unit taken here
+        seen[user] = order
+        nclaim = nclaim + 1
+        claims[2 * nclaim - 1] = order
+        claims[2 * nclaim] = user .. ':' .. now_s .. ':c'
+        redis.call('HSET', KEYS[2], user, order)
+        codes[i] = 6
     else
-        seen[user] = true
+        seen[user] = order
         taken = taken + 1
-        users[taken] = user
+        users[2 * taken - 1] = user
+        users[2 * taken] = order
         pending[2 * taken - 1] = order
         pending[2 * taken] = user .. ':' .. now_s
         codes[i] = 0
@@ -82,7 +89,7 @@ for i = 1, n do
 end
 if taken > 0 then
     redis.call('DECRBY', KEYS[1], taken)
-    redis.call('SADD', KEYS[2], unpack(users))
+    redis.call('HSET', KEYS[2], unpack(users))
     redis.call('HSET', KEYS[4], unpack(pending))
 end
 if nclaim > 0 then

@@ -1,5 +1,6 @@
 /* order_body: request body parsing. See order_body.h. */
 #include "order_body.h"
+#include "sk_order_msg.h"
 #include "order_msg.h"
 #include "order_time.h"
 
@@ -151,8 +152,11 @@ out:
     return rc;
 }
 
-int order_body_check_order(const char *body, size_t len, char *err, size_t errsz)
+/* An empty body (NULL into *root) or a JSON object (*root, the caller's to free).
+ * @returns 0, or -1 with err. */
+static int load_object(const char *body, size_t len, json_t **root, char *err, size_t errsz)
 {
+    *root = NULL;
     size_t i = 0;
     while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'))
         i++;
@@ -163,15 +167,45 @@ int order_body_check_order(const char *body, size_t len, char *err, size_t errsz
         return -1;
     }
     json_error_t jerr;
-    json_t *root = json_loadb(body, len, 0, &jerr);
-    if (!root) {
+    json_t *o = json_loadb(body, len, 0, &jerr);
+    if (!o) {
         snprintf(err, errsz, "invalid JSON");
         return -1;
     }
-    int ok = json_is_object(root);
-    json_decref(root);
-    if (!ok) {
+    if (!json_is_object(o)) {
+        json_decref(o);
         snprintf(err, errsz, "body must be a JSON object");
+        return -1;
+    }
+    *root = o;
+    return 0;
+}
+
+int order_body_check_order(const char *body, size_t len, char *err, size_t errsz)
+{
+    json_t *root;
+    if (load_object(body, len, &root, err, errsz) != 0)
+        return -1;
+    json_decref(root); /* NULL is fine */
+    return 0;
+}
+
+int order_body_parse_order(const char *body, size_t len, int *quantity, char *err, size_t errsz)
+{
+    *quantity = 1;
+    json_t *root;
+    if (load_object(body, len, &root, err, errsz) != 0)
+        return -1;
+    if (!root) /* the empty body of before: one unit, no parse */
+        return 0;
+    json_t *q = json_object_get(root, "quantity");
+    int bad = q && (!json_is_integer(q) || json_integer_value(q) < 1 ||
+                    json_integer_value(q) > SK_ORDER_MSG_MAX_QUANTITY);
+    if (q && !bad)
+        *quantity = (int)json_integer_value(q);
+    json_decref(root);
+    if (bad) {
+        snprintf(err, errsz, "quantity: an integer from 1 to %d", SK_ORDER_MSG_MAX_QUANTITY);
         return -1;
     }
     return 0;

@@ -23,8 +23,15 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
  *  bytes>"} into ref (>= ORDER_PAYMENT_REF_MAX + 1 bytes). @returns 0, or -1 with err. */
 int order_body_parse_pay(const char *body, size_t len, char *ref, char *err, size_t errsz);
 
-/** @brief Checks a place-order body: empty, or a JSON object (its fields are ignored:
- *  the event is in the path and the user in the token). @returns 0, or -1 with err. */
+/** @brief Checks a cancel body: empty, or a JSON object (its fields are ignored: the
+ *  order is in the path and the user in the token). @returns 0, or -1 with err. */
 int order_body_check_order(const char *body, size_t len, char *err, size_t errsz);
+
+/** @brief Parses a place-order body: empty, or a JSON object whose "quantity", when
+ *  present, is an integer from 1 to SK_ORDER_MSG_MAX_QUANTITY (issue 31; 0, negative, not
+ *  an integer or past the bound: -1 with err naming the field); other fields are
+ *  ignored. *quantity: 1 when absent. The event's per_user_limit is the caller's check.
+ *  @returns 0, or -1 with err. */
+int order_body_parse_order(const char *body, size_t len, int *quantity, char *err, size_t errsz);
 
 #endif

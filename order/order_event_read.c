@@ -56,7 +56,7 @@ typedef struct event_list_req {
 static void event_waiter_resume(order_task *t)
 {
     evread_req *r = EVREAD_OF_TASK(t);
-    if (r->wait.failed) {
+    if (r->wait.failed && r->h.req) { /* (a warm-up has no answer to give: its step) */
         order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
@@ -329,4 +329,36 @@ void order_event_list_handle(order_worker *w, sk_http_req *req, const order_rout
     l->offset = (size_t)offset;
     l->limit = (size_t)limit;
     event_list_step(&l->e);
+}
+
+/* The warm-up's request: nothing to answer; freed once its refresh landed or it was
+ * handed back as a waiter. */
+static void warm_done(evread_req *r)
+{
+    free(LIST_OF(r));
+}
+
+void order_event_list_warm(order_worker *w)
+{
+    order_app *app = w->app;
+    event_list_req *bg = calloc(1, sizeof(*bg));
+    if (!bg)
+        return;
+    bg->e.h.w = w;
+    bg->e.step = warm_done;
+    int64_t now_ms = order_time_now_ms();
+    char *body = NULL, etag[24];
+    size_t len = 0;
+    int refresh = 0;
+    order_events_status st =
+        order_evlist_page(app->evlist, now_ms, 0, 1, &bg->e.wait, &body, &len, etag, &refresh);
+    free(body);
+    if (st == ORDER_EVENTS_WAIT)
+        return; /* queued behind the refresh under way: warm_done frees it */
+    if (st == ORDER_EVENTS_LOAD || refresh) {
+        if (app->pg && event_list_submit(&bg->e) == 0)
+            return; /* after_pg_list frees a request without an answer to give */
+        event_wake(order_evlist_failed(app->evlist, now_ms));
+    }
+    free(bg);
 }

@@ -16,4 +16,8 @@ void order_event_get_handle(order_worker *w, sk_http_req *req, const order_route
 void order_event_list_handle(order_worker *w, sk_http_req *req, const order_route *rt,
                              int64_t start_us);
 
+/** @brief Starts the event list's refresh when one is due, as GET /api/v1/events would,
+ *  with no answer waiting on it (a buyer's order list needs the events, issue 31). */
+void order_event_list_warm(order_worker *w);
+
 #endif

@@ -12,6 +12,7 @@
 #define STUCK_MS 5000 /* a refresh unanswered this long is started again */
 
 typedef struct item {
+    uint64_t id;
     int64_t ends_at_ms;
     char *json; /* the event's object, as on its own page without "now" */
     size_t len;
@@ -145,6 +146,7 @@ order_events_waiter *order_evlist_loaded(order_evlist *l, const order_evlist_row
             break;
         it[k].len = strlen(it[k].json);
         it[k].ends_at_ms = r->spec.ends_at_ms;
+        it[k].id = r->id;
     }
     if (!it || k < n) { /* out of memory: as a failed refresh */
         if (it)
@@ -172,4 +174,16 @@ order_events_waiter *order_evlist_failed(order_evlist *l, int64_t now_ms)
     order_events_waiter *list = detach(l, !l->have);
     pthread_mutex_unlock(&l->mu);
     return list;
+}
+
+size_t order_evlist_ids(order_evlist *l, int64_t now_ms, uint64_t *ids, size_t cap, int *have)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&l->mu);
+    *have = l->have;
+    for (size_t i = 0; i < l->n && n < cap; i++)
+        if (l->items[i].ends_at_ms > now_ms)
+            ids[n++] = l->items[i].id;
+    pthread_mutex_unlock(&l->mu);
+    return n;
 }

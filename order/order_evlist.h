@@ -55,4 +55,10 @@ order_events_waiter *order_evlist_loaded(order_evlist *l, const order_evlist_row
  *  without one the waiters come back failed. */
 order_events_waiter *order_evlist_failed(order_evlist *l, int64_t now_ms);
 
+/** @brief The ids of the snapshot's events not ended at now_ms, in the list's order, up
+ *  to cap (a buyer's orders over the current events, issue 31). *have: whether a
+ *  snapshot was loaded (without one, nothing: order_event_list_warm starts the load).
+ *  @returns how many were written. */
+size_t order_evlist_ids(order_evlist *l, int64_t now_ms, uint64_t *ids, size_t cap, int *have);
+
 #endif

@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 typedef enum {
-    ORDER_GATE_RESERVE = 0, /* reserve.lua: codes 0..5 (order_err_from_reserve) */
+    ORDER_GATE_RESERVE = 0, /* reserve.lua: codes 0..6, 100 + K (order_err_from_reserve) */
     ORDER_GATE_CANCEL,      /* cancel.lua: 1 cancelled, 0 nothing to cancel, -1 not the owner */
     ORDER_GATE_CONFIRM,     /* confirm.lua: 0 for every item once the call answered */
     ORDER_GATE_BORROW,      /* borrow.lua: 0 taken, 1 segment empty, 5 segment not loaded */
@@ -80,6 +80,9 @@ typedef struct order_gate_item {
      * the front knows it (0 or 1: one segment, the keys and arguments of before). One
      * call carries items of one event and one segment. */
     unsigned seg, segs;
+    /* reserve, code 2 (a duplicate): the order the user holds (the buyers hash's, issue
+     * 31), 0 when the script did not know it. Set by the gate before done runs. */
+    uint64_t held_id;
 } order_gate_item;
 
 /* ---- pure: arguments and codes (order_gate_args.c) ---- */
@@ -110,10 +113,13 @@ int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
                           const order_gate_item *const *items, size_t n);
 
 /** @brief The per-item codes of one `op` call for n items from its reply (NULL: none
- *  came). reserve answers an array of n integers; cancel an integer for one item and an
- *  array for several (borrow an array, like reserve); confirm an integer (how many were pending), which is 0 per item.
+ *  came). reserve answers an array of n integers, where a duplicate is the held order's
+ *  id as a bulk string (code 2, the id into held[i], 0 when empty or not an id; held may
+ *  be NULL); cancel an integer for one item and an array for several (borrow an array,
+ *  like reserve); confirm an integer (how many were pending), which is 0 per item.
  *  @returns 0 with codes[0..n-1] set, or -1 (every code is then ORDER_GATE_FAILED). */
-int order_gate_codes(order_gate_op op, const redisReply *reply, size_t n, long long *codes);
+int order_gate_codes(order_gate_op op, const redisReply *reply, size_t n, long long *codes,
+                     uint64_t *held);
 
 /* ---- the batching, on a worker's loop (order_gate.c) ---- */
 

@@ -1,5 +1,6 @@
 /* order_gate_args: the gate scripts' arguments and reply codes (pure). See order_gate.h. */
 #include "order_gate.h"
+#include "sk_id.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -93,7 +94,8 @@ static int fail_all(long long *codes, size_t n)
     return -1;
 }
 
-int order_gate_codes(order_gate_op op, const redisReply *reply, size_t n, long long *codes)
+int order_gate_codes(order_gate_op op, const redisReply *reply, size_t n, long long *codes,
+                     uint64_t *held)
 {
     if (!reply || n == 0)
         return fail_all(codes, n);
@@ -112,6 +114,15 @@ int order_gate_codes(order_gate_op op, const redisReply *reply, size_t n, long l
         return fail_all(codes, n);
     for (size_t i = 0; i < n; i++) {
         const redisReply *e = reply->element[i];
+        if (held)
+            held[i] = 0;
+        if (op == ORDER_GATE_RESERVE && e->type == REDIS_REPLY_STRING) {
+            uint64_t id = 0; /* a duplicate naming the held order ("" when not known) */
+            if (held && e->len > 0 && sk_id_parse(e->str, e->len, &id) == 0)
+                held[i] = id;
+            codes[i] = 2;
+            continue;
+        }
         if (e->type != REDIS_REPLY_INTEGER)
             return fail_all(codes, n);
         codes[i] = e->integer;

@@ -125,6 +125,9 @@ void order_http_handle(sk_http_req *req, void *arg)
     case ORDER_ROUTE_ORDER_GET:
         order_read_handle(w, req, &rt, start_us);
         break;
+    case ORDER_ROUTE_ORDER_LIST:
+        order_read_list_handle(w, req, &rt, start_us);
+        break;
     case ORDER_ROUTE_EVENT_CREATE:
         order_event_create_handle(w, req, &rt, start_us);
         break;

@@ -1,5 +1,6 @@
 /* order_pay_http: pay and cancel over HTTP. See order_pay_http.h. */
 #include "order_pay_http.h"
+#include "order_idem_http.h"
 #include "order_body.h"
 #include "order_http_int.h"
 #include "order_iwrite.h"
@@ -207,6 +208,9 @@ void order_pay_http_handle(order_worker *w, sk_http_req *req, const order_route 
     size_t blen;
     if (order_http_authorize(w, req, rt->id, start_us, NULL, &claims) != 0 ||
         order_http_body(w, req, rt->id, start_us, &body, &blen) != 0)
+        return;
+    /* Idempotency-Key (issue 31): claimed first, then this handler again from the top */
+    if (order_idem_check(w, req, rt, start_us, claims.sub, body, blen, order_pay_http_handle))
         return;
     pay_req *p = order_req_alloc(sizeof(*p), w, req, rt->id, start_us);
     if (!p)

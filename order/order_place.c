@@ -8,6 +8,7 @@
 #include "order_place.h"
 #include "order_place_int.h"
 #include "order_body.h"
+#include "order_idem_http.h"
 #include "order_msg.h"
 #include "order_time.h"
 #include "sk_log.h"
@@ -204,6 +205,14 @@ void order_place_handle(order_worker *w, sk_http_req *req, const order_route *rt
     order_create(w, req, rt, start_us, 0);
 }
 
+/* A keyed order once its key is claimed: from the top, its address level taken already
+ * (as after learn_event; an event new here is then decided by the gate). */
+static void place_keyed(order_worker *w, sk_http_req *req, const order_route *rt,
+                        int64_t start_us)
+{
+    order_create(w, req, rt, start_us, 1);
+}
+
 /* An order, from its address level to the gate. `learned`: the second pass, once the
  * event's meta was read (learn_event); its first pass took the configured address level
  * already, so only an override of it is applied now. */
@@ -234,10 +243,20 @@ static void order_create(order_worker *w, sk_http_req *req, const order_route *r
         order_http_body(w, req, rt->id, start_us, &body, &blen) != 0)
         return;
     char msg[160];
-    if (order_body_check_order(body, blen, msg, sizeof(msg)) != 0) {
+    int quantity;
+    if (order_body_parse_order(body, blen, &quantity, msg, sizeof(msg)) != 0) {
         order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST, msg, 0);
         return;
     }
+    /* Every event's per_user_limit is 1 until the gate counts units (issue 31). */
+    if (quantity > 1) {
+        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST,
+                               "quantity: over the event's per_user_limit of 1", 0);
+        return;
+    }
+    /* Idempotency-Key (issue 31): one Redis call for a keyed order, none without */
+    if (order_idem_check(w, req, rt, start_us, claims.sub, body, blen, place_keyed))
+        return;
     if (!known && !learned) { /* an authenticated order of an event new here */
         learn_event(w, req, rt, start_us, &claims);
         return;

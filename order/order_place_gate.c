@@ -14,6 +14,7 @@
  * (order_place.h's hooks) and its pool of placement requests. */
 #include "order_place_gate.h"
 #include "order_place_int.h"
+#include "order_read.h"
 #include "order_index.h"
 #include "order_pauser.h"
 #include "order_msg.h"
@@ -236,7 +237,7 @@ void order_place_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg
 static void produce_now(order_place_req *r)
 {
     order_app *app = r->h.w->app;
-    sk_order_msg m = {r->order_id, r->event_id, r->user, r->now_ms};
+    sk_order_msg m = {r->order_id, r->event_id, r->user, r->now_ms, 1};
     char value[SK_ORDER_MSG_MAX], key[24];
     size_t vlen = sk_order_msg_encode(&m, value, sizeof(value));
     size_t klen = sk_id_format(key, r->event_id);
@@ -423,6 +424,18 @@ static void done_reserve(order_gate_item *it, long long code, void *arg)
         r->now_ms = it->now_ms;
         r->lend = r->gi;
         borrow_next(r);
+        return;
+    }
+    if (code == 2 && it->held_id) {
+        /* a duplicate names the order the user holds (issue 31): read it as GET would,
+         * answered as a 409 that carries its id and status */
+        order_worker *w = r->h.w;
+        sk_http_req *req = r->h.req;
+        order_route_id route = r->h.route;
+        int64_t start_us = r->h.start_us;
+        uint64_t user = r->user, event_id = r->event_id, held = it->held_id;
+        order_place_req_free(r);
+        order_read_duplicate(w, req, route, start_us, user, event_id, held);
         return;
     }
     if (code == 1)

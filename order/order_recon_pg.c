@@ -165,11 +165,16 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
                           a);
     /* The buyers: users holding an order (created or paid), and those whose order was
      * cancelled or expired when the event keeps them out (rebuy_after_release false). */
+    /* "user_id:order_id" (event_reload.lua's buyers hash): per user the order a
+     * duplicate names, a live one before a closed one, the latest first. */
     g->buyers = gate_query(p,
-                           "SELECT DISTINCT o.user_id::text FROM seckill_order o "
+                           "SELECT DISTINCT ON (o.user_id) o.user_id::text || ':' || "
+                           "o.order_id::text FROM seckill_order o "
                            "JOIN seckill_event e ON e.id = o.event_id WHERE o.event_id = $1 "
                            "AND (o.status IN ('created', 'paid') OR (o.status IN "
-                           "('cancelled', 'expired') AND NOT e.rebuy_after_release))",
+                           "('cancelled', 'expired') AND NOT e.rebuy_after_release)) "
+                           "ORDER BY o.user_id, o.status IN ('created', 'paid') DESC, "
+                           "o.order_id DESC",
                            a);
     /* The closed orders: stock_left counts their units, given back to Redis or not. */
     g->closed = gate_query(p,

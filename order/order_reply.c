@@ -31,6 +31,10 @@ static const struct {
     [ORDER_ERR_ALREADY_PAID] = {409, "already_paid", "the order is paid"},
     [ORDER_ERR_NOT_READY] = {409, "not_ready", "the order is still queued, retry shortly"},
     [ORDER_ERR_PAUSED] = {503, "paused", "the sale of this event is paused, retry later"},
+    [ORDER_ERR_IN_PROGRESS] = {409, "in_progress",
+                               "the first request with this Idempotency-Key is still being decided, retry shortly"},
+    [ORDER_ERR_KEY_REUSED] = {422, "key_reused",
+                              "this Idempotency-Key was used for another request"},
 };
 
 int order_err_status(order_err e)
@@ -144,6 +148,20 @@ size_t order_reply_order_pay_by(char *out, size_t outsz, uint64_t order_id, uint
     return n - 1 + clamp(snprintf(out + n - 1, outsz - (n - 1), ",\"pay_by\":\"%s\"}",
                                   order_time_format_rfc3339(pay_by_ms, t, sizeof(t))),
                          outsz - (n - 1));
+}
+
+size_t order_reply_duplicate(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
+                             uint64_t user_id, const char *status, int64_t pay_by_ms)
+{
+    char order[320];
+    size_t n = order_reply_order_pay_by(order, sizeof(order), order_id, event_id, user_id, status,
+                                        pay_by_ms);
+    if (n < 2)
+        return order_reply_error(out, outsz, ORDER_ERR_DUPLICATE, NULL, order_id);
+    /* the order's object with the error's two members in front */
+    return clamp(snprintf(out, outsz, "{\"error\":\"duplicate\",\"message\":\"%s\",%s",
+                          order_err_message(ORDER_ERR_DUPLICATE), order + 1),
+                 outsz);
 }
 
 size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id)

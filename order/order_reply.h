@@ -29,6 +29,9 @@ typedef enum {
     ORDER_ERR_ALREADY_PAID,    /* 409 already_paid: paid (with another payment_ref) */
     ORDER_ERR_NOT_READY,       /* 409 not_ready: still queued, not in PostgreSQL yet */
     ORDER_ERR_PAUSED,          /* 503 paused (an admin paused the event's sale) */
+    ORDER_ERR_IN_PROGRESS,     /* 409 in_progress: its Idempotency-Key's first request is
+                                  still being decided (order_idem.h) */
+    ORDER_ERR_KEY_REUSED,      /* 422 key_reused: the Idempotency-Key was used for another request */
     ORDER_ERR_COUNT
 } order_err;
 
@@ -62,6 +65,12 @@ size_t order_reply_order(char *out, size_t outsz, uint64_t order_id, uint64_t ev
  *  when pay_by_ms > 0 and the order is created or paid. @returns the length. */
 size_t order_reply_order_pay_by(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
                                 uint64_t user_id, const char *status, int64_t pay_by_ms);
+
+/** @brief A 409 duplicate naming the order the user holds (issue 31):
+ *  {"error":"duplicate","message":"...","order_id","event_id","user_id","status"[,"pay_by"]},
+ *  the rest as order_reply_order_pay_by. @returns the length. */
+size_t order_reply_duplicate(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
+                             uint64_t user_id, const char *status, int64_t pay_by_ms);
 
 /** @brief {"event_id":"<id>"} @returns the length. */
 size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id);

@@ -89,6 +89,8 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
             return out->status = 400;
         return 0;
     }
+    if (is(path, len, "/api/v1/orders"))
+        return set_route(out, ORDER_ROUTE_ORDER_LIST, method, ORDER_METHOD_GET, "GET, HEAD");
     if (prefix(path, len, "/api/v1/orders/", &off)) {
         const char *seg = path + off;
         size_t seglen = len - off;
@@ -129,6 +131,7 @@ const char *order_route_name(order_route_id id)
         [ORDER_ROUTE_EVENT_LIST] = "event_list", [ORDER_ROUTE_ORDER_PAY] = "order_pay",
         [ORDER_ROUTE_ORDER_CANCEL] = "order_cancel",
         [ORDER_ROUTE_EVENT_PAUSE] = "event_pause", [ORDER_ROUTE_EVENT_RESUME] = "event_resume",
+        [ORDER_ROUTE_ORDER_LIST] = "order_list",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

@@ -128,7 +128,7 @@ else
     [ -z "$bad" ] || e2e_fail "event $VICTIM_EV: seckill-check failed beyond what lost replication explains: $bad"
     # Buyers PostgreSQL holds that the new master does not know: reservations lost.
     lost=$(comm -23 <(q "select user_id from seckill_order where event_id = $VICTIM_EV" | sort) \
-        <(cl_cli "$NEW" smembers "seckill:{e$VICTIM_EV}:buyers" | sort) | wc -l)
+        <(cl_cli "$NEW" hkeys "seckill:{e$VICTIM_EV}:buyers" | sort) | wc -l)
     [ "$lost" -gt 0 ] || e2e_fail "seckill-check failed but no reservation is missing from the new master"
     # A buyer the new master forgot may buy again: the consumer's unique key drops that
     # second order, so its 202 has no row (seckill-check's "missing").

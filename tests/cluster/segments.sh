@@ -104,7 +104,7 @@ left2=$(ev_left "$EV2")
 sell "$EV2" "$E2E_TMP/out2" 1000 2000 --home.segment 0 --home.of $K ||
     e2e_fail "seckill-bench (skewed) failed: $(tail -n 3 "$E2E_TMP/out2.log")"
 exact "$EV2" "$E2E_TMP/out2" $STOCK2 2000
-n1=$(cl_cli "$(seg_master "$EV2" 1)" scard "seckill:{e$EV2.1}:buyers")
+n1=$(cl_cli "$(seg_master "$EV2" 1)" hlen "seckill:{e$EV2.1}:buyers")
 [ "$n1" -eq 0 ] || e2e_fail "event $EV2: segment 1 has $n1 buyers although every user is homed on 0"
 e2e_log "PASS 2: every user homed on segment 0, all $STOCK2 sold"
 fi

@@ -30,7 +30,7 @@ for i in 1 2 3; do
     echo $((EV + i)) >>"$E2E_TMP/accepted.txt"
 done
 rcli SET "$K:stock" 0 >/dev/null
-rcli SADD "$K:buyers" 1 2 3 >/dev/null
+rcli HSET "$K:buyers" 1 11 2 12 3 13 >/dev/null
 
 check() { "$BIN/seckill-check" --dlq false --wait 2 --settle 1 --redis.url "$SECKILL_REDIS_URL" --pg "$SECKILL_PG" "$EV" "$E2E_TMP/accepted.txt"; }
 

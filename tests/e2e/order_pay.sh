@@ -186,14 +186,14 @@ expect 200 cancelled GET "/api/v1/orders/$O9" "${T[7]}"
 e2e_log "sweep: a release owed after a crash came back once ($O9)"
 
 # ---- segments (K = 3): the unit goes back to the buyer's home segment -------------
-# The home is the segment whose buyers set holds the user (order_seg_home); the
+# The home is the segment whose buyers hash holds the user (order_seg_home); the
 # released set is there too. rebuy false keeps the buyer there, true lets it buy again.
 seg_key() { if [ "$2" = 0 ]; then echo "seckill:{e$1}:$3"; else echo "seckill:{e$1.$2}:$3"; fi; }
 user_of() { sql "select user_id from seckill_order where order_id = $1"; }
-home_of() { # home_of EVENT USER: the segment whose buyers set holds the user
+home_of() { # home_of EVENT USER: the segment whose buyers hash holds the user
     local k
     for k in 0 1 2; do
-        [ "$(rcli SISMEMBER "$(seg_key "$1" "$k" buyers)" "$2")" = 1 ] && { echo "$k"; return; }
+        [ "$(rcli HEXISTS "$(seg_key "$1" "$k" buyers)" "$2")" = 1 ] && { echo "$k"; return; }
     done
     echo none
 }
@@ -215,7 +215,7 @@ for rebuy in false true; do
     expect 409 sold_out POST "/api/v1/events/$EVS/orders" "${T[$((t0 + 3))]}"
     U1=$(user_of "$OS1")
     H=$(home_of "$EVS" "$U1")
-    [ "$H" != none ] || e2e_fail "K=3: buyer $U1 in no segment's buyers set"
+    [ "$H" != none ] || e2e_fail "K=3: buyer $U1 in no segment's buyers hash"
     stock_h() { rcli GET "$(seg_key "$EVS" "$H" stock)"; }
     [ "$(stock_h)" = 0 ] || e2e_fail "K=3: home segment $H not empty: $(stock_h)"
     expect 200 cancelled POST "/api/v1/orders/$OS1/cancel" "${T[$t0]}"
@@ -224,12 +224,12 @@ for rebuy in false true; do
         e2e_fail "K=3: no release marker for $OS1 in segment $H"
     [ "$(seg_sum "$EVS")" = 3 ] || e2e_fail "K=3 rebuy=$rebuy: sums after the cancel: $(seg_sum "$EVS")"
     if [ "$rebuy" = false ]; then
-        [ "$(home_of "$EVS" "$U1")" = "$H" ] || e2e_fail "K=3: the buyer left the buyers set without rebuy"
+        [ "$(home_of "$EVS" "$U1")" = "$H" ] || e2e_fail "K=3: the buyer left the buyers hash without rebuy"
         expect 409 duplicate POST "/api/v1/events/$EVS/orders" "${T[$t0]}"
         # another user buys the released unit (from its home, or borrowed from $H)
         buy "$EVS" "${T[$((t0 + 3))]}" >/dev/null
     else
-        [ "$(home_of "$EVS" "$U1")" = none ] || e2e_fail "K=3: rebuy on, the buyer is still in a buyers set"
+        [ "$(home_of "$EVS" "$U1")" = none ] || e2e_fail "K=3: rebuy on, the buyer is still in a buyers hash"
         buy "$EVS" "${T[$t0]}" >/dev/null
     fi
     expect 409 sold_out POST "/api/v1/events/$EVS/orders" "${T[18]}"

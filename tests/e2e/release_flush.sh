@@ -130,11 +130,11 @@ run_partial() {
     ev=$(make_event "$STOCK" 3)
     buy "$ev" "$n" 30
     local ids=("${IDS[@]}") homes=()
-    for ((i = 0; i < n; i++)); do # each buyer's home: the segment whose buyers set has it
+    for ((i = 0; i < n; i++)); do # each buyer's home: the segment whose buyers hash has it
         u=$(sql "select user_id from seckill_order where order_id = ${ids[$i]}")
         homes+=(none)
         for k in 0 1 2; do
-            [ "$(rcli SISMEMBER "$(seg_keys "$ev" 3 buyers | sed -n "$((k + 1))p")" "$u")" = 1 ] && homes[$i]=$k
+            [ "$(rcli HEXISTS "$(seg_keys "$ev" 3 buyers | sed -n "$((k + 1))p")" "$u")" = 1 ] && homes[$i]=$k
         done
     done
     lost=$(( (homes[0] + 1) % 3 )) # the first closed order is owed to a surviving segment

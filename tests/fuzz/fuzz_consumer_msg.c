@@ -8,8 +8,10 @@
  * accepted order re-encoded by the encoder seckill-order uses (sk_order_msg_encode)
  * parses back to the same order; any order the front can produce (ids in [1, INT64_MAX],
  * ts_ms in [0, MAX_TS], taken from the input's first 32 bytes) is accepted by the
- * consumer with the same values. sk_id_parse agrees with a reference, and with
- * order_parse_id (the ids the front takes in paths). */
+ * consumer with the same values. The quantity (issue 31): any the encoder writes
+ * decodes back (sk_order_msg_decode), and this consumer takes one-unit orders alone (a
+ * message of several units is BAD_QUANTITY, never stored as one). sk_id_parse agrees
+ * with a reference, and with order_parse_id (the ids the front takes in paths). */
 #include "consumer_msg.h"
 #include "fuzz_util.h"
 #include "order_msg.h"
@@ -40,10 +42,20 @@ static void check_producer(const sk_order_msg *m)
     if (!exact)
         abort();
     memcpy(exact, tmp, n);
+    sk_order_msg d;
+    FUZZ_CHECK(sk_order_msg_decode(exact, n, &d) == SK_ORDER_MSG_OK);
+    FUZZ_CHECK(d.order_id == m->order_id && d.event_id == m->event_id &&
+               d.user_id == m->user_id && d.ts_ms == m->ts_ms &&
+               d.quantity == (m->quantity ? m->quantity : 1));
     consumer_order o;
-    FUZZ_CHECK(consumer_msg_parse(exact, n, &o) == CONSUMER_MSG_OK);
-    FUZZ_CHECK((uint64_t)o.order_id == m->order_id && (uint64_t)o.event_id == m->event_id &&
-               (uint64_t)o.user_id == m->user_id && o.ts_ms == m->ts_ms);
+    consumer_msg_err rc = consumer_msg_parse(exact, n, &o);
+    if (d.quantity > 1) {
+        FUZZ_CHECK(rc == CONSUMER_MSG_BAD_QUANTITY);
+    } else {
+        FUZZ_CHECK(rc == CONSUMER_MSG_OK);
+        FUZZ_CHECK((uint64_t)o.order_id == m->order_id && (uint64_t)o.event_id == m->event_id &&
+                   (uint64_t)o.user_id == m->user_id && o.ts_ms == m->ts_ms && o.quantity == 1);
+    }
     free(exact);
 }
 
@@ -71,12 +83,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(o.order_id > 0 && o.event_id > 0 && o.user_id > 0);
         FUZZ_CHECK(o.ts_ms >= 0 && o.ts_ms <= CONSUMER_MSG_MAX_TS_MS);
         /* Re-encoded by the producer's encoder: must give back the same order. */
-        sk_order_msg m = {(uint64_t)o.order_id, (uint64_t)o.event_id, (uint64_t)o.user_id, o.ts_ms};
+        FUZZ_CHECK(o.quantity == 1);
+        sk_order_msg m = {(uint64_t)o.order_id, (uint64_t)o.event_id, (uint64_t)o.user_id, o.ts_ms,
+                          (uint32_t)o.quantity};
         check_producer(&m);
     }
     if (size >= 32) {
-        /* Whatever the front may produce must be accepted downstream. */
+        /* Whatever the front may produce must be accepted downstream (one unit), and
+         * any quantity the encoder writes must decode back (byte 32, when there is one). */
         sk_order_msg m;
+        m.quantity = size > 32 ? (uint32_t)(data[32] % (SK_ORDER_MSG_MAX_QUANTITY + 1)) : 1;
         memcpy(&m.order_id, data, 8);
         memcpy(&m.event_id, data + 8, 8);
         memcpy(&m.user_id, data + 16, 8);

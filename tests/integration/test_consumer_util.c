@@ -378,7 +378,7 @@ size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, 
                       int64_t ts_ms)
 {
     /* the front's encoder (sk_order_msg.h): what the consumer gets in production */
-    sk_order_msg m = {(uint64_t)order_id, (uint64_t)event_id, (uint64_t)user_id, ts_ms};
+    sk_order_msg m = {(uint64_t)order_id, (uint64_t)event_id, (uint64_t)user_id, ts_ms, 1};
     return sk_order_msg_encode(&m, buf, sz);
 }
 

@@ -115,7 +115,7 @@ static void test_events_on_three_masters_one_turn(void **state)
             assert_int_equal(acc, 2);
             assert_int_equal(sold, 2);
             assert_int_equal(on_node(node[j], ev[j], ORDER_KEY_STOCK, "GET %s"), 0);
-            assert_int_equal(on_node(node[j], ev[j], ORDER_KEY_BUYERS, "SCARD %s"), 2);
+            assert_int_equal(on_node(node[j], ev[j], ORDER_KEY_BUYERS, "HLEN %s"), 2);
         }
         long long calls = to_order_metric(&srv, CALLS) - calls0;
         long long orders = to_order_metric(&srv, ORDERS) - orders0;

@@ -88,9 +88,13 @@ static void load_event(const ev_keys *e, long long stock, int64_t starts, int64_
     assert_int_equal(evalsha_int("event_load", 2, 6, args), want);
 }
 
+/* The order a duplicate named, per pair of the last reserve_batch ("" when none). */
+static char held[30][24];
+
 /* reserve.lua for n (users[i], orders[i]) pairs in one call, as the front sends the
  * orders of one loop turn: KEYS stock, buyers, meta, pending; ARGV now_ms, then the
- * pairs. Each pair's code into codes[i]; the reply must be an array of n integers. */
+ * pairs. Each pair's code into codes[i]; the reply must be an array of n integers, but
+ * for a duplicate: the id of the order the user holds (code 2, the id into held[i]). */
 static void reserve_batch(const ev_keys *e, int64_t now, int n, const char *const *users,
                           const char *const *orders, long long *codes)
 {
@@ -109,6 +113,12 @@ static void reserve_batch(const ev_keys *e, int64_t now, int n, const char *cons
         fail_msg("reserve: reply type %d %s", r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
     assert_int_equal(r->elements, n);
     for (int i = 0; i < n; i++) {
+        held[i][0] = 0;
+        if (r->element[i]->type == REDIS_REPLY_STRING) {
+            snprintf(held[i], sizeof(held[i]), "%s", r->element[i]->str);
+            codes[i] = 2;
+            continue;
+        }
         assert_int_equal(r->element[i]->type, REDIS_REPLY_INTEGER);
         codes[i] = r->element[i]->integer;
     }
@@ -207,19 +217,24 @@ static void test_reserve_outcomes(void **state)
     to_redis_snapshot(rc, past.pattern, after, sizeof(after));
     assert_string_equal(before, after);
 
-    /* 0 ok: DECR, SADD, HSET pending order -> user:ts */
+    /* 0 ok: DECR, HSET buyers user -> order, HSET pending order -> user:ts */
     assert_int_equal(reserve(&e, "1", "104", now), 0);
     assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 1);
-    assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "1"), 1);
-    redisReply *r = redisCommand(rc, "HGET %s 104", e.k[ORDER_KEY_PENDING]);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_BUYERS], "1"), 1);
+    redisReply *r = redisCommand(rc, "HGET %s 1", e.k[ORDER_KEY_BUYERS]);
+    assert_string_equal(r->str, "104");
+    freeReplyObject(r);
+    r = redisCommand(rc, "HGET %s 104", e.k[ORDER_KEY_PENDING]);
     assert_int_equal(r->type, REDIS_REPLY_STRING);
     assert_string_equal(r->str, "1:1795341600000");
     freeReplyObject(r);
 
-    /* 2 duplicate, however many times: nothing changes */
+    /* 2 duplicate, however many times, naming the order held: nothing changes */
     to_redis_snapshot(rc, e.pattern, before, sizeof(before));
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 5; i++) {
         assert_int_equal(reserve(&e, "1", "105", now), 2);
+        assert_string_equal(held[0], "104");
+    }
     to_redis_snapshot(rc, e.pattern, after, sizeof(after));
     assert_string_equal(before, after);
 
@@ -231,7 +246,7 @@ static void test_reserve_outcomes(void **state)
     to_redis_snapshot(rc, e.pattern, after, sizeof(after));
     assert_string_equal(before, after);
     assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 0); /* never below zero */
-    assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_BUYERS], NULL), 2);
+    assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_BUYERS], NULL), 2);
     assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_PENDING], NULL), 2);
     drop(&e);
     drop(&future);
@@ -256,7 +271,7 @@ static void test_cancel_idempotent(void **state)
     /* the first cancel gives everything back */
     assert_int_equal(cancel(&e, "201", "7"), 1);
     assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 1);
-    assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "7"), 0);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_BUYERS], "7"), 0);
     assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_PENDING], "201"), 0);
     /* a second (and third) changes nothing */
     to_redis_snapshot(rc, e.pattern, before, sizeof(before));
@@ -332,9 +347,11 @@ static void test_reserve_batch_mixed(void **state)
     long long want[7] = {0, 2, 2, 0, 1, 1, 1};
     for (int i = 0; i < 7; i++)
         assert_int_equal(codes[i], want[i]);
+    assert_string_equal(held[1], "401"); /* the same user earlier in this call */
+    assert_string_equal(held[2], "400"); /* a buyer from an earlier call */
     assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 0);
-    assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_BUYERS], NULL), 3); /* 40 41 42 */
-    assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "43"), 0);
+    assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_BUYERS], NULL), 3); /* 40 41 42 */
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_BUYERS], "43"), 0);
     assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_PENDING], NULL), 3);
     redisReply *r = redisCommand(rc, "HGET %s 401", e.k[ORDER_KEY_PENDING]);
     assert_int_equal(r->type, REDIS_REPLY_STRING);
@@ -402,7 +419,7 @@ static void test_cancel_batch(void **state)
         assert_int_equal(r->element[i]->integer, want[i]);
     freeReplyObject(r);
     assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 4);
-    assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_BUYERS], NULL), 1); /* 52 */
+    assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_BUYERS], NULL), 1); /* 52 */
     assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_PENDING], NULL), 1);  /* 502 */
     /* an odd ARGV: an error, nothing changed */
     char before[8192], after[8192];
@@ -512,7 +529,7 @@ static void test_event_reload(void **state)
     (void)state;
     ev_keys e;
     keys_of(fresh_event(), &e);
-    enum { USERS = 2500, CLOSED = 1200 }; /* more than one SADD chunk each */
+    enum { USERS = 2500, CLOSED = 1200 }; /* more than one HSET/SADD chunk each */
     const char **argv = calloc(4 + 4 + 8 + USERS + CLOSED, sizeof(*argv));
     char (*ids)[24] = calloc(USERS + CLOSED, sizeof(*ids));
     char nusers[12];
@@ -537,8 +554,8 @@ static void test_event_reload(void **state)
     argv[n++] = "0"; /* user_rate: none */
     argv[n++] = "9"; /* event_rate */
     argv[n++] = nusers;
-    for (int i = 0; i < USERS; i++) {
-        snprintf(ids[i], sizeof(ids[i]), "%d", 1000 + i);
+    for (int i = 0; i < USERS; i++) { /* user:order (the buyers hash) */
+        snprintf(ids[i], sizeof(ids[i]), "%d:%d", 1000 + i, 5000000 + i);
         argv[n++] = ids[i];
     }
     for (int i = USERS; i < USERS + CLOSED; i++) { /* closed orders' ids */
@@ -546,10 +563,19 @@ static void test_event_reload(void **state)
         argv[n++] = ids[i];
     }
     /* a stale buyer left in the set is dropped: the set is rebuilt whole */
-    freeReplyObject(redisCommand(rc, "SADD %s 42", e.k[ORDER_KEY_BUYERS]));
+    freeReplyObject(redisCommand(rc, "HSET %s 42 1", e.k[ORDER_KEY_BUYERS]));
+    /* a buyer that is not user:order is refused, nothing written */
+    const char *buyer0 = argv[15];
+    argv[15] = "1000";
+    redisReply *bad = script_argv(n, argv);
+    assert_non_null(bad);
+    assert_int_equal(bad->type, REDIS_REPLY_ERROR);
+    freeReplyObject(bad);
+    assert_int_equal(cmd_int("EXISTS %s", e.k[ORDER_KEY_STOCK], NULL), 0);
+    argv[15] = buyer0;
     /* a count that does not fit the ARGV is refused, nothing written */
     argv[14] = "999999";
-    redisReply *bad = script_argv(n, argv);
+    bad = script_argv(n, argv);
     assert_non_null(bad);
     assert_int_equal(bad->type, REDIS_REPLY_ERROR);
     freeReplyObject(bad);
@@ -562,9 +588,9 @@ static void test_event_reload(void **state)
     assert_int_equal(r->integer, 1);
     freeReplyObject(r);
     assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 7);
-    assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_BUYERS], NULL), USERS);
-    assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "42"), 0);
-    assert_int_equal(cmd_int("SISMEMBER %s %s", e.k[ORDER_KEY_BUYERS], "3499"), 1);
+    assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_BUYERS], NULL), USERS);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_BUYERS], "42"), 0);
+    assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_BUYERS], "3499"), 1);
     assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_RELEASED], NULL), CLOSED);
     /* the rate overrides are back in meta ("0": none), for fronts that learn them there */
     redisReply *m = redisCommand(rc, "HMGET %s ip_rate event_rate", e.k[ORDER_KEY_META]);
@@ -582,6 +608,7 @@ static void test_event_reload(void **state)
     assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 8);
     freeReplyObject(redisCommand(rc, "DECR %s", e.k[ORDER_KEY_STOCK]));
     assert_int_equal(reserve(&e, "1000", "1", 5000), 2); /* a buyer before the loss */
+    assert_string_equal(held[0], "5000000");             /* finds the order it holds */
     assert_int_equal(reserve(&e, "9", "2", 5000), 0);
     /* Loaded: a second reload changes nothing (the live stock is 6 now). */
     argv[0] = "EVAL";
@@ -591,7 +618,7 @@ static void test_event_reload(void **state)
     assert_int_equal(r->integer, 0);
     freeReplyObject(r);
     assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 6);
-    assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_BUYERS], NULL), USERS + 1);
+    assert_int_equal(cmd_int("HLEN %s", e.k[ORDER_KEY_BUYERS], NULL), USERS + 1);
     free(argv);
     free(ids);
     drop(&e);
@@ -655,7 +682,8 @@ static void test_segments(void **state)
     r = evalsha(rc, "reserve", 4, 9, r8);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     assert_int_equal(r->element[0]->integer, 6); /* claim held */
-    assert_int_equal(r->element[1]->integer, 2); /* one claim per user */
+    assert_int_equal(r->element[1]->type, REDIS_REPLY_STRING); /* one claim per user: */
+    assert_string_equal(r->element[1]->str, "801");            /* a duplicate of 801 */
     freeReplyObject(r);
     assert_int_equal(get_int(s0.k[ORDER_KEY_STOCK]), 0);
     r = redisCommand(rc, "HGET %s 801", s0.k[ORDER_KEY_PENDING]);
@@ -681,7 +709,7 @@ static void test_segments(void **state)
      * goes back to segment 1 */
     assert_int_equal(cancel(&s0, "801", "8"), 1);
     assert_int_equal(get_int(s0.k[ORDER_KEY_STOCK]), 0);
-    assert_int_equal(cmd_int("SISMEMBER %s %s", s0.k[ORDER_KEY_BUYERS], "8"), 0);
+    assert_int_equal(cmd_int("HEXISTS %s %s", s0.k[ORDER_KEY_BUYERS], "8"), 0);
     assert_int_equal(cancel(&s1, "801", "8"), 1);
     assert_int_equal(get_int(s1.k[ORDER_KEY_STOCK]), 1);
     /* a segment not loaded: 5 */

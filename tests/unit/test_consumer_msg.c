@@ -67,6 +67,12 @@ static const struct {
     {"{\"v\":1,\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"ts_ms\":4.5}", CONSUMER_MSG_BAD_TS, 0, 0, 0, 0},
     {"{\"v\":1,\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"ts_ms\":253402300800000}", CONSUMER_MSG_BAD_TS, 0, 0, 0, 0},
     {"{\"v\":1,\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"ts_ms\":99999999999999999999999}", CONSUMER_MSG_NOT_JSON, 0, 0, 0, 0},
+    /* quantity (issue 31): absent or 1 is one unit; out of its bounds, or several units
+     * (stored as one they would undercount the stock), refused */
+    {"{\"v\":1,\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"ts_ms\":4,\"quantity\":1}", CONSUMER_MSG_OK, 1, 2, 3, 4},
+    {"{\"v\":1,\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"ts_ms\":4,\"quantity\":0}", CONSUMER_MSG_BAD_QUANTITY, 0, 0, 0, 0},
+    {"{\"v\":1,\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"ts_ms\":4,\"quantity\":\"1\"}", CONSUMER_MSG_BAD_QUANTITY, 0, 0, 0, 0},
+    {"{\"v\":1,\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"ts_ms\":4,\"quantity\":2}", CONSUMER_MSG_BAD_QUANTITY, 0, 0, 0, 0},
 };
 
 static void test_table(void **state)
@@ -84,6 +90,7 @@ static void test_table(void **state)
             assert_int_equal(o.event_id, cases[i].event_id);
             assert_int_equal(o.user_id, cases[i].user_id);
             assert_int_equal(o.ts_ms, cases[i].ts_ms);
+            assert_int_equal(o.quantity, 1);
         }
     }
 }

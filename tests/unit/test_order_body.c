@@ -160,6 +160,33 @@ static void test_order_body(void **state)
     assert_int_equal(order_body_check_order("{", 1, err, sizeof(err)), -1);
     assert_int_equal(order_body_check_order("[1]", 3, err, sizeof(err)), -1);
     assert_int_equal(order_body_check_order("hello", 5, err, sizeof(err)), -1);
+    /* a cancel body's fields are ignored, "quantity" too */
+    assert_int_equal(order_body_check_order("{\"quantity\":0}", 14, err, sizeof(err)), 0);
+
+    /* the order's quantity (issue 31): 1 when absent; 0, negative, not an integer or
+     * past the bound: refused, the message naming the field */
+    int q = 0;
+    assert_int_equal(order_body_parse_order("", 0, &q, err, sizeof(err)), 0);
+    assert_int_equal(q, 1);
+    assert_int_equal(order_body_parse_order("{}", 2, &q, err, sizeof(err)), 0);
+    assert_int_equal(q, 1);
+    const char *ok = "{\"quantity\":3}";
+    assert_int_equal(order_body_parse_order(ok, strlen(ok), &q, err, sizeof(err)), 0);
+    assert_int_equal(q, 3);
+    ok = "{\"quantity\":100}";
+    assert_int_equal(order_body_parse_order(ok, strlen(ok), &q, err, sizeof(err)), 0);
+    assert_int_equal(q, 100);
+    const char *bad[] = {"{\"quantity\":0}", "{\"quantity\":-1}", "{\"quantity\":1.5}",
+                         "{\"quantity\":\"2\"}", "{\"quantity\":null}", "{\"quantity\":101}",
+                         "{\"quantity\":99999999999999999999}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = 0;
+        if (order_body_parse_order(bad[i], strlen(bad[i]), &q, err, sizeof(err)) != -1)
+            fail_msg("%s accepted", bad[i]);
+        if (!strstr(err, "quantity") && !strstr(err, "JSON"))
+            fail_msg("%s: message %s does not name the field", bad[i], err);
+    }
+    assert_int_equal(order_body_parse_order("[1]", 3, &q, err, sizeof(err)), -1);
 }
 
 int main(void)

@@ -65,7 +65,7 @@ static const order_gate_item *its[ORDER_GATE_ITEMS_MAX + 1];
 static void fill(size_t n, uint64_t event)
 {
     for (size_t i = 0; i < n; i++) {
-        items[i] = (order_gate_item){NULL, event, 1000 + i, 5000000000000000000ULL + i, 0, 0, 1};
+        items[i] = (order_gate_item){NULL, event, 1000 + i, 5000000000000000000ULL + i, 0, 0, 1, 0};
         its[i] = &items[i];
     }
 }
@@ -217,39 +217,57 @@ static void test_codes(void **state)
     long long codes[8];
     const long long mixed[4] = {0, 2, 1, 3};
     redisReply arr = array_of(mixed, 4);
-    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes), 0);
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes, NULL), 0);
     assert_memory_equal(codes, mixed, sizeof(mixed));
     /* the wrong count, no reply, an error, an integer where an array is due: every
      * order fails (503), none gets another order's code */
-    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 3, codes), -1);
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 3, codes, NULL), -1);
     for (int i = 0; i < 3; i++)
         assert_int_equal(codes[i], ORDER_GATE_FAILED);
-    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, NULL, 4, codes), -1);
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, NULL, 4, codes, NULL), -1);
     assert_int_equal(codes[3], ORDER_GATE_FAILED);
     redisReply err = {.type = REDIS_REPLY_ERROR, .str = "NOSCRIPT", .len = 8};
-    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &err, 4, codes), -1);
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &err, 4, codes, NULL), -1);
     redisReply one = {.type = REDIS_REPLY_INTEGER, .integer = 0};
-    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &one, 1, codes), -1);
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &one, 1, codes, NULL), -1);
+    /* a duplicate names the held order (issue 31): a bulk string is code 2 and its id;
+     * an empty one (a reload that did not know it) or a non-id is code 2 and id 0 */
+    uint64_t held[8];
+    arr = array_of(mixed, 4);
+    ints[1] = (redisReply){.type = REDIS_REPLY_STRING, .str = "1234567890123", .len = 13};
+    ints[3] = (redisReply){.type = REDIS_REPLY_STRING, .str = "", .len = 0};
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes, held), 0);
+    assert_int_equal(codes[1], 2);
+    assert_int_equal(held[1], 1234567890123ULL);
+    assert_int_equal(codes[3], 2);
+    assert_int_equal(held[3], 0);
+    assert_int_equal(held[0], 0);
+    ints[3] = (redisReply){.type = REDIS_REPLY_STRING, .str = "12x", .len = 3};
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes, held), 0);
+    assert_int_equal(held[3], 0);
+    /* a string is a duplicate only in reserve's answer */
+    assert_int_equal(order_gate_codes(ORDER_GATE_BORROW, &arr, 4, codes, held), -1);
+    arr = array_of(mixed, 4);
     ints[1].type = REDIS_REPLY_NIL;
-    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes), -1);
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes, NULL), -1);
     assert_int_equal(codes[0], ORDER_GATE_FAILED);
 
     /* cancel: an integer for one order (DESIGN.md's form), an array for several */
     redisReply minus = {.type = REDIS_REPLY_INTEGER, .integer = -1};
-    assert_int_equal(order_gate_codes(ORDER_GATE_CANCEL, &minus, 1, codes), 0);
+    assert_int_equal(order_gate_codes(ORDER_GATE_CANCEL, &minus, 1, codes, NULL), 0);
     assert_int_equal(codes[0], -1);
     const long long c3[3] = {1, -1, 0};
     arr = array_of(c3, 3);
-    assert_int_equal(order_gate_codes(ORDER_GATE_CANCEL, &arr, 3, codes), 0);
+    assert_int_equal(order_gate_codes(ORDER_GATE_CANCEL, &arr, 3, codes, NULL), 0);
     assert_memory_equal(codes, c3, sizeof(c3));
-    assert_int_equal(order_gate_codes(ORDER_GATE_CANCEL, &minus, 2, codes), -1);
+    assert_int_equal(order_gate_codes(ORDER_GATE_CANCEL, &minus, 2, codes, NULL), -1);
 
     /* confirm: how many were pending; each order is done either way */
     redisReply count = {.type = REDIS_REPLY_INTEGER, .integer = 1};
-    assert_int_equal(order_gate_codes(ORDER_GATE_CONFIRM, &count, 3, codes), 0);
+    assert_int_equal(order_gate_codes(ORDER_GATE_CONFIRM, &count, 3, codes, NULL), 0);
     for (int i = 0; i < 3; i++)
         assert_int_equal(codes[i], 0);
-    assert_int_equal(order_gate_codes(ORDER_GATE_CONFIRM, &err, 3, codes), -1);
+    assert_int_equal(order_gate_codes(ORDER_GATE_CONFIRM, &err, 3, codes, NULL), -1);
     assert_int_equal(codes[2], ORDER_GATE_FAILED);
 }
 

@@ -34,6 +34,8 @@ static void test_error_bodies(void **state)
         {ORDER_ERR_ALREADY_PAID, 409, "already_paid"},
         {ORDER_ERR_NOT_READY, 409, "not_ready"},
         {ORDER_ERR_PAUSED, 503, "paused"},
+        {ORDER_ERR_IN_PROGRESS, 409, "in_progress"},
+        {ORDER_ERR_KEY_REUSED, 422, "key_reused"},
     };
     assert_int_equal(sizeof(want) / sizeof(want[0]), ORDER_ERR_COUNT);
     for (size_t i = 0; i < ORDER_ERR_COUNT; i++) {
@@ -81,6 +83,14 @@ static void test_success_bodies(void **state)
     assert_string_equal(b, "{\"order_id\":\"1\",\"event_id\":\"2\",\"user_id\":\"3\",\"status\":\"created\"}");
     order_reply_event_created(b, sizeof(b), 77);
     assert_string_equal(b, "{\"event_id\":\"77\"}");
+    /* the duplicate naming the order held (issue 31): the error's members, then the order */
+    order_reply_duplicate(b, sizeof(b), 11, 2, 3, "queued", 0);
+    assert_string_equal(b, "{\"error\":\"duplicate\",\"message\":\"this user already holds an order "
+                           "for this event\",\"order_id\":\"11\",\"event_id\":\"2\",\"user_id\":\"3\","
+                           "\"status\":\"queued\"}");
+    char big[512];
+    order_reply_duplicate(big, sizeof(big), 11, 2, 3, "created", 1795341600000LL);
+    assert_non_null(strstr(big, "\"status\":\"created\",\"pay_by\":\"2026-11-22T10:00:00.000Z\"}"));
     char *e = order_reply_event(5, "a \"quoted\" name", 100, 7, 1795341600000LL, 1795345200123LL, NULL);
     assert_non_null(e);
     assert_string_equal(e, "{\"event_id\":\"5\",\"name\":\"a \\\"quoted\\\" name\",\"stock_total\":100,"
