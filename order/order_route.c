@@ -70,6 +70,8 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
         } else {
             size_t idlen = (size_t)(slash - seg);
             order_route_id sub;
+            order_method want = ORDER_METHOD_POST;
+            const char *allow = "POST";
             if (idlen == 0)
                 goto none;
             if (is(slash, seglen - idlen, "/orders"))
@@ -78,10 +80,14 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
                 sub = ORDER_ROUTE_EVENT_PAUSE;
             else if (is(slash, seglen - idlen, "/resume"))
                 sub = ORDER_ROUTE_EVENT_RESUME;
-            else
+            else if (is(slash, seglen - idlen, "/challenge")) {
+                sub = ORDER_ROUTE_EVENT_CHALLENGE;
+                want = ORDER_METHOD_GET;
+                allow = "GET, HEAD";
+            } else
                 goto none;
             seglen = idlen;
-            rc = set_route(out, sub, method, ORDER_METHOD_POST, "POST");
+            rc = set_route(out, sub, method, want, allow);
         }
         if (rc != 0)
             return rc;
@@ -129,6 +135,7 @@ const char *order_route_name(order_route_id id)
         [ORDER_ROUTE_EVENT_LIST] = "event_list", [ORDER_ROUTE_ORDER_PAY] = "order_pay",
         [ORDER_ROUTE_ORDER_CANCEL] = "order_cancel",
         [ORDER_ROUTE_EVENT_PAUSE] = "event_pause", [ORDER_ROUTE_EVENT_RESUME] = "event_resume",
+        [ORDER_ROUTE_EVENT_CHALLENGE] = "event_challenge",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

@@ -24,6 +24,7 @@ typedef enum {
     ORDER_ROUTE_ORDER_CANCEL,   /* POST /api/v1/orders/{id}/cancel (issue 22) */
     ORDER_ROUTE_EVENT_PAUSE,    /* POST /api/v1/events/{id}/pause (admin) */
     ORDER_ROUTE_EVENT_RESUME,   /* POST /api/v1/events/{id}/resume (admin) */
+    ORDER_ROUTE_EVENT_CHALLENGE, /* GET /api/v1/events/{id}/challenge (issue 31) */
     ORDER_ROUTE_COUNT
 } order_route_id;
 

@@ -4,7 +4,7 @@
 # ids), a private seckill-devkafka and a private seckill-order per test; the NOSCRIPT
 # test uses its own throwaway redis-server.
 if(TARGET seckill_order_core)
-  foreach(t route body reply limits limit events evlist)
+  foreach(t route body reply limits limit events evlist challenge)
     seckill_add_test(NAME test_order_${t} SOURCES unit/test_order_${t}.c
                      LIBS seckill_order_core LABELS unit TIMEOUT 60)
   endforeach()

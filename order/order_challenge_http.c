@@ -1,0 +1,170 @@
+/* order_challenge_http: GET .../challenge and the order's check. See order_challenge_http.h.
+ *
+ * Why no seen-set of solutions ("reused"): a challenge is bound to one user and one
+ * event, and the gate lets a user hold per_user_limit of the event and no more, so a
+ * solution used twice can only place what the gate refuses anyway (409 duplicate). A
+ * per-worker set would not see the same solution sent to another worker or front, and a
+ * shared one is the store per order this check exists to avoid. What a bot pays is one
+ * solve per user token per event: the knob is the difficulty (order/README.md). */
+#define OPENSSL_SUPPRESS_DEPRECATED /* SHA256_Init/Update/Final, as sk_jwt.c */
+#include "order_challenge_http.h"
+#include "order_challenge.h"
+#include "order_http_int.h"
+#include "order_msg.h"
+#include "order_time.h"
+
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The process's key, made on first use from the configuration (which never changes
+ * while the process runs) and kept to the end; read-only, so every worker shares it. */
+static _Atomic(order_challenge_key *) the_key;
+
+static const order_challenge_key *key_of(const order_app *app)
+{
+    order_challenge_key *k = atomic_load_explicit(&the_key, memory_order_acquire);
+    if (k)
+        return k;
+    const char *cur = app->cfg.challenge_key, *prev = app->cfg.challenge_key_previous;
+    unsigned char derived[SHA256_DIGEST_LENGTH];
+    size_t cur_len = strlen(cur);
+    if (cur_len == 0) {
+        /* No key of its own: one derived from the token secret under a label of its own,
+         * so a challenge's MAC is never a token's. */
+        SHA256_CTX c;
+        SHA256_Init(&c);
+        SHA256_Update(&c, "seckill challenge key\n", 22);
+        SHA256_Update(&c, app->cfg.jwt_secret, strlen(app->cfg.jwt_secret));
+        SHA256_Final(derived, &c);
+        cur = (const char *)derived;
+        cur_len = sizeof(derived);
+    }
+    k = order_challenge_key_new((const unsigned char *)cur, cur_len, (const unsigned char *)prev,
+                                strlen(prev));
+    OPENSSL_cleanse(derived, sizeof(derived));
+    order_challenge_key *none = NULL;
+    if (k && !atomic_compare_exchange_strong(&the_key, &none, k)) {
+        order_challenge_key_free(k); /* another worker made it first */
+        k = none;
+    }
+    return k;
+}
+
+/* A 403 (or 400) of the challenge with its own code: {"error":code,"message":msg}. */
+static void reply_refused(order_worker *w, sk_http_req *req, order_route_id route,
+                          int64_t start_us, int status, const char *code, const char *msg)
+{
+    char body[400];
+    int n = snprintf(body, sizeof(body), "{\"error\":\"%s\",\"message\":\"%s\"}", code, msg);
+    order_http_reply_json(w, req, route, start_us, status, body,
+                          n > 0 && (size_t)n < sizeof(body) ? (size_t)n : 0);
+}
+
+int order_challenge_http_refuse(order_worker *w, sk_http_req *req, const order_route *rt,
+                                int64_t start_us, uint64_t user, int64_t bits)
+{
+    const char *v = sk_http_header(req, ORDER_CHALLENGE_HEADER);
+    if (!v) {
+        reply_refused(w, req, rt->id, start_us, 403, "challenge_required",
+                      "this event's orders carry a solved challenge in the " ORDER_CHALLENGE_HEADER
+                      " header (GET /api/v1/events/{id}/challenge)");
+        return 1;
+    }
+    const order_challenge_key *k = key_of(w->app);
+    if (!k) {
+        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+        return 1;
+    }
+    int rc = order_challenge_verify(k, v, strlen(v), user, rt->arg, (unsigned)bits,
+                                    order_time_now_ms());
+    if (rc == ORDER_CHALLENGE_OK)
+        return 0;
+    if (rc == ORDER_CHALLENGE_ERR_SHAPE)
+        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST,
+                               order_challenge_strerror(rc), 0);
+    else
+        reply_refused(w, req, rt->id, start_us, 403,
+                      rc == ORDER_CHALLENGE_ERR_EXPIRED ? "challenge_expired" : "challenge_invalid",
+                      order_challenge_strerror(rc));
+    return 1;
+}
+
+/* A GET of a challenge that had to learn the event's difficulty from Redis. */
+typedef struct challenge_req {
+    order_req_head h;
+    uint64_t user, event_id;
+} challenge_req;
+
+static void answer(order_worker *w, sk_http_req *req, order_route_id route, int64_t start_us,
+                   uint64_t user, uint64_t event_id, int64_t bits)
+{
+    if (bits <= 0) {
+        order_http_reply_error(w, req, route, start_us, ORDER_ERR_NOT_FOUND,
+                               "this event's orders need no challenge", 0);
+        return;
+    }
+    const order_challenge_key *k = key_of(w->app);
+    uint64_t nonce;
+    if (!k || RAND_bytes((unsigned char *)&nonce, sizeof(nonce)) != 1) {
+        order_http_reply_error(w, req, route, start_us, ORDER_ERR_UNAVAILABLE,
+                               "no challenge can be made now", 0);
+        return;
+    }
+    int64_t exp = order_time_now_ms() + w->app->cfg.challenge_ttl_s * 1000;
+    char ch[ORDER_CHALLENGE_MAX], when[40], body[400];
+    order_challenge_issue(k, user, event_id, (unsigned)bits, exp, nonce, ch, sizeof(ch));
+    int n = snprintf(body, sizeof(body),
+                     "{\"challenge\":\"%s\",\"difficulty\":%lld,\"expires_at\":\"%s\","
+                     "\"header\":\"" ORDER_CHALLENGE_HEADER "\"}",
+                     ch, (long long)bits, order_time_format_rfc3339(exp, when, sizeof(when)));
+    sk_http_add_header(req, "Cache-Control", "no-store"); /* one user's, and short-lived */
+    order_http_reply_json(w, req, route, start_us, 200, body, (size_t)n);
+}
+
+static void on_meta(redisReply *reply, void *arg)
+{
+    challenge_req *r = arg;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    if (reply->element[1]->type != REDIS_REPLY_STRING) { /* no meta: no such event (loaded) */
+        order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such event", 0);
+        return;
+    }
+    int64_t bits = reply->element[0]->type == REDIS_REPLY_STRING
+                       ? strtoll(reply->element[0]->str, NULL, 10)
+                       : 0;
+    answer(r->h.w, r->h.req, r->h.route, r->h.start_us, r->user, r->event_id, bits);
+    free(r);
+}
+
+void order_challenge_get_handle(order_worker *w, sk_http_req *req, const order_route *rt,
+                                int64_t start_us)
+{
+    sk_jwt_claims claims;
+    if (order_http_authorize(w, req, rt->id, start_us, NULL, &claims) != 0)
+        return;
+    order_event_limits lim;
+    if (order_window_limits(w->app->window, rt->arg, &lim)) {
+        answer(w, req, rt->id, start_us, claims.sub, rt->arg, lim.challenge_bits);
+        return;
+    }
+    /* An event this front has not seen yet: its difficulty from segment 0's meta. */
+    if (!order_http_redis_ready(w, req, rt->id, start_us))
+        return;
+    challenge_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    if (!r)
+        return;
+    r->user = claims.sub;
+    r->event_id = rt->arg;
+    char key[ORDER_KEY_MAX];
+    const char *argv[4] = {"HMGET", key, "challenge_bits", "starts_at_ms"};
+    size_t lens[4] = {5, order_key_seg(rt->arg, 0, ORDER_KEY_META, key, sizeof(key)), 14, 12};
+    if (order_redis_command(w->redis, 4, argv, lens, on_meta, r) != 0)
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+}
