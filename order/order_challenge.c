@@ -5,6 +5,7 @@
  * and no allocation (EVP would allocate per call). */
 #include "order_challenge.h"
 #include "sk_id.h"
+#include "sk_pow.h"
 
 /* SHA256_Init/Update/Final for the prepared key, as sk_jwt.c (EVP cannot copy a digest
  * state without allocating). */
@@ -108,28 +109,6 @@ int order_challenge_issue(const order_challenge_key *k, uint64_t user_id, uint64
     return n + 2 * MAC_BYTES;
 }
 
-static unsigned leading_zeros(const unsigned char h[SHA256_DIGEST_LENGTH])
-{
-    unsigned n = 0;
-    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
-        if (h[i] == 0) {
-            n += 8;
-            continue;
-        }
-        for (unsigned char b = h[i]; !(b & 0x80); b <<= 1)
-            n++;
-        break;
-    }
-    return n;
-}
-
-unsigned order_challenge_zero_bits(const char *s, size_t len)
-{
-    unsigned char h[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)s, len, h);
-    return leading_zeros(h);
-}
-
 /* The fields of a solution or a challenge, split at '.': pointers into the text. */
 typedef struct {
     const char *f[7];
@@ -215,40 +194,8 @@ int order_challenge_verify(const order_challenge_key *k, const char *s, size_t l
     }
     if (now_ms >= exp)
         return ORDER_CHALLENGE_ERR_EXPIRED;
-    return order_challenge_zero_bits(s, len) >= bits ? ORDER_CHALLENGE_OK
+    return sk_pow_zero_bits(s, len) >= bits ? ORDER_CHALLENGE_OK
                                                      : ORDER_CHALLENGE_ERR_INVALID;
-}
-
-int order_challenge_solve(const char *challenge, size_t len, unsigned bits, uint64_t from,
-                          uint64_t max_tries, char *out, size_t outsz, uint64_t *tries)
-{
-    if (tries)
-        *tries = 0;
-    if (len + 22 > outsz)
-        return -1;
-    memcpy(out, challenge, len);
-    out[len] = '.';
-    /* The challenge's blocks are hashed once; each counter costs its last block or two. */
-    SHA256_CTX base;
-    SHA256_Init(&base);
-    SHA256_Update(&base, out, len + 1);
-    unsigned char h[SHA256_DIGEST_LENGTH];
-    for (uint64_t i = 0; i < max_tries; i++) {
-        char num[24];
-        int n = snprintf(num, sizeof(num), "%llu", (unsigned long long)(from + i));
-        SHA256_CTX c = base;
-        SHA256_Update(&c, num, (size_t)n);
-        SHA256_Final(h, &c);
-        if (leading_zeros(h) >= bits) {
-            if (tries)
-                *tries = i + 1;
-            memcpy(out + len + 1, num, (size_t)n + 1);
-            return (int)len + 1 + n;
-        }
-    }
-    if (tries)
-        *tries = max_tries;
-    return -1;
 }
 
 const char *order_challenge_strerror(int status)

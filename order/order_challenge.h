@@ -8,7 +8,7 @@
  * buyer finds a decimal counter such that SHA-256 of
  *     <challenge>.<counter>
  * (the solution, sent whole in the order's Seckill-Challenge header) starts with `bits`
- * zero bits, about 2^bits hashes; the front checks it with one HMAC and one SHA-256
+ * zero bits, about 2^bits hashes (common/sk_pow.h: the rule, and a solver); the front checks it with one HMAC and one SHA-256
  * (each two or three compression blocks), and needs neither Redis nor PostgreSQL.
  *
  * Two keys: the current one signs and verifies, the previous one (optional) verifies
@@ -55,17 +55,6 @@ int order_challenge_issue(const order_challenge_key *k, uint64_t user_id, uint64
  *  @returns an order_challenge_status. */
 int order_challenge_verify(const order_challenge_key *k, const char *solution, size_t len,
                            uint64_t user_id, uint64_t event_id, unsigned min_bits, int64_t now_ms);
-
-/** @brief The leading zero bits of SHA-256(s). */
-unsigned order_challenge_zero_bits(const char *s, size_t len);
-
-/** @brief Solves: appends ".<counter>" to `challenge` (len bytes) into out (NUL-terminated)
- *  with the first counter from `from` whose SHA-256 has `bits` leading zero bits, at most
- *  `max_tries` counters. For seckill-bench and the tests (the console solves in
- *  JavaScript). @returns the solution's length, or -1 (not found, or out too small);
- *  *tries (may be NULL) gets the hashes computed. */
-int order_challenge_solve(const char *challenge, size_t len, unsigned bits, uint64_t from,
-                          uint64_t max_tries, char *out, size_t outsz, uint64_t *tries);
 
 /** @brief The bits of a challenge text (its third field), or -1 if it is not one. */
 int order_challenge_bits_of(const char *challenge, size_t len);

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "order_challenge.h"
+#include "sk_pow.h"
 #include "order_msg.h"
 #include "seckill_lua.h"
 #include "sk_test_redis.h"
@@ -123,7 +124,7 @@ static int get_solved(const to_order *o, uint64_t event, uint64_t user, char *so
     int bits = atoi(strstr(a.body, "\"difficulty\":") + 13);
     assert_int_equal(order_challenge_bits_of(c, n), bits);
     uint64_t tries;
-    assert_true(order_challenge_solve(c, n, (unsigned)bits, 0, 1u << 26, sol, solsz, &tries) > 0);
+    assert_true(sk_pow_solve(c, n, (unsigned)bits, 0, 1u << 26, sol, solsz, &tries) > 0);
     return bits;
 }
 
@@ -155,7 +156,7 @@ static void signed_by(const char *key, uint64_t user, uint64_t event, unsigned b
         order_challenge_key_new((const unsigned char *)key, strlen(key), NULL, 0);
     char ch[ORDER_CHALLENGE_MAX];
     int n = order_challenge_issue(k, user, event, bits, expires_ms, 99, ch, sizeof(ch));
-    assert_true(order_challenge_solve(ch, (size_t)n, bits, 0, 1u << 26, sol, solsz, NULL) > 0);
+    assert_true(sk_pow_solve(ch, (size_t)n, bits, 0, 1u << 26, sol, solsz, NULL) > 0);
     order_challenge_key_free(k);
 }
 
@@ -185,7 +186,7 @@ static void test_challenge(void **state)
     char *dot = strrchr(bad, '.');
     for (int c = 0;; c++) {
         snprintf(dot + 1, 24, "%d", 900000 + c);
-        if (order_challenge_zero_bits(bad, strlen(bad)) < 10)
+        if (sk_pow_zero_bits(bad, strlen(bad)) < 10)
             break;
     }
     order(&o, ev, u, bad, &a);
