@@ -67,6 +67,27 @@ order_challenge_key *order_challenge_key_new(const unsigned char *cur, size_t cu
     return k;
 }
 
+order_challenge_key *order_challenge_key_of_config(const char *key, const char *prev,
+                                                   const char *jwt_secret)
+{
+    unsigned char derived[SHA256_DIGEST_LENGTH];
+    const unsigned char *cur = (const unsigned char *)key;
+    size_t cur_len = strlen(key);
+    if (cur_len == 0) {
+        SHA256_CTX c;
+        SHA256_Init(&c);
+        SHA256_Update(&c, "seckill challenge key\n", 22);
+        SHA256_Update(&c, jwt_secret, strlen(jwt_secret));
+        SHA256_Final(derived, &c);
+        cur = derived;
+        cur_len = sizeof(derived);
+    }
+    order_challenge_key *k =
+        order_challenge_key_new(cur, cur_len, (const unsigned char *)prev, strlen(prev));
+    OPENSSL_cleanse(derived, sizeof(derived));
+    return k;
+}
+
 void order_challenge_key_free(order_challenge_key *k)
 {
     if (!k)

@@ -39,6 +39,12 @@ typedef struct order_challenge_key order_challenge_key;
  *  (NULL or empty: none). @returns the key (order_challenge_key_free) or NULL on OOM. */
 order_challenge_key *order_challenge_key_new(const unsigned char *cur, size_t cur_len,
                                              const unsigned char *prev, size_t prev_len);
+/** @brief The key of a configuration: challenge.key (`key`), or when it is empty one
+ *  derived from jwt.secret under a label of its own (so a challenge's MAC is never a
+ *  token's); `prev` (challenge.key_previous) may be empty. @returns as _key_new. */
+order_challenge_key *order_challenge_key_of_config(const char *key, const char *prev,
+                                                   const char *jwt_secret);
+
 /** @brief Wipes and frees; NULL is fine. */
 void order_challenge_key_free(order_challenge_key *k);
 

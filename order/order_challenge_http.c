@@ -6,7 +6,6 @@
  * per-worker set would not see the same solution sent to another worker or front, and a
  * shared one is the store per order this check exists to avoid. What a bot pays is one
  * solve per user token per event: the knob is the difficulty (order/README.md). */
-#define OPENSSL_SUPPRESS_DEPRECATED /* SHA256_Init/Update/Final, as sk_jwt.c */
 #include "order_challenge_http.h"
 #include "order_challenge.h"
 #include "order_http_int.h"
@@ -14,7 +13,6 @@
 #include "order_time.h"
 
 #include <openssl/rand.h>
-#include <openssl/sha.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,23 +27,8 @@ static const order_challenge_key *key_of(const order_app *app)
     order_challenge_key *k = atomic_load_explicit(&the_key, memory_order_acquire);
     if (k)
         return k;
-    const char *cur = app->cfg.challenge_key, *prev = app->cfg.challenge_key_previous;
-    unsigned char derived[SHA256_DIGEST_LENGTH];
-    size_t cur_len = strlen(cur);
-    if (cur_len == 0) {
-        /* No key of its own: one derived from the token secret under a label of its own,
-         * so a challenge's MAC is never a token's. */
-        SHA256_CTX c;
-        SHA256_Init(&c);
-        SHA256_Update(&c, "seckill challenge key\n", 22);
-        SHA256_Update(&c, app->cfg.jwt_secret, strlen(app->cfg.jwt_secret));
-        SHA256_Final(derived, &c);
-        cur = (const char *)derived;
-        cur_len = sizeof(derived);
-    }
-    k = order_challenge_key_new((const unsigned char *)cur, cur_len, (const unsigned char *)prev,
-                                strlen(prev));
-    OPENSSL_cleanse(derived, sizeof(derived));
+    k = order_challenge_key_of_config(app->cfg.challenge_key, app->cfg.challenge_key_previous,
+                                      app->cfg.jwt_secret);
     order_challenge_key *none = NULL;
     if (k && !atomic_compare_exchange_strong(&the_key, &none, k)) {
         order_challenge_key_free(k); /* another worker made it first */
