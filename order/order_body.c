@@ -171,8 +171,7 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
     if (limits && parse_limits(limits, &out->limits, err, errsz) != 0)
         goto out;
     json_t *challenge = json_object_get(root, "challenge");
-    if (challenge && !json_is_null(challenge) &&
-        parse_challenge(challenge, &out->limits, err, errsz) != 0)
+    if (challenge && parse_challenge(challenge, &out->limits, err, errsz) != 0)
         goto out;
     rc = 0;
 out:

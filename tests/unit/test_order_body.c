@@ -140,6 +140,7 @@ static void test_event_body(void **state)
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"per_ip\":5}}", "only ip_rate"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":{\"kind\":\"captcha\",\"difficulty\":20}}", "challenge.kind"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":\"pow\"}", "challenge.kind"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":null}", "challenge.kind"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":{\"kind\":\"pow\",\"difficulty\":0}}", "challenge.difficulty"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":{\"kind\":\"pow\",\"difficulty\":33}}", "challenge.difficulty"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":{\"kind\":\"pow\"}}", "challenge.difficulty"},

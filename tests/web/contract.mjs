@@ -9,6 +9,7 @@
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 
@@ -33,6 +34,7 @@ const UNREACHED = new Map([
   ['readyz 503', 'Redis or Kafka down (fault tests)'],
   ['payOrder 503', 'PostgreSQL or Redis down'],
   ['cancelOrder 503', 'PostgreSQL or Redis down'],
+  ['getChallenge 503', 'Redis down, for an event this front has not seen yet'],
 ]);
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -176,6 +178,36 @@ await call('read order, unknown', 'GET', '/api/v1/orders/999999999', { token: u[
 await call('read order, bad id', 'GET', '/api/v1/orders/9223372036854775808', { token: u[0], expect: 400 });
 await call('read order, no token', 'GET', `/api/v1/orders/${O}`, { expect: 401 });
 await call('read order, wrong method', 'POST', `/api/v1/orders/${O}`, { token: u[0], expect: 405 });
+
+// A proof-of-work challenge before the order (issue 31): the event D has one.
+const d = await call('create, with a challenge', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('contract D', 3, now - 1000, now + 3600e3), challenge: { kind: 'pow', difficulty: 8 } }, expect: 201 });
+await call('create, unknown challenge kind', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('x', 1, now, now + 1000), challenge: { kind: 'captcha', difficulty: 8 } }, expect: 400 });
+await call('create, challenge too hard', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('x', 1, now, now + 1000), challenge: { kind: 'pow', difficulty: 33 } }, expect: 400 });
+const D = d && d.json.event_id;
+const dPage = await call('read event with a challenge', 'GET', `/api/v1/events/${D}`, { token: u[0], expect: 200 });
+if (dPage && !(dPage.json.challenge && dPage.json.challenge.difficulty === 8)) fail('read event with a challenge', JSON.stringify(dPage.json));
+const solve = (challenge, bits) => { // common/sk_pow.h's rule
+  for (let n = 0; ; n++) {
+    const h = createHash('sha256').update(`${challenge}.${n}`).digest();
+    let z = 0;
+    for (const byte of h) { if (byte === 0) { z += 8; continue; } z += Math.clz32(byte) - 24; break; }
+    if (z >= bits) return `${challenge}.${n}`;
+  }
+};
+const ch = await call('challenge', 'GET', `/api/v1/events/${D}/challenge`, { token: u[0], expect: 200 });
+await call('buy, challenge missing', 'POST', `/api/v1/events/${D}/orders`, { token: u[0], expect: 403 });
+await call('buy, challenge of the wrong shape', 'POST', `/api/v1/events/${D}/orders`, { token: u[0], headers: { 'Seckill-Challenge': 'abc' }, expect: 400 });
+const sol = ch && solve(ch.json.challenge, ch.json.difficulty);
+await call('buy, another user\'s solution', 'POST', `/api/v1/events/${D}/orders`, { token: u[1], headers: { 'Seckill-Challenge': sol }, expect: 403 });
+await call('buy, solved', 'POST', `/api/v1/events/${D}/orders`, { token: u[0], headers: { 'Seckill-Challenge': sol }, expect: 202 });
+await call('buy, solution used again', 'POST', `/api/v1/events/${D}/orders`, { token: u[0], headers: { 'Seckill-Challenge': sol }, expect: 409 });
+await call('challenge, event without one', 'GET', `/api/v1/events/${A}/challenge`, { token: u[0], expect: 404 });
+await call('challenge, bad id', 'GET', '/api/v1/events/01/challenge', { token: u[0], expect: 400 });
+await call('challenge, no token', 'GET', `/api/v1/events/${D}/challenge`, { expect: 401 });
+await call('challenge, wrong method', 'POST', `/api/v1/events/${D}/challenge`, { token: u[0], expect: 405 });
 
 // After the 202 (issue 22): pay and cancel, once the consumer wrote the orders.
 const O2 = o2 && o2.json.order_id;
