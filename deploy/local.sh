@@ -28,7 +28,8 @@
 #         SECKILL_TEST_BUILD=0: no deps, no build (the build directory as it is);
 #         SECKILL_TEST_RUN_DIR: the test stack's run directory instead of .run/test.
 # demo    deps, build, up, then the main job (--cluster, --fronts N, --kafka-nodes N,
-#         --dev-kafka as for up; --down: down after it)
+#         --dev-kafka as for up; --down: down after it; --challenge: the event has a
+#         proof-of-work challenge, bench/demo.sh)
 # bench   deps, build, up (keeping the running stack's shape), every bench/bench-*.sh but
 #         the soak and the cluster one; `bench NAME...` runs only bench/bench-NAME.sh
 #         (e.g. `bench order`, `bench soak`); `bench --cluster` is `bench cluster` (single
@@ -646,7 +647,7 @@ demo_idgen() {
 }
 
 cmd_demo() {
-    stack_flags --extra --down -- "$@" # refuses a bad flag before anything is built
+    stack_flags --extra --down --extra --challenge -- "$@" # refuses a bad flag before anything is built
     cmd_deps
     cmd_build
     local flags=() down=0 a
