@@ -6,7 +6,8 @@
 -- ARGV[1] stock (PostgreSQL stock_left, or the segment's share of it)  ARGV[2] starts_at_ms
 -- ARGV[3] ends_at_ms  ARGV[4] per_user_limit  ARGV[5] ip_rate  ARGV[6] user_rate
 -- ARGV[7] event_rate (the event's rate overrides, "0" for none: event_load.lua's meta)
--- ARGV[8] challenge_bits (the event's proof-of-work difficulty, "0" for none; issue 31)
+-- ARGV[8] challenge_bits (the event's proof-of-work difficulty, "-1" a hidden order path,
+--   "0" for neither; issue 31)
 -- ARGV[9] n: how many user ids follow
 -- ARGV[10..9+n] user ids that hold an order for the event (the buyers set, rebuilt whole)
 -- ARGV[10+n..] ids of the closed (cancelled or expired) orders whose unit the stock above
@@ -45,7 +46,7 @@ for i, field in ipairs({'ip_rate', 'user_rate', 'event_rate'}) do
         redis.call('HSET', KEYS[2], field, ARGV[4 + i])
     end
 end
-if tonumber(ARGV[8]) and tonumber(ARGV[8]) > 0 then
+if tonumber(ARGV[8]) and tonumber(ARGV[8]) ~= 0 then
     redis.call('HSET', KEYS[2], 'challenge_bits', ARGV[8])
 end
 redis.call('SET', KEYS[1], ARGV[1])

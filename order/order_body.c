@@ -76,14 +76,23 @@ static int parse_limits(json_t *v, order_event_limits *out, char *err, size_t er
     return 0;
 }
 
-/* "challenge": {"kind":"pow","difficulty":N} (issue 31), no other key. @returns 0, or -1
- * with err. */
+/* "challenge": {"kind":"pow","difficulty":N} or {"kind":"path"} (issue 31), no other key.
+ * @returns 0, or -1 with err. */
 static int parse_challenge(json_t *v, order_event_limits *out, char *err, size_t errsz)
 {
     json_t *kind = json_is_object(v) ? json_object_get(v, "kind") : NULL;
     json_t *d = json_is_object(v) ? json_object_get(v, "difficulty") : NULL;
+    if (json_is_string(kind) && strcmp(json_string_value(kind), "path") == 0) {
+        if (json_object_size(v) != 1) {
+            snprintf(err, errsz, "challenge: only kind for a hidden path");
+            return -1;
+        }
+        out->challenge_bits = ORDER_CHALLENGE_PATH;
+        return 0;
+    }
     if (!json_is_string(kind) || strcmp(json_string_value(kind), "pow") != 0) {
-        snprintf(err, errsz, "challenge.kind: \"pow\" (a proof-of-work challenge)");
+        snprintf(err, errsz, "challenge.kind: \"pow\" (a proof-of-work challenge) or \"path\" "
+                             "(a hidden order path per user)");
         return -1;
     }
     if (!json_is_integer(d) || json_integer_value(d) < ORDER_CHALLENGE_BITS_MIN ||

@@ -136,6 +136,38 @@ int order_challenge_issue(const order_challenge_key *k, uint64_t user_id, uint64
     return n + 2 * MAC_BYTES;
 }
 
+/* The signed part of a path token: "p.<event>" (a challenge's starts with "1.": the two
+ * MACs never sign the same text). */
+static size_t path_signed(uint64_t event_id, char *buf, size_t bufsz)
+{
+    int n = snprintf(buf, bufsz, "p.%llu", (unsigned long long)event_id);
+    return n > 0 && (size_t)n < bufsz ? (size_t)n : 0;
+}
+
+void order_challenge_path_token(const order_challenge_key *k, uint64_t user_id, uint64_t event_id,
+                                char out[ORDER_CHALLENGE_PATH_TOKEN + 1])
+{
+    char buf[32];
+    mac_hex(&k->cur, user_id, buf, path_signed(event_id, buf, sizeof(buf)), out);
+    out[ORDER_CHALLENGE_PATH_TOKEN] = '\0';
+}
+
+int order_challenge_path_ok(const order_challenge_key *k, uint64_t user_id, uint64_t event_id,
+                            const char *tok, size_t len)
+{
+    if (len != ORDER_CHALLENGE_PATH_TOKEN)
+        return 0;
+    char buf[32], want[2 * MAC_BYTES];
+    size_t n = path_signed(event_id, buf, sizeof(buf));
+    mac_hex(&k->cur, user_id, buf, n, want);
+    if (CRYPTO_memcmp(want, tok, sizeof(want)) == 0)
+        return 1;
+    if (!k->has_prev)
+        return 0;
+    mac_hex(&k->prev, user_id, buf, n, want);
+    return CRYPTO_memcmp(want, tok, sizeof(want)) == 0;
+}
+
 /* The fields of a solution or a challenge, split at '.': pointers into the text. */
 typedef struct {
     const char *f[7];

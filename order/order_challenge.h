@@ -25,6 +25,11 @@
 #define ORDER_CHALLENGE_MAX 128     /* a challenge's text, NUL included */
 #define ORDER_CHALLENGE_SOLUTION_MAX 160 /* a solution's text (challenge.counter) */
 #define ORDER_CHALLENGE_HEADER "Seckill-Challenge"
+/* The event's challenge_bits for the other kind, a per-user hidden order path (the seed's
+ * form): POST /api/v1/events/{id}/orders/<path token>, the token given out by GET
+ * .../order-path once the sale started; HMAC of "p.<user>.<event>", 32 hex digits. */
+#define ORDER_CHALLENGE_PATH (-1)
+#define ORDER_CHALLENGE_PATH_TOKEN 32
 
 typedef enum {
     ORDER_CHALLENGE_OK = 0,
@@ -61,6 +66,16 @@ int order_challenge_issue(const order_challenge_key *k, uint64_t user_id, uint64
  *  @returns an order_challenge_status. */
 int order_challenge_verify(const order_challenge_key *k, const char *solution, size_t len,
                            uint64_t user_id, uint64_t event_id, unsigned min_bits, int64_t now_ms);
+
+/** @brief Writes user's hidden order path token for event into out (ORDER_CHALLENGE_PATH_TOKEN
+ *  hex digits and a NUL), with the current key. */
+void order_challenge_path_token(const order_challenge_key *k, uint64_t user_id, uint64_t event_id,
+                                char out[ORDER_CHALLENGE_PATH_TOKEN + 1]);
+
+/** @brief 1 if `tok` (len bytes) is user's path token for event under the current or the
+ *  previous key (compared in constant time), else 0. */
+int order_challenge_path_ok(const order_challenge_key *k, uint64_t user_id, uint64_t event_id,
+                            const char *tok, size_t len);
 
 /** @brief The bits of a challenge text (its third field), or -1 if it is not one. */
 int order_challenge_bits_of(const char *challenge, size_t len);

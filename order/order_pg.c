@@ -53,7 +53,7 @@ static void run_create_event(PGconn *c, order_pg_job *job)
         rv[0] > 0 ? rates[0] : NULL, /* $10 ip_rate override, NULL: the default */
         rv[1] > 0 ? rates[1] : NULL, /* $11 user_rate override */
         rv[2] > 0 ? rates[2] : NULL, /* $12 event_rate override */
-        ol->challenge_bits > 0 ? pow : NULL, /* $13 challenge_bits, NULL: no challenge */
+        ol->challenge_bits != 0 ? pow : NULL, /* $13 challenge_bits (-1 a hidden path), NULL: none */
     };
     if (order_pg_job_exec(
             c, job, "insert event",

@@ -169,7 +169,7 @@ static void on_event_meta(redisReply *reply, void *arg)
             if (f[2 + i]->type == REDIS_REPLY_STRING)
                 v[i] = strtoll(f[2 + i]->str, NULL, 10);
         order_event_limits lim = {v[0] > 0 ? v[0] : 0, v[1] > 0 ? v[1] : 0, v[2] > 0 ? v[2] : 0,
-                                  v[4] > 0 ? v[4] : 0};
+                                  v[4]};
         if (v[3] >= 1 && v[3] <= ORDER_SEGMENTS_MAX)
             order_segs_set(app->segs, r->event_id, (unsigned)v[3]);
         order_window_set(app->window, r->event_id, strtoll(f[0]->str, NULL, 10),
@@ -177,8 +177,8 @@ static void on_event_meta(redisReply *reply, void *arg)
         /* Checked here as well: the second pass may find the slot taken by another event
          * (then it goes on without the event's settings, and must not skip this). */
         order_route rt = {r->h.route, r->event_id, 0, NULL};
-        if (lim.challenge_bits > 0 && order_challenge_http_refuse(r->h.w, r->h.req, &rt, r->h.start_us,
-                                                                  r->user, lim.challenge_bits)) {
+        if (lim.challenge_bits != 0 && order_challenge_http_refuse(r->h.w, r->h.req, &rt, r->h.start_us,
+                                                                   r->user, lim.challenge_bits)) {
             order_place_req_free(r);
             return;
         }
@@ -252,9 +252,9 @@ static void order_create(order_worker *w, sk_http_req *req, const order_route *r
         learn_event(w, req, rt, start_us, &claims);
         return;
     }
-    /* The event's challenge (issue 31): checked in process, before anything is touched. */
-    if (lim.challenge_bits > 0 &&
-        order_challenge_http_refuse(w, req, rt, start_us, claims.sub, lim.challenge_bits))
+    /* The event's challenge or hidden path (issue 31): in process, before anything is
+     * touched. */
+    if (order_challenge_http_refuse(w, req, rt, start_us, claims.sub, lim.challenge_bits))
         return;
     int64_t now_ms = order_time_now_ms();
     if (refuse_locally(w, req, rt, start_us, &claims, now_ms, &lim))

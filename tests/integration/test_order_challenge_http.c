@@ -7,7 +7,11 @@
  *    another key's: 403 with its code, and Redis is byte for byte as before;
  *  - used twice by its user: the gate's one-order-per-user rule answers (409 duplicate);
  *  - an event without a challenge: GET .../challenge 404, orders need no header;
- *  - a rotated key: challenges of challenge.key_previous still place orders. */
+ *  - a rotated key: challenges of challenge.key_previous still place orders;
+ *  - a hidden order path (kind path): GET .../order-path 403 not_started before the start,
+ *    then the user's own path; orders by it are placed, by the plain path, another user's
+ *    path or a guessed one 404 with Redis unchanged; a path token on an event without a
+ *    hidden path is 404 too. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,7 +44,7 @@ static uint64_t next_event = 7000, next_user = 1000;
 
 /* An open event straight into Redis with event_load.lua, as order_loader writes it, with
  * its challenge's bits in meta (0: none). */
-static uint64_t load_event(long stock, int bits)
+static uint64_t load_event_at(long stock, int bits, int64_t starts_in_ms)
 {
     uint64_t id = next_event++;
     char k1[ORDER_KEY_MAX], k2[ORDER_KEY_MAX], s[24], a[24], b[24], cb[8];
@@ -48,7 +52,7 @@ static uint64_t load_event(long stock, int bits)
     order_key_seg(id, 0, ORDER_KEY_META, k2, sizeof(k2));
     int64_t now = (int64_t)time(NULL) * 1000;
     snprintf(s, sizeof(s), "%ld", stock);
-    snprintf(a, sizeof(a), "%" PRId64, now - 60000);
+    snprintf(a, sizeof(a), "%" PRId64, now + starts_in_ms);
     snprintf(b, sizeof(b), "%" PRId64, now + 3600000);
     snprintf(cb, sizeof(cb), "%d", bits);
     const char *argv[] = {"EVAL", seckill_lua_find("event_load"), "2", k1, k2, s, a, b, "1", "1",
@@ -58,6 +62,11 @@ static uint64_t load_event(long stock, int bits)
     assert_int_equal(rep->integer, 1);
     freeReplyObject(rep);
     return id;
+}
+
+static uint64_t load_event(long stock, int bits)
+{
+    return load_event_at(stock, bits, -60000);
 }
 
 typedef struct {
@@ -241,6 +250,75 @@ static void test_rotation(void **state)
     assert_int_equal(to_stop(&o.proc, SIGTERM, 10000), 0);
 }
 
+/* The path of GET .../order-path's answer into path. @returns the status. */
+static int order_path(const to_order *o, uint64_t event, uint64_t user, char *path, size_t pathsz)
+{
+    char p[96];
+    answer a;
+    snprintf(p, sizeof(p), "/api/v1/events/%" PRIu64 "/order-path", event);
+    request(o, "GET", p, user, NULL, &a);
+    const char *s = strstr(a.body, "\"path\":\"");
+    snprintf(path, pathsz, "%.*s", s ? (int)strcspn(s + 8, "\"") : 0, s ? s + 8 : "");
+    if (a.status == 200)
+        assert_string_equal(a.cache_control, "no-store");
+    else if (a.status != 403 || !strstr(a.body, "not_started"))
+        fail_msg("GET %s: %d %s", p, a.status, a.body);
+    return a.status;
+}
+
+static int front_has_started(void *arg)
+{
+    void **args = arg;
+    char path[160];
+    return order_path(args[0], *(uint64_t *)args[1], *(uint64_t *)args[2], path, sizeof(path)) == 200;
+}
+
+static void test_hidden_path(void **state)
+{
+    (void)state;
+    const char *env[] = {"SECKILL_CHALLENGE_KEY=" KEY1, "SECKILL_RATELIMIT_MODE=off", NULL};
+    to_order o;
+    start(&o, env);
+    uint64_t ev = load_event_at(10, ORDER_CHALLENGE_PATH, 1500), pow = load_event(10, 8);
+    uint64_t u = next_user++, v = next_user++;
+    char path[160], vpath[160], plain[96];
+    answer a;
+    assert_int_equal(order_path(&o, ev, u, path, sizeof(path)), 403); /* before the start */
+    void *args[3] = {&o, &ev, &u};
+    assert_int_equal(to_wait(front_has_started, args, 5000), 1);
+    assert_int_equal(order_path(&o, ev, u, path, sizeof(path)), 200);
+    assert_int_equal(order_path(&o, ev, v, vpath, sizeof(vpath)), 200);
+    assert_string_not_equal(path, vpath);
+    snprintf(plain, sizeof(plain), "/api/v1/events/%" PRIu64 "/orders", ev);
+    assert_int_equal(strncmp(path, plain, strlen(plain)), 0);
+    char before[16384], after[16384], guessed[160];
+    to_redis_snapshot(rc, "*", before, sizeof(before));
+    request(&o, "POST", plain, u, NULL, &a); /* the plain path */
+    is_refused(&a, 404, "not_found");
+    request(&o, "POST", vpath, u, NULL, &a); /* v's path, taken by u */
+    is_refused(&a, 404, "not_found");
+    snprintf(guessed, sizeof(guessed), "%s/00000000000000000000000000000000", plain);
+    request(&o, "POST", guessed, u, NULL, &a);
+    is_refused(&a, 404, "not_found");
+    snprintf(guessed, sizeof(guessed), "/api/v1/events/%" PRIu64 "/orders/%s", pow, path + strlen(plain) + 1);
+    request(&o, "POST", guessed, u, NULL, &a); /* a path token on an event without a hidden path */
+    is_refused(&a, 404, "not_found");
+    to_redis_snapshot(rc, "*", after, sizeof(after));
+    assert_string_equal(before, after);
+    if (request(&o, "POST", path, u, NULL, &a) != 202)
+        fail_msg("by the user's own path: %d %s", a.status, a.body);
+    assert_int_equal(request(&o, "POST", vpath, v, NULL, &a), 202);
+    assert_int_equal(to_key_int(rc, ev, ORDER_KEY_STOCK, "GET %s"), 8);
+    /* GET .../order-path of an event without a hidden path, GET .../challenge of this one */
+    snprintf(guessed, sizeof(guessed), "/api/v1/events/%" PRIu64 "/order-path", pow);
+    request(&o, "GET", guessed, u, NULL, &a);
+    is_refused(&a, 404, "not_found");
+    snprintf(guessed, sizeof(guessed), "/api/v1/events/%" PRIu64 "/challenge", ev);
+    request(&o, "GET", guessed, u, NULL, &a);
+    is_refused(&a, 404, "not_found");
+    assert_int_equal(to_stop(&o.proc, SIGTERM, 10000), 0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -270,6 +348,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_challenge),
         cmocka_unit_test(test_rotation),
+        cmocka_unit_test(test_hidden_path),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

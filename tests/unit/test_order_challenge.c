@@ -158,6 +158,35 @@ static void test_shape(void **state)
     order_challenge_key_free(k);
 }
 
+static void test_path_token(void **state)
+{
+    (void)state;
+    order_challenge_key *k = key(K1, NULL), *rotated = key(K2, K1), *other = key(K2, NULL);
+    char t[ORDER_CHALLENGE_PATH_TOKEN + 1], u[ORDER_CHALLENGE_PATH_TOKEN + 1];
+    order_challenge_path_token(k, 7, 42, t);
+    assert_int_equal(strlen(t), ORDER_CHALLENGE_PATH_TOKEN);
+    assert_true(order_challenge_path_ok(k, 7, 42, t, strlen(t)));
+    assert_false(order_challenge_path_ok(k, 8, 42, t, strlen(t))); /* another user's */
+    assert_false(order_challenge_path_ok(k, 7, 43, t, strlen(t))); /* another event's */
+    assert_false(order_challenge_path_ok(k, 7, 42, t, strlen(t) - 1));
+    assert_false(order_challenge_path_ok(other, 7, 42, t, strlen(t)));
+    assert_true(order_challenge_path_ok(rotated, 7, 42, t, strlen(t))); /* the previous key */
+    order_challenge_path_token(k, 8, 42, u);
+    assert_string_not_equal(t, u);
+    /* the configured key: challenge.key, else derived from jwt.secret (not the secret) */
+    order_challenge_key *c1 = order_challenge_key_of_config(K1, "", "jwt-secret-0123456789abcdef0123456789");
+    order_challenge_path_token(c1, 7, 42, u);
+    assert_string_equal(t, u);
+    order_challenge_key *d = order_challenge_key_of_config("", "", K1);
+    order_challenge_path_token(d, 7, 42, u);
+    assert_string_not_equal(t, u);
+    order_challenge_key_free(d);
+    order_challenge_key_free(c1);
+    order_challenge_key_free(k);
+    order_challenge_key_free(rotated);
+    order_challenge_key_free(other);
+}
+
 /* The check's cost: a valid solution verified many times. Printed for order/README.md;
  * asserted under 20 us (the budget is 2 us; the bound leaves room for sanitizers and a
  * shared machine, the README's figure is taken from a release build). */
@@ -186,7 +215,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip), cmocka_unit_test(test_tampered),
         cmocka_unit_test(test_rotation),   cmocka_unit_test(test_shape),
-        cmocka_unit_test(test_cost),
+        cmocka_unit_test(test_path_token), cmocka_unit_test(test_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
