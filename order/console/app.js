@@ -308,7 +308,9 @@ async function loadBuyerEvent() {
   }
   startsAt = Date.parse(r.body.starts_at);
   buyerChallenge = r.body.challenge || null;
-  setText('challenge-state', buyerChallenge ? 'difficulty ' + buyerChallenge.difficulty + ', solved when you buy' : 'none');
+  setText('challenge-state', !buyerChallenge ? 'none'
+    : buyerChallenge.kind === 'path' ? 'a hidden order path, asked for when you buy'
+    : 'difficulty ' + buyerChallenge.difficulty + ', solved when you buy');
   if (countdownTimer) clearInterval(countdownTimer);
   const show = () => {
     const left = startsAt - (Date.now() + clockOffsetMs);
@@ -407,7 +409,7 @@ window.seckillSolveChallenge = solveChallenge; /* for the browser test's measure
 /* The Seckill-Challenge header for the buyer's order, when the event has a challenge:
  * {} when it has none, null (with the error shown) when it cannot be had. */
 async function challengeHeaders(id, token, challenge) {
-  if (!challenge) return {};
+  if (!challenge || challenge.kind !== 'pow') return {};
   const r = await api('GET', '/api/v1/events/' + id + '/challenge', token);
   if (r.status !== 200 || !r.body) { setText('buyer-error', errorText(r)); return null; }
   setText('challenge-state', 'solving (difficulty ' + r.body.difficulty + ')');
@@ -423,7 +425,14 @@ async function buy(ev) {
   const token = $('buyer-token').value.trim(), id = $('buyer-event').value.trim();
   const extra = await challengeHeaders(id, token, buyerChallenge);
   if (!extra) return;
-  const r = await api('POST', '/api/v1/events/' + id + '/orders', token, {}, extra);
+  let path = '/api/v1/events/' + id + '/orders';
+  if (buyerChallenge && buyerChallenge.kind === 'path') { /* given out once the sale started */
+    const p = await api('GET', '/api/v1/events/' + id + '/order-path', token);
+    if (p.status !== 200 || !p.body) { setText('buyer-error', errorText(p)); return; }
+    path = p.body.path;
+    setText('challenge-state', 'hidden path given: ' + path);
+  }
+  const r = await api('POST', path, token, {}, extra);
   if (r.status !== 202 || !r.body) {
     setText('buyer-error', errorText(r));
     if (r.body && typeof r.body.order_id === 'string') follow(r.body.order_id, token);

@@ -158,6 +158,23 @@ try {
   const order3 = await text('#order-id');
   check('that order is in PostgreSQL for the challenge event',
     sql(`select event_id from seckill_order where order_id = ${order3}`) === ev3);
+  // A hidden order path: the page asks for it and orders by it.
+  const r4 = await fetch(`${base}/api/v1/events`, {
+    method: 'POST', headers: { Authorization: 'Bearer ' + admin, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: `path ${stamp}`, stock: 5, starts_at: new Date(Date.now() - 1000).toISOString(),
+      ends_at: new Date(Date.now() + 3600e3).toISOString(), challenge: { kind: 'path' } }),
+  });
+  const ev4 = (await r4.json()).event_id;
+  await page.fill('#buyer-event', ev4);
+  await page.click('#buy');
+  const order4 = await waitText('#order-id', (t) => t !== order3 && /^\d+$/.test(t), 30000);
+  const final4 = await waitText('#order-status', (t) => t === 'created', 30000);
+  check('an order by the hidden path is created', final4 === 'created' && order4 !== order3 &&
+    sql(`select event_id from seckill_order where order_id = ${order4}`) === ev4, `${final4} ${order4}`);
+  check('the page shows the path it was given', (await text('#challenge-state')).includes(`/api/v1/events/${ev4}/orders/`));
+  // back to the solved challenge for the screenshot
+  await page.fill('#buyer-event', ev3);
+  await page.click('#buyer-load');
   await page.locator('#buyer').screenshot({ path: join(out, 'console-challenge.png') });
   console.log(`screenshot: ${join(out, 'console-challenge.png')}`);
   // What solving costs this browser (one run per difficulty, the first counter from 0:

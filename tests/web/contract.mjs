@@ -35,6 +35,11 @@ const UNREACHED = new Map([
   ['payOrder 503', 'PostgreSQL or Redis down'],
   ['cancelOrder 503', 'PostgreSQL or Redis down'],
   ['getChallenge 503', 'Redis down, for an event this front has not seen yet'],
+  ['getOrderPath 503', 'Redis down, for an event this front has not seen yet'],
+  ['placeOrderByPath 403', 'a path kept past the end of its sale (test_order_challenge_http keeps one)'],
+  ['placeOrderByPath 413', 'as placeOrder, the same check before the path is looked at'],
+  ['placeOrderByPath 429', 'as placeOrder (the contract test makes the user level refuse on placeOrder)'],
+  ['placeOrderByPath 503', 'Redis or Kafka down, as placeOrder'],
 ]);
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -208,6 +213,26 @@ await call('challenge, event without one', 'GET', `/api/v1/events/${A}/challenge
 await call('challenge, bad id', 'GET', '/api/v1/events/01/challenge', { token: u[0], expect: 400 });
 await call('challenge, no token', 'GET', `/api/v1/events/${D}/challenge`, { expect: 401 });
 await call('challenge, wrong method', 'POST', `/api/v1/events/${D}/challenge`, { token: u[0], expect: 405 });
+// A hidden order path per user (issue 31): E has one; F has one but has not started.
+const e = await call('create, with a hidden path', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('contract E', 3, now - 1000, now + 3600e3), challenge: { kind: 'path' } }, expect: 201 });
+const f = await call('create, hidden path, not started', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('contract F', 3, now + 3600e3, now + 7200e3), challenge: { kind: 'path' } }, expect: 201 });
+const E = e && e.json.event_id, F = f && f.json.event_id;
+await call('order path, not started', 'GET', `/api/v1/events/${F}/order-path`, { token: u[0], expect: 403 });
+const op = await call('order path', 'GET', `/api/v1/events/${E}/order-path`, { token: u[0], expect: 200 });
+await call('order path, event without one', 'GET', `/api/v1/events/${A}/order-path`, { token: u[0], expect: 404 });
+await call('order path, bad id', 'GET', '/api/v1/events/01/order-path', { token: u[0], expect: 400 });
+await call('order path, no token', 'GET', `/api/v1/events/${E}/order-path`, { expect: 401 });
+await call('order path, wrong method', 'POST', `/api/v1/events/${E}/order-path`, { token: u[0], expect: 405 });
+await call('buy, hidden path event by the plain path', 'POST', `/api/v1/events/${E}/orders`, { token: u[0], expect: 404 });
+await call('buy by a guessed path', 'POST', `/api/v1/events/${E}/orders/guessed`, { token: u[0], expect: 404 });
+await call('buy by another user\'s path', 'POST', op ? op.json.path : '/x', { token: u[1], expect: 404 });
+await call('buy by the path, no token', 'POST', op ? op.json.path : '/x', { expect: 401 });
+await call('buy by the path, bad id', 'POST', '/api/v1/events/01/orders/x', { token: u[0], expect: 400 });
+await call('buy by the path, wrong method', 'GET', op ? op.json.path : '/x', { token: u[0], expect: 405 });
+await call('buy by the path', 'POST', op ? op.json.path : '/x', { token: u[0], expect: 202 });
+await call('buy by the path again', 'POST', op ? op.json.path : '/x', { token: u[0], expect: 409 });
 
 // After the 202 (issue 22): pay and cancel, once the consumer wrote the orders.
 const O2 = o2 && o2.json.order_id;
