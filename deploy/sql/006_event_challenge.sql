@@ -1,4 +1,4 @@
--- 005: the proof-of-work challenge an event may put before its orders (issue 31 item 3),
+-- 006: the proof-of-work challenge an event may put before its orders (issue 31 item 3),
 -- given at creation as "challenge": {"kind": "pow", "difficulty": N} (order/README.md).
 -- N: the leading zero bits of SHA-256 a buyer's solution needs; -1: {"kind": "path"}, a
 -- hidden order path per user instead; NULL: neither.
