@@ -655,11 +655,12 @@ cmd_demo() {
     [ "$DEV_KAFKA" = 1 ] && flags+=(--dev-kafka)
     flags+=(--fronts "$FRONTS" --kafka-nodes "$KAFKA_NODES")
     for a in "${STACK_ARGS[@]}"; do [ "$a" = --down ] && down=1; done
+    local demo_args=("${STACK_ARGS[@]}") # cmd_up parses its own flags into STACK_ARGS
     cmd_up "${flags[@]}"
     # shellcheck disable=SC1091
     . "$RUN/env"
     if [ -x "$ROOT/bench/demo.sh" ] && [ -x "$BUILD_DIR/bin/seckill-order" ] && [ -x "$BUILD_DIR/bin/seckill-consumer" ]; then
-        "$ROOT/bench/demo.sh" "${STACK_ARGS[@]}"
+        "$ROOT/bench/demo.sh" "${demo_args[@]}"
     else
         demo_idgen
     fi
