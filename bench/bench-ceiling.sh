@@ -7,6 +7,10 @@
 #               private process: its own config, pid and logs under the run's work dir,
 #               on a free loopback port): the machine's HTTP ceiling
 #   accept    : seckill-order, an event whose stock never runs out, a distinct user per request
+#   accept_challenge : the same with the event's proof-of-work challenge on (issue 31,
+#               difficulty 1), each token with its user's solution pre-solved before the
+#               timed part (seckill-order token --challenge): what the check costs the
+#               front (not in BENCH_BIN_BEFORE's rows: a build before it has no challenge)
 #   sold_out  : seckill-order, an event with no stock (the in-process sold-out flag)
 #   flash     : seckill-order, 10,000 stock and 200,000 distinct users, one request each,
 #               rate to the last answer
@@ -91,6 +95,12 @@ sk_wait 10 nginx_409 || { echo "bench-ceiling: nginx did not answer 409:" >&2; c
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 SECKILL_JWT_SECRET="$SECRET" "$BIN/seckill-order" token --sub $(( $(date +%s) * 1000000 )) --count "$NTOK" --ttl 7200 >"$WORK/tokens"
 head -n "$FLASH_USERS" "$WORK/tokens" >"$WORK/tokens.flash"
+# The challenge row's event id is the same in every round (each round has a fresh Redis),
+# so its users' solutions are made once, here, with the key the fronts get.
+CKEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+EV_CHAL=$(( 8500000000000000000 + $(date +%s) ))
+SECKILL_JWT_SECRET="$SECRET" SECKILL_CHALLENGE_KEY="$CKEY" "$BIN/seckill-order" token --sub $(( $(date +%s) * 1000000 )) \
+    --count "$NTOK" --ttl 7200 --challenge "$EV_CHAL:1" >"$WORK/tokens.challenge"
 
 # run_wrk NAME URL PATH TOKENS LIMIT PIDS...: one wrk run; CPU ticks of each pid (tree) into NAME.cpu
 run_wrk() {
@@ -172,18 +182,19 @@ run_build() {
     env -u SECKILL_PG SECKILL_REDIS_URL="redis://127.0.0.1:$RPORT" SECKILL_JWT_SECRET="$SECRET" SECKILL_HTTP_PORT="$PORT" \
         SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
         SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 SECKILL_WORKERS="${BENCH_WORKERS:-1}" \
-        SECKILL_HTTP_EVENT_METHOD="${BENCH_EVENT_METHOD:-epoll}" \
+        SECKILL_HTTP_EVENT_METHOD="${BENCH_EVENT_METHOD:-epoll}" SECKILL_CHALLENGE_KEY="$CKEY" \
         "$bin/seckill-order" >"$WORK/order.$round.$mode$tag.log" 2>&1 &
     ORDER_PID=$!
     PIDS+=("$ORDER_PID")
     sk_wait_http 20 "http://127.0.0.1:$PORT/healthz" || { echo "bench-ceiling: seckill-order is not ready (see $WORK/order.$round.$mode$tag.log)" >&2; exit 1; }
     now_ms=$(( $(date +%s) * 1000 ))
     load() { redis-cli -p "$RPORT" EVAL "$(cat "$ROOT/lua/event_load.lua")" 2 "seckill:{e$1}:stock" "seckill:{e$1}:meta" \
-        "$2" $(( now_ms - 60000 )) $(( now_ms + 7200000 )) 1 >/dev/null; }
+        "$2" $(( now_ms - 60000 )) $(( now_ms + 7200000 )) 1 "${@:3}" >/dev/null; }
     ev_accept=$(( base++ )); ev_sold=$(( base++ )); ev_flash=$(( base++ ))
     load $ev_accept 2000000000
     load $ev_sold 0
     load $ev_flash $FLASH_STOCK
+    [ -n "$tag" ] || load $EV_CHAL 2000000000 1 0 0 0 1 # K 1, no overrides, challenge_bits 1
     procs=("$ORDER_PID" "$REDIS_PID" "$KAFKA_PID")
     url="http://127.0.0.1:$PORT"
 
@@ -199,6 +210,15 @@ run_build() {
     record "$round" "$mode" "accept$tag" "$(sk_rps "$WORK/$round.$mode.accept$tag.wrk")" "$acc" $(( c1 - c0 )) $(( e1 - e0 )) \
         $(( r1 - r0 )) $(( f1 - f0 ))
     curl -fsS "$url/metrics" >"$WORK/$round.$mode.accept$tag.metrics" || true
+
+    if [ -z "$tag" ]; then # the same, with the event's challenge on
+        run_wrk "$round.$mode.accept_challenge" "$url" "/api/v1/events/$EV_CHAL/orders" "$WORK/tokens.challenge" 0 "${procs[@]}"
+        acc=$(( 2000000000 - $(redis-cli -p "$RPORT" GET "seckill:{e$EV_CHAL}:stock") ))
+        req=$(awk '/requests in/ { print $1 }' "$WORK/$round.$mode.accept_challenge.wrk")
+        [ "$acc" -ge $(( req * 99 / 100 )) ] ||
+            echo "bench-ceiling: round $round, $mode: $acc orders taken for $req accept_challenge requests (refused solutions, or tokens wrapped)" >&2
+        record "$round" "$mode" accept_challenge "$(sk_rps "$WORK/$round.$mode.accept_challenge.wrk")" "$acc"
+    fi
 
     # the first answer comes from Redis and raises the flag; the run measures the flag
     curl -s -o /dev/null -X POST -H "Authorization: Bearer $(head -n1 "$WORK/tokens")" "$url/api/v1/events/$ev_sold/orders"
@@ -256,11 +276,11 @@ printf '\nbench-ceiling: %s rounds, %s s per row, wrk -t1 -c%s for every row; se
     "$ROUNDS" "$SECS" "$CONNS" "${BENCH_WORKERS:-1}" "${BENCH_EVENT_METHOD:-epoll}" "$LOAD0"
 # The rows of the table: with a build before, each seckill-order row of both builds,
 # side by side (row/before, row/after).
-ROWS="nginx accept sold_out flash"
-RW=9
+ROWS="nginx accept accept_challenge sold_out flash"
+RW=16
 if [ -n "$BIN_BEFORE" ]; then
-    ROWS="nginx accept.before accept sold_out.before sold_out flash.before flash"
-    RW=15
+    ROWS="nginx accept.before accept accept_challenge sold_out.before sold_out flash.before flash"
+    RW=16
     printf 'before: %s
 after:  %s
 ' "$BIN_BEFORE" "$BIN"
@@ -277,7 +297,11 @@ for mode in $MODES; do
     done
 done
 printf '(us: CPU per accepted order, per answer for the nginx and sold_out rows; calls/acc: every Redis command, those inside scripts included, per accepted order; evalsha/acc: script calls per accepted order; reserve, confirm: reserve.lua and confirm.lua calls per accepted order)\n'
-printf 'targets: accept >= 0.35 of nginx and p99 <= 10 ms in both modes; sold_out >= 0.70; flash >= 0.60; script calls per accepted order <= 0.2\n'
+printf 'targets: accept >= 0.35 of nginx and p99 <= 10 ms in both modes; sold_out >= 0.70; flash >= 0.60; script calls per accepted order <= 0.2; accept_challenge >= 0.9 of accept\n'
+for mode in $MODES; do
+    printf 'accept_challenge / accept (%s): %s (median of the per-round ratios; us order: %s with, %s without)\n' "$mode" \
+        "$(ratio_med "$mode" accept_challenge accept)" "$(col "$mode" accept_challenge 8 | sk_median)" "$(col "$mode" accept 8 | sk_median)"
+done
 for mode in $MODES; do
     printf '{"bench":"ceiling","redis":"%s","nginx_rps":%s,"accept_rps":%s,"accept_over_nginx":%s,"accept_p99_ms":%s,"sold_out_over_nginx":%s,"flash_over_nginx":%s,"accept_order_cpu_us":%s,"accept_evalsha_per_order":%s}\n' \
         "$mode" "$(col "$mode" nginx 4 | sk_median)" "$(col "$mode" accept 4 | sk_median)" "$(ratio_med "$mode" accept)" "$(col "$mode" accept 6 | sk_median)" \

@@ -1,6 +1,8 @@
 -- bench/ceiling_wrk.lua: wrk script for bench-ceiling.sh (run with -t1). Each request
 -- places an order (POST <path>) with the next pre-minted token: a distinct user per
 -- request. args: path token_file limit stamp_prefix
+--   A token line "<token>\t<solution>" (seckill-order token --challenge) sends the
+--   solution as the Seckill-Challenge header (the accept_challenge row, issue 31).
 --   limit 0: the tokens wrap when used up (a repeated user then gets 409 duplicate);
 --   limit N: N orders, one per token, then GET /healthz until the N-th order's answer
 --   is in (answers to orders are never 200, /healthz's always is): the script writes
@@ -9,8 +11,11 @@
 function init(args)
     path = args[1]
     tokens = {}
+    solutions = {}
     for line in io.lines(args[2]) do
-        tokens[#tokens + 1] = "Bearer " .. line
+        local tok, sol = line:match("^([^\t]+)\t(.+)$")
+        tokens[#tokens + 1] = "Bearer " .. (tok or line)
+        solutions[#tokens] = sol
     end
     limit = tonumber(args[3])
     stamp = args[4]
@@ -33,12 +38,16 @@ local function write(name, v)
     f:close()
 end
 
+function headers_of(i)
+    return {["Authorization"] = tokens[i], ["Seckill-Challenge"] = solutions[i]}
+end
+
 function request()
     if not checked then
         -- wrk calls request() once on thread 0's state to check the script (how many
         -- requests one call returns) before any connection: not a request sent.
         checked = true
-        return wrk.format("POST", path, {["Authorization"] = tokens[1]}, nil)
+        return wrk.format("POST", path, headers_of(1), nil)
     end
     if sent == 0 then
         write(".start", now_ns())
@@ -51,7 +60,7 @@ function request()
     if i > #tokens then
         i = 1
     end
-    return wrk.format("POST", path, {["Authorization"] = tokens[i]}, nil)
+    return wrk.format("POST", path, headers_of(i), nil)
 end
 
 function response(status, headers, body)

@@ -15,6 +15,11 @@
 # master serves one (bench/cluster_lib.sh), sold at once by one seckill-bench each
 # (the requests and connections split between them), each checked and reported on its
 # own under bench/out/<UTC timestamp>/e<ID>/.
+#
+# --challenge (`deploy/local.sh demo --challenge`): the event has a proof-of-work challenge
+# of DEMO_CHALLENGE (10) bits (issue 31); every user gets and solves its own before the
+# clock starts (seckill-bench --challenge: about 2^bits hashes per user on one core,
+# reported), then the sale runs as without. Not with a Redis Cluster's several events.
 set -euo pipefail
 # shellcheck source=deploy/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../deploy/lib.sh"
@@ -28,6 +33,14 @@ CONNECTIONS=${DEMO_CONNECTIONS:-64}
 THREADS=${DEMO_THREADS:-1}
 EVENTS=${DEMO_EVENTS:-3}
 HTTP=${SECKILL_HTTP_LIST:-${SECKILL_HTTP:-}}
+CHALLENGE=0
+for a in "$@"; do
+    case $a in
+    --challenge) CHALLENGE=${DEMO_CHALLENGE:-10} ;;
+    --down) ;; # local.sh's
+    *) echo "demo: unknown argument '$a' (--challenge, --down)" >&2; exit 2 ;;
+    esac
+done
 
 for v in SECKILL_HTTP SECKILL_REDIS_URL SECKILL_PG SECKILL_JWT_SECRET; do
     [ -n "${!v:-}" ] || { echo "demo: $v is not set (deploy/local.sh up, then source .run/env)" >&2; exit 2; }
@@ -96,10 +109,11 @@ check_and_report() {
 
 if [[ $SECKILL_REDIS_URL != redis-cluster://* ]]; then
     echo "== seckill demo: $STOCK in stock, $USERS users, $REQUESTS requests, flat out ($CONNECTIONS connections)"
+    [ "$CHALLENGE" = 0 ] || echo "   with a challenge of $CHALLENGE bits: each user solves its own first (about $((1 << CHALLENGE)) hashes each)"
     rc=0
     "$BIN/seckill-bench" --http "$HTTP" --stock "$STOCK" --users "$USERS" --requests "$REQUESTS" \
         --connections "$CONNECTIONS" --threads "$THREADS" --event.name "demo $STAMP" \
-        --out "$OUT" | tee "$OUT/bench.txt" || rc=1
+        --challenge "$CHALLENGE" --out "$OUT" | tee "$OUT/bench.txt" || rc=1
     [ -s "$OUT/event_id" ] && [ -s "$OUT/summary.json" ] || { echo "demo: the load generator failed" >&2; exit 1; }
     check_and_report "$(cat "$OUT/event_id")" "$REQUESTS"
     [ $rc -eq 0 ] || exit $rc
@@ -107,6 +121,7 @@ if [[ $SECKILL_REDIS_URL != redis-cluster://* ]]; then
 fi
 
 # On a Redis Cluster: an event on every master, all sold at once.
+[ "$CHALLENGE" = 0 ] || { echo "demo: --challenge is for the one-event demo, not a Redis Cluster's" >&2; exit 2; }
 # shellcheck source=bench/cluster_lib.sh
 . "$ROOT/bench/cluster_lib.sh"
 nodes=${SECKILL_REDIS_URL#redis-cluster://}

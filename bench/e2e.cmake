@@ -4,7 +4,7 @@ add_library(seckill_bench_core STATIC sb_http.c sb_hist.c sb_plan.c sb_stats.c)
 target_include_directories(seckill_bench_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(seckill_bench_core PUBLIC m seckill_id seckill::common)
 
-add_executable(seckill-bench seckill_bench.c sb_load.c sb_pg.c sb_admin.c)
+add_executable(seckill-bench seckill_bench.c sb_load.c sb_pg.c sb_admin.c sb_challenge.c)
 target_link_libraries(seckill-bench PRIVATE seckill_bench_core seckill::domain seckill::common PkgConfig::LIBEVENT
   seckill_pg PkgConfig::JANSSON Threads::Threads)
 

@@ -20,7 +20,7 @@ void sb_rfc3339(time_t t, char *out, size_t outsz)
     strftime(out, outsz, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static int connect_to(const sb_url *url, int timeout_ms, char *err, size_t errsz)
+int sb_admin_connect(const sb_url *url, int timeout_ms, char *err, size_t errsz)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
     int rc = getaddrinfo(url->host, url->port, &hints, &res);
@@ -46,14 +46,17 @@ static int connect_to(const sb_url *url, int timeout_ms, char *err, size_t errsz
 }
 
 int sb_admin_create_event(const sb_url *url, const char *token, const char *name, long long stock,
-                          time_t starts_at, time_t ends_at, int timeout_ms, uint64_t *event_id,
-                          char *err, size_t errsz)
+                          time_t starts_at, time_t ends_at, int challenge_bits, int timeout_ms,
+                          uint64_t *event_id, char *err, size_t errsz)
 {
     char s[32], e[32];
     sb_rfc3339(starts_at, s, sizeof(s));
     sb_rfc3339(ends_at, e, sizeof(e));
     json_t *o = json_pack("{s:s, s:I, s:s, s:s}", "name", name, "stock", (json_int_t)stock,
                           "starts_at", s, "ends_at", e);
+    if (o && challenge_bits > 0) /* issue 31: the event's orders carry a solved challenge */
+        json_object_set_new(o, "challenge", json_pack("{s:s, s:i}", "kind", "pow", "difficulty",
+                                                      challenge_bits));
     char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!body) {
@@ -73,7 +76,7 @@ int sb_admin_create_event(const sb_url *url, const char *token, const char *name
                      "Content-Length: %zu\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n%s",
                      url->prefix, url->host, url->port, blen, token, body);
     free(body);
-    int fd = connect_to(url, timeout_ms, err, errsz);
+    int fd = sb_admin_connect(url, timeout_ms, err, errsz);
     if (fd < 0) {
         free(req);
         return -1;

@@ -20,7 +20,8 @@
 
 #define SB_MAX_PIPELINE 64
 #define SB_RBUF 16384
-#define SB_REQ_MAX 1024    /* one request: head + token, generous */
+#define SB_REQ_MAX 1536    /* one request: head + token (+ its challenge's solution) */
+#define SB_HEAD_MAX (SB_REQ_MAX - 600) /* what is left is the token's */
 #define SB_GRACE_NS 10000000000ull /* after a stop, wait this long for in-flight answers */
 
 enum conn_state { CONN_DEAD = 0, CONN_CONNECTING, CONN_READY };
@@ -250,7 +251,7 @@ static void conn_fill(conn *c)
             user = c->poll_user;
             ring_user = 0;
             const sb_url *u = &l->cfg.urls[c->url];
-            hl = (size_t)snprintf(p, SB_REQ_MAX - 300,
+            hl = (size_t)snprintf(p, SB_HEAD_MAX,
                                   "GET %s/api/v1/orders/%llu HTTP/1.1\r\nHost: %s:%s\r\n"
                                   "Authorization: Bearer ",
                                   u->prefix, (unsigned long long)c->poll_oid, u->host, u->port);
@@ -517,7 +518,7 @@ sb_load *sb_load_new(const sb_load_cfg *cfg, char *err, size_t errsz)
                                "POST %s/api/v1/events/%llu/orders HTTP/1.1\r\nHost: %s:%s\r\n"
                                "Content-Length: 0\r\nAuthorization: Bearer ",
                                url->prefix, (unsigned long long)cfg->event_id, url->host, url->port);
-        if (n < 0 || (size_t)n >= sizeof(head) || (size_t)n + 300 > SB_REQ_MAX) {
+        if (n < 0 || (size_t)n >= sizeof(head) || (size_t)n > SB_HEAD_MAX) {
             snprintf(err, errsz, "base URL too long");
             sb_load_free(l);
             return NULL;

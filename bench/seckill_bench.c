@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "sb_admin.h"
+#include "sb_challenge.h"
 #include "sb_hist.h"
 #include "order_msg.h"
 #include "sb_load.h"
@@ -59,6 +60,7 @@ typedef struct bench_cfg {
     char *log_level;
     long long reads_page, reads_polls;
     long long home_segment, home_of;
+    long long challenge; /* issue 31: bits of the created event's challenge; > 0: solve */
 } bench_cfg;
 
 #define F(x) offsetof(bench_cfg, x)
@@ -87,6 +89,7 @@ static const sk_cfg_entry bench_table[] = {
     {"progress", SK_CFG_BOOL, 0, 0, "true", "a progress line on stderr (only when it is a terminal)", F(progress)},
     {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error", F(log_level)},
     {"reads.page", SK_CFG_INT, 0, 1000, "0", "before the buying, each user reads the event page (GET /api/v1/events/{id}) this many times, over the same connections", F(reads_page)},
+    {"challenge", SK_CFG_INT, 0, 32, "0", "proof-of-work difficulty (leading zero bits) of the event created when event = 0; > 0: before the clock starts every user gets its challenge (GET /api/v1/events/{id}/challenge) and solves it on one core, and its orders carry the solution (the event given by `event` must then have a challenge)", F(challenge)},
     {"reads.polls", SK_CFG_INT, 0, 1000, "0", "after each 202, the buyer polls GET /api/v1/orders/{id} this many times on its connection before the next order (counted apart from the orders)", F(reads_polls)},
     {NULL, 0, 0, 0, NULL, NULL, 0},
 };
@@ -319,8 +322,8 @@ int main(int argc, char **argv)
         /* starts_at one second back: RFC 3339 here has whole seconds, and "now" must
          * already be inside the window when the first request lands. */
         if (sb_admin_create_event(&urls[0], admin, cfg.event_name, cfg.stock, now - 1,
-                                  now + (time_t)cfg.event_minutes * 60, 10000, &event_id, err,
-                                  sizeof(err)) != 0) {
+                                  now + (time_t)cfg.event_minutes * 60, (int)cfg.challenge, 10000,
+                                  &event_id, err, sizeof(err)) != 0) {
             sk_log(SK_LOG_ERROR, "create_event_failed", "err=\"%s\"", err);
             goto out;
         }
@@ -342,6 +345,20 @@ int main(int argc, char **argv)
     }
     sk_log(SK_LOG_INFO, "tokens_minted", "users=%lld ms=%.0f", cfg.users,
            (double)(now_ns() - t_mint) / 1e6);
+    double solve_s = 0;
+    uint64_t hashes = 0;
+    if (cfg.challenge > 0) {
+        /* before the clock: what a bot pays per order, reported apart from the front's */
+        if (sb_challenge_prepare(&urls[0], event_id, &tk, 10000, &solve_s, &hashes, err,
+                                 sizeof(err)) != 0) {
+            sk_log(SK_LOG_ERROR, "challenge_failed", "err=\"%s\"", err);
+            goto out;
+        }
+        sk_log(SK_LOG_INFO, "challenges_solved",
+               "users=%lld bits=%lld cpu_s=%.3f per_order_ms=%.3f hashes_per_s=%.0f", cfg.users,
+               cfg.challenge, solve_s, solve_s * 1e3 / (double)cfg.users,
+               solve_s > 0 ? (double)hashes / solve_s : 0.0);
+    }
 
     sb_plan plan;
     if (sb_plan_init(&plan, (uint64_t)cfg.users, (uint64_t)cfg.requests, (uint64_t)cfg.seed) != 0) {
@@ -554,6 +571,12 @@ int main(int argc, char **argv)
         json_object_set_new(js, "start_unix_ms", json_integer((json_int_t)start_unix_ms));
         json_object_set_new(js, "open_loop", json_boolean(cfg.rate > 0 && cfg.rate_open));
         json_object_set_new(js, "outcome_latency_ms", outlat);
+        if (cfg.challenge > 0)
+            json_object_set_new(js, "challenge",
+                                json_pack("{s:I, s:f, s:f, s:I}", "difficulty",
+                                          (json_int_t)cfg.challenge, "solve_cpu_s", solve_s,
+                                          "solve_ms_per_order", solve_s * 1e3 / (double)cfg.users,
+                                          "hashes", (json_int_t)hashes));
         json_object_set_new(
             js, "reads",
             json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f}", "page_per_user",

@@ -28,7 +28,8 @@
 #         SECKILL_TEST_BUILD=0: no deps, no build (the build directory as it is);
 #         SECKILL_TEST_RUN_DIR: the test stack's run directory instead of .run/test.
 # demo    deps, build, up, then the main job (--cluster, --fronts N, --kafka-nodes N,
-#         --dev-kafka as for up; --down: down after it)
+#         --dev-kafka as for up; --down: down after it; --challenge: the event has a
+#         proof-of-work challenge, bench/demo.sh)
 # bench   deps, build, up (keeping the running stack's shape), every bench/bench-*.sh but
 #         the soak and the cluster one; `bench NAME...` runs only bench/bench-NAME.sh
 #         (e.g. `bench order`, `bench soak`); `bench --cluster` is `bench cluster` (single
@@ -653,7 +654,7 @@ demo_idgen() {
 }
 
 cmd_demo() {
-    stack_flags --extra --down -- "$@" # refuses a bad flag before anything is built
+    stack_flags --extra --down --extra --challenge -- "$@" # refuses a bad flag before anything is built
     cmd_deps
     cmd_build
     local flags=() down=0 a
@@ -661,11 +662,12 @@ cmd_demo() {
     [ "$DEV_KAFKA" = 1 ] && flags+=(--dev-kafka)
     flags+=(--fronts "$FRONTS" --kafka-nodes "$KAFKA_NODES")
     for a in "${STACK_ARGS[@]}"; do [ "$a" = --down ] && down=1; done
+    local demo_args=("${STACK_ARGS[@]}") # cmd_up parses its own flags into STACK_ARGS
     cmd_up "${flags[@]}"
     # shellcheck disable=SC1091
     . "$RUN/env"
     if [ -x "$ROOT/bench/demo.sh" ] && [ -x "$BUILD_DIR/bin/seckill-order" ] && [ -x "$BUILD_DIR/bin/seckill-consumer" ]; then
-        "$ROOT/bench/demo.sh" "${STACK_ARGS[@]}"
+        "$ROOT/bench/demo.sh" "${demo_args[@]}"
     else
         demo_idgen
     fi

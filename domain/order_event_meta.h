@@ -25,6 +25,11 @@ typedef struct order_event_limits {
     int64_t ip_rate;    /* per client address, 0 or 1 .. ORDER_LIMIT_RATE_MAX */
     int64_t user_rate;  /* per user, 0 or 1 .. ORDER_LIMIT_RATE_MAX */
     int64_t event_rate; /* the event's admission rate, all fronts, 0 or 1 .. ORDER_LIMIT_EVENT_RATE_MAX */
+    /* Not a rate, but read where they are, on every order: the leading zero bits of the
+     * proof-of-work challenge the event's orders carry (issue 31; "challenge" at
+     * creation, order/order_challenge.h), -1: a hidden order path per user instead
+     * (ORDER_CHALLENGE_PATH), 0: neither. Not counted by _any. */
+    int64_t challenge_bits;
 } order_event_limits;
 
 /** @brief 1 if any level of `l` is overridden. */

@@ -6,10 +6,12 @@
 -- ARGV[1] stock (PostgreSQL stock_left, or the segment's share of it)  ARGV[2] starts_at_ms
 -- ARGV[3] ends_at_ms  ARGV[4] per_user_limit  ARGV[5] ip_rate  ARGV[6] user_rate
 -- ARGV[7] event_rate (the event's rate overrides, "0" for none: event_load.lua's meta)
--- ARGV[8] n: how many buyers follow
--- ARGV[9..8+n] "user_id:order_id" of the users that hold an order for the event (the
+-- ARGV[8] challenge_bits (the event's proof-of-work difficulty, "-1" a hidden order path,
+--   "0" for neither; issue 31)
+-- ARGV[9] n: how many buyers follow
+-- ARGV[10..9+n] "user_id:order_id" of the users that hold an order for the event (the
 --   buyers hash, user -> order id, rebuilt whole; reserve.lua)
--- ARGV[9+n..] ids of the closed (cancelled or expired) orders whose unit the stock above
+-- ARGV[10+n..] ids of the closed (cancelled or expired) orders whose unit the stock above
 --   already counts (homed on this segment): they join the released set, so that a
 --   release.lua owed for one of them (the consumer's sweep after the flush) answers 0
 --   instead of giving the unit back a second time.
@@ -20,11 +22,11 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
     return 0
 end
 local n = #ARGV
-local nb = tonumber(ARGV[8])
-if not nb or nb < 0 or 8 + nb > n then
-    return redis.error_reply('ERR event_reload.lua: ARGV[8] is the number of buyers')
+local nb = tonumber(ARGV[9])
+if not nb or nb < 0 or 9 + nb > n then
+    return redis.error_reply('ERR event_reload.lua: ARGV[9] is the number of buyers')
 end
-for i = 9, 8 + nb do
+for i = 10, 9 + nb do
     if not string.match(ARGV[i], '^%d+:%d+$') then
         return redis.error_reply('ERR event_reload.lua: a buyer is user_id:order_id')
     end
@@ -53,16 +55,19 @@ local function buyers_range(key, from, to)
     end
 end
 redis.call('DEL', KEYS[3])
-buyers_range(KEYS[3], 9, 8 + nb)
+buyers_range(KEYS[3], 10, 9 + nb)
 -- The released set is not cleared: what it still holds was given back to this stock
 -- already (a partial loss), and the new ids only add to it.
-sadd_range(KEYS[4], 9 + nb, n)
+sadd_range(KEYS[4], 10 + nb, n)
 redis.call('HSET', KEYS[2], 'starts_at_ms', ARGV[2], 'ends_at_ms', ARGV[3],
            'per_user_limit', ARGV[4])
 for i, field in ipairs({'ip_rate', 'user_rate', 'event_rate'}) do
     if tonumber(ARGV[4 + i]) and tonumber(ARGV[4 + i]) > 0 then
         redis.call('HSET', KEYS[2], field, ARGV[4 + i])
     end
+end
+if tonumber(ARGV[8]) and tonumber(ARGV[8]) ~= 0 then
+    redis.call('HSET', KEYS[2], 'challenge_bits', ARGV[8])
 end
 redis.call('SET', KEYS[1], ARGV[1])
 return 1

@@ -1,6 +1,7 @@
 /* order_body: request body parsing. See order_body.h. */
 #include "order_body.h"
 #include "sk_order_msg.h"
+#include "order_challenge.h"
 #include "order_msg.h"
 #include "order_time.h"
 
@@ -76,6 +77,39 @@ static int parse_limits(json_t *v, order_event_limits *out, char *err, size_t er
     return 0;
 }
 
+/* "challenge": {"kind":"pow","difficulty":N} or {"kind":"path"} (issue 31), no other key.
+ * @returns 0, or -1 with err. */
+static int parse_challenge(json_t *v, order_event_limits *out, char *err, size_t errsz)
+{
+    json_t *kind = json_is_object(v) ? json_object_get(v, "kind") : NULL;
+    json_t *d = json_is_object(v) ? json_object_get(v, "difficulty") : NULL;
+    if (json_is_string(kind) && strcmp(json_string_value(kind), "path") == 0) {
+        if (json_object_size(v) != 1) {
+            snprintf(err, errsz, "challenge: only kind for a hidden path");
+            return -1;
+        }
+        out->challenge_bits = ORDER_CHALLENGE_PATH;
+        return 0;
+    }
+    if (!json_is_string(kind) || strcmp(json_string_value(kind), "pow") != 0) {
+        snprintf(err, errsz, "challenge.kind: \"pow\" (a proof-of-work challenge) or \"path\" "
+                             "(a hidden order path per user)");
+        return -1;
+    }
+    if (!json_is_integer(d) || json_integer_value(d) < ORDER_CHALLENGE_BITS_MIN ||
+        json_integer_value(d) > ORDER_CHALLENGE_BITS_MAX) {
+        snprintf(err, errsz, "challenge.difficulty: an integer from %d to %d (leading zero bits)",
+                 ORDER_CHALLENGE_BITS_MIN, ORDER_CHALLENGE_BITS_MAX);
+        return -1;
+    }
+    if (json_object_size(v) != 2) {
+        snprintf(err, errsz, "challenge: only kind and difficulty");
+        return -1;
+    }
+    out->challenge_bits = json_integer_value(d);
+    return 0;
+}
+
 int order_body_parse_event(const char *body, size_t len, order_event_spec *out, char *err,
                            size_t errsz)
 {
@@ -145,6 +179,9 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
     }
     json_t *limits = json_object_get(root, "limits");
     if (limits && parse_limits(limits, &out->limits, err, errsz) != 0)
+        goto out;
+    json_t *challenge = json_object_get(root, "challenge");
+    if (challenge && parse_challenge(challenge, &out->limits, err, errsz) != 0)
         goto out;
     rc = 0;
 out:

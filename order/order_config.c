@@ -156,6 +156,16 @@ const sk_cfg_entry order_config_table[] = {
     {"reconcile.lock", SK_CFG_STRING, 0, 0, "seckill:reconciler",
      "name of the librlock lock that elects the one reconciling instance (one per deployment)",
      F(reconcile_lock)},
+    {"challenge.key", SK_CFG_SECRET, 0, 0, "",
+     "HMAC-SHA256 key that signs the proof-of-work challenges of events created with one "
+     "(every front of a deployment holds the same; empty: derived from jwt.secret)",
+     F(challenge_key)},
+    {"challenge.key_previous", SK_CFG_SECRET, 0, 0, "",
+     "the key challenge.key replaced: its challenges are still accepted (a rotation without "
+     "refusals: drop it after challenge.ttl_s); empty: none", F(challenge_key_previous)},
+    {"challenge.ttl_s", SK_CFG_INT, 5, 3600, "120",
+     "how long a challenge may be solved and used (its solution is then refused, 403)",
+     F(challenge_ttl_s)},
     {NULL, 0, 0, 0, NULL, NULL, 0},
 };
 

@@ -47,6 +47,8 @@ typedef struct order_config {
     long long reconcile_margin_ms, reconcile_lock_timeout_ms, reconcile_horizon_s;
     char *group_id; /* the writers' consumer group (sk_group.h): the reconciler reads its offsets */
     char *reconcile_lock;
+    char *challenge_key, *challenge_key_previous; /* "" : derived from jwt.secret / none */
+    long long challenge_ttl_s;
     /* derived by order_config_check */
     order_rl_mode rl_mode;
 } order_config;

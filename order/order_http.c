@@ -9,9 +9,11 @@
  *   order_event_admin.c                 POST /api/v1/events, /events/{id}/pause, /resume
  *   order_event_read.c                  GET /api/v1/events/{id}, GET /api/v1/events
  *   order_ops.c                         /healthz, /readyz, /metrics, /console/
+ *   order_challenge_http.c              GET /api/v1/events/{id}/challenge, /order-path
  * They stand on order_http_req.c (answers, the token check; order_http_int.h), which
  * calls none of them. */
 #include "order_http.h"
+#include "order_challenge_http.h"
 #include "order_event_admin.h"
 #include "order_event_read.h"
 #include "order_http_int.h"
@@ -144,6 +146,10 @@ void order_http_handle(sk_http_req *req, void *arg)
     case ORDER_ROUTE_EVENT_PAUSE:
     case ORDER_ROUTE_EVENT_RESUME:
         order_event_pause_handle(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_CHALLENGE:
+    case ORDER_ROUTE_EVENT_ORDER_PATH:
+        order_challenge_get_handle(w, req, &rt, start_us);
         break;
     default:
         order_http_reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND,

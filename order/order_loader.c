@@ -42,7 +42,7 @@ static int load_segment(order_loader *l, uint64_t event_id, const order_event_sp
                         unsigned seg, unsigned k, char *err, size_t errsz)
 {
     char stock[ORDER_KEY_MAX], meta[ORDER_KEY_MAX], n[24], s[24], e[24], lim[12], ks[12];
-    char ip[24], user[24], ev[24];
+    char ip[24], user[24], ev[24], pow[24];
     order_key_seg(event_id, seg, ORDER_KEY_STOCK, stock, sizeof(stock));
     order_key_seg(event_id, seg, ORDER_KEY_META, meta, sizeof(meta));
     /* the stock split as evenly as it goes: the first stock % k segments get one more */
@@ -55,9 +55,10 @@ static int load_segment(order_loader *l, uint64_t event_id, const order_event_sp
     snprintf(ip, sizeof(ip), "%" PRId64, spec->limits.ip_rate);
     snprintf(user, sizeof(user), "%" PRId64, spec->limits.user_rate);
     snprintf(ev, sizeof(ev), "%" PRId64, spec->limits.event_rate);
-    const char *argv[13] = {"EVALSHA", l->scripts->sha[ORDER_SCRIPT_EVENT_LOAD], "2", stock, meta,
-                            n, s, e, lim, ks, ip, user, ev};
-    redisReply *r = rcl_command_argv(l->c, 13, argv, NULL);
+    snprintf(pow, sizeof(pow), "%" PRId64, spec->limits.challenge_bits);
+    const char *argv[14] = {"EVALSHA", l->scripts->sha[ORDER_SCRIPT_EVENT_LOAD], "2", stock, meta,
+                            n, s, e, lim, ks, ip, user, ev, pow};
+    redisReply *r = rcl_command_argv(l->c, 14, argv, NULL);
     if (!r) {
         snprintf(err, errsz, "event_load: %s", rcl_errstr(l->c));
         rcl_free(l->c);

@@ -1,7 +1,7 @@
 /* seckill-order: the flash-sale front service (HTTP API -> Redis gate -> Kafka).
  *
  *   seckill-order [--config FILE]            run the service
- *   seckill-order token --sub U [--admin] [--ttl S] [--count N] [--config FILE]
+ *   seckill-order token --sub U [--admin] [--ttl S] [--count N] [--challenge E:B] [--config FILE]
  *                                            print JWTs minted with jwt.secret
  *   seckill-order --help | --help-markdown | --version
  *
@@ -11,6 +11,7 @@
  * exit 0 (bounded by shutdown.timeout_ms). */
 #include "idgen_floor_pg.h"
 #include "order_app.h"
+#include "order_challenge.h"
 #include "order_http.h"
 #include "order_place_gate.h"
 #include "order_reconcile.h"
@@ -18,6 +19,7 @@
 #include "sk_jwt.h"
 #include "sk_listen.h"
 #include "sk_log.h"
+#include "sk_pow.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -37,11 +39,13 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: seckill-order [--config FILE]\n"
             "       seckill-order token --sub USER_ID [--admin] [--ttl SECONDS] [--count N]\n"
-            "                           [--config FILE]\n"
+            "                           [--challenge EVENT_ID:BITS] [--config FILE]\n"
             "       seckill-order --help | --help-markdown | --version\n\n"
             "The flash-sale front service: HTTP API, Redis gate (Lua), Kafka producer.\n"
             "`token` prints JWTs (HS256, jwt.secret) for tests and benchmarks: --count N\n"
-            "prints N tokens for users USER_ID .. USER_ID+N-1, one a line.\n\n"
+            "prints N tokens for users USER_ID .. USER_ID+N-1, one a line; --challenge adds\n"
+            "after a tab each user's solved challenge for the event (challenge.key; it\n"
+            "expires with the token), for benchmarks that must not solve while timed.\n\n"
             "Settings (file `key = value`, or environment SECKILL_<KEY>):\n");
     sk_config_print_help(out, order_config_table, 0);
 }
@@ -60,8 +64,9 @@ static int load_config(order_config *cfg, sk_cfg_kv **kafka, const char *path)
 /* Prints `count` tokens for users sub, sub+1, ... signed with the configuration's
  * jwt.secret. @returns the exit status (0, 1 stdout failed, 2 no secret). */
 static int token_print(const char *config, uint64_t sub, int admin, long long ttl,
-                       long long count)
+                       long long count, uint64_t ch_event, unsigned ch_bits)
 {
+    order_challenge_key *ck = NULL;
     order_config cfg = {0};
     sk_cfg_kv *kafka = NULL;
     int rc = 2;
@@ -72,17 +77,30 @@ static int token_print(const char *config, uint64_t sub, int admin, long long tt
         goto out;
     }
     int64_t exp = (int64_t)time(NULL) + ttl;
-    char tok[1024];
+    char tok[1024], ch[ORDER_CHALLENGE_MAX], sol[ORDER_CHALLENGE_SOLUTION_MAX];
+    if (ch_event && !(ck = order_challenge_key_of_config(cfg.challenge_key,
+                                                         cfg.challenge_key_previous, cfg.jwt_secret)))
+        goto out;
     for (long long i = 0; i < count; i++) {
         if (sk_jwt_mint((const unsigned char *)cfg.jwt_secret, strlen(cfg.jwt_secret),
                         sub + (uint64_t)i, admin, exp, tok, sizeof(tok)) < 0) {
             fprintf(stderr, "seckill-order token: cannot mint\n");
             goto out;
         }
+        if (ck) {
+            int n = order_challenge_issue(ck, sub + (uint64_t)i, ch_event, ch_bits, exp * 1000,
+                                          (uint64_t)i, ch, sizeof(ch));
+            if (n < 0 || sk_pow_solve(ch, (size_t)n, ch_bits, 0, UINT64_MAX, sol, sizeof(sol),
+                                      NULL) < 0)
+                goto out;
+            printf("%s\t%s\n", tok, sol);
+            continue;
+        }
         puts(tok);
     }
     rc = fflush(stdout) == 0 ? 0 : 1;
 out:
+    order_challenge_key_free(ck);
     sk_config_free(order_config_table, &cfg, kafka);
     return rc;
 }
@@ -93,11 +111,14 @@ static int cmd_token(int argc, char **argv)
     uint64_t sub = 0;
     long long ttl = 3600, count = 1;
     int admin = 0;
+    uint64_t ch_event = 0;
+    unsigned long ch_bits = 0;
     static const struct option opts[] = {{"sub", required_argument, 0, 's'},
                                          {"admin", no_argument, 0, 'a'},
                                          {"ttl", required_argument, 0, 't'},
                                          {"count", required_argument, 0, 'n'},
                                          {"config", required_argument, 0, 'c'},
+                                         {"challenge", required_argument, 0, 'C'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int o;
@@ -133,6 +154,17 @@ static int cmd_token(int argc, char **argv)
         case 'c':
             config = optarg;
             break;
+        case 'C':
+            errno = 0;
+            ch_event = strtoull(optarg, &end, 10);
+            if (*end == ':')
+                ch_bits = strtoul(end + 1, &end, 10);
+            if (errno || *end || ch_event == 0 || ch_event > INT64_MAX ||
+                ch_bits < ORDER_CHALLENGE_BITS_MIN || ch_bits > ORDER_CHALLENGE_BITS_MAX) {
+                fprintf(stderr, "seckill-order token: --challenge takes EVENT_ID:BITS (1..32)\n");
+                return 2;
+            }
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -145,7 +177,7 @@ static int cmd_token(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    return token_print(config, sub, admin, ttl, count);
+    return token_print(config, sub, admin, ttl, count, ch_event, (unsigned)ch_bits);
 }
 
 static int online_cores(void)

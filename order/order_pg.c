@@ -27,11 +27,12 @@ struct order_pg {
 static void run_create_event(PGconn *c, order_pg_job *job)
 {
     char id[24], stock[24], starts[24], ends[24], lim[12], win[12], segs[12];
-    char rates[3][24];
+    char rates[3][24], pow[24];
     const order_event_limits *ol = &job->spec.limits;
     const int64_t rv[3] = {ol->ip_rate, ol->user_rate, ol->event_rate};
     for (int i = 0; i < 3; i++) /* 0: no override, NULL in the row */
         snprintf(rates[i], sizeof(rates[i]), "%" PRId64, rv[i]);
+    snprintf(pow, sizeof(pow), "%" PRId64, ol->challenge_bits);
     snprintf(id, sizeof(id), "%" PRIu64, job->id);
     snprintf(segs, sizeof(segs), "%d", job->spec.segments > 0 ? job->spec.segments : 1);
     snprintf(stock, sizeof(stock), "%" PRId64, job->spec.stock);
@@ -39,7 +40,7 @@ static void run_create_event(PGconn *c, order_pg_job *job)
     snprintf(ends, sizeof(ends), "%" PRId64, job->spec.ends_at_ms);
     snprintf(lim, sizeof(lim), "%d", job->spec.per_user_limit);
     snprintf(win, sizeof(win), "%d", job->spec.payment_window_s);
-    const char *params[12] = {
+    const char *params[13] = {
         id,             /* $1 event id from libidgen */
         job->spec.name, /* $2 name */
         stock,          /* $3 stock_total = stock_left at creation */
@@ -52,21 +53,23 @@ static void run_create_event(PGconn *c, order_pg_job *job)
         rv[0] > 0 ? rates[0] : NULL, /* $10 ip_rate override, NULL: the default */
         rv[1] > 0 ? rates[1] : NULL, /* $11 user_rate override */
         rv[2] > 0 ? rates[2] : NULL, /* $12 event_rate override */
+        ol->challenge_bits != 0 ? pow : NULL, /* $13 challenge_bits (-1 a hidden path), NULL: none */
     };
     if (order_pg_job_exec(
             c, job, "insert event",
             "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at, "
             "per_user_limit, payment_window_s, rebuy_after_release, segments, ip_rate, user_rate, "
-            "event_rate) VALUES ($1::bigint, "
+            "event_rate, challenge_bits) VALUES ($1::bigint, "
             "$2, $3::int, $3::int, to_timestamp($4::bigint / 1000.0), "
             "to_timestamp($5::bigint / 1000.0), $6::int, $7::int, $8::boolean, $9::int, $10::int, "
-            "$11::int, $12::int)",
-            12, params, PGRES_COMMAND_OK, NULL) == 0)
+            "$11::int, $12::int, $13::int)",
+            13, params, PGRES_COMMAND_OK, NULL) == 0)
         job->status = ORDER_PG_OK;
 }
 
 /* An event's columns from `col`: name, stock_total, stock_left, starts_at and ends_at in
- * ms, per_user_limit, segments, and the rate overrides (0 when NULL) (the SELECT lists of
+ * ms, per_user_limit, segments, the rate overrides and the challenge's bits (0 when NULL)
+ * (the SELECT lists of
  * run_get_event and run_list_events: EVENT_COLUMNS). */
 static void event_row(const PGresult *res, int row, int col, order_event_spec *spec,
                       int64_t *stock_left)
@@ -81,6 +84,7 @@ static void event_row(const PGresult *res, int row, int col, order_event_spec *s
     spec->limits.ip_rate = strtoll(PQgetvalue(res, row, col + 7), NULL, 10);
     spec->limits.user_rate = strtoll(PQgetvalue(res, row, col + 8), NULL, 10);
     spec->limits.event_rate = strtoll(PQgetvalue(res, row, col + 9), NULL, 10);
+    spec->limits.challenge_bits = strtoll(PQgetvalue(res, row, col + 10), NULL, 10);
 }
 
 static void run_get_event(PGconn *c, order_pg_job *job)
@@ -94,8 +98,8 @@ static void run_get_event(PGconn *c, order_pg_job *job)
             "SELECT name, stock_total, stock_left, "
             "(extract(epoch from starts_at) * 1000)::bigint, "
             "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
-            "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
-            "FROM seckill_event WHERE id = $1::bigint",
+            "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0), "
+            "coalesce(challenge_bits, 0) FROM seckill_event WHERE id = $1::bigint",
             1, params, PGRES_TUPLES_OK, &res) != 0)
         return;
     if (PQntuples(res) == 0) {
@@ -118,8 +122,8 @@ static void run_list_events(PGconn *c, order_pg_job *job)
             "SELECT id, name, stock_total, stock_left, "
             "(extract(epoch from starts_at) * 1000)::bigint, "
             "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
-            "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
-            "FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
+            "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0), "
+            "coalesce(challenge_bits, 0) FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
             1, params, PGRES_TUPLES_OK, &res) != 0)
         return;
     size_t n = (size_t)PQntuples(res);

@@ -9,6 +9,7 @@
 #include "order_place_int.h"
 #include "order_body.h"
 #include "order_idem_http.h"
+#include "order_challenge_http.h"
 #include "order_msg.h"
 #include "order_time.h"
 #include "sk_log.h"
@@ -158,21 +159,30 @@ static void on_event_meta(redisReply *reply, void *arg)
 {
     order_place_req *r = arg;
     order_app *app = r->h.w->app;
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 6) {
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) {
         order_place_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
     redisReply **f = reply->element;
     if (f[0]->type == REDIS_REPLY_STRING && f[1]->type == REDIS_REPLY_STRING) {
-        int64_t v[4] = {0, 0, 0, 1};
-        for (int i = 0; i < 4; i++)
+        int64_t v[5] = {0, 0, 0, 1, 0};
+        for (int i = 0; i < 5; i++)
             if (f[2 + i]->type == REDIS_REPLY_STRING)
                 v[i] = strtoll(f[2 + i]->str, NULL, 10);
-        order_event_limits lim = {v[0] > 0 ? v[0] : 0, v[1] > 0 ? v[1] : 0, v[2] > 0 ? v[2] : 0};
+        order_event_limits lim = {v[0] > 0 ? v[0] : 0, v[1] > 0 ? v[1] : 0, v[2] > 0 ? v[2] : 0,
+                                  v[4]};
         if (v[3] >= 1 && v[3] <= ORDER_SEGMENTS_MAX)
             order_segs_set(app->segs, r->event_id, (unsigned)v[3]);
         order_window_set(app->window, r->event_id, strtoll(f[0]->str, NULL, 10),
                          strtoll(f[1]->str, NULL, 10), &lim);
+        /* Checked here as well: the second pass may find the slot taken by another event
+         * (then it goes on without the event's settings, and must not skip this). */
+        order_route rt = {r->h.route, r->event_id, 0, NULL};
+        if (lim.challenge_bits != 0 && order_challenge_http_refuse(r->h.w, r->h.req, &rt, r->h.start_us,
+                                                                   r->user, lim.challenge_bits)) {
+            order_place_req_free(r);
+            return;
+        }
     }
     /* No meta: an unknown event, or one whose keys were lost; the gate answers for it,
      * under the configured levels. */
@@ -191,12 +201,12 @@ static void learn_event(order_worker *w, sk_http_req *req, const order_route *rt
     if (!r)
         return;
     char key[ORDER_KEY_MAX];
-    const char *argv[8] = {"HMGET",   key,         "starts_at_ms", "ends_at_ms",
-                           "ip_rate", "user_rate", "event_rate",   "segments"};
-    size_t lens[8] = {5, order_key_seg(r->event_id, 0, ORDER_KEY_META, key, sizeof(key))};
-    for (int i = 2; i < 8; i++)
+    const char *argv[9] = {"HMGET",   key,         "starts_at_ms", "ends_at_ms",
+                           "ip_rate", "user_rate", "event_rate",   "segments", "challenge_bits"};
+    size_t lens[9] = {5, order_key_seg(r->event_id, 0, ORDER_KEY_META, key, sizeof(key))};
+    for (int i = 2; i < 9; i++)
         lens[i] = strlen(argv[i]);
-    if (order_redis_command(w->redis, 8, argv, lens, on_event_meta, r) != 0)
+    if (order_redis_command(w->redis, 9, argv, lens, on_event_meta, r) != 0)
         order_place_error(r, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
 }
 
@@ -261,6 +271,10 @@ static void order_create(order_worker *w, sk_http_req *req, const order_route *r
         learn_event(w, req, rt, start_us, &claims);
         return;
     }
+    /* The event's challenge or hidden path (issue 31): in process, before anything is
+     * touched. */
+    if (order_challenge_http_refuse(w, req, rt, start_us, claims.sub, lim.challenge_bits))
+        return;
     int64_t now_ms = order_time_now_ms();
     if (refuse_locally(w, req, rt, start_us, &claims, now_ms, &lim))
         return;

@@ -160,8 +160,8 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
     g->event = gate_query(p,
                           "SELECT stock_left, (extract(epoch FROM starts_at) * 1000)::bigint, "
                           "(extract(epoch FROM ends_at) * 1000)::bigint, per_user_limit, "
-                          "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
-                          "FROM seckill_event WHERE id = $1",
+                          "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0), "
+                          "coalesce(challenge_bits, 0) FROM seckill_event WHERE id = $1",
                           a);
     /* The buyers: users holding an order (created or paid), and those whose order was
      * cancelled or expired when the event keeps them out (rebuy_after_release false). */

@@ -47,12 +47,13 @@ int order_recon_pg_stored(order_recon_pg *p, const char *const *ids, size_t n,
 
 /* What event_reload.lua takes after its keys: stock_left, starts_at_ms, ends_at_ms,
  * per_user_limit, the event's rate overrides (ip_rate, user_rate, event_rate; "0" none),
+ * its challenge's bits ("0" none),
  * the number of users, the users that stay buyers as "user_id:order_id" (created or
  * paid orders, and closed ones when the event keeps them out), then the ids of the event's
  * closed (cancelled or expired) orders, whose units stock_left already counts. All read
  * in one snapshot (REPEATABLE READ): stock_left counts exactly these closed orders. */
-/* The fixed head of event_reload.lua's ARGV: stock .. event_rate, then the user count. */
-#define ORDER_RECON_GATE_FIXED 8
+/* The fixed head of event_reload.lua's ARGV: stock .. challenge_bits, then the user count. */
+#define ORDER_RECON_GATE_FIXED 9
 typedef struct order_recon_gate {
     const char **argv;          /* ORDER_RECON_GATE_FIXED + nbuyers + nclosed strings, owned by g */
     int nbuyers, nclosed;

@@ -193,6 +193,11 @@ char *order_reply_event(uint64_t event_id, const char *name, int64_t stock_total
             json_object_set_new(l, "event_rate", json_integer((json_int_t)lim->event_rate));
         json_object_set_new(o, "limits", l);
     }
+    if (lim && lim->challenge_bits > 0) /* what the console needs to know it must solve */
+        json_object_set_new(o, "challenge", json_pack("{s:s, s:I}", "kind", "pow", "difficulty",
+                                                      (json_int_t)lim->challenge_bits));
+    else if (lim && lim->challenge_bits < 0) /* a hidden order path (order_challenge.h) */
+        json_object_set_new(o, "challenge", json_pack("{s:s}", "kind", "path"));
     char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return text;

@@ -70,18 +70,28 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
         } else {
             size_t idlen = (size_t)(slash - seg);
             order_route_id sub;
+            order_method want = ORDER_METHOD_POST;
+            const char *allow = "POST";
             if (idlen == 0)
                 goto none;
             if (is(slash, seglen - idlen, "/orders"))
                 sub = ORDER_ROUTE_ORDER_CREATE;
+            else if (seglen - idlen > 8 && memcmp(slash, "/orders/", 8) == 0 &&
+                     !memchr(slash + 8, '/', seglen - idlen - 8))
+                sub = ORDER_ROUTE_ORDER_CREATE; /* a hidden path's token: checked by the order */
             else if (is(slash, seglen - idlen, "/pause"))
                 sub = ORDER_ROUTE_EVENT_PAUSE;
             else if (is(slash, seglen - idlen, "/resume"))
                 sub = ORDER_ROUTE_EVENT_RESUME;
-            else
+            else if (is(slash, seglen - idlen, "/challenge") ||
+                     is(slash, seglen - idlen, "/order-path")) {
+                sub = slash[1] == 'c' ? ORDER_ROUTE_EVENT_CHALLENGE : ORDER_ROUTE_EVENT_ORDER_PATH;
+                want = ORDER_METHOD_GET;
+                allow = "GET, HEAD";
+            } else
                 goto none;
             seglen = idlen;
-            rc = set_route(out, sub, method, ORDER_METHOD_POST, "POST");
+            rc = set_route(out, sub, method, want, allow);
         }
         if (rc != 0)
             return rc;
@@ -132,6 +142,8 @@ const char *order_route_name(order_route_id id)
         [ORDER_ROUTE_ORDER_CANCEL] = "order_cancel",
         [ORDER_ROUTE_EVENT_PAUSE] = "event_pause", [ORDER_ROUTE_EVENT_RESUME] = "event_resume",
         [ORDER_ROUTE_ORDER_LIST] = "order_list",
+        [ORDER_ROUTE_EVENT_CHALLENGE] = "event_challenge",
+        [ORDER_ROUTE_EVENT_ORDER_PATH] = "event_order_path",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

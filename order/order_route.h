@@ -13,7 +13,8 @@ typedef enum {
     ORDER_ROUTE_NONE = 0,       /* no such path */
     ORDER_ROUTE_EVENT_CREATE,   /* POST /api/v1/events */
     ORDER_ROUTE_EVENT_GET,      /* GET  /api/v1/events/{id} */
-    ORDER_ROUTE_ORDER_CREATE,   /* POST /api/v1/events/{id}/orders */
+    ORDER_ROUTE_ORDER_CREATE,   /* POST /api/v1/events/{id}/orders, and .../orders/<path token>
+                                   (an event's hidden order path: order_challenge_http.h) */
     ORDER_ROUTE_ORDER_GET,      /* GET  /api/v1/orders/{id} */
     ORDER_ROUTE_HEALTHZ,        /* GET  /healthz */
     ORDER_ROUTE_READYZ,         /* GET  /readyz */
@@ -25,6 +26,8 @@ typedef enum {
     ORDER_ROUTE_EVENT_PAUSE,    /* POST /api/v1/events/{id}/pause (admin) */
     ORDER_ROUTE_EVENT_RESUME,   /* POST /api/v1/events/{id}/resume (admin) */
     ORDER_ROUTE_ORDER_LIST,     /* GET  /api/v1/orders (the token's orders, issue 31) */
+    ORDER_ROUTE_EVENT_CHALLENGE, /* GET /api/v1/events/{id}/challenge (issue 31) */
+    ORDER_ROUTE_EVENT_ORDER_PATH, /* GET /api/v1/events/{id}/order-path (issue 31) */
     ORDER_ROUTE_COUNT
 } order_route_id;
 

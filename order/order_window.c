@@ -12,7 +12,7 @@ typedef struct {
     _Atomic uint32_t seq; /* odd while a write is under way */
     _Atomic uint64_t event_id;
     _Atomic int64_t starts_ms, ends_ms;
-    _Atomic int64_t ip_rate, user_rate, event_rate; /* order_event_limits */
+    _Atomic int64_t ip_rate, user_rate, event_rate, challenge_bits; /* order_event_limits */
 } slot;
 
 struct order_window {
@@ -61,6 +61,7 @@ void order_window_set(order_window *t, uint64_t event_id, int64_t starts_at_ms, 
     atomic_store_explicit(&s->ip_rate, lim->ip_rate, memory_order_relaxed);
     atomic_store_explicit(&s->user_rate, lim->user_rate, memory_order_relaxed);
     atomic_store_explicit(&s->event_rate, lim->event_rate, memory_order_relaxed);
+    atomic_store_explicit(&s->challenge_bits, lim->challenge_bits, memory_order_relaxed);
     atomic_store_explicit(&s->seq, q + 2, memory_order_release);
     pthread_mutex_unlock(&t->wmu);
 }
@@ -92,6 +93,7 @@ int order_window_limits(order_window *t, uint64_t event_id, order_event_limits *
         atomic_load_explicit(&s->ip_rate, memory_order_relaxed),
         atomic_load_explicit(&s->user_rate, memory_order_relaxed),
         atomic_load_explicit(&s->event_rate, memory_order_relaxed),
+        atomic_load_explicit(&s->challenge_bits, memory_order_relaxed),
     };
     uint64_t id = atomic_load_explicit(&s->event_id, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);

@@ -4,7 +4,7 @@
 # ids), a private seckill-devkafka and a private seckill-order per test; the NOSCRIPT
 # test uses its own throwaway redis-server.
 if(TARGET seckill_order_core)
-  foreach(t route body reply limits limit events evlist idem)
+  foreach(t route body reply limits limit events evlist idem challenge)
     seckill_add_test(NAME test_order_${t} SOURCES unit/test_order_${t}.c
                      LIBS seckill_order_core LABELS unit TIMEOUT 60)
   endforeach()
@@ -24,7 +24,7 @@ if(TARGET seckill_order_core)
   target_include_directories(seckill_order_test_support PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/integration)
   target_link_libraries(seckill_order_test_support PUBLIC seckill_test_support seckill::common seckill_order_core
     PkgConfig::HIREDIS PkgConfig::RDKAFKA PkgConfig::LIBPQ)
-  foreach(t lua http kafka reconcile slow auth nofile reads levels http1)
+  foreach(t lua http kafka reconcile slow auth nofile reads levels http1 challenge_http)
     if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_order_${t}.c)
       continue()
     endif()

@@ -31,8 +31,8 @@ function claimsOf(token) {
 }
 
 /* A call to our own origin. Returns {status, body (parsed JSON or null), headers}. */
-async function api(method, path, token, body) {
-  const headers = {};
+async function api(method, path, token, body, extraHeaders) {
+  const headers = Object.assign({}, extraHeaders || {});
   if (token) headers.Authorization = 'Bearer ' + token;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const res = await fetch(path, {
@@ -283,6 +283,7 @@ let clockOffsetMs = 0;
 let startsAt = null;
 let countdownTimer = null;
 let pollTimer = null;
+let buyerChallenge = null; /* the loaded event's "challenge", or null */
 
 function serverNowFrom(r) {
   if (r.body && typeof r.body.now === 'string') {
@@ -306,6 +307,10 @@ async function loadBuyerEvent() {
     setText('clock-skew', '(server clock ' + (clockOffsetMs >= 0 ? '+' : '') + fmt(clockOffsetMs) + ' ms)');
   }
   startsAt = Date.parse(r.body.starts_at);
+  buyerChallenge = r.body.challenge || null;
+  setText('challenge-state', !buyerChallenge ? 'none'
+    : buyerChallenge.kind === 'path' ? 'a hidden order path, asked for when you buy'
+    : 'difficulty ' + buyerChallenge.difficulty + ', solved when you buy');
   if (countdownTimer) clearInterval(countdownTimer);
   const show = () => {
     const left = startsAt - (Date.now() + clockOffsetMs);
@@ -316,11 +321,118 @@ async function loadBuyerEvent() {
   return true;
 }
 
+/* ---- the event's proof-of-work challenge (issue 31; common/sk_pow.h's rule) ------------
+ * A solution is "<challenge>.<counter>" whose SHA-256 starts with `difficulty` zero bits.
+ * SHA-256 in plain JavaScript, not crypto.subtle: that one is async per hash (slow at
+ * thousands of tries) and absent outside secure contexts. The challenge's whole 64-byte
+ * blocks are hashed once; each counter costs the last block or two. */
+const SHA_K = new Uint32Array([
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2]);
+const SHA_W = new Uint32Array(64);
+
+/* One compression of block `b` (64 bytes from offset `o`) into the state h (8 words). */
+function shaBlock(h, b, o) {
+  const w = SHA_W;
+  for (let i = 0; i < 16; i++)
+    w[i] = (b[o + 4 * i] << 24) | (b[o + 4 * i + 1] << 16) | (b[o + 4 * i + 2] << 8) | b[o + 4 * i + 3];
+  for (let i = 16; i < 64; i++) {
+    const x = w[i - 15], y = w[i - 2];
+    const s0 = ((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3);
+    const s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
+    w[i] = (w[i - 16] + s0 + w[i - 7] + s1) | 0;
+  }
+  let a = h[0], bb = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+  for (let i = 0; i < 64; i++) {
+    const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+    const t1 = (hh + S1 + ((e & f) ^ (~e & g)) + SHA_K[i] + w[i]) | 0;
+    const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+    const t2 = (S0 + ((a & bb) ^ (a & c) ^ (bb & c))) | 0;
+    hh = g; g = f; f = e; e = (d + t1) | 0; d = c; c = bb; bb = a; a = (t1 + t2) | 0;
+  }
+  h[0] = (h[0] + a) | 0; h[1] = (h[1] + bb) | 0; h[2] = (h[2] + c) | 0; h[3] = (h[3] + d) | 0;
+  h[4] = (h[4] + e) | 0; h[5] = (h[5] + f) | 0; h[6] = (h[6] + g) | 0; h[7] = (h[7] + hh) | 0;
+}
+
+function leadingZeros(h) {
+  let n = 0;
+  for (let i = 0; i < 8; i++) {
+    if (h[i] === 0) { n += 32; continue; }
+    return n + Math.clz32(h[i]);
+  }
+  return n;
+}
+
+/* Solves `challenge` (ASCII) for `bits`: resolves to {solution, tries, ms}. Works in slices
+ * of about 50 ms so that the page stays responsive; onProgress(tries) after each. */
+async function solveChallenge(challenge, bits, onProgress) {
+  const prefix = new TextEncoder().encode(challenge + '.');
+  const full = prefix.length - (prefix.length % 64);
+  const mid = new Uint32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
+  for (let o = 0; o < full; o += 64) shaBlock(mid, prefix, o);
+  const tail = new Uint8Array(128), h = new Uint32Array(8);
+  const rest = prefix.length - full;
+  tail.set(prefix.subarray(full));
+  const t0 = performance.now();
+  for (let counter = 0; ; ) {
+    const sliceEnd = performance.now() + 50;
+    do {
+      const digits = String(counter);
+      let n = rest;
+      for (let i = 0; i < digits.length; i++) tail[n++] = digits.charCodeAt(i);
+      const total = prefix.length + digits.length, blocks = n + 9 > 64 ? 2 : 1;
+      tail[n++] = 0x80;
+      tail.fill(0, n, blocks * 64);
+      const bitsLen = total * 8; /* < 2^32: one word is enough */
+      tail[blocks * 64 - 4] = bitsLen >>> 24; tail[blocks * 64 - 3] = (bitsLen >>> 16) & 255;
+      tail[blocks * 64 - 2] = (bitsLen >>> 8) & 255; tail[blocks * 64 - 1] = bitsLen & 255;
+      h.set(mid);
+      shaBlock(h, tail, 0);
+      if (blocks === 2) shaBlock(h, tail, 64);
+      if (leadingZeros(h) >= bits)
+        return { solution: challenge + '.' + digits, tries: counter + 1, ms: performance.now() - t0 };
+      counter++;
+    } while ((counter & 1023) !== 0 || performance.now() < sliceEnd);
+    if (onProgress) onProgress(counter);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+}
+window.seckillSolveChallenge = solveChallenge; /* for the browser test's measurements */
+
+/* The Seckill-Challenge header for the buyer's order, when the event has a challenge:
+ * {} when it has none, null (with the error shown) when it cannot be had. */
+async function challengeHeaders(id, token, challenge) {
+  if (!challenge || challenge.kind !== 'pow') return {};
+  const r = await api('GET', '/api/v1/events/' + id + '/challenge', token);
+  if (r.status !== 200 || !r.body) { setText('buyer-error', errorText(r)); return null; }
+  setText('challenge-state', 'solving (difficulty ' + r.body.difficulty + ')');
+  const s = await solveChallenge(r.body.challenge, r.body.difficulty,
+    (n) => setText('challenge-state', 'solving (difficulty ' + r.body.difficulty + '): ' + fmt(n) + ' tries'));
+  setText('challenge-state', 'solved in ' + fmt(s.ms) + ' ms (' + fmt(s.tries) + ' tries)');
+  return { [r.body.header]: s.solution };
+}
+
 async function buy(ev) {
   ev.preventDefault();
   if (!(await loadBuyerEvent())) return;
   const token = $('buyer-token').value.trim(), id = $('buyer-event').value.trim();
-  const r = await api('POST', '/api/v1/events/' + id + '/orders', token, {});
+  const extra = await challengeHeaders(id, token, buyerChallenge);
+  if (!extra) return;
+  let path = '/api/v1/events/' + id + '/orders';
+  if (buyerChallenge && buyerChallenge.kind === 'path') { /* given out once the sale started */
+    const p = await api('GET', '/api/v1/events/' + id + '/order-path', token);
+    if (p.status !== 200 || !p.body) { setText('buyer-error', errorText(p)); return; }
+    path = p.body.path;
+    setText('challenge-state', 'hidden path given: ' + path);
+  }
+  const r = await api('POST', path, token, {}, extra);
   if (r.status !== 202 || !r.body) {
     setText('buyer-error', errorText(r));
     if (r.body && typeof r.body.order_id === 'string') follow(r.body.order_id, token);

@@ -530,7 +530,7 @@ static void test_event_reload(void **state)
     ev_keys e;
     keys_of(fresh_event(), &e);
     enum { USERS = 2500, CLOSED = 1200 }; /* more than one HSET/SADD chunk each */
-    const char **argv = calloc(4 + 4 + 8 + USERS + CLOSED, sizeof(*argv));
+    const char **argv = calloc(4 + 4 + 9 + USERS + CLOSED, sizeof(*argv));
     char (*ids)[24] = calloc(USERS + CLOSED, sizeof(*ids));
     char nusers[12];
     snprintf(nusers, sizeof(nusers), "%d", USERS);
@@ -553,6 +553,7 @@ static void test_event_reload(void **state)
     argv[n++] = "5"; /* ip_rate */
     argv[n++] = "0"; /* user_rate: none */
     argv[n++] = "9"; /* event_rate */
+    argv[n++] = "20"; /* challenge_bits */
     argv[n++] = nusers;
     for (int i = 0; i < USERS; i++) { /* user:order (the buyers hash) */
         snprintf(ids[i], sizeof(ids[i]), "%d:%d", 1000 + i, 5000000 + i);
@@ -565,23 +566,23 @@ static void test_event_reload(void **state)
     /* a stale buyer left in the set is dropped: the set is rebuilt whole */
     freeReplyObject(redisCommand(rc, "HSET %s 42 1", e.k[ORDER_KEY_BUYERS]));
     /* a buyer that is not user:order is refused, nothing written */
-    const char *buyer0 = argv[15];
-    argv[15] = "1000";
+    const char *buyer0 = argv[16];
+    argv[16] = "1000";
     redisReply *bad = script_argv(n, argv);
     assert_non_null(bad);
     assert_int_equal(bad->type, REDIS_REPLY_ERROR);
     freeReplyObject(bad);
     assert_int_equal(cmd_int("EXISTS %s", e.k[ORDER_KEY_STOCK], NULL), 0);
-    argv[15] = buyer0;
+    argv[16] = buyer0;
     /* a count that does not fit the ARGV is refused, nothing written */
-    argv[14] = "999999";
+    argv[15] = "999999";
     bad = script_argv(n, argv);
     assert_non_null(bad);
     assert_int_equal(bad->type, REDIS_REPLY_ERROR);
     freeReplyObject(bad);
     assert_int_equal(cmd_int("EXISTS %s", e.k[ORDER_KEY_STOCK], NULL), 0);
     assert_int_equal(cmd_int("SCARD %s", e.k[ORDER_KEY_RELEASED], NULL), 0);
-    argv[14] = nusers;
+    argv[15] = nusers;
     redisReply *r = script_argv(n, argv);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
@@ -600,6 +601,11 @@ static void test_event_reload(void **state)
     assert_string_equal(m->element[1]->str, "9");
     freeReplyObject(m);
     assert_int_equal(cmd_int("HEXISTS %s %s", e.k[ORDER_KEY_META], "user_rate"), 0);
+    /* and the challenge's bits (issue 31): a rebuilt gate keeps its challenge */
+    redisReply *cb = redisCommand(rc, "HGET %s challenge_bits", e.k[ORDER_KEY_META]);
+    assert_non_null(cb);
+    assert_string_equal(cb->str, "20");
+    freeReplyObject(cb);
     /* a release owed for a closed order: the reloaded stock counts its unit already */
     assert_int_equal(release_unit(&e, ids[USERS + CLOSED - 1], "1001"), 0);
     assert_int_equal(get_int(e.k[ORDER_KEY_STOCK]), 7);

@@ -96,6 +96,12 @@ static void test_event_body(void **state)
     assert_int_equal(parse("{\"name\":\"x\",\"stock\":9,\"starts_at\":\"2026-11-22T10:00:00Z\","
                            "\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{}}", &s, err), 0);
     assert_int_equal(order_event_limits_any(&s.limits), 0);
+    /* a challenge (issue 31): kept with the levels, but not an override of one */
+    assert_int_equal(parse("{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\","
+                           "\"ends_at\":\"2026-11-22T11:00:00Z\","
+                           "\"challenge\":{\"kind\":\"pow\",\"difficulty\":20}}", &s, err), 0);
+    assert_int_equal(s.limits.challenge_bits, 20);
+    assert_int_equal(order_event_limits_any(&s.limits), 0);
     assert_int_equal(parse("{\"name\":\"x\",\"stock\":0,\"starts_at\":\"2026-11-22T10:00:00Z\","
                            "\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":1}", &s, err), 0);
 
@@ -132,6 +138,13 @@ static void test_event_body(void **state)
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"ip_rate\":\"5\"}}", "limits.ip_rate"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"ip_rate\":null}}", "limits.ip_rate"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"limits\":{\"per_ip\":5}}", "only ip_rate"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":{\"kind\":\"captcha\",\"difficulty\":20}}", "challenge.kind"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":\"pow\"}", "challenge.kind"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":null}", "challenge.kind"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":{\"kind\":\"pow\",\"difficulty\":0}}", "challenge.difficulty"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":{\"kind\":\"pow\",\"difficulty\":33}}", "challenge.difficulty"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":{\"kind\":\"pow\"}}", "challenge.difficulty"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"challenge\":{\"kind\":\"pow\",\"difficulty\":8,\"ttl\":5}}", "only kind and difficulty"},
         {"{\"name\":\"x\",\"stock\":1,\"stock\":5,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "invalid JSON"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

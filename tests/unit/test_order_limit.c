@@ -187,12 +187,12 @@ static void test_window_table(void **state)
     order_window *t = order_window_new();
     assert_non_null(t);
     assert_int_equal(order_window_get(t, 77, 1000), ORDER_WINDOW_UNKNOWN);
-    order_event_limits lim = {0, 0, 0};
+    order_event_limits lim = {0, 0, 0, 0};
     assert_int_equal(order_window_limits(t, 77, &lim), 0);
     order_window_set(t, 77, 5000, 9000, NULL);
     assert_int_equal(order_window_limits(t, 77, &lim), 1); /* known: no override */
     assert_int_equal(order_event_limits_any(&lim), 0);
-    order_event_limits over = {3, 0, 250};
+    order_event_limits over = {3, 0, 250, 0};
     order_window_set(t, 79, 5000, 9000, &over);
     assert_int_equal(order_window_limits(t, 79, &lim), 1);
     assert_int_equal(lim.ip_rate, 3);
@@ -206,7 +206,7 @@ static void test_window_table(void **state)
     /* many events: a slot taken by another event forgets the first, never mixes them */
     for (uint64_t id = 1000; id < 100000; id++)
     {
-        order_event_limits l = {(int64_t)id, 0, 0};
+        order_event_limits l = {(int64_t)id, 0, 0, 0};
         order_window_set(t, id, (int64_t)id * 10, (int64_t)id * 10 + 5, &l);
     }
     int known = 0;

@@ -97,13 +97,21 @@ static void test_success_bodies(void **state)
                            "\"stock_left\":7,\"starts_at\":\"2026-11-22T10:00:00.000Z\","
                            "\"ends_at\":\"2026-11-22T11:00:00.123Z\"}");
     free(e);
-    order_event_limits lim = {4, 0, 300}; /* only the overridden levels are shown */
+    order_event_limits lim = {4, 0, 300, 0}; /* only the overridden levels are shown */
     e = order_reply_event(5, "n", 1, 1, 1795341600000LL, 1795345200000LL, &lim);
     assert_non_null(e);
     assert_string_equal(e, "{\"event_id\":\"5\",\"name\":\"n\",\"stock_total\":1,\"stock_left\":1,"
                            "\"starts_at\":\"2026-11-22T10:00:00.000Z\","
                            "\"ends_at\":\"2026-11-22T11:00:00.000Z\","
                            "\"limits\":{\"ip_rate\":4,\"event_rate\":300}}");
+    free(e);
+    order_event_limits pow = {0, 0, 0, 20}; /* a challenge, no override (issue 31) */
+    e = order_reply_event(5, "n", 1, 1, 1795341600000LL, 1795345200000LL, &pow);
+    assert_non_null(e);
+    assert_string_equal(e, "{\"event_id\":\"5\",\"name\":\"n\",\"stock_total\":1,\"stock_left\":1,"
+                           "\"starts_at\":\"2026-11-22T10:00:00.000Z\","
+                           "\"ends_at\":\"2026-11-22T11:00:00.000Z\","
+                           "\"challenge\":{\"kind\":\"pow\",\"difficulty\":20}}");
     free(e);
 }
 

@@ -2,7 +2,10 @@
 // a bad or missing token shows an error and changes nothing; sign in; create an event
 // through the form; watch it live while seckill-bench sells it; the page's stock left and
 // 202 count match the API and /metrics at the end; buy as a user and see queued, then
-// created. A screenshot of the live view is saved in SECKILL_WEB_OUT.
+// created; buy from an event with a proof-of-work challenge (issue 31): the page solves it
+// in JavaScript and the order is created; the solver's rate is printed (order/README.md's
+// browser figures). Screenshots of the live view and of the buyer's challenge are saved
+// in SECKILL_WEB_OUT.
 //
 // Environment: SECKILL_HTTP, SECKILL_CONSUMER_HTTP, SECKILL_BIN_DIR, SECKILL_JWT_SECRET,
 // SECKILL_PG; CHROMIUM (default /usr/bin/chromium); SECKILL_WEB_OUT (default .).
@@ -135,6 +138,57 @@ try {
   check('the countdown says started', (await text('#countdown')) === 'started');
   const orderId = await text('#order-id');
   check('the order is in PostgreSQL', sql(`select status from seckill_order where order_id = ${orderId}`) === 'created');
+
+  // The buyer's view with a challenge: fetched, solved in the page, sent with the order.
+  const r3 = await fetch(`${base}/api/v1/events`, {
+    method: 'POST', headers: { Authorization: 'Bearer ' + admin, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: `challenge ${stamp}`, stock: 5, starts_at: new Date(Date.now() - 1000).toISOString(),
+      ends_at: new Date(Date.now() + 3600e3).toISOString(), challenge: { kind: 'pow', difficulty: 12 } }),
+  });
+  check('an event with a challenge is created', r3.status === 201, String(r3.status));
+  const ev3 = (await r3.json()).event_id;
+  await page.fill('#buyer-event', ev3);
+  await page.click('#buyer-load');
+  check('the buyer sees the event\'s challenge', (await waitText('#challenge-state', (t) => t.includes('difficulty 12'))).includes('difficulty 12'));
+  await page.click('#buy');
+  const solved = await waitText('#challenge-state', (t) => t.startsWith('solved'), 30000);
+  check('the page solved the challenge', (solved || '').startsWith('solved'), solved);
+  const final3 = await waitText('#order-status', (t) => t === 'created', 30000);
+  check('the order with its solution is created', final3 === 'created', final3);
+  const order3 = await text('#order-id');
+  check('that order is in PostgreSQL for the challenge event',
+    sql(`select event_id from seckill_order where order_id = ${order3}`) === ev3);
+  // A hidden order path: the page asks for it and orders by it.
+  const r4 = await fetch(`${base}/api/v1/events`, {
+    method: 'POST', headers: { Authorization: 'Bearer ' + admin, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: `path ${stamp}`, stock: 5, starts_at: new Date(Date.now() - 1000).toISOString(),
+      ends_at: new Date(Date.now() + 3600e3).toISOString(), challenge: { kind: 'path' } }),
+  });
+  const ev4 = (await r4.json()).event_id;
+  await page.fill('#buyer-event', ev4);
+  await page.click('#buy');
+  const order4 = await waitText('#order-id', (t) => t !== order3 && /^\d+$/.test(t), 30000);
+  const final4 = await waitText('#order-status', (t) => t === 'created', 30000);
+  check('an order by the hidden path is created', final4 === 'created' && order4 !== order3 &&
+    sql(`select event_id from seckill_order where order_id = ${order4}`) === ev4, `${final4} ${order4}`);
+  check('the page shows the path it was given', (await text('#challenge-state')).includes(`/api/v1/events/${ev4}/orders/`));
+  // back to the solved challenge for the screenshot
+  await page.fill('#buyer-event', ev3);
+  await page.click('#buyer-load');
+  await page.locator('#buyer').screenshot({ path: join(out, 'console-challenge.png') });
+  console.log(`screenshot: ${join(out, 'console-challenge.png')}`);
+  // What solving costs this browser (one run per difficulty, the first counter from 0:
+  // the tries vary with the challenge, the rate does not).
+  const rates = await page.evaluate(async () => {
+    const out = [];
+    for (const bits of [12, 16]) {
+      const s = await window.seckillSolveChallenge('1.1.' + bits + '.1800000000000.0123456789abcdef.0123456789abcdef0123456789abcdef', bits);
+      out.push({ bits, tries: s.tries, ms: Math.round(s.ms), hashes_per_s: Math.round(s.tries / (s.ms / 1000)) });
+    }
+    return out;
+  });
+  console.log(`browser solver: ${JSON.stringify(rates)}`);
+  check('the page\'s solver runs', rates.every((x) => x.tries > 0 && x.hashes_per_s > 0), JSON.stringify(rates));
 
   const origin = new URL(base).origin;
   check('tokens were sent to the page\'s own origin only', sent.every((s) => !s.auth || new URL(s.url).origin === origin),

@@ -9,6 +9,7 @@
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 
@@ -34,6 +35,12 @@ const UNREACHED = new Map([
   ['payOrder 503', 'PostgreSQL or Redis down'],
   ['cancelOrder 503', 'PostgreSQL or Redis down'],
   ['listOrders 503', 'Redis down, or the event list not loaded yet on this front (e2e_order_retry)'],
+  ['getChallenge 503', 'Redis down, for an event this front has not seen yet'],
+  ['getOrderPath 503', 'Redis down, for an event this front has not seen yet'],
+  ['placeOrderByPath 403', 'a path kept past the end of its sale (test_order_challenge_http keeps one)'],
+  ['placeOrderByPath 413', 'as placeOrder, the same check before the path is looked at'],
+  ['placeOrderByPath 429', 'as placeOrder (the contract test makes the user level refuse on placeOrder)'],
+  ['placeOrderByPath 503', 'Redis or Kafka down, as placeOrder'],
 ]);
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -194,6 +201,55 @@ if (k2 && k2.headers.get('idempotent-replayed') !== 'true') fail('buy, keyed aga
 await call('buy, key reused', 'POST', `/api/v1/events/${C}/orders`, { token: uk, headers: ik, expect: 422 });
 await call('buy, bad quantity', 'POST', `/api/v1/events/${A}/orders`, { token: uk, body: { quantity: 0 }, expect: 400 });
 await call('buy, bad key', 'POST', `/api/v1/events/${A}/orders`, { token: uk, headers: { 'Idempotency-Key': 'k'.repeat(256) }, expect: 400 });
+// A proof-of-work challenge before the order (issue 31): the event D has one.
+const d = await call('create, with a challenge', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('contract D', 3, now - 1000, now + 3600e3), challenge: { kind: 'pow', difficulty: 8 } }, expect: 201 });
+await call('create, unknown challenge kind', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('x', 1, now, now + 1000), challenge: { kind: 'captcha', difficulty: 8 } }, expect: 400 });
+await call('create, challenge too hard', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('x', 1, now, now + 1000), challenge: { kind: 'pow', difficulty: 33 } }, expect: 400 });
+const D = d && d.json.event_id;
+const dPage = await call('read event with a challenge', 'GET', `/api/v1/events/${D}`, { token: u[0], expect: 200 });
+if (dPage && !(dPage.json.challenge && dPage.json.challenge.difficulty === 8)) fail('read event with a challenge', JSON.stringify(dPage.json));
+const solve = (challenge, bits) => { // common/sk_pow.h's rule
+  for (let n = 0; ; n++) {
+    const h = createHash('sha256').update(`${challenge}.${n}`).digest();
+    let z = 0;
+    for (const byte of h) { if (byte === 0) { z += 8; continue; } z += Math.clz32(byte) - 24; break; }
+    if (z >= bits) return `${challenge}.${n}`;
+  }
+};
+const ch = await call('challenge', 'GET', `/api/v1/events/${D}/challenge`, { token: u[0], expect: 200 });
+await call('buy, challenge missing', 'POST', `/api/v1/events/${D}/orders`, { token: u[0], expect: 403 });
+await call('buy, challenge of the wrong shape', 'POST', `/api/v1/events/${D}/orders`, { token: u[0], headers: { 'Seckill-Challenge': 'abc' }, expect: 400 });
+const sol = ch && solve(ch.json.challenge, ch.json.difficulty);
+await call('buy, another user\'s solution', 'POST', `/api/v1/events/${D}/orders`, { token: u[1], headers: { 'Seckill-Challenge': sol }, expect: 403 });
+await call('buy, solved', 'POST', `/api/v1/events/${D}/orders`, { token: u[0], headers: { 'Seckill-Challenge': sol }, expect: 202 });
+await call('buy, solution used again', 'POST', `/api/v1/events/${D}/orders`, { token: u[0], headers: { 'Seckill-Challenge': sol }, expect: 409 });
+await call('challenge, event without one', 'GET', `/api/v1/events/${A}/challenge`, { token: u[0], expect: 404 });
+await call('challenge, bad id', 'GET', '/api/v1/events/01/challenge', { token: u[0], expect: 400 });
+await call('challenge, no token', 'GET', `/api/v1/events/${D}/challenge`, { expect: 401 });
+await call('challenge, wrong method', 'POST', `/api/v1/events/${D}/challenge`, { token: u[0], expect: 405 });
+// A hidden order path per user (issue 31): E has one; F has one but has not started.
+const e = await call('create, with a hidden path', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('contract E', 3, now - 1000, now + 3600e3), challenge: { kind: 'path' } }, expect: 201 });
+const f = await call('create, hidden path, not started', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('contract F', 3, now + 3600e3, now + 7200e3), challenge: { kind: 'path' } }, expect: 201 });
+const E = e && e.json.event_id, F = f && f.json.event_id;
+await call('order path, not started', 'GET', `/api/v1/events/${F}/order-path`, { token: u[0], expect: 403 });
+const op = await call('order path', 'GET', `/api/v1/events/${E}/order-path`, { token: u[0], expect: 200 });
+await call('order path, event without one', 'GET', `/api/v1/events/${A}/order-path`, { token: u[0], expect: 404 });
+await call('order path, bad id', 'GET', '/api/v1/events/01/order-path', { token: u[0], expect: 400 });
+await call('order path, no token', 'GET', `/api/v1/events/${E}/order-path`, { expect: 401 });
+await call('order path, wrong method', 'POST', `/api/v1/events/${E}/order-path`, { token: u[0], expect: 405 });
+await call('buy, hidden path event by the plain path', 'POST', `/api/v1/events/${E}/orders`, { token: u[0], expect: 404 });
+await call('buy by a guessed path', 'POST', `/api/v1/events/${E}/orders/guessed`, { token: u[0], expect: 404 });
+await call('buy by another user\'s path', 'POST', op ? op.json.path : '/x', { token: u[1], expect: 404 });
+await call('buy by the path, no token', 'POST', op ? op.json.path : '/x', { expect: 401 });
+await call('buy by the path, bad id', 'POST', '/api/v1/events/01/orders/x', { token: u[0], expect: 400 });
+await call('buy by the path, wrong method', 'GET', op ? op.json.path : '/x', { token: u[0], expect: 405 });
+await call('buy by the path', 'POST', op ? op.json.path : '/x', { token: u[0], expect: 202 });
+await call('buy by the path again', 'POST', op ? op.json.path : '/x', { token: u[0], expect: 409 });
 
 // After the 202 (issue 22): pay and cancel, once the consumer wrote the orders.
 const O2 = o2 && o2.json.order_id;
