@@ -70,6 +70,11 @@ typedef struct rlock_client_opts {
                    * RReadWriteLock, RSemaphore and RCountDownLatch of the same name; the
                    * client id is a UUID like Redisson's. Simple locks and Redlock keep
                    * librlock's own keys. See lock/README.md. */
+    int64_t fence_retention_ms; /* a lock's fencing counter is kept this long after its
+                                 * last acquisition, then expires; tokens stay strictly
+                                 * increasing across the expiry (lua/rlock_fence.lua:
+                                 * a new counter starts at the server's clock in µs).
+                                 * 0: 3600000 (an hour) */
 } rlock_client_opts;
 
 /** @brief Connects to `redis_url` (redis://[user:pass@]host:port/db or unix:///path?db=N).
@@ -122,7 +127,9 @@ RLOCK_EXPORT int rlock_lock(rlock_t *l, int64_t lease_ms, uint64_t *fence);
  *  @param lease_ms  > 0: the lock expires after it and is never renewed;
  *                   0: a watchdog lock, kept alive while this client lives.
  *  @param fence     NULL, or receives the fencing token: strictly greater than every
- *                   token of an earlier acquisition of this lock (name).
+ *                   token of an earlier acquisition of this lock (name), also after
+ *                   its counter expired (fence_retention_ms); at least the server's
+ *                   clock in microseconds since the epoch, so not small numbers.
  *  @returns 0, RLOCK_ERR_TIMEOUT when not acquired in time, or an error. */
 RLOCK_EXPORT int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fence);
 
@@ -219,18 +226,41 @@ RLOCK_EXPORT rlock_redlock_t *rlock_redlock_new(const char *const *urls, size_t 
                                                 int timeout_ms, char *errstr, size_t errstr_size);
 RLOCK_EXPORT void rlock_redlock_free(rlock_redlock_t *r);
 /** @brief Tries to acquire with lease `ttl_ms` until wait_ms passes (< 0: for ever).
- *  One attempt: SET NX PX on every server in order; success when a quorum took it and
- *  validity = ttl - elapsed - drift (drift = ttl/100 + 2 ms) is positive. After a failed
- *  attempt the lock is released on every server that may hold it and retried after a
- *  random delay, or sooner when an unlock is published on the server it listens to.
+ *  One attempt: SET NX PX sent to every server at once, their replies polled together
+ *  (one round trip's time, the timeout of rlock_redlock_new at most); success when a
+ *  quorum took it and validity = ttl - elapsed - drift (drift = ttl/100 + 2 ms) is
+ *  positive. After a failed attempt the lock is released on every server that may hold
+ *  it and retried after the retry delay, or sooner when an unlock is published on the
+ *  server it listens to.
  *  @param validity_ms NULL or receives the time left in which the lock is safe to use.
  *  @remark Redlock gives no fencing token: counters on independent servers do not make one. */
 RLOCK_EXPORT int rlock_redlock_lock(rlock_redlock_t *r, int64_t ttl_ms, int64_t wait_ms,
                                     int64_t *validity_ms);
+/** @brief Extends the hold to `ttl_ms` from now on every server that still has this
+ *  hold's token (redsync's Extend), all at once. @returns 0 with *validity_ms (NULL ok)
+ *  when a quorum extended it with validity left, else RLOCK_ERR_NOT_HELD (the hold keeps
+ *  its old validity). */
+RLOCK_EXPORT int rlock_redlock_extend(rlock_redlock_t *r, int64_t ttl_ms, int64_t *validity_ms);
+/** @brief Local, no round trip: ms left of the validity of the current hold (0: none). */
+RLOCK_EXPORT int64_t rlock_redlock_validity_ms(const rlock_redlock_t *r);
+/** @brief Asks every server (redsync's Valid): 1 when a quorum still has this hold's
+ *  token and validity is left, 0 not, or a negative error. */
+RLOCK_EXPORT int rlock_redlock_valid(rlock_redlock_t *r);
 /** @brief Releases on every server (compare-and-delete). @returns 0 or RLOCK_ERR_NOT_HELD. */
 RLOCK_EXPORT int rlock_redlock_unlock(rlock_redlock_t *r);
 /** @brief Mean pause between attempts (each pause is jittered to [d/2, 3d/2)); default 20 ms. */
 RLOCK_EXPORT void rlock_redlock_set_retry_delay(rlock_redlock_t *r, int64_t ms);
+/** @brief The pause before attempt `tries` + 1, in ms (redsync's WithRetryDelayFunc);
+ *  `tries` counts the attempts of this rlock_redlock_lock call so far, from 1. */
+typedef int64_t(rlock_redlock_delay_fn)(int tries, void *arg);
+/** @brief Uses fn (NULL: back to the jittered retry delay) for the pause between attempts. */
+RLOCK_EXPORT void rlock_redlock_set_retry_delay_fn(rlock_redlock_t *r, rlock_redlock_delay_fn *fn,
+                                                   void *arg);
+/** @brief on = 1: each step stops reading replies once the quorum is reached or out of
+ *  reach (redsync's WithFailFast), so a slow server costs nothing while a quorum answers;
+ *  the replies left are read before that connection is used again. Default 0: every
+ *  server's answer is awaited (up to the timeout), so each one's state is known. */
+RLOCK_EXPORT void rlock_redlock_set_fail_fast(rlock_redlock_t *r, int on);
 RLOCK_EXPORT const char *rlock_redlock_errstr(const rlock_redlock_t *r);
 
 #ifdef __cplusplus

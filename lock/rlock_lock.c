@@ -98,12 +98,13 @@ void rlock_set_lost_cb(rlock_t *l, rlock_lost_cb *cb, void *arg)
     l->cb_arg = arg;
 }
 
-/* The hash field of the calling thread's hold: "clientid:tid", and in Redisson mode
- * "uuid:tid:write" for the write side (RedissonWriteLock.getLockName). */
+/* The hash field of the calling thread's hold: "clientid:tid", and "clientid:tid:write"
+ * for the write side, in both modes (RedissonWriteLock.getLockName): the write holder's
+ * reads are counted apart from its writes, so its last write unlock downgrades. */
 static void hold_field(const rlock_t *l, char out[RLOCK_OWNER_SIZE])
 {
     rlock_client_owner(l->c, out);
-    if (l->rs && l->kind == RLOCK_WRITE) {
+    if (l->kind == RLOCK_WRITE) {
         size_t n = strlen(out);
         snprintf(out + n, RLOCK_OWNER_SIZE - n, ":write");
     }
@@ -124,6 +125,7 @@ struct acquire {
     char *rtmo;                         /* Redisson read side: timeout prefix */
     char ttl[24];
     char waiter_ttl[24];
+    char keep[24]; /* how long the fencing counter outlives its last use */
     int64_t t0; /* start of the winning attempt: the lease counts from before it */
     int64_t last_try;   /* fair: last attempt sent (it refreshes our place in the queue) */
     int64_t refresh_ms; /* fair: attempt at least this often */
@@ -150,7 +152,7 @@ static int acquire_attempt(void *p, int64_t *hint)
 {
     struct acquire *a = p;
     rlock_t *l = a->l;
-    const char *argv[8];
+    const char *argv[9];
     char now[24];
     int id, nk, argc;
     if (l->rs && l->kind == RLOCK_WRITE) {
@@ -197,6 +199,7 @@ static int acquire_attempt(void *p, int64_t *hint)
         nk = 3, argc = 5;
         break;
     }
+    argv[argc++] = a->keep; /* every lock script's last argument: rlock_fence.lua */
     int64_t t0 = rlock_now_ms();
     redisReply *r;
     int rv = rlock_client_eval(l->c, id, nk, argc, argv, &r, l->errstr, sizeof(l->errstr));
@@ -323,6 +326,7 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
     if (l->rs && l->kind == RLOCK_FAIR && (rv = lock_rs_fair_prepare(l, owner, &a, wait_ms)) != 0)
         return rv;
     snprintf(a.waiter_ttl, sizeof(a.waiter_ttl), "%d", l->c->opts.fair_waiter_timeout_ms);
+    snprintf(a.keep, sizeof(a.keep), "%" PRId64, l->c->opts.fence_retention_ms);
     int64_t poll_ms = l->c->opts.wait_poll_ms;
     /* A fair waiter keeps its place only by asking again within its waiter timeout. */
     if (l->kind == RLOCK_FAIR && !l->rs && poll_ms > l->c->opts.fair_waiter_timeout_ms / 3)

@@ -933,6 +933,56 @@ static void test_read_write(void **state)
     rlock_client_free(c);
 }
 
+/* Redisson's rule for a read inside one's own write and the downgrade (issue 34), seen
+ * from the other side both ways: a C writer's reads, then its write unlock, as Java sees
+ * them; a Java writer's reads (RedissonReadLock inside RedissonWriteLock) and its write
+ * unlock, as C sees them. */
+static void test_rw_downgrade(void **state)
+{
+    (void)state;
+    char name[128];
+    rt_name(name, sizeof(name), "rs-rwdown");
+    rlock_client_t *c = rs_client(0, 60000);
+    rlock_t *rd = rlock_new(c, name, RLOCK_READ), *wr = rlock_new(c, name, RLOCK_WRITE);
+    assert_non_null(rd);
+    assert_non_null(wr);
+    const char *hmode[3] = {"HGET", name, "mode"};
+    const char *exn[2] = {"EXISTS", name};
+
+    /* C writes, reads inside, downgrades: Java readers wait until the write goes */
+    assert_int_equal(rlock_try_lock(wr, 0, 0, NULL), 0);
+    assert_int_equal(rlock_try_lock(rd, 0, 0, NULL), 0);
+    assert_int_equal(drv(&A, "trylock r %s 0 0", name), 0);
+    assert_int_equal(rlock_unlock(wr), 0);
+    redisReply *r = cmd(3, hmode);
+    assert_string_equal(r->str, "read");
+    freeReplyObject(r);
+    assert_int_equal(drv(&A, "trylock r %s 0 0", name), 1);
+    assert_int_equal(drv(&B, "trylock w %s 0 0", name), 0);
+    drv(&A, "unlock r %s", name);
+    /* no upgrade: the C reader cannot take the write side */
+    assert_int_equal(rlock_try_lock(wr, 0, 0, NULL), RLOCK_ERR_TIMEOUT);
+    assert_int_equal(rlock_unlock(rd), 0);
+    assert_int_equal(cmd_int(2, exn), 0);
+
+    /* Java writes, reads inside, downgrades: C readers wait until the write goes */
+    drv(&A, "lock w %s 0", name);
+    assert_int_equal(drv(&A, "trylock r %s 0 0", name), 1);
+    assert_int_equal(rlock_try_lock(rd, 0, 0, NULL), RLOCK_ERR_TIMEOUT);
+    drv(&A, "unlock w %s", name);
+    r = cmd(3, hmode);
+    assert_string_equal(r->str, "read");
+    freeReplyObject(r);
+    assert_int_equal(rlock_try_lock(rd, 0, 0, NULL), 0);
+    assert_int_equal(rlock_try_lock(wr, 0, 0, NULL), RLOCK_ERR_TIMEOUT);
+    assert_int_equal(rlock_unlock(rd), 0);
+    drv(&A, "unlock r %s", name);
+    assert_int_equal(cmd_int(2, exn), 0);
+    rlock_free(rd);
+    rlock_free(wr);
+    rlock_client_free(c);
+}
+
 /* ------------------------------------------------------------------ watchdog */
 
 /* A C watchdog hold outlives several leases; after its unlock it is never renewed
@@ -1040,6 +1090,7 @@ int main(void)
         cmocka_unit_test(test_semaphore),
         cmocka_unit_test(test_latch),
         cmocka_unit_test(test_read_write),
+        cmocka_unit_test(test_rw_downgrade),
         cmocka_unit_test(test_watchdog_not_after_unlock),
         cmocka_unit_test(test_java_holder_killed), /* last: it kills driver B */
     };
