@@ -3,7 +3,7 @@
  * One rlock_client_t per process (or per Redis) holds a command connection, a process-
  * unique id and the watchdog thread. Lock-like objects are opaque handles made from it:
  *
- *   rlock_t          simple (SET NX PX), reentrant, fair, read and write locks
+ *   rlock_t          simple (SET NX PX), reentrant, fair, read, write, spin and fenced locks
  *   rlock_sem_t      semaphore (permits)          rlock_latch_t   countdown latch
  *   rlock_redlock_t  Redlock over N independent Redis servers (its own connections)
  *   rlock_multi_*    all of several rlock_t or none (MultiLock)
@@ -99,6 +99,13 @@ typedef enum rlock_kind {
     RLOCK_FAIR = 2,      /* reentrant, granted in request order */
     RLOCK_READ = 3,      /* read side of a read-write lock: shared, reentrant */
     RLOCK_WRITE = 4,     /* write side: exclusive, reentrant */
+    RLOCK_SPIN = 5,      /* reentrant (RLock's data, so it excludes REENTRANT of the name);
+                          * waits by polling with exponential back-off (1 to 128 ms,
+                          * jittered), no pub/sub connection (Redisson's RSpinLock) */
+    RLOCK_FENCED = 6,    /* reentrant with a token to the caller (Redisson's RFencedLock).
+                          * Native mode: REENTRANT itself (every kind hands a token). Redisson
+                          * mode: Redisson's counter redisson_lock_token:{name}, shared with
+                          * Java holders, kept for ever as Redisson keeps it */
 } rlock_kind_t;
 
 typedef struct rlock rlock_t;

@@ -61,6 +61,7 @@ enum rlock_script_id {
     RLOCK_S_RS_FAIR_LOCK,
     RLOCK_S_RS_FAIR_CANCEL,
     RLOCK_S_RS_FAIR_UNLOCK,
+    RLOCK_S_RS_FENCED_LOCK,
     RLOCK_S__COUNT
 };
 

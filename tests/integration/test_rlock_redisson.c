@@ -983,6 +983,56 @@ static void test_rw_downgrade(void **state)
     rlock_client_free(c);
 }
 
+/* RSpinLock and RFencedLock (issue 34): a C spin lock and a Java one (and RLock: the same
+ * hash) exclude each other; a C fenced lock and a Java one share Redisson's token counter
+ * redisson_lock_token:{name}, which has no TTL, as Redisson keeps it. */
+static void test_spin_fenced(void **state)
+{
+    (void)state;
+    char name[128], tokkey[192];
+    rt_name(name, sizeof(name), "rs-spin");
+    rlock_client_t *c = rs_client(0, 60000);
+    rlock_t *sp = rlock_new(c, name, RLOCK_SPIN);
+    assert_non_null(sp);
+    assert_int_equal(rlock_try_lock(sp, 0, 0, NULL), 0);
+    assert_int_equal(drv(&A, "trylock s %s 0 0", name), 0);
+    assert_int_equal(drv(&A, "trylock l %s 0 0", name), 0);
+    assert_int_equal(rlock_unlock(sp), 0);
+    assert_int_equal(drv(&A, "trylock s %s 0 0", name), 1);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_try_lock(sp, 300, 0, NULL), RLOCK_ERR_TIMEOUT); /* spun, then gave up */
+    assert_true(rt_now_ms() - t0 >= 290);
+    drv(&A, "unlock s %s", name);
+    assert_int_equal(rlock_try_lock(sp, 1000, 5000, NULL), 0);
+    assert_int_equal(rlock_unlock(sp), 0);
+    rlock_free(sp);
+
+    rt_name(name, sizeof(name), "rs-fenced");
+    snprintf(tokkey, sizeof(tokkey), "redisson_lock_token:{%s}", name);
+    rlock_t *fl = rlock_new(c, name, RLOCK_FENCED);
+    assert_non_null(fl);
+    drv(&A, "lock n %s 0", name);
+    long long t1 = drv(&A, "token %s", name);
+    assert_true(t1 >= 1);
+    assert_int_equal(rlock_try_lock(fl, 0, 0, NULL), RLOCK_ERR_TIMEOUT);
+    drv(&A, "unlock n %s", name);
+    uint64_t f = 0;
+    assert_int_equal(rlock_try_lock(fl, 0, 0, &f), 0);
+    assert_int_equal((long long)f, t1 + 1); /* one sequence for Java and C */
+    const char *get[2] = {"GET", tokkey}, *pttl[2] = {"PTTL", tokkey};
+    assert_int_equal(cmd_int(2, get), t1 + 1);
+    assert_int_equal(cmd_int(2, pttl), -1);
+    assert_int_equal(drv(&A, "trylock n %s 0 0", name), 0);
+    assert_int_equal(rlock_unlock(fl), 0);
+    drv(&A, "lock n %s 0", name);
+    assert_int_equal(drv(&A, "token %s", name), t1 + 2);
+    drv(&A, "unlock n %s", name);
+    const char *del[2] = {"DEL", tokkey};
+    freeReplyObject(cmd(2, del));
+    rlock_free(fl);
+    rlock_client_free(c);
+}
+
 /* ------------------------------------------------------------------ watchdog */
 
 /* A C watchdog hold outlives several leases; after its unlock it is never renewed
@@ -1091,6 +1141,7 @@ int main(void)
         cmocka_unit_test(test_latch),
         cmocka_unit_test(test_read_write),
         cmocka_unit_test(test_rw_downgrade),
+        cmocka_unit_test(test_spin_fenced),
         cmocka_unit_test(test_watchdog_not_after_unlock),
         cmocka_unit_test(test_java_holder_killed), /* last: it kills driver B */
     };

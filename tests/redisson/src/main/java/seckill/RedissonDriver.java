@@ -70,6 +70,10 @@ public final class RedissonDriver {
             return r.getReadWriteLock(name).writeLock();
         case "f":
             return r.getFairLock(name);
+        case "s":
+            return r.getSpinLock(name);
+        case "n":
+            return r.getFencedLock(name);
         default:
             return r.getLock(name);
         }
@@ -116,6 +120,8 @@ public final class RedissonDriver {
             }
             return "ok " + System.currentTimeMillis();
         }
+        case "token": /* token <name>: the fenced lock's last token (RFencedLock.getToken) */
+            return "ok " + r.getFencedLock(a[1]).getToken();
         case "holds": /* holds <kind> <name>: this thread's hold count */
             return "ok " + lock(r, a[1], a[2]).getHoldCount();
         case "mutex": { /* mutex <kind> <name> <rounds> <counter>: lock, GET+SET, unlock */
