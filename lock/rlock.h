@@ -203,6 +203,34 @@ RLOCK_EXPORT int64_t rlock_sem_available(rlock_sem_t *s);
 RLOCK_EXPORT int rlock_sem_delete(rlock_sem_t *s);
 RLOCK_EXPORT const char *rlock_sem_errstr(const rlock_sem_t *s);
 
+/* ------------------------------------------------------------------ expirable permits */
+
+typedef struct rlock_psem rlock_psem_t;
+
+#define RLOCK_PERMIT_ID_SIZE 33 /* 32 hex chars + NUL */
+
+/** @brief A handle on the expirable-permit semaphore `name` (Redisson's
+ *  RPermitExpirableSemaphore): each permit has an id and a lease, and comes back by itself
+ *  when the lease ends (its holder died). Keys `rlock:{name}:psem` (free permits) and
+ *  `rlock:{name}:psem:timeout` (id -> deadline); Redisson mode: `name` and `{name}:timeout`,
+ *  channel `redisson_sc:{name}`, shared with Java. Deadlines are client wall clocks, as
+ *  in Redisson: hosts sharing one need synchronised clocks. Free with rlock_psem_free. */
+RLOCK_EXPORT rlock_psem_t *rlock_psem_new(rlock_client_t *c, const char *name);
+RLOCK_EXPORT void rlock_psem_free(rlock_psem_t *s);
+/** @brief Sets the permits when the semaphore does not exist yet. @returns 1 set, 0 it existed, or an error. */
+RLOCK_EXPORT int rlock_psem_try_set_permits(rlock_psem_t *s, int64_t permits);
+/** @brief Takes one permit for lease_ms (0: it never expires), waiting up to wait_ms (< 0:
+ *  for ever) for a release or an expiry. @param id receives the permit's id (to release it).
+ *  @returns 0, RLOCK_ERR_TIMEOUT, or an error. */
+RLOCK_EXPORT int rlock_psem_try_acquire(rlock_psem_t *s, int64_t wait_ms, int64_t lease_ms,
+                                        char id[RLOCK_PERMIT_ID_SIZE]);
+/** @brief Gives permit `id` back and wakes waiters. @returns 0, or RLOCK_ERR_NOT_HELD when
+ *  the id is unknown or its lease had ended (it was given back already or is now). */
+RLOCK_EXPORT int rlock_psem_release(rlock_psem_t *s, const char *id);
+/** @returns free permits now, expired ones given back first (>= 0), or a negative error. */
+RLOCK_EXPORT int64_t rlock_psem_available(rlock_psem_t *s);
+RLOCK_EXPORT const char *rlock_psem_errstr(const rlock_psem_t *s);
+
 /* ------------------------------------------------------------------ countdown latch */
 
 typedef struct rlock_latch rlock_latch_t;

@@ -43,6 +43,9 @@ static const char *const bodies[RLOCK_S__COUNT] = {
     [RLOCK_S_RS_FAIR_CANCEL] = rlock_lua_rs_fair_cancel,
     [RLOCK_S_RS_FAIR_UNLOCK] = rlock_lua_rs_fair_unlock,
     [RLOCK_S_RS_FENCED_LOCK] = rlock_lua_rs_fenced_lock,
+    [RLOCK_S_PSEM_ACQUIRE] = rlock_lua_psem_acquire,
+    [RLOCK_S_PSEM_RELEASE] = rlock_lua_psem_release,
+    [RLOCK_S_PSEM_AVAILABLE] = rlock_lua_psem_available,
 };
 
 /* The texts as sent: a body, or the fence prelude + a body that calls rlock_fence. The

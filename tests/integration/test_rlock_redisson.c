@@ -1033,6 +1033,48 @@ static void test_spin_fenced(void **state)
     rlock_client_free(c);
 }
 
+/* RPermitExpirableSemaphore (issue 34): C and Java permits are one set; a Java permit
+ * whose lease ends comes back to a C waiter without a release; a C release wakes a Java
+ * waiter; either side releases the other's permit by its id. */
+static void test_permit_expirable(void **state)
+{
+    (void)state;
+    char name[128], line[128], jid[64];
+    rt_name(name, sizeof(name), "rs-psem");
+    rlock_client_t *c = rs_client(0, 60000);
+    rlock_psem_t *s = rlock_psem_new(c, name);
+    assert_non_null(s);
+    assert_int_equal(rlock_psem_try_set_permits(s, 1), 1);
+    assert_int_equal(drv(&A, "psem_set %s 5", name), 0);
+    assert_int_equal(drv(&A, "psem_avail %s", name), 1);
+    drv_send(&A, "psem_acq %s 0 400", name);
+    drv_reply(&A, line, sizeof(line));
+    assert_int_equal(sscanf(line, "ok %63s", jid), 1);
+    assert_int_equal((int)strlen(jid), 32);
+    char id[RLOCK_PERMIT_ID_SIZE];
+    assert_int_equal(rlock_psem_try_acquire(s, 0, 0, id), RLOCK_ERR_TIMEOUT);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_psem_try_acquire(s, 5000, 0, id), 0); /* Java's lease ended */
+    assert_true(rt_now_ms() - t0 >= 300);
+    assert_int_equal(drv(&A, "psem_rel %s %s", name, jid), 0); /* expired: not held */
+    /* a C release wakes a Java waiter */
+    drv_send(&A, "psem_acq %s 5000 0", name);
+    rt_sleep_ms(300);
+    assert_int_equal(rlock_psem_release(s, id), 0);
+    drv_reply(&A, line, sizeof(line));
+    assert_int_equal(sscanf(line, "ok %63s", jid), 1);
+    assert_int_equal((int)strlen(jid), 32);
+    /* one set of ids: C releases Java's permit */
+    assert_int_equal(rlock_psem_available(s), 0);
+    assert_int_equal(rlock_psem_release(s, jid), 0);
+    assert_int_equal(drv(&A, "psem_avail %s", name), 1);
+    assert_int_equal(rlock_psem_release(s, jid), RLOCK_ERR_NOT_HELD);
+    const char *del[3] = {"DEL", name, NULL};
+    freeReplyObject(cmd(2, del));
+    rlock_psem_free(s);
+    rlock_client_free(c);
+}
+
 /* ------------------------------------------------------------------ watchdog */
 
 /* A C watchdog hold outlives several leases; after its unlock it is never renewed
@@ -1142,6 +1184,7 @@ int main(void)
         cmocka_unit_test(test_read_write),
         cmocka_unit_test(test_rw_downgrade),
         cmocka_unit_test(test_spin_fenced),
+        cmocka_unit_test(test_permit_expirable),
         cmocka_unit_test(test_watchdog_not_after_unlock),
         cmocka_unit_test(test_java_holder_killed), /* last: it kills driver B */
     };

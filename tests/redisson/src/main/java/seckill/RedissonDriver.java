@@ -120,6 +120,19 @@ public final class RedissonDriver {
             }
             return "ok " + System.currentTimeMillis();
         }
+        case "psem_set": /* psem_set <name> <permits>: RPermitExpirableSemaphore.trySetPermits */
+            return "ok " + (r.getPermitExpirableSemaphore(a[1]).trySetPermits(Integer.parseInt(a[2])) ? 1 : 0);
+        case "psem_acq": { /* psem_acq <name> <wait ms> <lease ms, 0: none>: the permit id or - */
+            long lease = Long.parseLong(a[3]);
+            String id = lease > 0
+                ? r.getPermitExpirableSemaphore(a[1]).tryAcquire(Long.parseLong(a[2]), lease, TimeUnit.MILLISECONDS)
+                : r.getPermitExpirableSemaphore(a[1]).tryAcquire(Long.parseLong(a[2]), TimeUnit.MILLISECONDS);
+            return "ok " + (id == null ? "-" : id);
+        }
+        case "psem_rel": /* psem_rel <name> <id>: 1 released, 0 not held */
+            return "ok " + (r.getPermitExpirableSemaphore(a[1]).tryRelease(a[2]) ? 1 : 0);
+        case "psem_avail": /* psem_avail <name> */
+            return "ok " + r.getPermitExpirableSemaphore(a[1]).availablePermits();
         case "token": /* token <name>: the fenced lock's last token (RFencedLock.getToken) */
             return "ok " + r.getFencedLock(a[1]).getToken();
         case "holds": /* holds <kind> <name>: this thread's hold count */
