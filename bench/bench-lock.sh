@@ -56,14 +56,20 @@ else
 fi
 RC=(redis-cli -h "$HOST" -p "$PORT")
 
-# Load the scripts as librlock does (same text, so the same SHA-1).
-load() { "${RC[@]}" -x SCRIPT LOAD <"$LUA/$1.lua"; }
+# Load the scripts as librlock does (same text, so the same SHA-1): a lock script goes
+# with the fence prelude (lua/rlock_fence.lua) before it, as lock/rlock_script.c sends it.
+text() {
+    if grep -q 'rlock_fence(' "$LUA/$1.lua"; then cat "$LUA/rlock_fence.lua"; fi
+    cat "$LUA/$1.lua"
+}
+load() { text "$1" | "${RC[@]}" -x SCRIPT LOAD; }
 S_LOCK=$(load rlock_simple_lock)
 S_UNLOCK=$(load rlock_simple_unlock)
 R_LOCK=$(load rlock_reentrant_lock)
 R_UNLOCK=$(load rlock_reentrant_unlock)
-[ "$S_LOCK" = "$(sha1sum <"$LUA/rlock_simple_lock.lua" | cut -d' ' -f1)" ] ||
+[ "$S_LOCK" = "$(text rlock_simple_lock | sha1sum | cut -d' ' -f1)" ] ||
     { echo "bench-lock: SHA mismatch" >&2; exit 1; }
+KEEP=3600000 # the fence counter's retention (rlock_client_opts.fence_retention_ms default)
 
 # rps of one redis-benchmark command (CSV: header, then "name","rps",...)
 rb() {
@@ -77,10 +83,10 @@ for _ in $(seq 1 "$RUNS"); do
     for kind in simple reentrant; do
         ours=$("$BIN/rlock_bench" --url "$URL" --kind "$kind" --n "$N" | sed -n 's/.*pairs_per_s=\([0-9.]*\).*/\1/p')
         if [ "$kind" = simple ]; then
-            l=$(rb EVALSHA "$S_LOCK" 2 "rlock:{rb:__rand_int__}" "rlock:{rb:__rand_int__}:fence" tok:bench 30000)
+            l=$(rb EVALSHA "$S_LOCK" 2 "rlock:{rb:__rand_int__}" "rlock:{rb:__rand_int__}:fence" tok:bench 30000 "$KEEP")
             u=$(rb EVALSHA "$S_UNLOCK" 1 "rlock:{rb:__rand_int__}" tok:bench "rlock:{rb}:ch")
         else
-            l=$(rb EVALSHA "$R_LOCK" 2 "rlock:{rr:__rand_int__}" "rlock:{rr:__rand_int__}:fence" owner:bench 30000)
+            l=$(rb EVALSHA "$R_LOCK" 2 "rlock:{rr:__rand_int__}" "rlock:{rr:__rand_int__}:fence" owner:bench 30000 "$KEEP")
             u=$(rb EVALSHA "$R_UNLOCK" 1 "rlock:{rr:__rand_int__}" owner:bench "rlock:{rr}:ch")
         fi
         echo "$kind $ours $l $u $(pair "$l" "$u")" >>"$TMP/fig"

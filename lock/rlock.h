@@ -231,6 +231,33 @@ RLOCK_EXPORT int rlock_psem_release(rlock_psem_t *s, const char *id);
 RLOCK_EXPORT int64_t rlock_psem_available(rlock_psem_t *s);
 RLOCK_EXPORT const char *rlock_psem_errstr(const rlock_psem_t *s);
 
+/* ------------------------------------------------------------------ rate limiter */
+
+typedef struct rlock_rate rlock_rate_t;
+
+typedef enum rlock_rate_type {
+    RLOCK_RATE_OVERALL = 0,    /* one budget for every client */
+    RLOCK_RATE_PER_CLIENT = 1, /* a budget per client (client id) */
+} rlock_rate_type_t;
+
+/** @brief A handle on the rate limiter `name` (Redisson's RRateLimiter): at most `rate`
+ *  permits per sliding interval. Keys `rlock:{name}:rate` (+ `:value`, `:permits`, and
+ *  `:<client id>` of each for per-client limits); Redisson mode: `name`, `{name}:value`,
+ *  `{name}:permits` (...), one budget with Java's. Times are client wall clocks, as in
+ *  Redisson. No pub/sub: a waiter sleeps until enough permits may be back. */
+RLOCK_EXPORT rlock_rate_t *rlock_rate_new(rlock_client_t *c, const char *name);
+RLOCK_EXPORT void rlock_rate_free(rlock_rate_t *r);
+/** @brief Sets the rate when none is set: `rate` permits per `interval_ms`; keep_alive_ms
+ *  > 0: every key of the limiter expires when it has not been used that long (0: kept).
+ *  @returns 1 set, 0 a rate was there, or an error. */
+RLOCK_EXPORT int rlock_rate_try_set(rlock_rate_t *r, rlock_rate_type_t type, int64_t rate,
+                                    int64_t interval_ms, int64_t keep_alive_ms);
+/** @brief Takes `permits` (<= rate), waiting up to wait_ms (< 0: for ever).
+ *  @returns 0, RLOCK_ERR_TIMEOUT, or an error (RLOCK_ERR_REDIS: no rate set, or more
+ *  permits asked than the rate). */
+RLOCK_EXPORT int rlock_rate_try_acquire(rlock_rate_t *r, int64_t permits, int64_t wait_ms);
+RLOCK_EXPORT const char *rlock_rate_errstr(const rlock_rate_t *r);
+
 /* ------------------------------------------------------------------ countdown latch */
 
 typedef struct rlock_latch rlock_latch_t;

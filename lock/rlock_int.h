@@ -66,6 +66,9 @@ enum rlock_script_id {
     RLOCK_S_PSEM_ACQUIRE,
     RLOCK_S_PSEM_RELEASE,
     RLOCK_S_PSEM_AVAILABLE,
+    /* both modes: the rate limiter (rlock_rate.c) */
+    RLOCK_S_RATE_SET,
+    RLOCK_S_RATE_ACQUIRE,
     RLOCK_S__COUNT
 };
 

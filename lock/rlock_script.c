@@ -46,6 +46,8 @@ static const char *const bodies[RLOCK_S__COUNT] = {
     [RLOCK_S_PSEM_ACQUIRE] = rlock_lua_psem_acquire,
     [RLOCK_S_PSEM_RELEASE] = rlock_lua_psem_release,
     [RLOCK_S_PSEM_AVAILABLE] = rlock_lua_psem_available,
+    [RLOCK_S_RATE_SET] = rlock_lua_rate_set,
+    [RLOCK_S_RATE_ACQUIRE] = rlock_lua_rate_acquire,
 };
 
 /* The texts as sent: a body, or the fence prelude + a body that calls rlock_fence. The

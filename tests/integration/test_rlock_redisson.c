@@ -1075,6 +1075,41 @@ static void test_permit_expirable(void **state)
     rlock_client_free(c);
 }
 
+/* RRateLimiter (issue 34): a C limiter in Redisson mode and Java's of the same name are
+ * one budget, whichever side set the rate. */
+static void test_rate_limiter(void **state)
+{
+    (void)state;
+    char name[128];
+    rt_name(name, sizeof(name), "rs-rate");
+    rlock_client_t *c = rs_client(0, 60000);
+    rlock_rate_t *r = rlock_rate_new(c, name);
+    assert_non_null(r);
+    assert_int_equal(rlock_rate_try_set(r, RLOCK_RATE_OVERALL, 5, 1000, 0), 1);
+    assert_int_equal(drv(&A, "rl_set %s 50 1000", name), 0); /* Java sees the C rate */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(drv(&A, "rl_try %s 1", name), 1);
+    assert_int_equal(rlock_rate_try_acquire(r, 2, 0), 0);
+    assert_int_equal(rlock_rate_try_acquire(r, 1, 0), RLOCK_ERR_TIMEOUT);
+    assert_int_equal(drv(&A, "rl_try %s 1", name), 0);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_rate_try_acquire(r, 1, 3000), 0); /* when Java's first grant leaves */
+    assert_true(rt_now_ms() - t0 >= 500);
+    rlock_rate_free(r);
+
+    /* Java sets, C follows its rate */
+    rt_name(name, sizeof(name), "rs-rate2");
+    assert_int_equal(drv(&A, "rl_set %s 2 5000", name), 1);
+    r = rlock_rate_new(c, name);
+    assert_int_equal(rlock_rate_try_set(r, RLOCK_RATE_OVERALL, 100, 1000, 0), 0);
+    assert_int_equal(rlock_rate_try_acquire(r, 1, 0), 0);
+    assert_int_equal(drv(&A, "rl_try %s 1", name), 1);
+    assert_int_equal(rlock_rate_try_acquire(r, 1, 0), RLOCK_ERR_TIMEOUT);
+    assert_int_equal(rlock_rate_try_acquire(r, 3, 0), RLOCK_ERR_REDIS); /* above the rate */
+    rlock_rate_free(r);
+    rlock_client_free(c);
+}
+
 /* ------------------------------------------------------------------ watchdog */
 
 /* A C watchdog hold outlives several leases; after its unlock it is never renewed
@@ -1185,6 +1220,7 @@ int main(void)
         cmocka_unit_test(test_rw_downgrade),
         cmocka_unit_test(test_spin_fenced),
         cmocka_unit_test(test_permit_expirable),
+        cmocka_unit_test(test_rate_limiter),
         cmocka_unit_test(test_watchdog_not_after_unlock),
         cmocka_unit_test(test_java_holder_killed), /* last: it kills driver B */
     };

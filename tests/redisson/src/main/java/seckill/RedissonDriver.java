@@ -11,6 +11,8 @@
  */
 package seckill;
 
+import java.time.Duration;
+import org.redisson.api.RateType;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -133,6 +135,11 @@ public final class RedissonDriver {
             return "ok " + (r.getPermitExpirableSemaphore(a[1]).tryRelease(a[2]) ? 1 : 0);
         case "psem_avail": /* psem_avail <name> */
             return "ok " + r.getPermitExpirableSemaphore(a[1]).availablePermits();
+        case "rl_set": /* rl_set <name> <rate> <interval ms>: RRateLimiter.trySetRate, OVERALL */
+            return "ok " + (r.getRateLimiter(a[1]).trySetRate(RateType.OVERALL, Long.parseLong(a[2]),
+                                                              Duration.ofMillis(Long.parseLong(a[3]))) ? 1 : 0);
+        case "rl_try": /* rl_try <name> <permits>: RRateLimiter.tryAcquire, no wait */
+            return "ok " + (r.getRateLimiter(a[1]).tryAcquire(Long.parseLong(a[2])) ? 1 : 0);
         case "token": /* token <name>: the fenced lock's last token (RFencedLock.getToken) */
             return "ok " + r.getFencedLock(a[1]).getToken();
         case "holds": /* holds <kind> <name>: this thread's hold count */
