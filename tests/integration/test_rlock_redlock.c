@@ -20,12 +20,9 @@
 
 #define N 5
 
-static void test_quorum(void **state)
+/* N throwaway servers without AOF, their URLs and a raw connection to each. */
+static void start_servers(sk_test_redis **srv, const char **urls, redisContext **raw)
 {
-    (void)state;
-    sk_test_redis *srv[N];
-    const char *urls[N];
-    redisContext *raw[N];
     char err[256];
     const char *const noaof[] = {"--appendonly", "no", NULL};
     for (int i = 0; i < N; i++) {
@@ -35,6 +32,25 @@ static void test_quorum(void **state)
         urls[i] = sk_test_redis_url(srv[i]);
         raw[i] = rt_connect(urls[i]);
     }
+}
+
+static void free_servers(sk_test_redis **srv, redisContext **raw)
+{
+    for (int i = 0; i < N; i++) {
+        if (raw[i])
+            redisFree(raw[i]);
+        sk_test_redis_free(srv[i]);
+    }
+}
+
+static void test_quorum(void **state)
+{
+    (void)state;
+    sk_test_redis *srv[N];
+    const char *urls[N];
+    redisContext *raw[N];
+    char err[256];
+    start_servers(srv, urls, raw);
     rlock_redlock_t *a = rlock_redlock_new(urls, N, "res", 100, err, sizeof(err));
     rlock_redlock_t *b = rlock_redlock_new(urls, N, "res", 100, err, sizeof(err));
     assert_non_null(a);
@@ -81,11 +97,7 @@ static void test_quorum(void **state)
 
     rlock_redlock_free(a);
     rlock_redlock_free(b);
-    for (int i = 0; i < N; i++) {
-        if (raw[i])
-            redisFree(raw[i]);
-        sk_test_redis_free(srv[i]);
-    }
+    free_servers(srv, raw);
 }
 
 struct stall {
@@ -119,14 +131,7 @@ static void test_concurrent_slow_down(void **state)
     const char *urls[N];
     redisContext *raw[N];
     char err[256];
-    const char *const noaof[] = {"--appendonly", "no", NULL};
-    for (int i = 0; i < N; i++) {
-        srv[i] = sk_test_redis_start(noaof, err, sizeof(err));
-        if (srv[i] == NULL)
-            fail_msg("sk_test_redis_start: %s", err);
-        urls[i] = sk_test_redis_url(srv[i]);
-        raw[i] = rt_connect(urls[i]);
-    }
+    start_servers(srv, urls, raw);
     rlock_redlock_t *a = rlock_redlock_new(urls, N, "slow", 600, err, sizeof(err));
     rlock_redlock_t *b = rlock_redlock_new(urls, N, "slow", 600, err, sizeof(err));
     assert_non_null(a);
@@ -205,11 +210,7 @@ static void test_concurrent_slow_down(void **state)
 
     rlock_redlock_free(a);
     rlock_redlock_free(b);
-    for (int i = 0; i < N; i++) {
-        if (raw[i])
-            redisFree(raw[i]);
-        sk_test_redis_free(srv[i]);
-    }
+    free_servers(srv, raw);
 }
 
 static void test_bad_args(void **state)
