@@ -65,7 +65,8 @@ DEV_KAFKA=${SECKILL_DEV_KAFKA:-0}
 PACKAGES=(build-essential cmake pkg-config clang libclang-rt-14-dev curl ca-certificates
     libhiredis-dev librdkafka-dev libpq-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
     redis-server redis-tools postgresql gnuplot-nox wrk chromium python3-venv nginx-core
-    openjdk-17-jdk-headless maven) # Apache Kafka's broker (deploy/kafka/) and its fetch; the Redisson driver (a JDK: javac)
+    openjdk-17-jdk-headless maven # Apache Kafka's broker (deploy/kafka/) and its fetch; the Redisson drivers (a JDK: javac)
+    golang-go) # bench lock's redsync driver (bench/lock-redsync: go 1.19, modules pinned by go.sum)
 
 log() { printf '[local.sh] %s\n' "$*" >&2; }
 die() { printf '[local.sh] error: %s\n' "$*" >&2; exit 1; }

@@ -3,7 +3,7 @@
  * One rlock_client_t per process (or per Redis) holds a command connection, a process-
  * unique id and the watchdog thread. Lock-like objects are opaque handles made from it:
  *
- *   rlock_t          simple (SET NX PX), reentrant, fair, read and write locks
+ *   rlock_t          simple (SET NX PX), reentrant, fair, read, write, spin and fenced locks
  *   rlock_sem_t      semaphore (permits)          rlock_latch_t   countdown latch
  *   rlock_redlock_t  Redlock over N independent Redis servers (its own connections)
  *   rlock_multi_*    all of several rlock_t or none (MultiLock)
@@ -70,6 +70,11 @@ typedef struct rlock_client_opts {
                    * RReadWriteLock, RSemaphore and RCountDownLatch of the same name; the
                    * client id is a UUID like Redisson's. Simple locks and Redlock keep
                    * librlock's own keys. See lock/README.md. */
+    int64_t fence_retention_ms; /* a lock's fencing counter is kept this long after its
+                                 * last acquisition, then expires; tokens stay strictly
+                                 * increasing across the expiry (lua/rlock_fence.lua:
+                                 * a new counter starts at the server's clock in µs).
+                                 * 0: 3600000 (an hour) */
 } rlock_client_opts;
 
 /** @brief Connects to `redis_url` (redis://[user:pass@]host:port/db or unix:///path?db=N).
@@ -94,6 +99,13 @@ typedef enum rlock_kind {
     RLOCK_FAIR = 2,      /* reentrant, granted in request order */
     RLOCK_READ = 3,      /* read side of a read-write lock: shared, reentrant */
     RLOCK_WRITE = 4,     /* write side: exclusive, reentrant */
+    RLOCK_SPIN = 5,      /* reentrant (RLock's data, so it excludes REENTRANT of the name);
+                          * waits by polling with exponential back-off (1 to 128 ms,
+                          * jittered), no pub/sub connection (Redisson's RSpinLock) */
+    RLOCK_FENCED = 6,    /* reentrant with a token to the caller (Redisson's RFencedLock).
+                          * Native mode: REENTRANT itself (every kind hands a token). Redisson
+                          * mode: Redisson's counter redisson_lock_token:{name}, shared with
+                          * Java holders, kept for ever as Redisson keeps it */
 } rlock_kind_t;
 
 typedef struct rlock rlock_t;
@@ -122,7 +134,9 @@ RLOCK_EXPORT int rlock_lock(rlock_t *l, int64_t lease_ms, uint64_t *fence);
  *  @param lease_ms  > 0: the lock expires after it and is never renewed;
  *                   0: a watchdog lock, kept alive while this client lives.
  *  @param fence     NULL, or receives the fencing token: strictly greater than every
- *                   token of an earlier acquisition of this lock (name).
+ *                   token of an earlier acquisition of this lock (name), also after
+ *                   its counter expired (fence_retention_ms); at least the server's
+ *                   clock in microseconds since the epoch, so not small numbers.
  *  @returns 0, RLOCK_ERR_TIMEOUT when not acquired in time, or an error. */
 RLOCK_EXPORT int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fence);
 
@@ -189,6 +203,61 @@ RLOCK_EXPORT int64_t rlock_sem_available(rlock_sem_t *s);
 RLOCK_EXPORT int rlock_sem_delete(rlock_sem_t *s);
 RLOCK_EXPORT const char *rlock_sem_errstr(const rlock_sem_t *s);
 
+/* ------------------------------------------------------------------ expirable permits */
+
+typedef struct rlock_psem rlock_psem_t;
+
+#define RLOCK_PERMIT_ID_SIZE 33 /* 32 hex chars + NUL */
+
+/** @brief A handle on the expirable-permit semaphore `name` (Redisson's
+ *  RPermitExpirableSemaphore): each permit has an id and a lease, and comes back by itself
+ *  when the lease ends (its holder died). Keys `rlock:{name}:psem` (free permits) and
+ *  `rlock:{name}:psem:timeout` (id -> deadline); Redisson mode: `name` and `{name}:timeout`,
+ *  channel `redisson_sc:{name}`, shared with Java. Deadlines are client wall clocks, as
+ *  in Redisson: hosts sharing one need synchronised clocks. Free with rlock_psem_free. */
+RLOCK_EXPORT rlock_psem_t *rlock_psem_new(rlock_client_t *c, const char *name);
+RLOCK_EXPORT void rlock_psem_free(rlock_psem_t *s);
+/** @brief Sets the permits when the semaphore does not exist yet. @returns 1 set, 0 it existed, or an error. */
+RLOCK_EXPORT int rlock_psem_try_set_permits(rlock_psem_t *s, int64_t permits);
+/** @brief Takes one permit for lease_ms (0: it never expires), waiting up to wait_ms (< 0:
+ *  for ever) for a release or an expiry. @param id receives the permit's id (to release it).
+ *  @returns 0, RLOCK_ERR_TIMEOUT, or an error. */
+RLOCK_EXPORT int rlock_psem_try_acquire(rlock_psem_t *s, int64_t wait_ms, int64_t lease_ms,
+                                        char id[RLOCK_PERMIT_ID_SIZE]);
+/** @brief Gives permit `id` back and wakes waiters. @returns 0, or RLOCK_ERR_NOT_HELD when
+ *  the id is unknown or its lease had ended (it was given back already or is now). */
+RLOCK_EXPORT int rlock_psem_release(rlock_psem_t *s, const char *id);
+/** @returns free permits now, expired ones given back first (>= 0), or a negative error. */
+RLOCK_EXPORT int64_t rlock_psem_available(rlock_psem_t *s);
+RLOCK_EXPORT const char *rlock_psem_errstr(const rlock_psem_t *s);
+
+/* ------------------------------------------------------------------ rate limiter */
+
+typedef struct rlock_rate rlock_rate_t;
+
+typedef enum rlock_rate_type {
+    RLOCK_RATE_OVERALL = 0,    /* one budget for every client */
+    RLOCK_RATE_PER_CLIENT = 1, /* a budget per client (client id) */
+} rlock_rate_type_t;
+
+/** @brief A handle on the rate limiter `name` (Redisson's RRateLimiter): at most `rate`
+ *  permits per sliding interval. Keys `rlock:{name}:rate` (+ `:value`, `:permits`, and
+ *  `:<client id>` of each for per-client limits); Redisson mode: `name`, `{name}:value`,
+ *  `{name}:permits` (...), one budget with Java's. Times are client wall clocks, as in
+ *  Redisson. No pub/sub: a waiter sleeps until enough permits may be back. */
+RLOCK_EXPORT rlock_rate_t *rlock_rate_new(rlock_client_t *c, const char *name);
+RLOCK_EXPORT void rlock_rate_free(rlock_rate_t *r);
+/** @brief Sets the rate when none is set: `rate` permits per `interval_ms`; keep_alive_ms
+ *  > 0: every key of the limiter expires when it has not been used that long (0: kept).
+ *  @returns 1 set, 0 a rate was there, or an error. */
+RLOCK_EXPORT int rlock_rate_try_set(rlock_rate_t *r, rlock_rate_type_t type, int64_t rate,
+                                    int64_t interval_ms, int64_t keep_alive_ms);
+/** @brief Takes `permits` (<= rate), waiting up to wait_ms (< 0: for ever).
+ *  @returns 0, RLOCK_ERR_TIMEOUT, or an error (RLOCK_ERR_REDIS: no rate set, or more
+ *  permits asked than the rate). */
+RLOCK_EXPORT int rlock_rate_try_acquire(rlock_rate_t *r, int64_t permits, int64_t wait_ms);
+RLOCK_EXPORT const char *rlock_rate_errstr(const rlock_rate_t *r);
+
 /* ------------------------------------------------------------------ countdown latch */
 
 typedef struct rlock_latch rlock_latch_t;
@@ -219,18 +288,41 @@ RLOCK_EXPORT rlock_redlock_t *rlock_redlock_new(const char *const *urls, size_t 
                                                 int timeout_ms, char *errstr, size_t errstr_size);
 RLOCK_EXPORT void rlock_redlock_free(rlock_redlock_t *r);
 /** @brief Tries to acquire with lease `ttl_ms` until wait_ms passes (< 0: for ever).
- *  One attempt: SET NX PX on every server in order; success when a quorum took it and
- *  validity = ttl - elapsed - drift (drift = ttl/100 + 2 ms) is positive. After a failed
- *  attempt the lock is released on every server that may hold it and retried after a
- *  random delay, or sooner when an unlock is published on the server it listens to.
+ *  One attempt: SET NX PX sent to every server at once, their replies polled together
+ *  (one round trip's time, the timeout of rlock_redlock_new at most); success when a
+ *  quorum took it and validity = ttl - elapsed - drift (drift = ttl/100 + 2 ms) is
+ *  positive. After a failed attempt the lock is released on every server that may hold
+ *  it and retried after the retry delay, or sooner when an unlock is published on the
+ *  server it listens to.
  *  @param validity_ms NULL or receives the time left in which the lock is safe to use.
  *  @remark Redlock gives no fencing token: counters on independent servers do not make one. */
 RLOCK_EXPORT int rlock_redlock_lock(rlock_redlock_t *r, int64_t ttl_ms, int64_t wait_ms,
                                     int64_t *validity_ms);
+/** @brief Extends the hold to `ttl_ms` from now on every server that still has this
+ *  hold's token (redsync's Extend), all at once. @returns 0 with *validity_ms (NULL ok)
+ *  when a quorum extended it with validity left, else RLOCK_ERR_NOT_HELD (the hold keeps
+ *  its old validity). */
+RLOCK_EXPORT int rlock_redlock_extend(rlock_redlock_t *r, int64_t ttl_ms, int64_t *validity_ms);
+/** @brief Local, no round trip: ms left of the validity of the current hold (0: none). */
+RLOCK_EXPORT int64_t rlock_redlock_validity_ms(const rlock_redlock_t *r);
+/** @brief Asks every server (redsync's Valid): 1 when a quorum still has this hold's
+ *  token and validity is left, 0 not, or a negative error. */
+RLOCK_EXPORT int rlock_redlock_valid(rlock_redlock_t *r);
 /** @brief Releases on every server (compare-and-delete). @returns 0 or RLOCK_ERR_NOT_HELD. */
 RLOCK_EXPORT int rlock_redlock_unlock(rlock_redlock_t *r);
 /** @brief Mean pause between attempts (each pause is jittered to [d/2, 3d/2)); default 20 ms. */
 RLOCK_EXPORT void rlock_redlock_set_retry_delay(rlock_redlock_t *r, int64_t ms);
+/** @brief The pause before attempt `tries` + 1, in ms (redsync's WithRetryDelayFunc);
+ *  `tries` counts the attempts of this rlock_redlock_lock call so far, from 1. */
+typedef int64_t(rlock_redlock_delay_fn)(int tries, void *arg);
+/** @brief Uses fn (NULL: back to the jittered retry delay) for the pause between attempts. */
+RLOCK_EXPORT void rlock_redlock_set_retry_delay_fn(rlock_redlock_t *r, rlock_redlock_delay_fn *fn,
+                                                   void *arg);
+/** @brief on = 1: each step stops reading replies once the quorum is reached or out of
+ *  reach (redsync's WithFailFast), so a slow server costs nothing while a quorum answers;
+ *  the replies left are read before that connection is used again. Default 0: every
+ *  server's answer is awaited (up to the timeout), so each one's state is known. */
+RLOCK_EXPORT void rlock_redlock_set_fail_fast(rlock_redlock_t *r, int on);
 RLOCK_EXPORT const char *rlock_redlock_errstr(const rlock_redlock_t *r);
 
 #ifdef __cplusplus

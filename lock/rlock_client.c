@@ -55,6 +55,8 @@ rlock_client_t *rlock_client_new(const char *redis_url, const rlock_client_opts 
     o.watchdog_timeout_ms = opt_or(o.watchdog_timeout_ms, 30000);
     o.wait_poll_ms = opt_or(o.wait_poll_ms, 1000);
     o.fair_waiter_timeout_ms = opt_or(o.fair_waiter_timeout_ms, 5000);
+    if (o.fence_retention_ms <= 0)
+        o.fence_retention_ms = 3600000;
     c->opts = o;
     c->tv.tv_sec = o.connect_timeout_ms / 1000;
     c->tv.tv_usec = (o.connect_timeout_ms % 1000) * 1000;

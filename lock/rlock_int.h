@@ -61,6 +61,14 @@ enum rlock_script_id {
     RLOCK_S_RS_FAIR_LOCK,
     RLOCK_S_RS_FAIR_CANCEL,
     RLOCK_S_RS_FAIR_UNLOCK,
+    RLOCK_S_RS_FENCED_LOCK,
+    /* both modes: the expirable-permit semaphore (rlock_psem.c) */
+    RLOCK_S_PSEM_ACQUIRE,
+    RLOCK_S_PSEM_RELEASE,
+    RLOCK_S_PSEM_AVAILABLE,
+    /* both modes: the rate limiter (rlock_rate.c) */
+    RLOCK_S_RATE_SET,
+    RLOCK_S_RATE_ACQUIRE,
     RLOCK_S__COUNT
 };
 

@@ -1,6 +1,7 @@
-/* rlock_lock: the lock handles: simple, reentrant, fair, read and write locks. Each
- * acquisition and release is one script (lua/rlock_*.lua); waiting is rlock_wait.c;
- * renewal of holds without a lease is rlock_watchdog.c. */
+/* rlock_lock: the lock handles: simple, reentrant, fair, read, write, spin and fenced
+ * locks. Each acquisition and release is one script (lua/rlock_*.lua); waiting is
+ * rlock_wait.c (a spin lock polls with back-off instead); renewal of holds without a
+ * lease is rlock_watchdog.c. */
 #include "rlock_int.h"
 
 #include <inttypes.h>
@@ -21,7 +22,8 @@ static rlock_t *rs_init(rlock_t *l, const char *name)
     l->rs = 1;
     l->name = strdup(name);
     l->key = strdup(name);
-    l->fence_key = rlock_rs_name_dup(NULL, name, "rlock_fence");
+    l->fence_key = l->kind == RLOCK_FENCED ? rlock_rs_name_dup("redisson_lock_token", name, NULL)
+                                           : rlock_rs_name_dup(NULL, name, "rlock_fence");
     l->queue_key = rlock_rs_name_dup("redisson_lock_queue", name, NULL);
     l->tmo_key = rlock_rs_name_dup("redisson_lock_timeout", name, NULL);
     l->rs_chan = rlock_rs_name_dup("redisson_lock__channel", name, NULL);
@@ -34,7 +36,7 @@ static rlock_t *rs_init(rlock_t *l, const char *name)
 
 rlock_t *rlock_new(rlock_client_t *c, const char *name, rlock_kind_t kind)
 {
-    if (c == NULL || name == NULL || kind < RLOCK_SIMPLE || kind > RLOCK_WRITE ||
+    if (c == NULL || name == NULL || kind < RLOCK_SIMPLE || kind > RLOCK_FENCED ||
         rlock_key_build(NULL, 0, name, "") < 0)
         return NULL;
     if (c->opts.redisson && strlen(name) > RLOCK_KEY_SIZE_RS / 2)
@@ -98,12 +100,13 @@ void rlock_set_lost_cb(rlock_t *l, rlock_lost_cb *cb, void *arg)
     l->cb_arg = arg;
 }
 
-/* The hash field of the calling thread's hold: "clientid:tid", and in Redisson mode
- * "uuid:tid:write" for the write side (RedissonWriteLock.getLockName). */
+/* The hash field of the calling thread's hold: "clientid:tid", and "clientid:tid:write"
+ * for the write side, in both modes (RedissonWriteLock.getLockName): the write holder's
+ * reads are counted apart from its writes, so its last write unlock downgrades. */
 static void hold_field(const rlock_t *l, char out[RLOCK_OWNER_SIZE])
 {
     rlock_client_owner(l->c, out);
-    if (l->rs && l->kind == RLOCK_WRITE) {
+    if (l->kind == RLOCK_WRITE) {
         size_t n = strlen(out);
         snprintf(out + n, RLOCK_OWNER_SIZE - n, ":write");
     }
@@ -124,6 +127,7 @@ struct acquire {
     char *rtmo;                         /* Redisson read side: timeout prefix */
     char ttl[24];
     char waiter_ttl[24];
+    char keep[24]; /* how long the fencing counter outlives its last use */
     int64_t t0; /* start of the winning attempt: the lease counts from before it */
     int64_t last_try;   /* fair: last attempt sent (it refreshes our place in the queue) */
     int64_t refresh_ms; /* fair: attempt at least this often */
@@ -150,7 +154,7 @@ static int acquire_attempt(void *p, int64_t *hint)
 {
     struct acquire *a = p;
     rlock_t *l = a->l;
-    const char *argv[8];
+    const char *argv[9];
     char now[24];
     int id, nk, argc;
     if (l->rs && l->kind == RLOCK_WRITE) {
@@ -163,6 +167,10 @@ static int acquire_attempt(void *p, int64_t *hint)
         argv[0] = l->key, argv[1] = l->queue_key, argv[2] = l->tmo_key, argv[3] = l->fence_key;
         argv[4] = a->ttl, argv[5] = a->who, argv[6] = a->rs_wait, argv[7] = now;
         nk = 4, argc = 8;
+    } else if (l->rs && l->kind == RLOCK_FENCED) {
+        id = RLOCK_S_RS_FENCED_LOCK;
+        argv[0] = l->key, argv[1] = l->fence_key, argv[2] = a->ttl, argv[3] = a->who;
+        nk = 2, argc = 4;
     } else if (l->rs && l->kind == RLOCK_READ) {
         id = RLOCK_S_RS_READ_LOCK;
         argv[0] = l->key, argv[1] = a->rtmo, argv[2] = l->fence_key, argv[3] = a->ttl;
@@ -172,6 +180,8 @@ static int acquire_attempt(void *p, int64_t *hint)
     switch (l->kind) {
     case RLOCK_SIMPLE:
     case RLOCK_REENTRANT:
+    case RLOCK_SPIN:
+    case RLOCK_FENCED:
         id = l->kind == RLOCK_SIMPLE ? RLOCK_S_SIMPLE_LOCK : RLOCK_S_REENTRANT_LOCK;
         argv[0] = l->key, argv[1] = l->fence_key, argv[2] = a->who, argv[3] = a->ttl;
         nk = 2, argc = 4;
@@ -197,6 +207,7 @@ static int acquire_attempt(void *p, int64_t *hint)
         nk = 3, argc = 5;
         break;
     }
+    argv[argc++] = a->keep; /* every lock script's last argument: rlock_fence.lua */
     int64_t t0 = rlock_now_ms();
     redisReply *r;
     int rv = rlock_client_eval(l->c, id, nk, argc, argv, &r, l->errstr, sizeof(l->errstr));
@@ -300,6 +311,27 @@ static int lock_taken(rlock_t *l, const char *token, const struct acquire *a, in
     return 0;
 }
 
+/* A spin lock's wait (RSpinLock): attempts with a jittered pause doubling from 1 ms up
+ * to 128 ms, no subscription. @returns 0, RLOCK_ERR_TIMEOUT or the attempt's error. */
+static int lock_spin(rlock_t *l, struct acquire *a, int64_t wait_ms)
+{
+    int64_t deadline = wait_ms < 0 ? INT64_MAX : rlock_now_ms() + wait_ms, pause = 1, hint = 0;
+    if (l->w.seed == 0)
+        l->w.seed = (unsigned)rlock_now_ms() ^ (unsigned)(uintptr_t)l;
+    for (;;) {
+        int r = acquire_attempt(a, &hint);
+        if (r != 0)
+            return r > 0 ? 0 : r;
+        int64_t left = deadline - rlock_now_ms();
+        if (left <= 0)
+            return RLOCK_ERR_TIMEOUT;
+        int64_t t = rlock_jitter_ms(pause, &l->w.seed);
+        rlock_sleep_ms(t < left ? t : left);
+        if (pause < 128)
+            pause *= 2;
+    }
+}
+
 int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fence)
 {
     if (lease_ms < 0) {
@@ -323,12 +355,16 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
     if (l->rs && l->kind == RLOCK_FAIR && (rv = lock_rs_fair_prepare(l, owner, &a, wait_ms)) != 0)
         return rv;
     snprintf(a.waiter_ttl, sizeof(a.waiter_ttl), "%d", l->c->opts.fair_waiter_timeout_ms);
+    snprintf(a.keep, sizeof(a.keep), "%" PRId64, l->c->opts.fence_retention_ms);
     int64_t poll_ms = l->c->opts.wait_poll_ms;
     /* A fair waiter keeps its place only by asking again within its waiter timeout. */
     if (l->kind == RLOCK_FAIR && !l->rs && poll_ms > l->c->opts.fair_waiter_timeout_ms / 3)
         poll_ms = l->c->opts.fair_waiter_timeout_ms / 3;
     a.refresh_ms = poll_ms;
-    rv = rlock_wait_until(l->c, NULL, l->c->tv, &l->w, l->channel, wait_ms, poll_ms, acquire_attempt, &a);
+    if (l->kind == RLOCK_SPIN)
+        rv = lock_spin(l, &a, wait_ms);
+    else
+        rv = rlock_wait_until(l->c, NULL, l->c->tv, &l->w, l->channel, wait_ms, poll_ms, acquire_attempt, &a);
     if (rv != 0) {
         if (l->kind == RLOCK_FAIR && rv == RLOCK_ERR_TIMEOUT)
             lock_fair_cancel(l, owner, &a);
@@ -389,6 +425,8 @@ int rlock_unlock(rlock_t *l)
         nk = 1, argc = 3;
         break;
     case RLOCK_REENTRANT:
+    case RLOCK_SPIN:
+    case RLOCK_FENCED:
         id = RLOCK_S_REENTRANT_UNLOCK, argv[0] = l->key, argv[1] = who, argv[2] = l->channel;
         nk = 1, argc = 3;
         break;

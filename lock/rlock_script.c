@@ -1,14 +1,17 @@
 /* rlock_script: our Lua scripts (lua/rlock_*.lua, embedded as rlock_lua.h) by id, their SHA-1 digests, and EVALSHA with the NOSCRIPT
  * fallback (SCRIPT LOAD, then one retry): the script cache of a restarted or flushed
- * server is refilled on demand, while the common path sends only the digest. */
+ * server is refilled on demand, while the common path sends only the digest.
+ * A script that calls rlock_fence gets lua/rlock_fence.lua (the fencing counter's one
+ * definition) prepended: the text sent and digested is prelude + script. */
 #include "rlock_int.h"
 #include "rlock_lua.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const char *const texts[RLOCK_S__COUNT] = {
+static const char *const bodies[RLOCK_S__COUNT] = {
     [RLOCK_S_SIMPLE_LOCK] = rlock_lua_simple_lock,
     [RLOCK_S_SIMPLE_UNLOCK] = rlock_lua_simple_unlock,
     [RLOCK_S_SIMPLE_RENEW] = rlock_lua_simple_renew,
@@ -39,25 +42,47 @@ static const char *const texts[RLOCK_S__COUNT] = {
     [RLOCK_S_RS_FAIR_LOCK] = rlock_lua_rs_fair_lock,
     [RLOCK_S_RS_FAIR_CANCEL] = rlock_lua_rs_fair_cancel,
     [RLOCK_S_RS_FAIR_UNLOCK] = rlock_lua_rs_fair_unlock,
+    [RLOCK_S_RS_FENCED_LOCK] = rlock_lua_rs_fenced_lock,
+    [RLOCK_S_PSEM_ACQUIRE] = rlock_lua_psem_acquire,
+    [RLOCK_S_PSEM_RELEASE] = rlock_lua_psem_release,
+    [RLOCK_S_PSEM_AVAILABLE] = rlock_lua_psem_available,
+    [RLOCK_S_RATE_SET] = rlock_lua_rate_set,
+    [RLOCK_S_RATE_ACQUIRE] = rlock_lua_rate_acquire,
 };
 
+/* The texts as sent: a body, or the fence prelude + a body that calls rlock_fence. The
+ * joined ones are allocated once and live as long as the process. */
+static const char *texts[RLOCK_S__COUNT];
 static char shas[RLOCK_S__COUNT][41];
-static pthread_once_t shas_once = PTHREAD_ONCE_INIT;
+static pthread_once_t texts_once = PTHREAD_ONCE_INIT;
 
-static void shas_init(void)
+static void texts_init(void)
 {
-    for (int i = 0; i < RLOCK_S__COUNT; i++)
+    size_t pl = strlen(rlock_lua_fence);
+    for (int i = 0; i < RLOCK_S__COUNT; i++) {
+        texts[i] = bodies[i];
+        if (strstr(bodies[i], "rlock_fence(") != NULL) {
+            size_t bl = strlen(bodies[i]);
+            char *t = malloc(pl + bl + 1);
+            if (t == NULL)
+                abort(); /* at the first script of the process: nothing to fall back on */
+            memcpy(t, rlock_lua_fence, pl);
+            memcpy(t + pl, bodies[i], bl + 1);
+            texts[i] = t;
+        }
         rlock_sha1_hex(texts[i], strlen(texts[i]), shas[i]);
+    }
 }
 
 const char *rlock_script_text(int id)
 {
+    pthread_once(&texts_once, texts_init);
     return id >= 0 && id < RLOCK_S__COUNT ? texts[id] : NULL;
 }
 
 const char *rlock_script_sha(int id)
 {
-    pthread_once(&shas_once, shas_init);
+    pthread_once(&texts_once, texts_init);
     return id >= 0 && id < RLOCK_S__COUNT ? shas[id] : NULL;
 }
 
@@ -115,8 +140,8 @@ int rlock_script_eval(redisContext *c, int id, int nkeys, int argc, const char *
         if (r->type == REDIS_REPLY_ERROR && attempt == 0 && strncmp(r->str, "NOSCRIPT", 8) == 0) {
             freeReplyObject(r);
             /* The server lost its script cache (restart, SCRIPT FLUSH, failover). */
-            const char *lv[3] = {"SCRIPT", "LOAD", texts[id]};
-            size_t ll[3] = {6, 4, strlen(texts[id])};
+            const char *lv[3] = {"SCRIPT", "LOAD", rlock_script_text(id)};
+            size_t ll[3] = {6, 4, strlen(lv[2])};
             redisReply *lr = redisCommandArgv(c, 3, lv, ll);
             if (lr == NULL) {
                 snprintf(err, errsz, "redis: %s", c->errstr[0] ? c->errstr : "connection lost");
@@ -150,7 +175,7 @@ rcl_ctx *rlock_rcl_connect(const char *url, struct timeval tv, char *err, size_t
     rcl_ctx *c = rcl_connect(url, tv, err, errsz);
     char sha[41];
     for (int i = 0; c && i < RLOCK_S__COUNT; i++)
-        if (rcl_script_add(c, texts[i], sha) != 0) {
+        if (rcl_script_add(c, rlock_script_text(i), sha) != 0) {
             snprintf(err, errsz, "out of memory");
             rcl_free(c);
             c = NULL;

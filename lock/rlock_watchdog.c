@@ -31,6 +31,8 @@ static void renew_args(rlock_t *l, const char *ttl, int *id, int *nk, int *argc,
         break;
     case RLOCK_REENTRANT:
     case RLOCK_FAIR:
+    case RLOCK_SPIN:
+    case RLOCK_FENCED:
         *id = RLOCK_S_REENTRANT_RENEW, *nk = 1, *argc = 3;
         argv[0] = l->key, argv[1] = l->token, argv[2] = ttl;
         break;

@@ -3,7 +3,7 @@
 -- time it asks again, so a waiter that died (or stopped asking) is dropped after
 -- ARGV[3] ms and no longer blocks the queue. Time is the server's (one clock for all).
 -- KEYS[1] lock hash, KEYS[2] queue list, KEYS[3] waiter deadlines zset, KEYS[4] fence;
--- ARGV[1] owner, ARGV[2] lease ms, ARGV[3] waiter timeout ms.
+-- ARGV[1] owner, ARGV[2] lease ms, ARGV[3] waiter timeout ms, ARGV[4] fence keep ms.
 -- Returns {1, fence} when acquired, {0, pttl} while waiting (queued).
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -15,7 +15,7 @@ end
 if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
     redis.call('hincrby', KEYS[1], ARGV[1], 1)
     redis.call('pexpire', KEYS[1], ARGV[2])
-    return {1, redis.call('incr', KEYS[4])}
+    return {1, rlock_fence(KEYS[4], ARGV[4])}
 end
 local head = redis.call('lindex', KEYS[2], 0)
 if redis.call('exists', KEYS[1]) == 0 and (not head or head == ARGV[1]) then
@@ -25,7 +25,7 @@ if redis.call('exists', KEYS[1]) == 0 and (not head or head == ARGV[1]) then
     end
     redis.call('hset', KEYS[1], ARGV[1], 1)
     redis.call('pexpire', KEYS[1], ARGV[2])
-    return {1, redis.call('incr', KEYS[4])}
+    return {1, rlock_fence(KEYS[4], ARGV[4])}
 end
 if not redis.call('zscore', KEYS[3], ARGV[1]) then
     redis.call('rpush', KEYS[2], ARGV[1])

@@ -6,7 +6,7 @@
 -- takes a free lock and the deadlines behind it move up by its wait. Client clocks, as
 -- Redisson's (milliseconds since the epoch). The fencing counter is ours.
 -- KEYS[1] lock hash, KEYS[2] queue, KEYS[3] deadlines, KEYS[4] fence;
--- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] wait ms, ARGV[4] now ms.
+-- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] wait ms, ARGV[4] now ms, ARGV[5] fence keep ms.
 -- Returns {1, fence} when acquired, {0, ms to wait} while queued.
 while true do
     local first = redis.call('lindex', KEYS[2], 0)
@@ -31,12 +31,12 @@ if redis.call('exists', KEYS[1]) == 0 and
     end
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return {1, redis.call('incr', KEYS[4])}
+    return {1, rlock_fence(KEYS[4], ARGV[5])}
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return {1, redis.call('incr', KEYS[4])}
+    return {1, rlock_fence(KEYS[4], ARGV[5])}
 end
 if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
     return {0, math.max(0, redis.call('pttl', KEYS[1]))}

@@ -13,7 +13,7 @@ if(TARGET rlock AND rlock_type STREQUAL "STATIC_LIBRARY")
 endif()
 if(TARGET rlock)
   # name;timeout;extra libs
-  foreach(t basic:120 mutex:240 watchdog:120 redlock:120 fencing:180)
+  foreach(t basic:120 mutex:240 watchdog:120 redlock:120 fencing:180 retention:180 psem:60 rate:60)
     string(REPLACE ":" ";" t "${t}")
     list(GET t 0 n)
     list(GET t 1 tmo)
@@ -27,6 +27,15 @@ if(TARGET rlock)
         LIBS ${libs} LABELS integration TIMEOUT ${tmo})
     endif()
   endforeach()
+endif()
+
+# No key left behind with 100,000 names (issue 34): about a minute and a half under the
+# sanitizers, so label long (CI runs test_rlock_retention's 10,000 names instead).
+if(TARGET rlock)
+  seckill_add_test(NAME test_rlock_retention_long
+    SOURCES integration/test_rlock_retention.c integration/rlock_test_util.c
+    LIBS seckill::rlock LABELS "integration;long" TIMEOUT 600)
+  set_property(TEST test_rlock_retention_long APPEND PROPERTY ENVIRONMENT "RLOCK_RETENTION_NAMES=100000")
 endif()
 
 # The mutual-exclusion test again on a throwaway Redis Cluster (issue 8): simple and

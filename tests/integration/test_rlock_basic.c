@@ -242,6 +242,107 @@ static void test_rw(void **state)
     rlock_client_free(c);
 }
 
+/* Redisson's rule in native mode (issue 34): the write holder takes reads inside its
+ * write, its last write unlock turns the lock into a read lock held by it (downgrade),
+ * waiting readers wake then; a reader cannot take the write side (no upgrade). Watchdog
+ * holds too: the read's deadline is renewed under the write, so it outlives it. */
+static void test_rw_downgrade(void **state)
+{
+    (void)state;
+    NEED_REDIS();
+    char name[128];
+    rt_name(name, sizeof(name), "rwdown");
+    rlock_client_t *c = rt_client(url, 600, 0, 0);
+    rlock_t *r1 = rlock_new(c, name, RLOCK_READ), *w1 = rlock_new(c, name, RLOCK_WRITE);
+    assert_int_equal(rlock_try_lock(w1, 0, 0, NULL), 0);
+    assert_int_equal(rlock_try_lock(r1, 0, 0, NULL), 0); /* read inside own write */
+    assert_int_equal(rlock_try_lock(r1, 0, 0, NULL), 0);
+    struct waiter rd = {.c = c, .name = name, .kind = RLOCK_READ, .wait_ms = 0};
+    pthread_t t;
+    pthread_create(&t, NULL, waiter_main, &rd); /* another thread: still excluded */
+    pthread_join(t, NULL);
+    assert_int_equal(rd.rv, RLOCK_ERR_TIMEOUT);
+    rt_sleep_ms(1000); /* past the first lease (600 ms): the watchdog kept both holds */
+    /* downgrade: the write goes, the lock is a read lock held by this thread */
+    rd.wait_ms = 5000;
+    pthread_create(&t, NULL, waiter_main, &rd);
+    rt_sleep_ms(100);
+    int64_t sent = rt_now_ms();
+    assert_int_equal(rlock_unlock(w1), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(rd.rv, 0); /* another reader now gets in, woken */
+    assert_true(rd.got_at - sent < 2000);
+    assert_int_equal(rlock_is_held_remote(r1), 1);
+    redisReply *r = redisCommand(raw, "HGET rlock:{%s}:rw mode", name);
+    assert_non_null(r);
+    assert_string_equal(r->str, "read");
+    freeReplyObject(r);
+    struct waiter wr = {.c = c, .name = name, .kind = RLOCK_WRITE, .wait_ms = 0};
+    pthread_create(&t, NULL, waiter_main, &wr);
+    pthread_join(t, NULL);
+    assert_int_equal(wr.rv, RLOCK_ERR_TIMEOUT);
+    rt_sleep_ms(1000); /* the read hold outlives the write's lease and deadline */
+    assert_int_equal(rlock_is_held_remote(r1), 1);
+    /* no upgrade: this reader cannot take the write side */
+    assert_int_equal(rlock_try_lock(w1, 0, 0, NULL), RLOCK_ERR_TIMEOUT);
+    assert_int_equal(rlock_unlock(r1), 0);
+    assert_int_equal(rlock_unlock(r1), 0);
+    assert_int_equal(rt_int(raw, "EXISTS rlock:{%s}:rw", name), 0);
+    assert_int_equal(rlock_try_lock(w1, 0, 0, NULL), 0);
+    assert_int_equal(rlock_unlock(w1), 0);
+    rt_int(raw, "DEL rlock:{%s}:fence", name);
+    rlock_free(r1);
+    rlock_free(w1);
+    rlock_client_free(c);
+}
+
+/* Spin lock: RLock's data (excludes a reentrant lock of the name), re-enters, waits by
+ * polling with back-off and never subscribes. Fenced lock (native): the reentrant lock,
+ * its token to the caller. */
+static void test_spin_fenced(void **state)
+{
+    (void)state;
+    NEED_REDIS();
+    char name[128];
+    rt_name(name, sizeof(name), "spin");
+    rlock_client_t *c = rt_client(url, 0, 0, 0);
+    rlock_t *sp = rlock_new(c, name, RLOCK_SPIN);
+    assert_non_null(sp);
+    assert_int_equal(rlock_try_lock(sp, 0, 400, NULL), 0);
+    assert_int_equal(rlock_try_lock(sp, 0, 400, NULL), 0); /* reentrant */
+    struct waiter re = {.c = c, .name = name, .kind = RLOCK_REENTRANT, .wait_ms = 0};
+    pthread_t t;
+    pthread_create(&t, NULL, waiter_main, &re);
+    pthread_join(t, NULL);
+    assert_int_equal(re.rv, RLOCK_ERR_TIMEOUT);
+    /* another thread spins until the lease ends (400 ms), with no subscription */
+    struct waiter sw = {.c = c, .name = name, .kind = RLOCK_SPIN, .wait_ms = 3000};
+    int64_t t0 = rt_now_ms();
+    pthread_create(&t, NULL, waiter_main, &sw);
+    rt_sleep_ms(150);
+    redisReply *r = redisCommand(raw, "PUBSUB NUMSUB rlock:{%s}:ch", name);
+    assert_non_null(r);
+    assert_int_equal(r->element[1]->integer, 0);
+    freeReplyObject(r);
+    pthread_join(t, NULL);
+    assert_int_equal(sw.rv, 0);
+    assert_true(sw.got_at - t0 >= 250 && sw.got_at - t0 < 2000);
+    rlock_free(sp);
+
+    rlock_t *fl = rlock_new(c, name, RLOCK_FENCED);
+    uint64_t f1 = 0, f2 = 0;
+    assert_int_equal(rlock_try_lock(fl, 0, 5000, &f1), 0);
+    assert_int_equal(rlock_try_lock(fl, 0, 5000, &f2), 0);
+    assert_true(f2 > f1);
+    assert_int_equal(rlock_fence(fl), f2);
+    assert_int_equal(rlock_unlock(fl), 0);
+    assert_int_equal(rlock_unlock(fl), 0);
+    assert_int_equal(rt_int(raw, "EXISTS rlock:{%s}", name), 0);
+    rt_int(raw, "DEL rlock:{%s}:fence", name);
+    rlock_free(fl);
+    rlock_client_free(c);
+}
+
 struct sem_run {
     rlock_client_t *c;
     const char *name;
@@ -609,6 +710,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simple),           cmocka_unit_test(test_reentrant),
         cmocka_unit_test(test_pubsub_wakeup),    cmocka_unit_test(test_rw),
+        cmocka_unit_test(test_rw_downgrade),     cmocka_unit_test(test_spin_fenced),
         cmocka_unit_test(test_semaphore),        cmocka_unit_test(test_latch),
         cmocka_unit_test(test_fair_order),       cmocka_unit_test(test_fair_dead_waiter),
         cmocka_unit_test(test_multilock),        cmocka_unit_test(test_watchdog_and_lost),

@@ -933,6 +933,183 @@ static void test_read_write(void **state)
     rlock_client_free(c);
 }
 
+/* Redisson's rule for a read inside one's own write and the downgrade (issue 34), seen
+ * from the other side both ways: a C writer's reads, then its write unlock, as Java sees
+ * them; a Java writer's reads (RedissonReadLock inside RedissonWriteLock) and its write
+ * unlock, as C sees them. */
+static void test_rw_downgrade(void **state)
+{
+    (void)state;
+    char name[128];
+    rt_name(name, sizeof(name), "rs-rwdown");
+    rlock_client_t *c = rs_client(0, 60000);
+    rlock_t *rd = rlock_new(c, name, RLOCK_READ), *wr = rlock_new(c, name, RLOCK_WRITE);
+    assert_non_null(rd);
+    assert_non_null(wr);
+    const char *hmode[3] = {"HGET", name, "mode"};
+    const char *exn[2] = {"EXISTS", name};
+
+    /* C writes, reads inside, downgrades: Java readers wait until the write goes */
+    assert_int_equal(rlock_try_lock(wr, 0, 0, NULL), 0);
+    assert_int_equal(rlock_try_lock(rd, 0, 0, NULL), 0);
+    assert_int_equal(drv(&A, "trylock r %s 0 0", name), 0);
+    assert_int_equal(rlock_unlock(wr), 0);
+    redisReply *r = cmd(3, hmode);
+    assert_string_equal(r->str, "read");
+    freeReplyObject(r);
+    assert_int_equal(drv(&A, "trylock r %s 0 0", name), 1);
+    assert_int_equal(drv(&B, "trylock w %s 0 0", name), 0);
+    drv(&A, "unlock r %s", name);
+    /* no upgrade: the C reader cannot take the write side */
+    assert_int_equal(rlock_try_lock(wr, 0, 0, NULL), RLOCK_ERR_TIMEOUT);
+    assert_int_equal(rlock_unlock(rd), 0);
+    assert_int_equal(cmd_int(2, exn), 0);
+
+    /* Java writes, reads inside, downgrades: C readers wait until the write goes */
+    drv(&A, "lock w %s 0", name);
+    assert_int_equal(drv(&A, "trylock r %s 0 0", name), 1);
+    assert_int_equal(rlock_try_lock(rd, 0, 0, NULL), RLOCK_ERR_TIMEOUT);
+    drv(&A, "unlock w %s", name);
+    r = cmd(3, hmode);
+    assert_string_equal(r->str, "read");
+    freeReplyObject(r);
+    assert_int_equal(rlock_try_lock(rd, 0, 0, NULL), 0);
+    assert_int_equal(rlock_try_lock(wr, 0, 0, NULL), RLOCK_ERR_TIMEOUT);
+    assert_int_equal(rlock_unlock(rd), 0);
+    drv(&A, "unlock r %s", name);
+    assert_int_equal(cmd_int(2, exn), 0);
+    rlock_free(rd);
+    rlock_free(wr);
+    rlock_client_free(c);
+}
+
+/* RSpinLock and RFencedLock (issue 34): a C spin lock and a Java one (and RLock: the same
+ * hash) exclude each other; a C fenced lock and a Java one share Redisson's token counter
+ * redisson_lock_token:{name}, which has no TTL, as Redisson keeps it. */
+static void test_spin_fenced(void **state)
+{
+    (void)state;
+    char name[128], tokkey[192];
+    rt_name(name, sizeof(name), "rs-spin");
+    rlock_client_t *c = rs_client(0, 60000);
+    rlock_t *sp = rlock_new(c, name, RLOCK_SPIN);
+    assert_non_null(sp);
+    assert_int_equal(rlock_try_lock(sp, 0, 0, NULL), 0);
+    assert_int_equal(drv(&A, "trylock s %s 0 0", name), 0);
+    assert_int_equal(drv(&A, "trylock l %s 0 0", name), 0);
+    assert_int_equal(rlock_unlock(sp), 0);
+    assert_int_equal(drv(&A, "trylock s %s 0 0", name), 1);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_try_lock(sp, 300, 0, NULL), RLOCK_ERR_TIMEOUT); /* spun, then gave up */
+    assert_true(rt_now_ms() - t0 >= 290);
+    drv(&A, "unlock s %s", name);
+    assert_int_equal(rlock_try_lock(sp, 1000, 5000, NULL), 0);
+    assert_int_equal(rlock_unlock(sp), 0);
+    rlock_free(sp);
+
+    rt_name(name, sizeof(name), "rs-fenced");
+    snprintf(tokkey, sizeof(tokkey), "redisson_lock_token:{%s}", name);
+    rlock_t *fl = rlock_new(c, name, RLOCK_FENCED);
+    assert_non_null(fl);
+    drv(&A, "lock n %s 0", name);
+    long long t1 = drv(&A, "token %s", name);
+    assert_true(t1 >= 1);
+    assert_int_equal(rlock_try_lock(fl, 0, 0, NULL), RLOCK_ERR_TIMEOUT);
+    drv(&A, "unlock n %s", name);
+    uint64_t f = 0;
+    assert_int_equal(rlock_try_lock(fl, 0, 0, &f), 0);
+    assert_int_equal((long long)f, t1 + 1); /* one sequence for Java and C */
+    const char *get[2] = {"GET", tokkey}, *pttl[2] = {"PTTL", tokkey};
+    assert_int_equal(cmd_int(2, get), t1 + 1);
+    assert_int_equal(cmd_int(2, pttl), -1);
+    assert_int_equal(drv(&A, "trylock n %s 0 0", name), 0);
+    assert_int_equal(rlock_unlock(fl), 0);
+    drv(&A, "lock n %s 0", name);
+    assert_int_equal(drv(&A, "token %s", name), t1 + 2);
+    drv(&A, "unlock n %s", name);
+    const char *del[2] = {"DEL", tokkey};
+    freeReplyObject(cmd(2, del));
+    rlock_free(fl);
+    rlock_client_free(c);
+}
+
+/* RPermitExpirableSemaphore (issue 34): C and Java permits are one set; a Java permit
+ * whose lease ends comes back to a C waiter without a release; a C release wakes a Java
+ * waiter; either side releases the other's permit by its id. */
+static void test_permit_expirable(void **state)
+{
+    (void)state;
+    char name[128], line[128], jid[64];
+    rt_name(name, sizeof(name), "rs-psem");
+    rlock_client_t *c = rs_client(0, 60000);
+    rlock_psem_t *s = rlock_psem_new(c, name);
+    assert_non_null(s);
+    assert_int_equal(rlock_psem_try_set_permits(s, 1), 1);
+    assert_int_equal(drv(&A, "psem_set %s 5", name), 0);
+    assert_int_equal(drv(&A, "psem_avail %s", name), 1);
+    drv_send(&A, "psem_acq %s 0 400", name);
+    drv_reply(&A, line, sizeof(line));
+    assert_int_equal(sscanf(line, "ok %63s", jid), 1);
+    assert_int_equal((int)strlen(jid), 32);
+    char id[RLOCK_PERMIT_ID_SIZE];
+    assert_int_equal(rlock_psem_try_acquire(s, 0, 0, id), RLOCK_ERR_TIMEOUT);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_psem_try_acquire(s, 5000, 0, id), 0); /* Java's lease ended */
+    assert_true(rt_now_ms() - t0 >= 300);
+    assert_int_equal(drv(&A, "psem_rel %s %s", name, jid), 0); /* expired: not held */
+    /* a C release wakes a Java waiter */
+    drv_send(&A, "psem_acq %s 5000 0", name);
+    rt_sleep_ms(300);
+    assert_int_equal(rlock_psem_release(s, id), 0);
+    drv_reply(&A, line, sizeof(line));
+    assert_int_equal(sscanf(line, "ok %63s", jid), 1);
+    assert_int_equal((int)strlen(jid), 32);
+    /* one set of ids: C releases Java's permit */
+    assert_int_equal(rlock_psem_available(s), 0);
+    assert_int_equal(rlock_psem_release(s, jid), 0);
+    assert_int_equal(drv(&A, "psem_avail %s", name), 1);
+    assert_int_equal(rlock_psem_release(s, jid), RLOCK_ERR_NOT_HELD);
+    const char *del[3] = {"DEL", name, NULL};
+    freeReplyObject(cmd(2, del));
+    rlock_psem_free(s);
+    rlock_client_free(c);
+}
+
+/* RRateLimiter (issue 34): a C limiter in Redisson mode and Java's of the same name are
+ * one budget, whichever side set the rate. */
+static void test_rate_limiter(void **state)
+{
+    (void)state;
+    char name[128];
+    rt_name(name, sizeof(name), "rs-rate");
+    rlock_client_t *c = rs_client(0, 60000);
+    rlock_rate_t *r = rlock_rate_new(c, name);
+    assert_non_null(r);
+    assert_int_equal(rlock_rate_try_set(r, RLOCK_RATE_OVERALL, 5, 1000, 0), 1);
+    assert_int_equal(drv(&A, "rl_set %s 50 1000", name), 0); /* Java sees the C rate */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(drv(&A, "rl_try %s 1", name), 1);
+    assert_int_equal(rlock_rate_try_acquire(r, 2, 0), 0);
+    assert_int_equal(rlock_rate_try_acquire(r, 1, 0), RLOCK_ERR_TIMEOUT);
+    assert_int_equal(drv(&A, "rl_try %s 1", name), 0);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_rate_try_acquire(r, 1, 3000), 0); /* when Java's first grant leaves */
+    assert_true(rt_now_ms() - t0 >= 500);
+    rlock_rate_free(r);
+
+    /* Java sets, C follows its rate */
+    rt_name(name, sizeof(name), "rs-rate2");
+    assert_int_equal(drv(&A, "rl_set %s 2 5000", name), 1);
+    r = rlock_rate_new(c, name);
+    assert_int_equal(rlock_rate_try_set(r, RLOCK_RATE_OVERALL, 100, 1000, 0), 0);
+    assert_int_equal(rlock_rate_try_acquire(r, 1, 0), 0);
+    assert_int_equal(drv(&A, "rl_try %s 1", name), 1);
+    assert_int_equal(rlock_rate_try_acquire(r, 1, 0), RLOCK_ERR_TIMEOUT);
+    assert_int_equal(rlock_rate_try_acquire(r, 3, 0), RLOCK_ERR_REDIS); /* above the rate */
+    rlock_rate_free(r);
+    rlock_client_free(c);
+}
+
 /* ------------------------------------------------------------------ watchdog */
 
 /* A C watchdog hold outlives several leases; after its unlock it is never renewed
@@ -1040,6 +1217,10 @@ int main(void)
         cmocka_unit_test(test_semaphore),
         cmocka_unit_test(test_latch),
         cmocka_unit_test(test_read_write),
+        cmocka_unit_test(test_rw_downgrade),
+        cmocka_unit_test(test_spin_fenced),
+        cmocka_unit_test(test_permit_expirable),
+        cmocka_unit_test(test_rate_limiter),
         cmocka_unit_test(test_watchdog_not_after_unlock),
         cmocka_unit_test(test_java_holder_killed), /* last: it kills driver B */
     };

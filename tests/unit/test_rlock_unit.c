@@ -38,7 +38,11 @@ static void test_script_table(void **state)
         assert_true(strncmp(t, "-- rlock", 8) == 0);
         assert_int_equal(strlen(rlock_script_sha(i)), 40);
     }
-    assert_string_equal(rlock_script_text(RLOCK_S_SIMPLE_LOCK), rlock_lua_simple_lock);
+    /* a lock script goes out with the fence prelude (lua/rlock_fence.lua) before it */
+    const char *t = rlock_script_text(RLOCK_S_SIMPLE_LOCK);
+    assert_int_equal(strncmp(t, rlock_lua_fence, strlen(rlock_lua_fence)), 0);
+    assert_string_equal(t + strlen(rlock_lua_fence), rlock_lua_simple_lock);
+    assert_string_equal(rlock_script_text(RLOCK_S_SIMPLE_UNLOCK), rlock_lua_simple_unlock);
     assert_null(rlock_script_text(RLOCK_S__COUNT));
     assert_string_not_equal(rlock_script_sha(0), rlock_script_sha(1));
 }

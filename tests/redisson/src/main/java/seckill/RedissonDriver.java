@@ -11,6 +11,8 @@
  */
 package seckill;
 
+import java.time.Duration;
+import org.redisson.api.RateType;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -70,6 +72,10 @@ public final class RedissonDriver {
             return r.getReadWriteLock(name).writeLock();
         case "f":
             return r.getFairLock(name);
+        case "s":
+            return r.getSpinLock(name);
+        case "n":
+            return r.getFencedLock(name);
         default:
             return r.getLock(name);
         }
@@ -116,6 +122,26 @@ public final class RedissonDriver {
             }
             return "ok " + System.currentTimeMillis();
         }
+        case "psem_set": /* psem_set <name> <permits>: RPermitExpirableSemaphore.trySetPermits */
+            return "ok " + (r.getPermitExpirableSemaphore(a[1]).trySetPermits(Integer.parseInt(a[2])) ? 1 : 0);
+        case "psem_acq": { /* psem_acq <name> <wait ms> <lease ms, 0: none>: the permit id or - */
+            long lease = Long.parseLong(a[3]);
+            String id = lease > 0
+                ? r.getPermitExpirableSemaphore(a[1]).tryAcquire(Long.parseLong(a[2]), lease, TimeUnit.MILLISECONDS)
+                : r.getPermitExpirableSemaphore(a[1]).tryAcquire(Long.parseLong(a[2]), TimeUnit.MILLISECONDS);
+            return "ok " + (id == null ? "-" : id);
+        }
+        case "psem_rel": /* psem_rel <name> <id>: 1 released, 0 not held */
+            return "ok " + (r.getPermitExpirableSemaphore(a[1]).tryRelease(a[2]) ? 1 : 0);
+        case "psem_avail": /* psem_avail <name> */
+            return "ok " + r.getPermitExpirableSemaphore(a[1]).availablePermits();
+        case "rl_set": /* rl_set <name> <rate> <interval ms>: RRateLimiter.trySetRate, OVERALL */
+            return "ok " + (r.getRateLimiter(a[1]).trySetRate(RateType.OVERALL, Long.parseLong(a[2]),
+                                                              Duration.ofMillis(Long.parseLong(a[3]))) ? 1 : 0);
+        case "rl_try": /* rl_try <name> <permits>: RRateLimiter.tryAcquire, no wait */
+            return "ok " + (r.getRateLimiter(a[1]).tryAcquire(Long.parseLong(a[2])) ? 1 : 0);
+        case "token": /* token <name>: the fenced lock's last token (RFencedLock.getToken) */
+            return "ok " + r.getFencedLock(a[1]).getToken();
         case "holds": /* holds <kind> <name>: this thread's hold count */
             return "ok " + lock(r, a[1], a[2]).getHoldCount();
         case "mutex": { /* mutex <kind> <name> <rounds> <counter>: lock, GET+SET, unlock */
