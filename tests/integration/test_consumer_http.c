@@ -246,8 +246,24 @@ static void test_http_guard(void **state)
     assert_true(cut_at > 0);
     assert_true(cut_at - t0 >= 1400 && cut_at - t0 < 1500 + 3000);
 
-    /* Four connections held (each answered once, kept alive): a fifth is closed at once
-     * with nothing written, and one given back makes room again. */
+    /* An empty line every 500 ms (issue 33: each one restarted the clocks, and the
+     * connection stayed as long as the trickle went on): cut at the same deadline,
+     * counted from the first. */
+    fd = connect_to(port);
+    t0 = sk_test_now_ms(), cut_at = -1;
+    for (int i = 0; i < 4 && cut_at < 0; i++) {
+        if (send(fd, "\r\n", 2, MSG_NOSIGNAL) != 2 || read_until_closed(fd, 500, out, sizeof(out)))
+            cut_at = sk_test_now_ms();
+    }
+    if (cut_at < 0 && read_until_closed(fd, 5000, out, sizeof(out)))
+        cut_at = sk_test_now_ms();
+    close(fd);
+    fprintf(stderr, "# CRLF trickle cut after %lld ms\n", (long long)(cut_at - t0));
+    assert_true(cut_at > 0);
+    assert_true(cut_at - t0 >= 1400 && cut_at - t0 < 1500 + 3000);
+
+    /* Four connections held (each answered once, kept alive): a fifth is answered 503
+     * and closed at once, and one given back makes room again. */
     int held[4];
     for (int i = 0; i < 4; i++) {
         held[i] = connect_to(port);
@@ -258,7 +274,7 @@ static void test_http_guard(void **state)
     }
     fd = connect_to(port);
     assert_int_equal(read_until_closed(fd, 3000, out, sizeof(out)), 1);
-    assert_string_equal(out, "");
+    assert_true(strncmp(out, "HTTP/1.1 503 ", 13) == 0); /* issue 33: answered, then closed */
     close(fd);
     close(held[0]);
     int st = -1;
@@ -277,7 +293,7 @@ static void test_http_guard(void **state)
     memset(big + n, 'b', 1200);
     memcpy(big + n + 1200, "\r\n\r\n", 5);
     one_refusal(port, big, out, sizeof(out));
-    assert_json_refusal(out, "HTTP/1.1 413 ");
+    assert_json_refusal(out, "HTTP/1.1 431 ");
     one_refusal(port, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", out,
                 sizeof(out));
     assert_json_refusal(out, "HTTP/1.1 413 ");
@@ -308,7 +324,7 @@ static void test_http_guard(void **state)
                             "GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
                             "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
                             "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"};
-    const char *status[] = {"HTTP/1.1 413 ", "HTTP/1.1 400 ", "HTTP/1.1 405 ", "HTTP/1.1 400 ",
+    const char *status[] = {"HTTP/1.1 431 ", "HTTP/1.1 400 ", "HTTP/1.1 405 ", "HTTP/1.1 400 ",
                             "HTTP/1.1 413 ", "HTTP/1.1 400 "};
     for (int pipelined = 0; pipelined < 2; pipelined++)
         for (size_t i = 0; i < sizeof(second) / sizeof(second[0]); i++)
