@@ -136,6 +136,12 @@ const struct sockaddr *sk_http_peer(const sk_http_req *r);
 /** @brief NULL, or why the framing is refused (static text, see above). */
 const char *sk_http_framing(const sk_http_req *r);
 
+/** @brief Whether r may read an operator's route such as /metrics (issue 33: open by
+ *  default before): with `token` non-empty, only with "Authorization: Bearer <token>"
+ *  (compared in constant time); without a token, anyone when `open`, else only a peer
+ *  on this host (127.0.0.0/8, ::1, a Unix socket). @returns 1 or 0. */
+int sk_http_guard_ok(const sk_http_req *r, const char *token, int open);
+
 /* ---- the answer ---- */
 
 /** @brief Adds a header line to the answer (before sk_http_reply). A "Connection:
