@@ -66,8 +66,9 @@ static void *writer_run(void *arg)
                 continue;
             char key[24], val[SK_ORDER_MSG_MAX];
             int kn = snprintf(key, sizeof(key), "%lld", w->event_base + e);
-            sk_order_msg m = {(uint64_t)(w->order_base + i), (uint64_t)(w->event_base + e),
-                              (uint64_t)(1 + i), w->ts_ms, 1};
+            sk_order_msg m = {.order_id = (uint64_t)(w->order_base + i),
+                              .event_id = (uint64_t)(w->event_base + e),
+                              .user_id = (uint64_t)(1 + i), .ts_ms = w->ts_ms, .quantity = 1};
             size_t vn = sk_order_msg_encode(&m, val, sizeof(val)); /* the front's encoder */
             if (consumer_batch_add(b, part, i, key, (size_t)kn, val, (size_t)vn) != 0) {
                 w->failed = 1;

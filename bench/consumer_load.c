@@ -99,7 +99,8 @@ int main(int argc, char **argv)
         char val[SK_ORDER_MSG_MAX], key[24];
         long long ev = event_base + i % events;
         int kn = snprintf(key, sizeof(key), "%lld", ev);
-        sk_order_msg m = {(uint64_t)(order_base + i), (uint64_t)ev, (uint64_t)(1 + i), ts_ms, 1};
+        sk_order_msg m = {.order_id = (uint64_t)(order_base + i), .event_id = (uint64_t)ev,
+                          .user_id = (uint64_t)(1 + i), .ts_ms = ts_ms, .quantity = 1};
         size_t vn = sk_order_msg_encode(&m, val, sizeof(val)); /* the front's encoder */
         for (;;) {
             rd_kafka_resp_err_t e = rd_kafka_producev(

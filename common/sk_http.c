@@ -60,7 +60,9 @@ struct conn {
     size_t out_off, out_len, out_cap;
     sk_http_req *req;     /* with the handler */
     sk_http_req *partial; /* head parsed, body still coming */
-    int64_t req_start_ms; /* a request's first byte came (0: between requests) */
+    int64_t req_start_ms; /* a request's first byte came, an empty line before it
+                           * included (0: between requests) */
+    int blank_lines;      /* empty lines skipped before the request to come */
     int64_t last_ms;      /* the last read or write progress */
     int64_t linger_ms;
     unsigned reading : 1, writing : 1, closing : 1, lingering : 1, in_process : 1, dead : 1,
@@ -357,19 +359,29 @@ static void process(conn *c)
             }
             c->partial = NULL;
         } else {
-            /* empty lines between requests (head_seen stays: a head it counts for was
-             * parsed from a first byte that is not one) */
+            /* Empty lines between requests (head_seen stays: a head it counts for was
+             * parsed from a first byte that is not one). They are the request's first
+             * bytes for the read deadline, and only a few are taken: a trickle of CRLF
+             * held a connection for as long as it went on, and a stream of them burned
+             * a core (issue 33). */
+            if (c->in_off < c->in_len && !c->req_start_ms)
+                c->req_start_ms = now_ms();
             while (c->in_off < c->in_len && (c->in[c->in_off] == '\r' || c->in[c->in_off] == '\n'))
-                c->in_off++;
+                c->blank_lines += c->in[c->in_off++] == '\n';
+            if (c->blank_lines > SK_HTTP_MAX_BLANK_LINES) {
+                if (!(r = req_get(s))) {
+                    conn_abort(c);
+                    break;
+                }
+                refuse(c, r, SK_HTTP_BLANK_LINES);
+                break;
+            }
             if (c->in_off == c->in_len) {
                 c->in_off = c->in_len = 0;
-                c->req_start_ms = 0;
                 if (c->peer_eof)
                     c->closing = 1; /* every request the peer sent is answered */
                 break;
             }
-            if (!c->req_start_ms)
-                c->req_start_ms = now_ms();
             if (!(r = req_get(s))) {
                 conn_abort(c);
                 break;
@@ -390,6 +402,20 @@ static void process(conn *c)
             }
             r->c = c;
             c->head_seen = 0;
+            if (r->head.host_bad && !r->head.framing) {
+                refuse(c, r, SK_HTTP_HOST);
+                break;
+            }
+            if (s->o.body_limit && r->head.content_length > 0) {
+                /* the route's own bound, from the head alone: nothing of an oversized
+                 * body is buffered (issue 33: 64 KiB per stalled connection before) */
+                r->base = c->in + c->in_off; /* the hook reads the head; nothing moves */
+                int64_t lim = s->o.body_limit(r, s->arg);
+                if (lim >= 0 && r->head.content_length > lim) {
+                    refuse(c, r, SK_HTTP_BODY_LARGE);
+                    break;
+                }
+            }
             if (r->head.framing) {
                 /* Nothing after this head can be trusted to be a request. */
                 r->close = 1;
@@ -411,6 +437,7 @@ static void process(conn *c)
         r->body_len = (size_t)r->head.content_length;
         c->in_off += r->head_len + r->body_len;
         c->req_start_ms = 0;
+        c->blank_lines = 0;
         c->cont_sent = 0;
         if (!r->head.keep_alive || (c->peer_eof && c->in_off == c->in_len))
             r->close = 1;
@@ -488,10 +515,30 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 
 /* A new connection on fd (connected, non-blocking), owned from now on: closed on
  * failure. @returns 0 or -1. */
+/* A connection over the cap gets a 503 rather than a bare reset (issue 33): one
+ * non-blocking send of a fixed answer, the FIN, then the close. What the client sent
+ * already is read first (one read), since a close with unread input is a reset that
+ * can destroy the answer in flight. Best effort: a full socket just gets the close. */
+static void refuse_over_cap(int fd)
+{
+    static const char ans[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                              "Content-Type: application/json\r\n"
+                              "Content-Length: 56\r\n"
+                              "Connection: close\r\n\r\n"
+                              "{\"error\":\"unavailable\",\"message\":\"too many connections\"}";
+    char sink[4096];
+    ssize_t n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+    (void)n;
+    n = send(fd, ans, sizeof(ans) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)n;
+    shutdown(fd, SHUT_WR);
+    close(fd);
+}
+
 static int conn_new(sk_http *s, int fd, const struct sockaddr *sa, size_t salen)
 {
     if (s->o.max_conns > 0 && s->nconns >= s->o.max_conns) {
-        close(fd); /* over the cap: closed as soon as accepted */
+        refuse_over_cap(fd); /* over the cap: answered and closed as soon as accepted */
         return -1;
     }
     conn *c = calloc(1, sizeof(*c));

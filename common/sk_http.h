@@ -14,21 +14,31 @@
  *  - HTTP/1.1 and 1.0, keep-alive (1.0: on "Connection: keep-alive"), pipelining:
  *    one request of a connection at a time is with the handler; the next is parsed once
  *    it is answered, so answers go out in order.
- *  - Content-Length bodies up to max_body_bytes. Refused by the server itself, in JSON
- *    {"error","message"}, and the connection closed: request line and headers over
- *    max_header_bytes or a Content-Length over max_body_bytes (413), Transfer-Encoding
- *    or an Expect other than 100-continue (400), a method it does not know (405 with
- *    `allow`), a malformed request line or header line (400), an HTTP version other
- *    than 1.x (505). "Expect: 100-continue" gets its interim answer.
+ *  - Content-Length bodies up to max_body_bytes, or the route's own bound (body_limit).
+ *    Refused by the server itself, in JSON {"error","message"}, and the connection
+ *    closed (RFC 9112 / 9110 codes): a request line over max_header_bytes (414), headers
+ *    over it or over SK_HTTP_MAX_HEADERS (431), a Content-Length over the bound, read
+ *    from the head before any of the body is buffered (413), Transfer-Encoding or an
+ *    Expect other than 100-continue (400), HTTP/1.1 without Host or a Host that is no
+ *    uri-host[:port] (400), a method it does not know (405 with `allow`), a malformed
+ *    request line or header line (400: a first byte that cannot start a method, a TLS
+ *    ClientHello's 0x16 among them, is refused at once, not at the read deadline), the
+ *    HTTP/2 preface (400), an HTTP version other than 1.x (505), more than
+ *    SK_HTTP_MAX_BLANK_LINES empty lines before a request (400).
+ *    "Expect: 100-continue" gets its interim answer. An absolute-form target
+ *    (`GET http://host/path`) is served as its path (RFC 9112 3.2.2).
  *  - Framing the handler must refuse (sk_http_parse.c's hdrcheck rule: two or a
- *    non-decimal Content-Length, two Host headers, whitespace in a header name, a body
- *    on a method without one): the request is handed over without its body and
- *    sk_http_framing() says why; the connection is closed after its answer.
+ *    non-decimal Content-Length, two Host or two Authorization headers, whitespace in a
+ *    header name, a body on a method without one): the request is handed over without
+ *    its body and sk_http_framing() says why; the connection is closed after its answer.
  *  - The slow-client deadline: a request must arrive, first byte to last, within
- *    read_timeout_ms, or the connection is cut; a kept-alive connection may stay idle
- *    for idle_timeout_ms between requests; a client that does not read its answers is
- *    cut after idle_timeout_ms without progress. Checked by one timer per server.
- *  - At most max_conns connections: one over is closed as soon as it is accepted.
+ *    read_timeout_ms, or the connection is cut; empty lines before a request count as
+ *    its first bytes (a trickle of CRLF does not hold a connection); a kept-alive
+ *    connection may stay idle for idle_timeout_ms between requests; a client that does
+ *    not read its answers is cut after idle_timeout_ms without progress. Checked by one
+ *    timer per server.
+ *  - At most max_conns connections: one over is answered 503 (JSON, Connection: close,
+ *    one non-blocking send) and closed as soon as it is accepted.
  *  - A close after an answer is a lingering close: FIN first, the input drained (up
  *    to 2 s), so that unread input does not turn the close into a reset that could
  *    destroy the answer in flight.
@@ -59,6 +69,13 @@ typedef enum {
     SK_HTTP_TRACE,
 } sk_http_method;
 
+/* A route's own body bound, asked once a head is parsed and before its body is read
+ * (`r`'s method, target and headers are readable; its body is not there yet): a
+ * Content-Length over it is refused at once (413, closed) instead of being buffered to
+ * max_body_bytes for the handler to refuse. @returns the bound in bytes, or -1 for
+ * max_body_bytes alone. `arg` is sk_http_new's. */
+typedef int64_t (*sk_http_body_limit_fn)(const sk_http_req *r, void *arg);
+
 typedef struct sk_http_opts {
     size_t max_header_bytes;  /* request line and headers, line ends included (> 0) */
     int64_t max_body_bytes;   /* Content-Length bound; -1: no body on any method (413) */
@@ -66,6 +83,7 @@ typedef struct sk_http_opts {
     int64_t idle_timeout_ms;  /* between requests, and a stalled answer; 0: none */
     int64_t max_conns;        /* 0: no cap */
     const char *allow;        /* the Allow header of a 405 for an unknown method */
+    sk_http_body_limit_fn body_limit; /* NULL: max_body_bytes for every route */
 } sk_http_opts;
 
 /* The handler owns `req` until it answers it (sk_http_reply), at once or later from
@@ -118,6 +136,12 @@ const struct sockaddr *sk_http_peer(const sk_http_req *r);
 /** @brief NULL, or why the framing is refused (static text, see above). */
 const char *sk_http_framing(const sk_http_req *r);
 
+/** @brief Whether r may read an operator's route such as /metrics (issue 33: open by
+ *  default before): with `token` non-empty, only with "Authorization: Bearer <token>"
+ *  (compared in constant time); without a token, anyone when `open`, else only a peer
+ *  on this host (127.0.0.0/8, ::1, a Unix socket). @returns 1 or 0. */
+int sk_http_guard_ok(const sk_http_req *r, const char *token, int open);
+
 /* ---- the answer ---- */
 
 /** @brief Adds a header line to the answer (before sk_http_reply). A "Connection:
@@ -140,6 +164,9 @@ void sk_http_close_after(sk_http_req *r);
 /* ---- the pure parser (sk_http_parse.c; unit-tested and fuzzed) ---- */
 
 #define SK_HTTP_MAX_HEADERS 64
+/* Empty lines a connection may send before a request (RFC 9112 2.2: a server SHOULD
+ * ignore at least one); one more is refused. */
+#define SK_HTTP_MAX_BLANK_LINES 4
 
 /* The strings of a head are offsets into the buffer it was parsed from, not pointers:
  * the buffer may move (realloc) between the parse and the hand-over without one going
@@ -155,6 +182,8 @@ typedef struct sk_http_head {
     int64_t content_length; /* 0 when none, or when the framing is refused */
     int keep_alive;         /* after this request, by version and Connection */
     int expect_continue;    /* "Expect: 100-continue" */
+    int host_bad;           /* HTTP/1.1 without Host, or a Host that is no host[:port]
+                               (the server answers SK_HTTP_HOST) */
     const char *framing;    /* for the handler (see above), or NULL */
 } sk_http_head;
 
@@ -163,16 +192,22 @@ typedef enum {
     SK_HTTP_OK = 0,
     SK_HTTP_INCOMPLETE,     /* no blank line yet */
     SK_HTTP_BAD,            /* malformed request line or header line: 400 */
-    SK_HTTP_HEADERS_LARGE,  /* over max_header_bytes or SK_HTTP_MAX_HEADERS: 413 */
+    SK_HTTP_HEADERS_LARGE,  /* headers over max_header_bytes or SK_HTTP_MAX_HEADERS: 431 */
     SK_HTTP_BODY_LARGE,     /* Content-Length over max_body_bytes: 413 */
     SK_HTTP_CHUNKED,        /* Transfer-Encoding: 400 */
     SK_HTTP_EXPECT,         /* an Expect other than 100-continue: 400 */
     SK_HTTP_METHOD,         /* a method token not in sk_http_method: 405 */
     SK_HTTP_VERSION,        /* HTTP/2.0 and the like: 505 */
+    SK_HTTP_URI_LONG,       /* the request line alone over max_header_bytes: 414 */
+    SK_HTTP_HOST,           /* HTTP/1.1 without Host, or a Host that is no host[:port]: 400 */
+    SK_HTTP_H2_PREFACE,     /* "PRI * HTTP/2.0": 400 (HTTP/1.x only, no h2c) */
+    SK_HTTP_BLANK_LINES,    /* over SK_HTTP_MAX_BLANK_LINES empty lines (sk_http.c): 400 */
 } sk_http_parse_rc;
 
 /** @brief Parses the request line and headers at buf[0..len) (leading empty lines are
- *  skipped). Line ends: CRLF or LF. Refused in a field value: every control but HTAB,
+ *  skipped; the server bounds how many). A first byte that cannot start a method, and
+ *  the HTTP/2 preface, are refused as soon as they are seen, without the blank line.
+ *  An absolute-form target's uri is its path ("/" when it has none). Line ends: CRLF or LF. Refused in a field value: every control but HTAB,
  *  and DEL (RFC 9110 5.5); in a name, the method and the target: anything but their
  *  tokens' characters (a control, DEL, a separator).
  *  last_len: 0, or the len of the previous call on this same head that answered

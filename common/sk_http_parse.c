@@ -17,7 +17,7 @@
 /* The framing rule (RFC 9112 6.3), one header at a time: what a request must not carry
  * to be read as one request with a known length. */
 typedef struct hdrcheck {
-    int content_length, host; /* how many seen */
+    int content_length, host, authorization; /* how many seen */
     int64_t length;           /* the Content-Length value (0 if none) */
     const char *why;          /* static text, set at the first refusal */
 } hdrcheck;
@@ -54,6 +54,9 @@ static void hdrcheck_add(hdrcheck *h, const char *name, size_t nlen, const char 
         h->why = "Transfer-Encoding is not accepted: send Content-Length";
     else if (NAME_IS(name, nlen, "Host") && h->host++ > 0)
         h->why = "more than one Host header";
+    /* Two credentials: a proxy may have checked the one we would not read. */
+    else if (NAME_IS(name, nlen, "Authorization") && h->authorization++ > 0)
+        h->why = "more than one Authorization header";
     else if (NAME_IS(name, nlen, "Content-Length") &&
              (h->content_length++ > 0 || (h->length = parse_length(value, vlen)) < 0))
         h->why = h->content_length > 1 ? "more than one Content-Length header"
@@ -123,10 +126,26 @@ static size_t line_len(const char *line, const char *lf)
     return n > 0 && line[n - 1] == '\r' ? n - 1 : n;
 }
 
+/* An absolute-form target (RFC 9112 3.2.2: "http://host/path", which a server must
+ * accept) at uri[0..n): @returns the offset of its path in uri, or n when it has none
+ * (then served as "/"), or 0 when it is no absolute form. The authority is not kept:
+ * nothing here routes by host. */
+static size_t absolute_path(const char *uri, size_t n)
+{
+    size_t s = n >= 7 && strncasecmp(uri, "http://", 7) == 0    ? 7
+               : n >= 8 && strncasecmp(uri, "https://", 8) == 0 ? 8
+                                                                : 0;
+    if (!s)
+        return 0;
+    const char *slash = memchr(uri + s, '/', n - s);
+    return slash ? (size_t)(slash - uri) : n;
+}
+
 /* The request line "METHOD SP target SP HTTP/1.x", buf[at..at+n): fills h->method,
- * h->minor, h->uri, and *uri_end (where the target's NUL goes). */
+ * h->minor, h->uri, and *uri_end (where the target's NUL goes); *slash_at is where a
+ * "/" must be written for an absolute form without a path (0: none). */
 static sk_http_parse_rc request_line(const char *buf, size_t at, size_t n, sk_http_head *h,
-                                     size_t *uri_end)
+                                     size_t *uri_end, size_t *slash_at)
 {
     const char *line = buf + at, *end = line + n;
     const char *sp = memchr(line, ' ', n);
@@ -155,6 +174,14 @@ static sk_http_parse_rc request_line(const char *buf, size_t at, size_t n, sk_ht
     h->minor = ver[7] - '0';
     h->uri = (size_t)(uri - buf);
     *uri_end = (size_t)(sp2 - buf);
+    *slash_at = 0;
+    size_t ulen = (size_t)(sp2 - uri), path = absolute_path(uri, ulen);
+    if (path == ulen) { /* "http://host": its path is "/", written over the host's end */
+        h->uri = *uri_end - 1;
+        *slash_at = h->uri;
+    } else if (path) {
+        h->uri += path;
+    }
     return SK_HTTP_OK;
 }
 
@@ -228,6 +255,39 @@ static sk_http_parse_rc header_line(const char *buf, size_t at, size_t n, sk_htt
     return SK_HTTP_OK;
 }
 
+/* RFC 9112 3.2 / RFC 3986 3.2.2: Host = uri-host [ ":" port ]. Refused: empty, and
+ * any byte a reg-name, an IP literal and a port cannot hold (a space, a slash, a
+ * control...): such a Host names no authority, and a proxy may read it otherwise. */
+static int host_ok(const char *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              strchr("-._~%!$&'()*+,;=:[]", c)))
+            return 0;
+    }
+    return 1;
+}
+
+/* What can be refused from the first bytes alone, before the blank line: a first
+ * byte that cannot start a method (a TLS ClientHello's 0x16, binary) and the HTTP/2
+ * preface. Without this such a peer waits out the read deadline for a blank line that
+ * never comes. @returns SK_HTTP_OK when nothing is refused yet. */
+static sk_http_parse_rc early_refusal(const char *p, size_t n)
+{
+    static const char preface[] = "PRI * HTTP/2.0";
+    if (n == 0)
+        return SK_HTTP_OK;
+    if (!is_tchar((unsigned char)p[0]))
+        return SK_HTTP_BAD;
+    size_t m = n < sizeof(preface) - 1 ? n : sizeof(preface) - 1;
+    if (m >= 4 && memcmp(p, preface, m) == 0)
+        return m == sizeof(preface) - 1 ? SK_HTTP_H2_PREFACE : SK_HTTP_OK;
+    return SK_HTTP_OK;
+}
+
 /* The blank line that ends a head: LF, optional CR, LF. @returns its last LF, searched
  * from `from` on, or NULL. */
 static const char *find_blank(const char *from, const char *end)
@@ -259,24 +319,31 @@ sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t last_len,
     if (from < skip)
         from = skip;
     const char *start = buf + skip, *end = buf + len;
+    sk_http_parse_rc early = early_refusal(start, len - skip);
+    if (early != SK_HTTP_OK)
+        return early;
     const char *blank = find_blank(buf + from, end);
+    size_t used = blank ? (size_t)(blank + 1 - buf) : len;
+    if (used - skip > max_header_bytes) {
+        /* 414 when the request line alone is past the bound, else 431 (RFC 9110 15.5.15,
+         * RFC 6585 5) */
+        size_t n = used - skip < max_header_bytes + 1 ? used - skip : max_header_bytes + 1;
+        return memchr(start, '\n', n) ? SK_HTTP_HEADERS_LARGE : SK_HTTP_URI_LONG;
+    }
     if (!blank)
-        return len - skip > max_header_bytes ? SK_HTTP_HEADERS_LARGE : SK_HTTP_INCOMPLETE;
-    size_t used = (size_t)(blank + 1 - buf);
-    if (used - skip > max_header_bytes)
-        return SK_HTTP_HEADERS_LARGE;
+        return SK_HTTP_INCOMPLETE;
     if (memchr(start, '\0', (size_t)(blank - start)))
         return SK_HTTP_BAD; /* a NUL would cut the strings handed on */
     memset(h, 0, sizeof(*h));
     const char *lf = memchr(start, '\n', (size_t)(blank + 1 - start));
-    size_t uri_end;
-    sk_http_parse_rc rc = request_line(buf, skip, line_len(start, lf), h, &uri_end);
+    size_t uri_end, slash_at;
+    sk_http_parse_rc rc = request_line(buf, skip, line_len(start, lf), h, &uri_end, &slash_at);
     if (rc != SK_HTTP_OK)
         return rc;
     hdrcheck hc;
     memset(&hc, 0, sizeof(hc));
     hdr_ends ends[SK_HTTP_MAX_HEADERS];
-    int te = 0, expect_bad = 0, conn_close = 0, conn_keep = 0;
+    int te = 0, expect_bad = 0, conn_close = 0, conn_keep = 0, host_bad = 0;
     const char *next = lf + 1;
     while (next < blank && !(next + 1 == blank && *next == '\r')) {
         lf = memchr(next, '\n', (size_t)(blank + 1 - next));
@@ -300,11 +367,16 @@ sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t last_len,
         } else if (NAME_IS(name, nlen, "Connection")) {
             conn_close |= has_token(value, vlen, "close");
             conn_keep |= has_token(value, vlen, "keep-alive");
+        } else if (NAME_IS(name, nlen, "Host")) {
+            host_bad |= !host_ok(value, vlen);
         }
     }
     *head_len = used;
     if (te)
         return SK_HTTP_CHUNKED;
+    /* RFC 9112 3.2: 400 to either; said, not returned, so that the server decides
+     * (sk_http.c refuses it) after the framing it must refuse first */
+    h->host_bad = host_bad || (h->minor >= 1 && hc.host == 0);
     if (expect_bad)
         return SK_HTTP_EXPECT;
     if (!hc.why && max_body_bytes < 0 && hc.length > 0)
@@ -323,6 +395,8 @@ sk_http_parse_rc sk_http_parse_head(char *buf, size_t len, size_t last_len,
     }
     /* Accepted: now the strings get their NULs (each on a separator or a line end). */
     buf[uri_end] = '\0';
+    if (slash_at)
+        buf[slash_at] = '/';
     for (int i = 0; i < h->nh; i++) {
         buf[ends[i].name] = '\0';
         buf[ends[i].value] = '\0';
@@ -337,8 +411,22 @@ void sk_http_refusal(sk_http_parse_rc rc, int *status, const char **reason, cons
     *code = "bad_request";
     switch (rc) {
     case SK_HTTP_HEADERS_LARGE:
-        *status = 413, *reason = "Payload Too Large", *code = "payload_too_large";
-        *message = "request line and headers too large";
+        *status = 431, *reason = "Request Header Fields Too Large";
+        *code = "headers_too_large";
+        *message = "too many or too large header lines";
+        return;
+    case SK_HTTP_URI_LONG:
+        *status = 414, *reason = "URI Too Long", *code = "uri_too_long";
+        *message = "request line too long";
+        return;
+    case SK_HTTP_HOST:
+        *message = "HTTP/1.1 needs one Host header holding host[:port]";
+        return;
+    case SK_HTTP_H2_PREFACE:
+        *message = "HTTP/2 is not served here: HTTP/1.1 only";
+        return;
+    case SK_HTTP_BLANK_LINES:
+        *message = "too many empty lines before the request";
         return;
     case SK_HTTP_BODY_LARGE:
         *status = 413, *reason = "Payload Too Large", *code = "payload_too_large";

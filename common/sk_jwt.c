@@ -1,14 +1,12 @@
 /* sk_jwt: HS256 JWT mint and verify. See sk_jwt.h. */
 #include "sk_jwt.h"
+#include "sk_hmac.h"
 #include "sk_id.h"
 
-/* SHA256_Init/Update/Final for the prepared key (see struct sk_jwt_key). */
-#define OPENSSL_SUPPRESS_DEPRECATED
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,15 +286,12 @@ int sk_jwt_verify(const char *token, size_t len, const unsigned char *secret, si
     return verify(token, len, mac_oneshot, &k, now, SK_JWT_DEFAULT_LEEWAY_S, claims);
 }
 
-/* HMAC-SHA256 (RFC 2104) with the key's two padded blocks absorbed once: inner and
- * outer are the SHA-256 states after (K ^ ipad) and (K ^ opad), so a token costs its own
- * blocks plus one, two struct copies and no allocation. EVP_MAC_init(NULL key) did the
- * same work through the provider layer: a context dup, a malloc and a free per token
- * and 8.3k instructions per placed order (issue 16). The SHA256_* calls are deprecated
- * in OpenSSL 3 for EVP, which cannot copy a digest state without allocating (3.0); they
- * remain OpenSSL's own SHA-256, SHA-NI included. */
+/* HMAC-SHA256 with the key's two padded blocks absorbed once (common/sk_hmac: a token
+ * costs its own blocks plus one, two struct copies and no allocation). EVP_MAC_init(NULL
+ * key) did the same work through the provider layer: a context dup, a malloc and a free
+ * per token and 8.3k instructions per placed order (issue 16). */
 struct sk_jwt_key {
-    SHA256_CTX inner, outer;
+    sk_hmac_key *mac;
     int64_t leeway; /* seconds allowed for nbf/iat ahead of now */
 };
 
@@ -305,22 +300,8 @@ sk_jwt_key *sk_jwt_key_new(const unsigned char *secret, size_t secret_len)
     sk_jwt_key *k = calloc(1, sizeof(*k));
     if (!k)
         return NULL;
-    unsigned char block[SHA256_CBLOCK] = {0}, pad[SHA256_CBLOCK];
-    if (secret_len > SHA256_CBLOCK)
-        SHA256(secret, secret_len, block); /* a long key is its digest (RFC 2104) */
-    else if (secret_len > 0)
-        memcpy(block, secret, secret_len);
-    int ok = 1;
-    for (size_t i = 0; i < SHA256_CBLOCK; i++)
-        pad[i] = block[i] ^ 0x36;
-    ok &= SHA256_Init(&k->inner) && SHA256_Update(&k->inner, pad, sizeof(pad));
-    for (size_t i = 0; i < SHA256_CBLOCK; i++)
-        pad[i] = block[i] ^ 0x5c;
-    ok &= SHA256_Init(&k->outer) && SHA256_Update(&k->outer, pad, sizeof(pad));
-    OPENSSL_cleanse(block, sizeof(block));
-    OPENSSL_cleanse(pad, sizeof(pad));
-    if (!ok) {
-        sk_jwt_key_free(k);
+    if (!(k->mac = sk_hmac_key_new(secret, secret_len))) {
+        free(k);
         return NULL;
     }
     k->leeway = SK_JWT_DEFAULT_LEEWAY_S;
@@ -331,19 +312,14 @@ void sk_jwt_key_free(sk_jwt_key *k)
 {
     if (!k)
         return;
-    OPENSSL_cleanse(k, sizeof(*k)); /* the states stand for the secret */
+    sk_hmac_key_free(k->mac); /* wipes the states, which stand for the secret */
     free(k);
 }
 
 static int mac_keyed(void *arg, const char *data, size_t len, unsigned char mac[32])
 {
     const sk_jwt_key *k = arg;
-    unsigned char ih[SHA256_DIGEST_LENGTH];
-    SHA256_CTX c = k->inner;
-    int ok = SHA256_Update(&c, data, len) && SHA256_Final(ih, &c);
-    c = k->outer;
-    ok = ok && SHA256_Update(&c, ih, sizeof(ih)) && SHA256_Final(mac, &c);
-    return ok ? 0 : -1;
+    return sk_hmac_sha256(k->mac, data, len, mac);
 }
 
 int sk_jwt_key_verify(sk_jwt_key *key, const char *token, size_t len, int64_t now,

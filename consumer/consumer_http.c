@@ -17,6 +17,7 @@ struct consumer_http {
     sk_http *http; /* connection cap, whole-request deadline, JSON refusals (sk_http.h) */
     pthread_t thread;
     consumer_metrics *m;
+    const consumer_cfg *cfg; /* metrics.token, metrics.open */
     sk_listen_backoff *backoff; /* accept() out of descriptors: pause */
 };
 
@@ -46,6 +47,12 @@ static void on_request(sk_http_req *req, void *arg)
         reply_json(req, 405, "Method Not Allowed", body, sizeof(body) - 1);
     } else if (plen == 8 && strncmp(uri, "/healthz", 8) == 0) {
         sk_http_reply(req, 200, "OK", "text/plain", "ok\n", 3);
+    } else if (plen == 8 && strncmp(uri, "/metrics", 8) == 0 &&
+               !sk_http_guard_ok(req, h->cfg->metrics_token, (int)h->cfg->metrics_open)) {
+        static const char body[] = "{\"error\":\"unauthorized\",\"message\":\"/metrics: send "
+                                   "Authorization: Bearer <metrics.token>, or ask from this "
+                                   "host (metrics.open opens it)\"}";
+        reply_json(req, 401, "Unauthorized", body, sizeof(body) - 1);
     } else if (plen == 8 && strncmp(uri, "/metrics", 8) == 0) {
         size_t len;
         char *text = consumer_metrics_render(h->m, &len);
@@ -91,6 +98,7 @@ consumer_http *consumer_http_start(const consumer_cfg *cfg, consumer_metrics *m,
         return NULL;
     }
     h->m = m;
+    h->cfg = cfg;
     h->base = event_base_new();
     /* The front's limits: bounded headers, no body at all (GET only: a body is refused
      * with 413 before it is buffered), a whole request within http.read_timeout_ms, an

@@ -156,6 +156,18 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
     }
     l->cfg = cfg;
     l->m = m;
+    if (cfg->msg_keys && *cfg->msg_keys) {
+        char why[128];
+        if (!(l->msg_keys = sk_order_msg_keys_new(cfg->msg_keys, why, sizeof(why)))) {
+            snprintf(errstr, errstr_size, "order.msg_keys: %s", why);
+            free(l);
+            return NULL;
+        }
+    } else {
+        sk_log(SK_LOG_WARN, "msg_keys_unset",
+               "msg=\"order.msg_keys is empty: order messages are not verified, anyone who "
+               "can produce to the orders topic can create orders\"");
+    }
     l->nlanes =
         (int)(cfg->writers < 1 ? 1 : cfg->writers > MAX_LANES ? MAX_LANES : cfg->writers);
     if (loop_lanes_init(l, errstr, errstr_size) != 0 ||
@@ -230,6 +242,13 @@ static void loop_take(consumer_loop *l, rd_kafka_message_t *msg, int64_t now)
                                msg->key_len, msg->payload, msg->len) != 0) {
             sk_log(SK_LOG_ERROR, "out_of_memory", "where=batch_add");
             l->fatal = 1;
+        } else {
+            /* Only the gate's messages are orders (issue 33): a decoded one without
+             * the keys' MAC is dead-lettered as bad_mac and changes nothing. */
+            consumer_batch_msg *bm =
+                consumer_batch_msg_at(ln->filling, consumer_batch_count(ln->filling) - 1);
+            if (bm->err == CONSUMER_MSG_OK)
+                bm->err = consumer_msg_verify(l->msg_keys, &bm->order);
         }
         atomic_fetch_add_explicit(&l->m->consumed, 1, memory_order_relaxed);
     }
@@ -290,5 +309,6 @@ void consumer_loop_free(consumer_loop *l)
     /* After the Kafka handles: none of their callbacks may run on a freed lane. */
     for (int i = 0; i < l->nlanes; i++)
         consumer_lane_destroy(&l->lanes[i]);
+    sk_order_msg_keys_free(l->msg_keys);
     free(l);
 }

@@ -35,6 +35,8 @@ typedef struct consumer_cfg {
     long long writers; /* writer threads (PostgreSQL connections), partition p -> p % writers */
     long long http_port;
     char *http_bind;                 /* numeric IPv4 address of /healthz and /metrics */
+    char *metrics_token;             /* "" : /metrics by metrics_open's rule */
+    long long metrics_open;          /* 1: /metrics open to all; 0: this host's peers only */
     long long http_max_header_bytes; /* request line + headers past this: refused, closed */
     long long http_timeout_s;        /* a connection silent this long is closed */
     long long http_read_timeout_ms;  /* a request not whole this long after its first byte */
@@ -49,6 +51,7 @@ typedef struct consumer_cfg {
     long long events_lag_alarm_bytes; /* the slot's kept WAL past this: logged */
     int migrate;
     char *log_level;
+    char *msg_keys; /* order.msg_keys (secret): "signing[,previous]"; "" : not verified */
 } consumer_cfg;
 
 typedef struct consumer_loop consumer_loop;

@@ -68,6 +68,7 @@ struct consumer_loop {
     int dlq_failed; /* delivery reports with an error that may pass, since the last flush */
     size_t dlq_max_bytes; /* the DLQ producer's message.max.bytes */
     int fatal;
+    sk_order_msg_keys *msg_keys; /* order.msg_keys; NULL: messages are not verified */
 };
 
 static inline int64_t now_ms(void)

@@ -1,6 +1,8 @@
 /* consumer_msg: the consumer's view of an order message. See consumer_msg.h. */
 #include "consumer_msg.h"
 
+#include <string.h>
+
 const char *consumer_msg_strerror(consumer_msg_err err)
 {
     if (err == CONSUMER_MSG_UNKNOWN_EVENT)
@@ -21,6 +23,20 @@ consumer_msg_err consumer_msg_parse(const void *value, size_t len, consumer_orde
         return CONSUMER_MSG_BAD_QUANTITY;
     /* sk_id.h bounds every id to INT64_MAX: the casts are exact. */
     *out = (consumer_order){(int64_t)m.order_id, (int64_t)m.event_id, (int64_t)m.user_id, m.ts_ms,
-                            1};
+                            1, ""};
+    memcpy(out->mac, m.mac, sizeof(out->mac));
     return CONSUMER_MSG_OK;
+}
+
+consumer_msg_err consumer_msg_verify(const sk_order_msg_keys *keys, const consumer_order *o)
+{
+    if (!keys)
+        return CONSUMER_MSG_OK;
+    sk_order_msg m = {.order_id = (uint64_t)o->order_id,
+                      .event_id = (uint64_t)o->event_id,
+                      .user_id = (uint64_t)o->user_id,
+                      .ts_ms = o->ts_ms,
+                      .quantity = (uint32_t)o->quantity};
+    memcpy(m.mac, o->mac, sizeof(m.mac));
+    return (consumer_msg_err)sk_order_msg_verify(keys, &m);
 }

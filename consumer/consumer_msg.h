@@ -30,6 +30,7 @@ typedef enum {
     CONSUMER_MSG_BAD_TS = SK_ORDER_MSG_BAD_TS,
     CONSUMER_MSG_BAD_QUANTITY = SK_ORDER_MSG_BAD_QUANTITY, /* also a valid quantity above 1:
                                                             see consumer_msg_parse */
+    CONSUMER_MSG_BAD_MAC = SK_ORDER_MSG_BAD_MAC, /* set by consumer_msg_verify too */
     CONSUMER_MSG_UNKNOWN_EVENT = SK_ORDER_MSG__COUNT, /* valid, but its event is not in
                                                         seckill_event (set by the DB step) */
     CONSUMER_MSG__COUNT
@@ -41,12 +42,20 @@ typedef struct consumer_order {
     int64_t user_id;  /* > 0 */
     int64_t ts_ms;    /* >= 0, producer's clock */
     int32_t quantity; /* units: 1 (consumer_msg_parse) */
+    char mac[SK_ORDER_MSG_MAC_HEX + 1]; /* as sent; "" when unsigned */
 } consumer_order;
 
 /** @brief Decodes `len` bytes of `value` (may be NULL when len is 0) into *out.
  *  @returns CONSUMER_MSG_OK, or the reason the message is poison (*out is then undefined).
  *  @remark Pure and thread-safe; allocates only transiently. */
 consumer_msg_err consumer_msg_parse(const void *value, size_t len, consumer_order *out);
+
+/** @brief With order.msg_keys set, only a message the gate signed is an order:
+ *  CONSUMER_MSG_OK when o's MAC is one of `keys`' over its fields, else
+ *  CONSUMER_MSG_BAD_MAC (an unsigned message too: dead-lettered as "bad_mac").
+ *  keys NULL (no key configured): CONSUMER_MSG_OK, the old behaviour.
+ *  @remark Pure and thread-safe. */
+consumer_msg_err consumer_msg_verify(const sk_order_msg_keys *keys, const consumer_order *o);
 
 /** @brief A short stable code for the DLQ "error" header and metric labels
  *  ("not_json", "bad_order_id", ...). Never NULL. */

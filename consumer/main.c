@@ -47,9 +47,16 @@ static const sk_cfg_entry config_table[] = {
      offsetof(consumer_cfg, writers)},
     {"http.port", SK_CFG_INT, 0, 65535, "18081", "port of /healthz and /metrics (0: none)",
      offsetof(consumer_cfg, http_port)},
-    {"http.bind", SK_CFG_STRING, 0, 0, "0.0.0.0",
-     "address of /healthz and /metrics: a numeric IPv4 address (127.0.0.1: this host only)",
+    {"http.bind", SK_CFG_STRING, 0, 0, "127.0.0.1",
+     "address of /healthz and /metrics: a numeric IPv4 address (0.0.0.0: every interface)",
      offsetof(consumer_cfg, http_bind)},
+    {"metrics.token", SK_CFG_SECRET, 0, 0, "",
+     "if set, GET /metrics needs `Authorization: Bearer <this>` (else 401)",
+     offsetof(consumer_cfg, metrics_token)},
+    {"metrics.open", SK_CFG_INT, 0, 1, "0",
+     "without metrics.token: 1 answers /metrics to anyone, 0 only to peers on this host "
+     "(127.0.0.0/8; others 401)",
+     offsetof(consumer_cfg, metrics_open)},
     {"http.max_header_bytes", SK_CFG_INT, 1024, 65536, "8192",
      "request line + headers past this: refused and the connection closed",
      offsetof(consumer_cfg, http_max_header_bytes)},
@@ -97,6 +104,11 @@ static const sk_cfg_entry config_table[] = {
      offsetof(consumer_cfg, events_lag_alarm_bytes)},
     {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error",
      offsetof(consumer_cfg, log_level)},
+    {"order.msg_keys", SK_CFG_SECRET, 0, 0, "",
+     "keys of the order messages' MAC, as seckill-order's: \"key[,previous]\" (16+ bytes "
+     "each); a message without a valid MAC is dead-lettered (bad_mac). Empty: not "
+     "verified (a warning at start)",
+     offsetof(consumer_cfg, msg_keys)},
     {NULL, 0, 0, 0, NULL, NULL, 0},
 };
 

@@ -429,6 +429,10 @@ write_env() {
         if [ -f "$RUN/jwt.secret" ]; then
             echo "export SECKILL_JWT_SECRET=$(cat "$RUN/jwt.secret")"
         fi
+        if [ -f "$RUN/msg.key" ]; then
+            # order.msg_keys: the order messages' MAC key, the fronts' and the consumer's
+            echo "export SECKILL_ORDER_MSG_KEYS=$(cat "$RUN/msg.key")"
+        fi
         if pid_alive "$RUN/seckill-order.pid"; then
             echo "export SECKILL_HTTP=http://127.0.0.1:$HTTP_PORT"
             local i list=""
@@ -480,6 +484,9 @@ cmd_up() {
     fi
     [ -f "$RUN/jwt.secret" ] || head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RUN/jwt.secret"
     chmod 600 "$RUN/jwt.secret"
+    # The order messages' MAC key (issue 33): generated once, shared by front and consumer.
+    [ -f "$RUN/msg.key" ] || head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RUN/msg.key"
+    chmod 600 "$RUN/msg.key"
     write_env
     # shellcheck disable=SC1091
     . "$RUN/env"

@@ -1,8 +1,11 @@
 /* sk_order_msg: the seckill.orders message. See sk_order_msg.h. */
 #include "sk_order_msg.h"
+#include "sk_hmac.h"
 #include "sk_id.h"
 
 #include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const err_codes[SK_ORDER_MSG__COUNT] = {
@@ -17,6 +20,7 @@ static const char *const err_codes[SK_ORDER_MSG__COUNT] = {
     [SK_ORDER_MSG_BAD_USER_ID] = "bad_user_id",
     [SK_ORDER_MSG_BAD_TS] = "bad_ts",
     [SK_ORDER_MSG_BAD_QUANTITY] = "bad_quantity",
+    [SK_ORDER_MSG_BAD_MAC] = "bad_mac",
 };
 
 const char *sk_order_msg_strerror(sk_order_msg_err err)
@@ -46,6 +50,13 @@ static void put_dec(char *out, size_t outsz, size_t *at, uint64_t v)
     put(out, outsz, at, d, sk_id_format(d, v));
 }
 
+static void put_signed(char *out, size_t outsz, size_t *at, int64_t v)
+{
+    if (v < 0)
+        put(out, outsz, at, "-", 1);
+    put_dec(out, outsz, at, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+}
+
 #define PUT_LIT(lit) put(out, outsz, &at, (lit), sizeof(lit) - 1)
 
 size_t sk_order_msg_encode(const sk_order_msg *m, char *out, size_t outsz)
@@ -58,15 +69,15 @@ size_t sk_order_msg_encode(const sk_order_msg *m, char *out, size_t outsz)
     PUT_LIT("\",\"user_id\":\"");
     put_dec(out, outsz, &at, m->user_id);
     PUT_LIT("\",\"ts_ms\":");
-    if (m->ts_ms < 0) {
-        PUT_LIT("-");
-        put_dec(out, outsz, &at, (uint64_t)0 - (uint64_t)m->ts_ms);
-    } else {
-        put_dec(out, outsz, &at, (uint64_t)m->ts_ms);
-    }
+    put_signed(out, outsz, &at, m->ts_ms);
     if (m->quantity > 1) { /* one unit: the value of before */
         PUT_LIT(",\"quantity\":");
         put_dec(out, outsz, &at, m->quantity);
+    }
+    if (m->mac[0]) { /* the MAC: its own member, last */
+        PUT_LIT(",\"mac\":\"");
+        put(out, outsz, &at, m->mac, strnlen(m->mac, SK_ORDER_MSG_MAC_HEX));
+        PUT_LIT("\"");
     }
     PUT_LIT("}");
     return at < outsz ? at : 0;
@@ -78,6 +89,24 @@ static int get_id(json_t *obj, const char *name, uint64_t *out)
     if (!json_is_string(v))
         return -1;
     return sk_id_parse(json_string_value(v), json_string_length(v), out);
+}
+
+/* "mac", when present: exactly SK_ORDER_MSG_MAC_HEX lowercase hex digits, copied to
+ * mac; absent: mac "". @returns 0, or -1 when present and malformed. */
+static int get_mac(json_t *obj, char mac[SK_ORDER_MSG_MAC_HEX + 1])
+{
+    json_t *v = json_object_get(obj, "mac");
+    mac[0] = 0;
+    if (!v)
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) != SK_ORDER_MSG_MAC_HEX)
+        return -1;
+    const char *s = json_string_value(v);
+    for (int i = 0; i < SK_ORDER_MSG_MAC_HEX; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return -1;
+    memcpy(mac, s, SK_ORDER_MSG_MAC_HEX + 1);
+    return 0;
 }
 
 sk_order_msg_err sk_order_msg_decode(const void *value, size_t len, sk_order_msg *out)
@@ -114,6 +143,129 @@ sk_order_msg_err sk_order_msg_decode(const void *value, size_t len, sk_order_msg
         out->ts_ms = (int64_t)json_integer_value(ts);
         out->quantity = q ? (uint32_t)json_integer_value(q) : 1; /* absent: one unit */
     }
+    if (rc == SK_ORDER_MSG_OK && get_mac(root, out->mac) != 0)
+        rc = SK_ORDER_MSG_BAD_MAC;
     json_decref(root);
     return rc;
+}
+
+/* ---- the MAC ---- */
+
+#define MAC_BYTES (SK_ORDER_MSG_MAC_HEX / 2)
+
+struct sk_order_msg_keys {
+    sk_hmac_key *key[2]; /* [0] signs; [0] and [1] verify */
+    int n;
+};
+
+sk_order_msg_keys *sk_order_msg_keys_new(const char *spec, char *err, size_t errsz)
+{
+    sk_order_msg_keys *k = calloc(1, sizeof(*k));
+    if (!k) {
+        snprintf(err, errsz, "out of memory");
+        return NULL;
+    }
+    const char *p = spec ? spec : "";
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        if (k->n == 2) {
+            snprintf(err, errsz, "more than two keys (the signing one, then the previous)");
+            break;
+        }
+        if (n < SK_ORDER_MSG_KEY_MIN) {
+            snprintf(err, errsz, "key %d is %zu bytes: at least %d", k->n + 1, n,
+                     SK_ORDER_MSG_KEY_MIN);
+            break;
+        }
+        if (!(k->key[k->n++] = sk_hmac_key_new(p, n))) {
+            snprintf(err, errsz, "no HMAC-SHA256 key (OpenSSL failure or out of memory)");
+            break;
+        }
+        if (!p[n])
+            return k;
+        p += n + 1;
+    }
+    sk_order_msg_keys_free(k);
+    return NULL;
+}
+
+void sk_order_msg_keys_free(sk_order_msg_keys *k)
+{
+    if (!k)
+        return;
+    sk_hmac_key_free(k->key[0]);
+    sk_hmac_key_free(k->key[1]);
+    free(k);
+}
+
+int sk_order_msg_keys_count(const sk_order_msg_keys *k)
+{
+    return k->n;
+}
+
+size_t sk_order_msg_canonical(const sk_order_msg *m, char *out, size_t outsz)
+{
+    size_t at = 0;
+    PUT_LIT("seckill.orders/1|");
+    put_dec(out, outsz, &at, m->order_id);
+    PUT_LIT("|");
+    put_dec(out, outsz, &at, m->event_id);
+    PUT_LIT("|");
+    put_dec(out, outsz, &at, m->user_id);
+    PUT_LIT("|");
+    put_signed(out, outsz, &at, m->ts_ms);
+    /* the units too (issue 31): a MAC that left them out would let a relay turn one unit
+     * into a hundred; 0 is written as the 1 it encodes as */
+    PUT_LIT("|");
+    put_dec(out, outsz, &at, m->quantity > 1 ? m->quantity : 1);
+    return at < outsz ? at : 0;
+}
+
+/* The truncated MAC of m's fields under key. @returns 0 or -1. */
+static int mac_of(const sk_hmac_key *key, const sk_order_msg *m, unsigned char mac[MAC_BYTES])
+{
+    char data[SK_ORDER_MSG_MAX];
+    unsigned char full[SK_HMAC_LEN];
+    size_t n = sk_order_msg_canonical(m, data, sizeof(data));
+    if (n == 0 || sk_hmac_sha256(key, data, n, full) != 0)
+        return -1;
+    memcpy(mac, full, MAC_BYTES);
+    return 0;
+}
+
+int sk_order_msg_sign(const sk_order_msg_keys *k, sk_order_msg *m)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char mac[MAC_BYTES];
+    m->mac[0] = 0;
+    if (mac_of(k->key[0], m, mac) != 0)
+        return -1;
+    for (int i = 0; i < MAC_BYTES; i++) {
+        m->mac[2 * i] = hex[mac[i] >> 4];
+        m->mac[2 * i + 1] = hex[mac[i] & 15];
+    }
+    m->mac[SK_ORDER_MSG_MAC_HEX] = 0;
+    return 0;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+sk_order_msg_err sk_order_msg_verify(const sk_order_msg_keys *k, const sk_order_msg *m)
+{
+    unsigned char got[MAC_BYTES], want[MAC_BYTES];
+    if (strnlen(m->mac, SK_ORDER_MSG_MAC_HEX + 1) != SK_ORDER_MSG_MAC_HEX)
+        return SK_ORDER_MSG_BAD_MAC;
+    for (int i = 0; i < MAC_BYTES; i++) {
+        int hi = hexval(m->mac[2 * i]), lo = hexval(m->mac[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return SK_ORDER_MSG_BAD_MAC;
+        got[i] = (unsigned char)(hi << 4 | lo);
+    }
+    int ok = 0;
+    for (int i = 0; i < k->n; i++) /* every key tried: no early exit tells which */
+        ok |= mac_of(k->key[i], m, want) == 0 && sk_hmac_equal(got, want, MAC_BYTES);
+    return ok ? SK_ORDER_MSG_OK : SK_ORDER_MSG_BAD_MAC;
 }

@@ -10,7 +10,14 @@
  * Ids are decimal strings (64-bit ints do not survive every JSON reader) under the one
  * id rule (sk_id.h: [1, INT64_MAX], no leading zero). Unknown extra members are
  * tolerated (a newer producer may add some within version 1); a wrong "v" is not.
- * Key: the event id in decimal, so one event's orders share a partition. */
+ * Key: the event id in decimal, so one event's orders share a partition.
+ *
+ * The MAC (issue 33): "mac":"<32 lowercase hex>", HMAC-SHA256 truncated to 128 bits
+ * over the canonical fields (sk_order_msg_canonical: "seckill.orders/1|order_id|event_id
+ * |user_id|ts_ms|quantity", decimal), keyed with order.msg_keys, which the fronts and the
+ * consumers share. Only the gate holds the key on the front side, so a message with a
+ * valid MAC is one the gate made: anyone else who can produce to seckill.orders cannot
+ * forge an order. Two keys during a rotation: the first signs, either verifies. */
 #ifndef SK_ORDER_MSG_H
 #define SK_ORDER_MSG_H
 
@@ -21,6 +28,9 @@
 
 /* The most units one order may carry (the event's per_user_limit is bounded below it). */
 #define SK_ORDER_MSG_MAX_QUANTITY 100
+#define SK_ORDER_MSG_MAC_HEX 32 /* the MAC's hex digits (128 bits) */
+#define SK_ORDER_MSG_MAC_MEMBER (8 + SK_ORDER_MSG_MAC_HEX + 1) /* ,"mac":"<hex>" */
+#define SK_ORDER_MSG_MAX_SIGNED (SK_ORDER_MSG_MAX + SK_ORDER_MSG_MAC_MEMBER)
 
 /* Values larger than this are refused without being parsed: an order is ~110 bytes. */
 #define SK_ORDER_MSG_MAX_BYTES 1024
@@ -33,6 +43,7 @@ typedef struct sk_order_msg {
     uint64_t order_id, event_id, user_id; /* decoded: in [1, INT64_MAX] */
     int64_t ts_ms;                        /* decoded: in [0, SK_ORDER_MSG_MAX_TS_MS] */
     uint32_t quantity; /* units, in [1, SK_ORDER_MSG_MAX_QUANTITY]; 0 encodes as 1 */
+    char mac[SK_ORDER_MSG_MAC_HEX + 1];   /* "" : unsigned (not written, or absent) */
 } sk_order_msg;
 
 /* Why a value is refused, in the order the decoder checks (the first that applies). */
@@ -48,10 +59,13 @@ typedef enum {
     SK_ORDER_MSG_BAD_USER_ID,  /* same rules for "user_id" */
     SK_ORDER_MSG_BAD_TS,       /* "ts_ms" missing, not an integer, negative, or past MAX_TS */
     SK_ORDER_MSG_BAD_QUANTITY, /* "quantity" present but not an integer in [1, MAX_QUANTITY] */
+    SK_ORDER_MSG_BAD_MAC,      /* "mac" not 32 lowercase hex digits (decode), or missing or
+                                  not the keys' (sk_order_msg_verify) */
     SK_ORDER_MSG__COUNT
 } sk_order_msg_err;
 
-/** @brief Encodes m's value into out. @returns its length (out NUL-terminated), or 0 if
+/** @brief Encodes m's value into out, with its "mac" member when m->mac is set
+ *  (SK_ORDER_MSG_MAX_SIGNED bytes then suffice). @returns its length (out NUL-terminated), or 0 if
  *  out is too small (nothing half-written counts). */
 size_t sk_order_msg_encode(const sk_order_msg *m, char *out, size_t outsz);
 
@@ -62,5 +76,37 @@ sk_order_msg_err sk_order_msg_decode(const void *value, size_t len, sk_order_msg
 /** @brief A short stable code ("not_json", "bad_order_id", ...; DLQ headers, metric
  *  labels). "unknown" for a value outside the enum. Never NULL. */
 const char *sk_order_msg_strerror(sk_order_msg_err err);
+
+/* ---- the MAC ---- */
+
+/* The keys of order.msg_keys: the one that signs and, during a rotation, one more that
+ * verifies. Opaque, read-only once made: any thread may use them at once. */
+typedef struct sk_order_msg_keys sk_order_msg_keys;
+
+#define SK_ORDER_MSG_KEY_MIN 16 /* bytes of a key at least */
+
+/** @brief Keys from `spec`, "key" or "signing,previous" (commas separate; a key holds
+ *  no comma; each at least SK_ORDER_MSG_KEY_MIN bytes).
+ *  @returns the keys (sk_order_msg_keys_free), or NULL with err set (never quoting a
+ *  key): empty spec, a short key, more than two, OOM. */
+sk_order_msg_keys *sk_order_msg_keys_new(const char *spec, char *err, size_t errsz);
+
+/** @brief Wipes and frees. NULL is fine. */
+void sk_order_msg_keys_free(sk_order_msg_keys *k);
+
+/** @brief How many keys verify (1 or 2). */
+int sk_order_msg_keys_count(const sk_order_msg_keys *k);
+
+/** @brief The canonical bytes the MAC covers, into out (NUL-terminated).
+ *  @returns their length, or 0 if out is too small (SK_ORDER_MSG_MAX suffices). */
+size_t sk_order_msg_canonical(const sk_order_msg *m, char *out, size_t outsz);
+
+/** @brief Sets m->mac with the signing key. @returns 0, or -1 (OpenSSL failure: m->mac
+ *  then ""). */
+int sk_order_msg_sign(const sk_order_msg_keys *k, sk_order_msg *m);
+
+/** @brief SK_ORDER_MSG_OK when m->mac is the MAC of m's fields under one of the keys,
+ *  else SK_ORDER_MSG_BAD_MAC (an unsigned message included). Constant time per key. */
+sk_order_msg_err sk_order_msg_verify(const sk_order_msg_keys *k, const sk_order_msg *m);
 
 #endif

@@ -25,6 +25,7 @@
 #include "order_admit.h"
 #include "order_limit.h"
 #include "order_window.h"
+#include "sk_order_msg.h"
 #include "order_pause.h"
 #include "order_evrate.h"
 #include "order_loader.h"
@@ -92,6 +93,7 @@ struct order_worker {
 struct order_app {
     order_config cfg;
     sk_cfg_kv *kafka_props;
+    sk_order_msg_keys *msg_keys; /* order.msg_keys made ready; NULL: messages unsigned */
     sk_redis_url redis_url;
     order_scripts scripts;
     idgen_t *ids_order, *ids_event;

@@ -16,9 +16,11 @@ typedef struct order_config {
     char *redis_url;
     char *pg;          /* libpq conninfo or URI: may hold a password */
     char *jwt_secret;
+    char *msg_keys; /* order.msg_keys (secret): "signing[,previous]"; "" : unsigned */
     long long jwt_leeway_s; /* nbf/iat may be this far ahead of our clock */
     char *http_bind;        /* numeric address, checked by order_config_check */
-    char *metrics_token;    /* "" : /metrics open; else the bearer it needs */
+    char *metrics_token;    /* "" : /metrics by metrics_open's rule; else the bearer it needs */
+    long long metrics_open; /* 1: /metrics open to all; 0: this host's peers only */
     long long http_port;
     long long workers; /* 0: one per online core */
     char *topic;

@@ -211,6 +211,15 @@ static int run_check_config(order_app *app)
         fprintf(stderr, "seckill-order: redis.url: %s\n", err);
         return 2;
     }
+    if (*app->cfg.msg_keys &&
+        !(app->msg_keys = sk_order_msg_keys_new(app->cfg.msg_keys, err, sizeof(err)))) {
+        fprintf(stderr, "seckill-order: order.msg_keys: %s\n", err);
+        return 2;
+    }
+    if (!app->msg_keys)
+        sk_log(SK_LOG_WARN, "msg_keys_unset",
+               "msg=\"order.msg_keys is empty: order messages go unsigned, and a consumer "
+               "with keys dead-letters them\"");
     return 0;
 }
 
@@ -393,6 +402,7 @@ static void run_free(order_app *app)
     order_events_free(app->events);
     order_evlist_free(app->evlist);
     order_ocache_free(app->ocache);
+    sk_order_msg_keys_free(app->msg_keys);
     sk_config_free(order_config_table, &app->cfg, app->kafka_props);
     libevent_global_shutdown();
 }

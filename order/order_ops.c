@@ -11,23 +11,11 @@
 #include <string.h>
 #include <strings.h>
 
-/* /metrics when metrics.token is set: the exact bearer, compared in constant time. */
+/* /metrics: the bearer of metrics.token when set; else anyone with metrics.open, else
+ * only a peer on this host (sk_http_guard_ok; issue 33: open to all before). */
 static int metrics_allowed(const order_app *app, sk_http_req *req)
 {
-    const char *want = app->cfg.metrics_token;
-    if (!*want)
-        return 1;
-    const char *h = sk_http_header(req, "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-        return 0;
-    h += 7;
-    size_t n = strlen(want);
-    if (strlen(h) != n)
-        return 0;
-    unsigned char diff = 0;
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)(h[i] ^ want[i]);
-    return diff == 0;
+    return sk_http_guard_ok(req, app->cfg.metrics_token, (int)app->cfg.metrics_open);
 }
 
 static void handle_readyz(order_worker *w, sk_http_req *req, const order_route *rt,
@@ -51,7 +39,8 @@ static void handle_metrics(order_worker *w, sk_http_req *req, const order_route 
     order_app *app = w->app;
     if (!metrics_allowed(app, req)) {
         order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_UNAUTHORIZED,
-                               "metrics.token is set: send Authorization: Bearer <metrics.token>",
+                               "/metrics: send Authorization: Bearer <metrics.token>, or ask "
+                               "from this host (metrics.open opens it)",
                                0);
         return;
     }

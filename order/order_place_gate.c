@@ -237,8 +237,13 @@ void order_place_on_delivery(void *opaque, rd_kafka_resp_err_t err, rd_kafka_msg
 static void produce_now(order_place_req *r)
 {
     order_app *app = r->h.w->app;
-    sk_order_msg m = {r->order_id, r->event_id, r->user, r->now_ms, 1};
-    char value[SK_ORDER_MSG_MAX], key[24];
+    sk_order_msg m = {.order_id = r->order_id, .event_id = r->event_id, .user_id = r->user,
+                      .ts_ms = r->now_ms, .quantity = 1};
+    if (app->msg_keys && sk_order_msg_sign(app->msg_keys, &m) != 0) {
+        cancel_then_503(r); /* only the gate signs (issue 33); unsigned it would be lost */
+        return;
+    }
+    char value[SK_ORDER_MSG_MAX_SIGNED], key[24];
     size_t vlen = sk_order_msg_encode(&m, value, sizeof(value));
     size_t klen = sk_id_format(key, r->event_id);
     atomic_fetch_add_explicit(&app->metrics.kafka_inflight, 1, memory_order_relaxed);

@@ -1,5 +1,6 @@
 /* order_worker: worker threads, their listening sockets and their inboxes. See order_app.h. */
 #include "order_app.h"
+#include "order_body.h"
 #include "sk_listen.h"
 #include "sk_log.h"
 
@@ -119,6 +120,14 @@ static int worker_base_new(order_app *app, order_worker *w, char *err, size_t er
     return 0;
 }
 
+/* Every route takes at most ORDER_BODY_MAX (order_http_body): said at head time, so
+ * that sk_http refuses a larger Content-Length before buffering any of it. */
+static int64_t route_body_limit(const sk_http_req *r, void *arg)
+{
+    (void)r, (void)arg;
+    return ORDER_BODY_MAX;
+}
+
 /* Makes w->http on w->base with its bounds and handler, and the worker's JWT key.
  * @returns 0 or -1 (err set). */
 static int worker_http_new(order_app *app, order_worker *w, char *err, size_t errsz)
@@ -132,6 +141,7 @@ static int worker_http_new(order_app *app, order_worker *w, char *err, size_t er
         .idle_timeout_ms = app->cfg.http_idle_timeout_s * 1000,
         .max_conns = (app->cfg.max_connections + app->nworkers - 1) / app->nworkers,
         .allow = "GET, HEAD, POST",
+        .body_limit = route_body_limit,
     };
     w->http = sk_http_new(w->base, &o, app->hooks.handle, w);
     if (!w->http) {

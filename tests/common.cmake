@@ -8,6 +8,9 @@ seckill_add_test(NAME test_sk_httpdate SOURCES unit/test_sk_httpdate.c LIBS seck
 # harness, tests/fuzz/fuzz_http_split.c, uses the same driver).
 seckill_add_test(NAME test_sk_http_conn SOURCES unit/test_sk_http_conn.c support/sk_test_http.c
                  LIBS seckill::common LABELS unit TIMEOUT 120)
+# What the attack on the HTTP layer found (issue 33), over the same socketpair driver.
+seckill_add_test(NAME test_sk_http_rfc SOURCES unit/test_sk_http_rfc.c support/sk_test_http.c
+                 LIBS seckill::common LABELS unit TIMEOUT 120)
 seckill_add_test(NAME test_sk_listen SOURCES unit/test_sk_listen.c LIBS seckill::common LABELS unit)
 seckill_add_test(NAME test_sk_id SOURCES unit/test_sk_id.c LIBS seckill_id LABELS unit)
 seckill_add_test(NAME test_sk_prom SOURCES unit/test_sk_prom.c LIBS seckill::common LABELS unit)

@@ -11,7 +11,10 @@
  * consumer with the same values. The quantity (issue 31): any the encoder writes
  * decodes back (sk_order_msg_decode), and this consumer takes one-unit orders alone (a
  * message of several units is BAD_QUANTITY, never stored as one). sk_id_parse agrees
- * with a reference, and with order_parse_id (the ids the front takes in paths). */
+ * with a reference, and with order_parse_id (the ids the front takes in paths).
+ * The MAC (issue 33): what the front signs verifies under its key and under a rotation
+ * that holds it, and fails once any field changes; whatever the input, verifying never
+ * fails but as OK or BAD_MAC, and with no keys it is OK (the old behaviour). */
 #include "consumer_msg.h"
 #include "fuzz_util.h"
 #include "order_msg.h"
@@ -33,9 +36,11 @@ static void check_parse_id(const char *s, size_t len)
 }
 
 /* sk_order_msg_encode into an exact-size buffer, then consumer_msg_parse: the same order. */
+static sk_order_msg_keys *keys, *rotation;
+
 static void check_producer(const sk_order_msg *m)
 {
-    char tmp[SK_ORDER_MSG_MAX];
+    char tmp[SK_ORDER_MSG_MAX_SIGNED];
     size_t n = sk_order_msg_encode(m, tmp, sizeof(tmp));
     FUZZ_CHECK(n > 0 && n < sizeof(tmp));
     char *exact = malloc(n);
@@ -55,8 +60,31 @@ static void check_producer(const sk_order_msg *m)
         FUZZ_CHECK(rc == CONSUMER_MSG_OK);
         FUZZ_CHECK((uint64_t)o.order_id == m->order_id && (uint64_t)o.event_id == m->event_id &&
                    (uint64_t)o.user_id == m->user_id && o.ts_ms == m->ts_ms && o.quantity == 1);
+        FUZZ_CHECK(strcmp(o.mac, m->mac) == 0);
     }
     free(exact);
+}
+
+/* Signed by the front's key: verifies under it and under a rotation that holds it as
+ * the previous key; a changed field does not. */
+static void check_signed(sk_order_msg m)
+{
+    if (!keys) {
+        char err[128];
+        keys = sk_order_msg_keys_new("fuzz-key-0123456789abcdef", err, sizeof(err));
+        rotation = sk_order_msg_keys_new("fuzz-next-0123456789abcde,fuzz-key-0123456789abcdef",
+                                         err, sizeof(err));
+        if (!keys || !rotation)
+            abort();
+    }
+    FUZZ_CHECK(sk_order_msg_sign(keys, &m) == 0);
+    check_producer(&m);
+    consumer_order o = {(int64_t)m.order_id, (int64_t)m.event_id, (int64_t)m.user_id, m.ts_ms, ""};
+    memcpy(o.mac, m.mac, sizeof(o.mac));
+    FUZZ_CHECK(consumer_msg_verify(keys, &o) == CONSUMER_MSG_OK);
+    FUZZ_CHECK(consumer_msg_verify(rotation, &o) == CONSUMER_MSG_OK);
+    o.user_id = o.user_id == 1 ? 2 : o.user_id - 1;
+    FUZZ_CHECK(consumer_msg_verify(keys, &o) == CONSUMER_MSG_BAD_MAC);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -84,14 +112,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(o.ts_ms >= 0 && o.ts_ms <= CONSUMER_MSG_MAX_TS_MS);
         /* Re-encoded by the producer's encoder: must give back the same order. */
         FUZZ_CHECK(o.quantity == 1);
-        sk_order_msg m = {(uint64_t)o.order_id, (uint64_t)o.event_id, (uint64_t)o.user_id, o.ts_ms,
-                          (uint32_t)o.quantity};
+        sk_order_msg m = {.order_id = (uint64_t)o.order_id, .event_id = (uint64_t)o.event_id,
+                          .user_id = (uint64_t)o.user_id, .ts_ms = o.ts_ms,
+                          .quantity = (uint32_t)o.quantity};
+        memcpy(m.mac, o.mac, sizeof(m.mac));
         check_producer(&m);
+        FUZZ_CHECK(consumer_msg_verify(NULL, &o) == CONSUMER_MSG_OK);
+        if (keys) {
+            consumer_msg_err v = consumer_msg_verify(keys, &o);
+            FUZZ_CHECK(v == CONSUMER_MSG_OK || v == CONSUMER_MSG_BAD_MAC);
+        }
     }
     if (size >= 32) {
         /* Whatever the front may produce must be accepted downstream (one unit), and
          * any quantity the encoder writes must decode back (byte 32, when there is one). */
         sk_order_msg m;
+        memset(&m, 0, sizeof(m));
         m.quantity = size > 32 ? (uint32_t)(data[32] % (SK_ORDER_MSG_MAX_QUANTITY + 1)) : 1;
         memcpy(&m.order_id, data, 8);
         memcpy(&m.event_id, data + 8, 8);
@@ -102,6 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         m.user_id = m.user_id % (uint64_t)INT64_MAX + 1;
         m.ts_ms = (int64_t)((uint64_t)m.ts_ms % (uint64_t)(CONSUMER_MSG_MAX_TS_MS + 1));
         check_producer(&m);
+        check_signed(m);
     }
     if (size <= 24)
         check_parse_id(value ? value : "", size);

@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sk_http_head h;
     size_t head_len = (size_t)-1;
     sk_http_parse_rc rc = sk_http_parse_head(buf, len, 0, maxh, maxb, &h, &head_len);
-    FUZZ_CHECK(rc >= SK_HTTP_OK && rc <= SK_HTTP_VERSION);
+    FUZZ_CHECK(rc >= SK_HTTP_OK && rc <= SK_HTTP_H2_PREFACE && rc != SK_HTTP_HOST);
     if (rc != SK_HTTP_OK)
         FUZZ_CHECK(memcmp(buf, orig, len) == 0);
 
@@ -132,11 +132,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int status = 0;
         const char *reason = NULL, *code = NULL, *message = NULL;
         sk_http_refusal(rc, &status, &reason, &code, &message);
-        FUZZ_CHECK(status == 400 || status == 405 || status == 413 || status == 505);
+        FUZZ_CHECK(status == 400 || status == 405 || status == 413 || status == 414 ||
+                   status == 431 || status == 505);
         FUZZ_CHECK(reason && reason[0] && code && code[0] && message && message[0]);
         FUZZ_CHECK((rc == SK_HTTP_METHOD) == (status == 405));
         FUZZ_CHECK((rc == SK_HTTP_VERSION) == (status == 505));
-        FUZZ_CHECK((rc == SK_HTTP_HEADERS_LARGE || rc == SK_HTTP_BODY_LARGE) == (status == 413));
+        FUZZ_CHECK((rc == SK_HTTP_BODY_LARGE) == (status == 413));
+        FUZZ_CHECK((rc == SK_HTTP_HEADERS_LARGE) == (status == 431));
+        FUZZ_CHECK((rc == SK_HTTP_URI_LONG) == (status == 414));
     }
     free(buf);
     free(orig);

@@ -80,9 +80,7 @@ static void make_poison(poison *p, int i)
     case 6:
         /* A well-formed order for an event that does not exist: its foreign key would
          * fail the whole batch, so it is poison too. */
-        p->vlen = (size_t)snprintf(p->val, sizeof(p->val),
-                                   "{\"v\":1,\"order_id\":\"%" PRId64 "\",\"event_id\":\"%" PRId64
-                                   "\",\"user_id\":\"5\",\"ts_ms\":1}", o, EVENT_BASE + 999);
+        p->vlen = ctu_order_json(p->val, sizeof(p->val), o, EVENT_BASE + 999, 5, 1); /* signed */
         snprintf(p->key, sizeof(p->key), "%" PRId64, EVENT_BASE + 999);
         p->error = "unknown_event";
         break;

@@ -378,7 +378,18 @@ size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, 
                       int64_t ts_ms)
 {
     /* the front's encoder (sk_order_msg.h): what the consumer gets in production */
-    sk_order_msg m = {(uint64_t)order_id, (uint64_t)event_id, (uint64_t)user_id, ts_ms, 1};
+    sk_order_msg m = {.order_id = (uint64_t)order_id, .event_id = (uint64_t)event_id,
+                      .user_id = (uint64_t)user_id, .ts_ms = ts_ms, .quantity = 1};
+    /* signed as the gate signs when the stack has keys (SECKILL_ORDER_MSG_KEYS, from
+     * .run/env): a consumer that inherits them takes only signed orders */
+    const char *spec = getenv("SECKILL_ORDER_MSG_KEYS");
+    if (spec && *spec) {
+        char err[128];
+        sk_order_msg_keys *k = sk_order_msg_keys_new(spec, err, sizeof(err));
+        if (!k || sk_order_msg_sign(k, &m) != 0)
+            abort();
+        sk_order_msg_keys_free(k);
+    }
     return sk_order_msg_encode(&m, buf, sz);
 }
 

@@ -9,7 +9,9 @@
  *  - a half-close right after a complete request: the answer, then EOF
  *  - a client that pipelines past the input buffer and pauses reading for 1 s gets
  *    every answer; one that never reads is cut after http.idle_timeout_s without progress
- *  - HTTP/2.0 -> 505, obs-fold -> 400, 65 header lines -> 413: JSON, then closed
+ *  - HTTP/2.0 -> 505, obs-fold -> 400, 65 header lines -> 431: JSON, then closed
+ *  - issue 33's findings: Host, absolute form, 414, two Authorization headers, a body
+ *    refused from its Content-Length, the HTTP/2 preface, a TLS ClientHello, empty lines
  *  - a 304 has no Content-Length and no body; the connection goes on */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* POLLRDHUP */
@@ -590,18 +592,63 @@ static void test_refusals(void **state)
     const char *fold = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\n\r\n";
     refused(fold, strlen(fold), 400, "\"error\":\"bad_request\"");
     static char many[8192];
-    size_t n = (size_t)snprintf(many, sizeof(many), "GET /healthz HTTP/1.1\r\n");
-    for (int i = 0; i < SK_HTTP_MAX_HEADERS + 1; i++)
+    size_t n = (size_t)snprintf(many, sizeof(many), "GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    for (int i = 0; i < SK_HTTP_MAX_HEADERS; i++)
         n += (size_t)snprintf(many + n, sizeof(many) - n, "X-H%d: %d\r\n", i, i);
     n += (size_t)snprintf(many + n, sizeof(many) - n, "\r\n");
-    refused(many, n, 413, "\"error\":\"payload_too_large\"");
+    refused(many, n, 431, "\"error\":\"headers_too_large\"");
     /* 64 header lines are served. */
-    n = (size_t)snprintf(many, sizeof(many), "GET /healthz HTTP/1.1\r\n");
-    for (int i = 0; i < SK_HTTP_MAX_HEADERS; i++)
+    n = (size_t)snprintf(many, sizeof(many), "GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    for (int i = 0; i < SK_HTTP_MAX_HEADERS - 1; i++)
         n += (size_t)snprintf(many + n, sizeof(many) - n, "X-H%d: %d\r\n", i, i);
     n += (size_t)snprintf(many + n, sizeof(many) - n, "\r\n");
     rconn *c = rc_open();
     rc_send(c, many, n);
+    answer a;
+    assert_int_equal(rc_answer(c, &a, 5000), 200);
+    rc_close(c);
+}
+
+/* What the attack on the HTTP layer found (issue 33), on the real service: RFC 9112's
+ * codes, two Authorization headers, a body over the route's bound refused from its
+ * Content-Length with none of it sent, the HTTP/2 preface and a TLS ClientHello answered
+ * and closed at once, and a bound on empty lines before a request. */
+static void test_attack_findings(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *req;
+        int status;
+        const char *code;
+    } cases[] = {
+        {"GET /healthz HTTP/1.1\r\n\r\n", 400, "\"error\":\"bad_request\""},
+        {"GET /healthz HTTP/1.1\r\nHost: a b\r\n\r\n", 400, "\"error\":\"bad_request\""},
+        {"GET /healthz HTTP/1.1\r\nHost: a/b\r\n\r\n", 400, "\"error\":\"bad_request\""},
+        {"GET /healthz HTTP/1.1\r\nHost:\r\n\r\n", 400, "\"error\":\"bad_request\""},
+        {"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\n"
+         "Authorization: Bearer b\r\n\r\n", 400, "more than one Authorization"},
+        {"POST /api/v1/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n", 413,
+         "\"error\":\"payload_too_large\""},
+        {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400, "HTTP/2 is not served"},
+        {"\r\n\n\r\n\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400, "empty lines"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        refused(cases[i].req, strlen(cases[i].req), cases[i].status, cases[i].code);
+    static char line[16384];
+    size_t n = (size_t)snprintf(line, sizeof(line), "GET /healthz?a=");
+    memset(line + n, 'a', 9000);
+    n += 9000;
+    n += (size_t)snprintf(line + n, sizeof(line) - n, " HTTP/1.1\r\nHost: x\r\n\r\n");
+    refused(line, n, 414, "\"error\":\"uri_too_long\"");
+    /* a TLS ClientHello's first bytes: 400 and the close, not the 10 s read deadline */
+    static const char hello[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03";
+    int64_t t0 = sk_test_now_ms();
+    refused(hello, sizeof(hello) - 1, 400, "\"error\":\"bad_request\"");
+    assert_true(sk_test_now_ms() - t0 < 3000);
+    /* the absolute form is served as its path; four empty lines are taken */
+    const char *abs = "\r\n\n\r\n\nGET http://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    rconn *c = rc_open();
+    rc_sends(c, abs);
     answer a;
     assert_int_equal(rc_answer(c, &a, 5000), 200);
     rc_close(c);
@@ -657,6 +704,7 @@ int main(void)
         cmocka_unit_test(test_half_close),
         cmocka_unit_test(test_half_close_pipelined),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_attack_findings),
         cmocka_unit_test(test_not_modified),
         cmocka_unit_test(test_pipelined_paused_reader),
         cmocka_unit_test(test_greedy_client_cut),

@@ -222,7 +222,7 @@ static void test_header_bound(void **state)
     assert_int_equal(parse_n(req, 98, 98, 0), SK_HTTP_INCOMPLETE);
     assert_int_equal(parse_n(req, 98, 97, 0), SK_HTTP_HEADERS_LARGE);
     assert_int_equal(parse_n(req, 1, 1, 0), SK_HTTP_INCOMPLETE);
-    assert_int_equal(parse_n(req, 2, 1, 0), SK_HTTP_HEADERS_LARGE);
+    assert_int_equal(parse_n(req, 2, 1, 0), SK_HTTP_URI_LONG); /* the request line alone */
     /* Leading empty lines are not counted against the bound. */
     char lead[256];
     memcpy(lead, "\r\n\r\n", 4);
@@ -644,9 +644,10 @@ static void test_refusal(void **state)
         sk_http_parse_rc rc;
         int status;
     } cases[] = {
-        {SK_HTTP_BAD, 400},     {SK_HTTP_HEADERS_LARGE, 413}, {SK_HTTP_BODY_LARGE, 413},
+        {SK_HTTP_BAD, 400},     {SK_HTTP_HEADERS_LARGE, 431}, {SK_HTTP_BODY_LARGE, 413},
         {SK_HTTP_CHUNKED, 400}, {SK_HTTP_EXPECT, 400},        {SK_HTTP_METHOD, 405},
-        {SK_HTTP_VERSION, 505},
+        {SK_HTTP_VERSION, 505}, {SK_HTTP_URI_LONG, 414},      {SK_HTTP_HOST, 400},
+        {SK_HTTP_H2_PREFACE, 400}, {SK_HTTP_BLANK_LINES, 400},
     };
     const char *messages[sizeof(cases) / sizeof(cases[0])];
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

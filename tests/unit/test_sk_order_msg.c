@@ -27,20 +27,23 @@ static void round_trip(sk_order_msg m)
 static void test_round_trip(void **state)
 {
     (void)state;
-    round_trip((sk_order_msg){1, 1, 1, 0, 0});
-    round_trip((sk_order_msg){1, 1, 1, 0, 2});
-    round_trip((sk_order_msg){(uint64_t)INT64_MAX, (uint64_t)INT64_MAX, (uint64_t)INT64_MAX,
-                              SK_ORDER_MSG_MAX_TS_MS, SK_ORDER_MSG_MAX_QUANTITY});
+    round_trip((sk_order_msg){.order_id = 1, .event_id = 1, .user_id = 1, .ts_ms = 0});
+    round_trip((sk_order_msg){.order_id = 1, .event_id = 1, .user_id = 1, .ts_ms = 0, .quantity = 2});
+    round_trip((sk_order_msg){.order_id = (uint64_t)INT64_MAX, .event_id = (uint64_t)INT64_MAX,
+                              .user_id = (uint64_t)INT64_MAX, .ts_ms = SK_ORDER_MSG_MAX_TS_MS,
+                              .quantity = SK_ORDER_MSG_MAX_QUANTITY});
     uint64_t x = 0x9e3779b97f4a7c15ULL;
     for (int i = 0; i < 1000; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift: a spread of digit counts */
         uint64_t id = (x >> (i % 63)) % (uint64_t)INT64_MAX + 1;
-        round_trip((sk_order_msg){id, id / 3 + 1, (x % 1000) + 1,
-                                  (int64_t)(x % (uint64_t)(SK_ORDER_MSG_MAX_TS_MS + 1)),
-                                  (uint32_t)(x % SK_ORDER_MSG_MAX_QUANTITY) + 1});
+        round_trip((sk_order_msg){
+            .order_id = id, .event_id = id / 3 + 1, .user_id = (x % 1000) + 1,
+            .ts_ms = (int64_t)(x % (uint64_t)(SK_ORDER_MSG_MAX_TS_MS + 1)),
+            .quantity = (uint32_t)(x % SK_ORDER_MSG_MAX_QUANTITY) + 1});
     }
     char buf[SK_ORDER_MSG_MAX];
-    sk_order_msg m = {12, 3, 4, 1795341600123LL, 1};
+    sk_order_msg m = {.order_id = 12, .event_id = 3, .user_id = 4, .ts_ms = 1795341600123LL,
+                      .quantity = 1};
     sk_order_msg_encode(&m, buf, sizeof(buf));
     /* one unit: the bytes of before the quantity (issue 31), which old consumers read */
     assert_string_equal(buf, "{\"v\":1,\"order_id\":\"12\",\"event_id\":\"3\",\"user_id\":\"4\","
@@ -105,11 +108,94 @@ static void test_refusals(void **state)
     assert_string_equal(sk_order_msg_strerror(SK_ORDER_MSG__COUNT), "unknown");
 }
 
+/* The MAC (issue 33): a known vector (Python's hmac over the canonical string), the
+ * member on the wire, a rotation's two keys, and every way a message fails it. */
+static void test_mac(void **state)
+{
+    (void)state;
+    char err[128], buf[SK_ORDER_MSG_MAX_SIGNED], canon[SK_ORDER_MSG_MAX];
+    sk_order_msg_keys *k = sk_order_msg_keys_new("k-0123456789abcdef", err, sizeof(err));
+    assert_non_null(k);
+    assert_int_equal(sk_order_msg_keys_count(k), 1);
+    sk_order_msg m = {.order_id = 12, .event_id = 3, .user_id = 4, .ts_ms = 1795341600123LL};
+    assert_true(sk_order_msg_canonical(&m, canon, sizeof(canon)) > 0);
+    assert_string_equal(canon, "seckill.orders/1|12|3|4|1795341600123|1");
+    assert_int_equal(sk_order_msg_verify(k, &m), SK_ORDER_MSG_BAD_MAC); /* unsigned */
+    assert_int_equal(sk_order_msg_sign(k, &m), 0);
+    /* python3: hmac.new(key, canon, sha256).hexdigest()[:32] */
+    assert_string_equal(m.mac, "2ae96c237ccf2440f1ff3b1296df2019");
+    size_t n = sk_order_msg_encode(&m, buf, sizeof(buf));
+    assert_string_equal(buf, "{\"v\":1,\"order_id\":\"12\",\"event_id\":\"3\",\"user_id\":\"4\","
+                             "\"ts_ms\":1795341600123,\"mac\":\"2ae96c237ccf2440f1ff3b1296df2019\"}");
+    sk_order_msg d;
+    assert_int_equal(sk_order_msg_decode(buf, n, &d), SK_ORDER_MSG_OK);
+    assert_int_equal(sk_order_msg_verify(k, &d), SK_ORDER_MSG_OK);
+    /* the longest signed message fits SK_ORDER_MSG_MAX_SIGNED */
+    sk_order_msg big = {.order_id = (uint64_t)INT64_MAX, .event_id = (uint64_t)INT64_MAX,
+                        .user_id = (uint64_t)INT64_MAX, .ts_ms = INT64_MIN,
+                        .quantity = SK_ORDER_MSG_MAX_QUANTITY};
+    assert_int_equal(sk_order_msg_sign(k, &big), 0);
+    assert_true(sk_order_msg_encode(&big, buf, sizeof(buf)) > 0);
+    /* any field changed: refused */
+    sk_order_msg x = d;
+    x.user_id++;
+    assert_int_equal(sk_order_msg_verify(k, &x), SK_ORDER_MSG_BAD_MAC);
+    x = d;
+    x.ts_ms--;
+    assert_int_equal(sk_order_msg_verify(k, &x), SK_ORDER_MSG_BAD_MAC);
+    x = d;
+    x.quantity = 2; /* the units are covered too */
+    assert_int_equal(sk_order_msg_verify(k, &x), SK_ORDER_MSG_BAD_MAC);
+    x = d;
+    x.mac[31] = x.mac[31] == '0' ? '1' : '0';
+    assert_int_equal(sk_order_msg_verify(k, &x), SK_ORDER_MSG_BAD_MAC);
+    x = d;
+    x.mac[0] = 'B'; /* uppercase is not ours */
+    assert_int_equal(sk_order_msg_verify(k, &x), SK_ORDER_MSG_BAD_MAC);
+    /* a rotation: new,old verifies both; new alone refuses old's; old,new signs as old */
+    sk_order_msg_keys *rot = sk_order_msg_keys_new("n-0123456789abcdef,k-0123456789abcdef", err,
+                                                   sizeof(err));
+    sk_order_msg_keys *fresh = sk_order_msg_keys_new("n-0123456789abcdef", err, sizeof(err));
+    assert_non_null(rot);
+    assert_non_null(fresh);
+    assert_int_equal(sk_order_msg_keys_count(rot), 2);
+    assert_int_equal(sk_order_msg_verify(rot, &d), SK_ORDER_MSG_OK);
+    assert_int_equal(sk_order_msg_verify(fresh, &d), SK_ORDER_MSG_BAD_MAC);
+    sk_order_msg y = {.order_id = 12, .event_id = 3, .user_id = 4, .ts_ms = 1795341600123LL};
+    assert_int_equal(sk_order_msg_sign(rot, &y), 0);
+    assert_string_not_equal(y.mac, d.mac);
+    assert_int_equal(sk_order_msg_verify(fresh, &y), SK_ORDER_MSG_OK);
+    assert_int_equal(sk_order_msg_verify(k, &y), SK_ORDER_MSG_BAD_MAC);
+    sk_order_msg_keys_free(rot);
+    sk_order_msg_keys_free(fresh);
+    sk_order_msg_keys_free(k);
+    sk_order_msg_keys_free(NULL);
+    /* bad key specs, and the error never quotes a key */
+    const char *bad[] = {"", "short", "k-0123456789abcdef,", "a-0123456789abcdef,b-0123456789abcdef,c-0123456789abcdef"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = 0;
+        assert_null(sk_order_msg_keys_new(bad[i], err, sizeof(err)));
+        assert_true(err[0] != 0);
+        assert_null(strstr(err, "0123456789"));
+    }
+    /* a malformed "mac" member is refused by the decoder itself */
+    const char *mals[] = {
+        "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1,\"mac\":1}",
+        "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1,\"mac\":\"ab\"}",
+        "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1,"
+        "\"mac\":\"B6c667894d3368264618ff55e760865b\"}",
+    };
+    for (size_t i = 0; i < sizeof(mals) / sizeof(mals[0]); i++)
+        assert_int_equal(sk_order_msg_decode(mals[i], strlen(mals[i]), &d), SK_ORDER_MSG_BAD_MAC);
+    assert_string_equal(sk_order_msg_strerror(SK_ORDER_MSG_BAD_MAC), "bad_mac");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_mac),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
