@@ -1,4 +1,4 @@
-/* sc_judge: the guarantees of DESIGN.md as checks over figures gathered from
+/* sc_judge: the guarantees of docs/design.md as checks over figures gathered from
  * accepted.txt, PostgreSQL, Redis and the dead-letter topic. Pure: seckill-check fills
  * an sc_figures from the servers, these functions compare and print. */
 #ifndef SC_JUDGE_H

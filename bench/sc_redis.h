@@ -1,5 +1,5 @@
 /* sc_redis: what seckill-check reads from Redis for one event: the gate's stock, the
- * reservations waiting to become durable, the buyers. Keys per DESIGN.md. The three keys
+ * reservations waiting to become durable, the buyers. Keys per docs/design.md. The three keys
  * share the event's hash tag, so on a Redis Cluster they are read from the one master
  * of the event's slot (rcluster routes them; a plain URL is one server). */
 #ifndef SC_REDIS_H

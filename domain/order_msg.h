@@ -1,4 +1,4 @@
-/* order_msg: the Redis key names of an event (DESIGN.md, Redis data) and the order index
+/* order_msg: the Redis key names of an event (docs/design.md, Redis data) and the order index
  * entries. Pure functions. The seckill.orders message itself is sk_order_msg.h, the
  * statuses behind the index's letters order_status.h; decimal ids are written with
  * sk_id_format (sk_id.h). */

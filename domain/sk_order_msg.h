@@ -1,4 +1,4 @@
-/* sk_order_msg: the seckill.orders message (DESIGN.md, Kafka), encoded and decoded in
+/* sk_order_msg: the seckill.orders message (docs/design.md, Kafka), encoded and decoded in
  * this one place: seckill-order encodes it, seckill-consumer decodes it, the tests and
  * tools do both. Pure, thread-safe.
  *

@@ -78,7 +78,7 @@ int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
             add_u64(a, items[i]->user_id);
         }
         break;
-    default: /* ORDER_GATE_CONFIRM: DESIGN.md's form, the pending hash alone */
+    default: /* ORDER_GATE_CONFIRM: docs/design.md's form, the pending hash alone */
         add_key(a, event_id, seg, ORDER_KEY_PENDING);
         for (size_t i = 0; i < n; i++)
             add_u64(a, items[i]->order_id);

@@ -1,5 +1,5 @@
 /* order_reconcile: the reconciler, which gives back the stock of reservations whose
- * order will never reach Kafka (DESIGN.md guarantee 4, a crash of the front).
+ * order will never reach Kafka (docs/design.md guarantee 4, a crash of the front).
  *
  * Design: one thread per seckill-order process; only the instance that holds the librlock
  * watchdog lock reconcile.lock (default `seckill:reconciler`: key

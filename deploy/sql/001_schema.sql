@@ -1,4 +1,4 @@
--- 001: the schema of DESIGN.md. Applied in order by `seckill-consumer migrate` (and at
+-- 001: the schema of docs/design.md. Applied in order by `seckill-consumer migrate` (and at
 -- consumer start), each file once, recorded in seckill_schema_version. Idempotent on
 -- its own too (IF NOT EXISTS), so a half-applied run can be repeated.
 CREATE TABLE IF NOT EXISTS seckill_event (

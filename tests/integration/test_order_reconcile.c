@@ -1,4 +1,4 @@
-/* The reconciler (issue 7, DESIGN.md guarantee 4: a crash of the front), against the
+/* The reconciler (issue 7, docs/design.md guarantee 4: a crash of the front), against the
  * shared Redis, a private PostgreSQL database, a private seckill-devkafka, a private
  * seckill-consumer and private seckill-order instances (a reconciler lock name of
  * their own, short message timeout, scan interval and watchdog timeout).

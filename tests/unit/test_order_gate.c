@@ -123,7 +123,7 @@ static void test_confirm_args(void **state)
     fill(3, 77);
     order_gate_args a;
     assert_int_equal(order_gate_args_build(&a, ORDER_GATE_CONFIRM, 0, its, 3), 0);
-    check_keys("confirm", &a, 1); /* DESIGN.md's form: the pending hash alone */
+    check_keys("confirm", &a, 1); /* docs/design.md's form: the pending hash alone */
     assert_int_equal(a.n, 1 + 3);
     check_word(&a, 1, "5000000000000000000");
     check_word(&a, 3, "5000000000000000002");
@@ -252,7 +252,7 @@ static void test_codes(void **state)
     assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes, NULL), -1);
     assert_int_equal(codes[0], ORDER_GATE_FAILED);
 
-    /* cancel: an integer for one order (DESIGN.md's form), an array for several */
+    /* cancel: an integer for one order (docs/design.md's form), an array for several */
     redisReply minus = {.type = REDIS_REPLY_INTEGER, .integer = -1};
     assert_int_equal(order_gate_codes(ORDER_GATE_CANCEL, &minus, 1, codes, NULL), 0);
     assert_int_equal(codes[0], -1);
