@@ -151,6 +151,121 @@ out:
     return rc;
 }
 
+/* PATCH's "limits": each level a rate in range, or null for the configured default. */
+static int parse_patch_limits(json_t *v, order_event_patch *out, char *err, size_t errsz)
+{
+    static const struct {
+        const char *key;
+        unsigned flag;
+        size_t off;
+        int64_t max;
+    } levels[] = {
+        {"ip_rate", ORDER_PATCH_IP_RATE, offsetof(order_event_limits, ip_rate),
+         ORDER_LIMIT_RATE_MAX},
+        {"user_rate", ORDER_PATCH_USER_RATE, offsetof(order_event_limits, user_rate),
+         ORDER_LIMIT_RATE_MAX},
+        {"event_rate", ORDER_PATCH_EVENT_RATE, offsetof(order_event_limits, event_rate),
+         ORDER_LIMIT_EVENT_RATE_MAX},
+    };
+    if (!json_is_object(v) || json_object_size(v) == 0) {
+        snprintf(err, errsz, "limits: an object of ip_rate, user_rate, event_rate");
+        return -1;
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+        json_t *x = json_object_get(v, levels[i].key);
+        if (!x)
+            continue;
+        found++;
+        int64_t n = 0;
+        if (!json_is_null(x)) {
+            if (!json_is_integer(x) || json_integer_value(x) < 1 ||
+                json_integer_value(x) > levels[i].max) {
+                snprintf(err, errsz,
+                         "limits.%s: an integer from 1 to %lld, or null for the default",
+                         levels[i].key, (long long)levels[i].max);
+                return -1;
+            }
+            n = json_integer_value(x);
+        }
+        *(int64_t *)((char *)&out->limits + levels[i].off) = n;
+        out->has |= levels[i].flag;
+    }
+    if (found != json_object_size(v)) {
+        snprintf(err, errsz, "limits: only ip_rate, user_rate and event_rate");
+        return -1;
+    }
+    return 0;
+}
+
+int order_body_parse_patch(const char *body, size_t len, order_event_patch *out, char *err,
+                           size_t errsz)
+{
+    static const char *const known[] = {"name", "starts_at", "ends_at", "per_user_limit",
+                                        "limits"};
+    memset(out, 0, sizeof(*out));
+    json_t *root = load_body(body, len, err, errsz);
+    if (!root)
+        return -1;
+    int rc = -1;
+    if (!json_is_object(root) || json_object_size(root) == 0) {
+        snprintf(err, errsz, "body must be a JSON object naming what changes");
+        goto out;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        size_t i = 0;
+        while (i < sizeof(known) / sizeof(known[0]) && strcmp(key, known[i]) != 0)
+            i++;
+        if (i == sizeof(known) / sizeof(known[0])) {
+            snprintf(err, errsz, "%.64s: unknown field (name, starts_at, ends_at, "
+                                 "per_user_limit, limits)", key);
+            goto out;
+        }
+    }
+    if ((v = json_object_get(root, "name")) != NULL) {
+        if (!json_is_string(v) || json_string_length(v) == 0 ||
+            json_string_length(v) > ORDER_EVENT_NAME_MAX ||
+            strlen(json_string_value(v)) != json_string_length(v)) {
+            snprintf(err, errsz, "name: a string of 1 to %d bytes", ORDER_EVENT_NAME_MAX);
+            goto out;
+        }
+        memcpy(out->name, json_string_value(v), json_string_length(v) + 1);
+        out->has |= ORDER_PATCH_NAME;
+    }
+    if (json_object_get(root, "starts_at")) {
+        if (parse_time(root, "starts_at", &out->starts_at_ms, err, errsz) != 0)
+            goto out;
+        out->has |= ORDER_PATCH_STARTS;
+    }
+    if (json_object_get(root, "ends_at")) {
+        if (parse_time(root, "ends_at", &out->ends_at_ms, err, errsz) != 0)
+            goto out;
+        out->has |= ORDER_PATCH_ENDS;
+    }
+    if ((out->has & ORDER_PATCH_STARTS) && (out->has & ORDER_PATCH_ENDS) &&
+        out->ends_at_ms <= out->starts_at_ms) {
+        snprintf(err, errsz, "ends_at must be after starts_at");
+        goto out;
+    }
+    if ((v = json_object_get(root, "per_user_limit")) != NULL) {
+        if (!(json_is_integer(v) && json_integer_value(v) == 1)) {
+            snprintf(err, errsz, "per_user_limit: only 1 is supported (one order per user)");
+            goto out;
+        }
+        out->per_user_limit = 1;
+        out->has |= ORDER_PATCH_PER_USER;
+    }
+    if ((v = json_object_get(root, "limits")) != NULL &&
+        parse_patch_limits(v, out, err, errsz) != 0)
+        goto out;
+    rc = 0;
+out:
+    json_decref(root);
+    return rc;
+}
+
 int order_body_check_order(const char *body, size_t len, char *err, size_t errsz)
 {
     size_t i = 0;

@@ -7,12 +7,14 @@
  *   order_read.c                        GET /api/v1/orders/{id}
  *   order_pay_http.c                    POST /api/v1/orders/{id}/pay and /cancel
  *   order_event_admin.c                 POST /api/v1/events, /events/{id}/pause, /resume
+ *   order_event_change.c                PATCH /api/v1/events/{id}, POST /events/{id}/end
  *   order_event_read.c                  GET /api/v1/events/{id}, GET /api/v1/events
  *   order_ops.c                         /healthz, /readyz, /metrics, /console/
  * They stand on order_http_req.c (answers, the token check; order_http_int.h), which
  * calls none of them. */
 #include "order_http.h"
 #include "order_event_admin.h"
+#include "order_event_change.h"
 #include "order_event_read.h"
 #include "order_http_int.h"
 #include "order_ops.h"
@@ -31,6 +33,7 @@ static order_method method_of(sk_http_req *req)
     case SK_HTTP_GET: return ORDER_METHOD_GET;
     case SK_HTTP_POST: return ORDER_METHOD_POST;
     case SK_HTTP_HEAD: return ORDER_METHOD_HEAD;
+    case SK_HTTP_PATCH: return ORDER_METHOD_PATCH;
     default: return ORDER_METHOD_OTHER;
     }
 }
@@ -141,6 +144,10 @@ void order_http_handle(sk_http_req *req, void *arg)
     case ORDER_ROUTE_EVENT_PAUSE:
     case ORDER_ROUTE_EVENT_RESUME:
         order_event_pause_handle(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_CHANGE:
+    case ORDER_ROUTE_EVENT_END:
+        order_event_change_handle(w, req, &rt, start_us);
         break;
     default:
         order_http_reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND,

@@ -1,5 +1,6 @@
 /* order_pg: PostgreSQL job pool. See order_pg.h. */
 #include "order_pg.h"
+#include "order_event_change.h"
 #include "order_pay_pg.h"
 #include "order_pg_exec.h"
 
@@ -188,6 +189,9 @@ void order_pg_run(void *pgconn, order_pg_job *job)
         break;
     case ORDER_PG_MARK_RELEASED:
         order_pay_pg_mark_released(c, job);
+        break;
+    case ORDER_PG_CHANGE_EVENT:
+        order_event_change_pg(c, job);
         break;
     default:
         job->status = ORDER_PG_ERROR;

@@ -18,11 +18,13 @@ typedef enum {
     ORDER_PG_PAY_ORDER,        /* in: id, actor, actor_admin, payment_ref; out: order_pay_pg.h */
     ORDER_PG_CANCEL_ORDER,     /* in: id, actor, actor_admin; out: see order_pay_pg.h */
     ORDER_PG_MARK_RELEASED,    /* in: id: the unit is back in Redis (released_at) */
+    ORDER_PG_CHANGE_EVENT,     /* in: id, patch, ending, now_ms; out: spec, stock_left (order_event_change.h) */
 } order_pg_kind;
 
 typedef enum {
     ORDER_PG_OK = 0,
     ORDER_PG_NOT_FOUND = 1,
+    ORDER_PG_CONFLICT = 2, /* CHANGE_EVENT: the event's state refuses it, why in conflict */
     ORDER_PG_ERROR = -1, /* connection or query failed: message in err (not for clients) */
 } order_pg_status;
 
@@ -42,6 +44,11 @@ typedef struct order_pg_job {
     int changed;            /* 1: this call made the transition (order_status is new) */
     int rebuy;              /* the event's rebuy_after_release */
     unsigned segments;      /* PAY/CANCEL: the event's K (a release goes to the home segment) */
+    /* CHANGE_EVENT (order_event_change.h) */
+    order_event_patch patch;
+    int ending;             /* POST /end: ends_at = now_ms, whatever the patch */
+    int64_t now_ms;
+    char conflict[160];     /* ORDER_PG_CONFLICT: the reason, for the client */
     order_evlist_row *rows; /* LIST_EVENTS: malloc'd by the pool, freed by the caller */
     size_t nrows;
     order_pg_status status;

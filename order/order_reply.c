@@ -31,6 +31,7 @@ static const struct {
     [ORDER_ERR_ALREADY_PAID] = {409, "already_paid", "the order is paid"},
     [ORDER_ERR_NOT_READY] = {409, "not_ready", "the order is still queued, retry shortly"},
     [ORDER_ERR_PAUSED] = {503, "paused", "the sale of this event is paused, retry later"},
+    [ORDER_ERR_CONFLICT] = {409, "conflict", "the event's state does not allow this change"},
 };
 
 int order_err_status(order_err e)

@@ -29,6 +29,7 @@ typedef enum {
     ORDER_ERR_ALREADY_PAID,    /* 409 already_paid: paid (with another payment_ref) */
     ORDER_ERR_NOT_READY,       /* 409 not_ready: still queued, not in PostgreSQL yet */
     ORDER_ERR_PAUSED,          /* 503 paused (an admin paused the event's sale) */
+    ORDER_ERR_CONFLICT,        /* 409 conflict: an admin change the event's state refuses */
     ORDER_ERR_COUNT
 } order_err;
 

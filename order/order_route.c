@@ -66,7 +66,12 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
         if (!slash) {
             if (seglen == 0)
                 goto none;
-            rc = set_route(out, ORDER_ROUTE_EVENT_GET, method, ORDER_METHOD_GET, "GET, HEAD");
+            if (method == ORDER_METHOD_PATCH)
+                rc = set_route(out, ORDER_ROUTE_EVENT_CHANGE, method, ORDER_METHOD_PATCH,
+                               "GET, HEAD, PATCH");
+            else
+                rc = set_route(out, ORDER_ROUTE_EVENT_GET, method, ORDER_METHOD_GET,
+                               "GET, HEAD, PATCH");
         } else {
             size_t idlen = (size_t)(slash - seg);
             order_route_id sub;
@@ -78,6 +83,8 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
                 sub = ORDER_ROUTE_EVENT_PAUSE;
             else if (is(slash, seglen - idlen, "/resume"))
                 sub = ORDER_ROUTE_EVENT_RESUME;
+            else if (is(slash, seglen - idlen, "/end"))
+                sub = ORDER_ROUTE_EVENT_END;
             else
                 goto none;
             seglen = idlen;
@@ -129,6 +136,7 @@ const char *order_route_name(order_route_id id)
         [ORDER_ROUTE_EVENT_LIST] = "event_list", [ORDER_ROUTE_ORDER_PAY] = "order_pay",
         [ORDER_ROUTE_ORDER_CANCEL] = "order_cancel",
         [ORDER_ROUTE_EVENT_PAUSE] = "event_pause", [ORDER_ROUTE_EVENT_RESUME] = "event_resume",
+        [ORDER_ROUTE_EVENT_CHANGE] = "event_change", [ORDER_ROUTE_EVENT_END] = "event_end",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

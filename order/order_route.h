@@ -24,6 +24,8 @@ typedef enum {
     ORDER_ROUTE_ORDER_CANCEL,   /* POST /api/v1/orders/{id}/cancel (issue 22) */
     ORDER_ROUTE_EVENT_PAUSE,    /* POST /api/v1/events/{id}/pause (admin) */
     ORDER_ROUTE_EVENT_RESUME,   /* POST /api/v1/events/{id}/resume (admin) */
+    ORDER_ROUTE_EVENT_CHANGE,   /* PATCH /api/v1/events/{id} (admin, issue 32) */
+    ORDER_ROUTE_EVENT_END,      /* POST /api/v1/events/{id}/end (admin, issue 32) */
     ORDER_ROUTE_COUNT
 } order_route_id;
 
@@ -32,6 +34,7 @@ typedef enum {
     ORDER_METHOD_POST = 2,
     ORDER_METHOD_HEAD = 3,
     ORDER_METHOD_OTHER = 4, /* PUT, DELETE, ...: never allowed */
+    ORDER_METHOD_PATCH = 5, /* PATCH /api/v1/events/{id} only */
 } order_method;
 
 typedef struct order_route {

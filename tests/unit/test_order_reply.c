@@ -34,6 +34,7 @@ static void test_error_bodies(void **state)
         {ORDER_ERR_ALREADY_PAID, 409, "already_paid"},
         {ORDER_ERR_NOT_READY, 409, "not_ready"},
         {ORDER_ERR_PAUSED, 503, "paused"},
+        {ORDER_ERR_CONFLICT, 409, "conflict"},
     };
     assert_int_equal(sizeof(want) / sizeof(want[0]), ORDER_ERR_COUNT);
     for (size_t i = 0; i < ORDER_ERR_COUNT; i++) {

@@ -1,0 +1,40 @@
+/* order_event_change: an admin changes a live event (issue 32), on the worker's loop.
+ *  - PATCH /api/v1/events/{id}: name, starts_at, ends_at, per_user_limit, limits.
+ *  - POST /api/v1/events/{id}/end: ends the sale now (ends_at = the front's now).
+ * Both: the row is locked, checked and updated in one PostgreSQL transaction (on a pool
+ * thread: order_event_change_pg below); then every segment's meta in Redis gets the new
+ * window and limits (reserve.lua judges with it at once, on every front), the event's
+ * count in ORDER_CHANGED_KEY is raised (the other fronts forget what they remembered of
+ * the event within events.pause_refresh_ms, order_pauser.h), and this front sets its own
+ * memory at once, so its GET shows the change. An end also clears a pause (the sale is
+ * over: orders are 403 ended, not 503 paused).
+ *
+ * What is refused, 409 conflict with the reason (nothing changed):
+ *  - any change of an event that has ended (ends_at <= now);
+ *  - an ends_at not in the future (POST /end is the way to end now), or not after the
+ *    start;
+ *  - a new starts_at once the sale opened or opens within ORDER_CHANGE_START_GUARD_MS,
+ *    or once PostgreSQL holds an order of the event: orders may have been taken under
+ *    the old window.
+ * The orders already taken go on (pay, cancel, expiry): nothing of them is touched. */
+#ifndef ORDER_EVENT_CHANGE_H
+#define ORDER_EVENT_CHANGE_H
+
+#include "order_app.h"
+#include "order_pg_job.h"
+#include "order_route.h"
+
+#include <stdint.h>
+
+#define ORDER_CHANGE_START_GUARD_MS 5000
+
+/** @brief Serves ORDER_ROUTE_EVENT_CHANGE and ORDER_ROUTE_EVENT_END (rt->arg: the id). */
+void order_event_change_handle(order_worker *w, sk_http_req *req, const order_route *rt,
+                               int64_t start_us);
+
+/** @brief The transaction of ORDER_PG_CHANGE_EVENT, on a pool thread (order_pg.c). On
+ *  ORDER_PG_OK job->spec and job->stock_left hold the event as changed;
+ *  ORDER_PG_NOT_FOUND; ORDER_PG_CONFLICT with job->conflict; ORDER_PG_ERROR. */
+void order_event_change_pg(void *pgconn, order_pg_job *job);
+
+#endif

@@ -1,0 +1,156 @@
+/* order_event_change_pg: the PostgreSQL side of an admin's change of an event. See
+ * order_event_change.h. */
+#include "order_event_change.h"
+#include "order_pg_exec.h"
+
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int conflict(order_pg_job *job, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(job->conflict, sizeof(job->conflict), fmt, ap);
+    va_end(ap);
+    job->status = ORDER_PG_CONFLICT;
+    return -1;
+}
+
+/* The patch applied to the stored event (job->spec), checked against its state.
+ * @returns 0, or -1 with the job's status set. */
+static int merge(order_pg_job *job, int has_orders)
+{
+    order_event_spec *s = &job->spec;
+    const order_event_patch *p = &job->patch;
+    int64_t now = job->now_ms;
+    if (s->ends_at_ms <= now)
+        return conflict(job, "the event has ended: it can no longer be changed");
+    if (job->ending) {
+        s->ends_at_ms = now;
+        if (s->starts_at_ms >= now) /* never opened: an empty window ending now */
+            s->starts_at_ms = now - 1;
+        return 0;
+    }
+    if ((p->has & ORDER_PATCH_STARTS) && p->starts_at_ms != s->starts_at_ms) {
+        if (s->starts_at_ms <= now + ORDER_CHANGE_START_GUARD_MS)
+            return conflict(job, "the sale has opened (or opens within %d s): starts_at can "
+                                 "no longer move",
+                            ORDER_CHANGE_START_GUARD_MS / 1000);
+        if (has_orders)
+            return conflict(job, "orders were taken: starts_at can no longer move");
+        s->starts_at_ms = p->starts_at_ms;
+    }
+    if (p->has & ORDER_PATCH_ENDS) {
+        if (p->ends_at_ms <= now)
+            return conflict(job, "ends_at must be in the future (POST .../end ends the sale "
+                                 "now)");
+        s->ends_at_ms = p->ends_at_ms;
+    }
+    if (s->ends_at_ms <= s->starts_at_ms)
+        return conflict(job, "ends_at must be after starts_at");
+    if (p->has & ORDER_PATCH_NAME)
+        memcpy(s->name, p->name, sizeof(s->name));
+    if (p->has & ORDER_PATCH_PER_USER)
+        s->per_user_limit = p->per_user_limit;
+    if (p->has & ORDER_PATCH_IP_RATE)
+        s->limits.ip_rate = p->limits.ip_rate;
+    if (p->has & ORDER_PATCH_USER_RATE)
+        s->limits.user_rate = p->limits.user_rate;
+    if (p->has & ORDER_PATCH_EVENT_RATE)
+        s->limits.event_rate = p->limits.event_rate;
+    return 0;
+}
+
+/* The row locked, with whether an order of it exists. @returns 0, or -1 with the job's
+ * status set (NOT_FOUND or ERROR). */
+static int select_locked(PGconn *c, order_pg_job *job, const char *id, int *has_orders)
+{
+    const char *params[1] = {id /* $1 event id */};
+    PGresult *res;
+    if (order_pg_job_exec(
+            c, job, "select event for update",
+            "SELECT name, stock_total, stock_left, "
+            "(extract(epoch from starts_at) * 1000)::bigint, "
+            "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
+            "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0), "
+            "EXISTS (SELECT 1 FROM seckill_order o WHERE o.event_id = e.id) "
+            "FROM seckill_event e WHERE id = $1::bigint FOR UPDATE",
+            1, params, PGRES_TUPLES_OK, &res) != 0)
+        return -1;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        job->status = ORDER_PG_NOT_FOUND;
+        return -1;
+    }
+    order_event_spec *s = &job->spec;
+    snprintf(s->name, sizeof(s->name), "%s", PQgetvalue(res, 0, 0));
+    s->stock = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    job->stock_left = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+    s->starts_at_ms = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+    s->ends_at_ms = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+    s->per_user_limit = atoi(PQgetvalue(res, 0, 5));
+    s->segments = atoi(PQgetvalue(res, 0, 6));
+    s->limits.ip_rate = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
+    s->limits.user_rate = strtoll(PQgetvalue(res, 0, 8), NULL, 10);
+    s->limits.event_rate = strtoll(PQgetvalue(res, 0, 9), NULL, 10);
+    *has_orders = PQgetvalue(res, 0, 10)[0] == 't';
+    PQclear(res);
+    return 0;
+}
+
+static int update_row(PGconn *c, order_pg_job *job, const char *id)
+{
+    const order_event_spec *s = &job->spec;
+    char starts[24], ends[24], lim[12], rates[3][24];
+    const int64_t rv[3] = {s->limits.ip_rate, s->limits.user_rate, s->limits.event_rate};
+    for (int i = 0; i < 3; i++)
+        snprintf(rates[i], sizeof(rates[i]), "%" PRId64, rv[i]);
+    snprintf(starts, sizeof(starts), "%" PRId64, s->starts_at_ms);
+    snprintf(ends, sizeof(ends), "%" PRId64, s->ends_at_ms);
+    snprintf(lim, sizeof(lim), "%d", s->per_user_limit);
+    const char *params[8] = {
+        id,                          /* $1 event id */
+        s->name,                     /* $2 name */
+        starts,                      /* $3 starts_at, ms since the epoch */
+        ends,                        /* $4 ends_at, ms since the epoch */
+        lim,                         /* $5 per_user_limit */
+        rv[0] > 0 ? rates[0] : NULL, /* $6 ip_rate override, NULL: the default */
+        rv[1] > 0 ? rates[1] : NULL, /* $7 user_rate override */
+        rv[2] > 0 ? rates[2] : NULL, /* $8 event_rate override */
+    };
+    return order_pg_job_exec(c, job, "update event",
+                             "UPDATE seckill_event SET name = $2, "
+                             "starts_at = to_timestamp($3::bigint / 1000.0), "
+                             "ends_at = to_timestamp($4::bigint / 1000.0), "
+                             "per_user_limit = $5::int, ip_rate = $6::int, user_rate = $7::int, "
+                             "event_rate = $8::int WHERE id = $1::bigint",
+                             8, params, PGRES_COMMAND_OK, NULL);
+}
+
+void order_event_change_pg(void *pgconn, order_pg_job *job)
+{
+    PGconn *c = pgconn;
+    job->conflict[0] = '\0';
+    if (order_pg_job_exec(c, job, "begin", "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
+        return;
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRIu64, job->id);
+    int has_orders = 0;
+    if (select_locked(c, job, id, &has_orders) != 0 || merge(job, has_orders) != 0 ||
+        update_row(c, job, id) != 0)
+        goto rollback;
+    if (order_pg_job_exec(c, job, "commit", "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
+        return;
+    job->status = ORDER_PG_OK;
+    return;
+rollback:
+    if (PQstatus(c) == CONNECTION_OK) { /* its own failure changes nothing: the job's stands */
+        char ignored[8];
+        sk_pg_exec(c, "rollback", "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL, ignored,
+                   sizeof(ignored));
+    }
+}
