@@ -266,6 +266,41 @@ out:
     return rc;
 }
 
+int order_body_parse_stock(const char *body, size_t len, int64_t *add, int64_t *total, char *err,
+                           size_t errsz)
+{
+    *add = 0;
+    *total = -1;
+    json_t *root = load_body(body, len, err, errsz);
+    if (!root)
+        return -1;
+    int rc = -1;
+    json_t *a = json_is_object(root) ? json_object_get(root, "add") : NULL;
+    json_t *t = json_is_object(root) ? json_object_get(root, "total") : NULL;
+    if (!json_is_object(root) || json_object_size(root) != 1 || (!a && !t)) {
+        snprintf(err, errsz, "body must be {\"add\": N} or {\"total\": N}, one of them only");
+        goto out;
+    }
+    if (a) {
+        if (!json_is_integer(a) || json_integer_value(a) == 0 ||
+            json_integer_value(a) > INT32_MAX || json_integer_value(a) < -INT32_MAX) {
+            snprintf(err, errsz, "add: a non-zero integer from %d to %d", -INT32_MAX, INT32_MAX);
+            goto out;
+        }
+        *add = json_integer_value(a);
+    } else {
+        if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > INT32_MAX) {
+            snprintf(err, errsz, "total: an integer from 0 to %d", INT32_MAX);
+            goto out;
+        }
+        *total = json_integer_value(t);
+    }
+    rc = 0;
+out:
+    json_decref(root);
+    return rc;
+}
+
 int order_body_check_order(const char *body, size_t len, char *err, size_t errsz)
 {
     size_t i = 0;

@@ -46,6 +46,12 @@ typedef struct order_event_patch {
 int order_body_parse_patch(const char *body, size_t len, order_event_patch *out, char *err,
                            size_t errsz);
 
+/** @brief Parses a restock body (issue 32): exactly one of {"add": N} (N a non-zero
+ *  integer, may be negative, |N| <= INT32_MAX) or {"total": N} (0 .. INT32_MAX), nothing
+ *  else. *total is -1 for an add. @returns 0, or -1 with err. */
+int order_body_parse_stock(const char *body, size_t len, int64_t *add, int64_t *total, char *err,
+                           size_t errsz);
+
 /** @brief Parses a pay body {"payment_ref":"<1 to ORDER_PAYMENT_REF_MAX printable ASCII
  *  bytes>"} into ref (>= ORDER_PAYMENT_REF_MAX + 1 bytes). @returns 0, or -1 with err. */
 int order_body_parse_pay(const char *body, size_t len, char *ref, char *err, size_t errsz);

@@ -22,9 +22,14 @@ typedef struct change_req {
     order_pg_job job;
 } change_req;
 
+static int restocking(const change_req *r)
+{
+    return r->job.kind == ORDER_PG_RESTOCK_EVENT;
+}
+
 static const char *act_of(const change_req *r)
 {
-    return r->job.ending ? "event_ended" : "event_changed";
+    return restocking(r) ? "event_restocked" : r->job.ending ? "event_ended" : "event_changed";
 }
 
 /* The front that took the call knows at once; its GET shows the change. */
@@ -34,12 +39,16 @@ static void finish(change_req *r)
     const order_event_spec *s = &r->job.spec;
     if (r->job.ending)
         order_pause_set(app->paused, r->event_id, 0);
+    if (restocking(r)) /* new units: this front asks the gate again at once, the others
+                        * once their flag's soldout.ttl_ms is over */
+        order_soldout_clear(app->soldout, r->event_id);
     order_window_set(app->window, r->event_id, s->starts_at_ms, s->ends_at_ms, &s->limits);
     order_events_forget(app->events, r->event_id);
     order_evlist_stale(app->evlist);
     sk_log(SK_LOG_INFO, act_of(r),
-           "event_id=%" PRIu64 " actor=%" PRIu64 " starts_at_ms=%" PRId64 " ends_at_ms=%" PRId64,
-           r->event_id, r->actor, s->starts_at_ms, s->ends_at_ms);
+           "event_id=%" PRIu64 " actor=%" PRIu64 " starts_at_ms=%" PRId64 " ends_at_ms=%" PRId64
+           " stock_total=%" PRId64,
+           r->event_id, r->actor, s->starts_at_ms, s->ends_at_ms, s->stock);
     char *body = order_reply_event(r->event_id, s->name, s->stock, r->job.stock_left,
                                    s->starts_at_ms, s->ends_at_ms, &s->limits);
     if (!body) {
@@ -75,17 +84,8 @@ static void on_announced(redisReply *reply, void *arg)
 /* Every segment's meta holds the change: the other fronts are told (their poller forgets
  * the event), and an end clears a pause. Only now: a front that forgets and reads the
  * meta again must read the new one. */
-static void on_meta_written(redisReply *reply, void *arg)
+static void announce(change_req *r)
 {
-    change_req *r = arg;
-    if (!reply || reply->type == REDIS_REPLY_ERROR)
-        r->bad = 1;
-    if (--r->wait > 0)
-        return;
-    if (r->bad) {
-        redis_failed(r);
-        return;
-    }
     char id[24];
     size_t idlen = (size_t)snprintf(id, sizeof(id), "%" PRIu64, r->event_id);
     const char *hv[4] = {"HINCRBY", ORDER_CHANGED_KEY, id, "1"};
@@ -104,6 +104,19 @@ static void on_meta_written(redisReply *reply, void *arg)
         else
             r->bad = 1;
     }
+}
+
+static void on_meta_written(redisReply *reply, void *arg)
+{
+    change_req *r = arg;
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        r->bad = 1;
+    if (--r->wait > 0)
+        return;
+    if (r->bad)
+        redis_failed(r);
+    else
+        announce(r);
 }
 
 /* One HSET per segment (K slots): the window and the limits reserve.lua and the fronts
@@ -146,6 +159,10 @@ static void after_pg_change(order_task *t)
     case ORDER_PG_NOT_FOUND:
         order_req_error_free(&r->h, ORDER_ERR_NOT_FOUND, "no such event", 0);
         return;
+    case ORDER_PG_RETRY:
+        order_http_set_retry_after(r->h.req, 1);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, r->job.conflict, 0);
+        return;
     case ORDER_PG_CONFLICT:
         sk_log(SK_LOG_INFO, "event_change_refused", "event_id=%" PRIu64 " actor=%" PRIu64
                " reason=\"%s\"", r->event_id, r->actor, r->job.conflict);
@@ -156,9 +173,42 @@ static void after_pg_change(order_task *t)
         order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
+    if (restocking(r)) { /* the gate moved inside the transaction: only the news is left */
+        r->bad = 0;
+        announce(r);
+        return;
+    }
     int k = r->job.spec.segments;
     r->segments = k > 1 && k <= ORDER_SEGMENTS_MAX ? (unsigned)k : 1;
     write_meta(r);
+}
+
+void order_event_stock_handle(order_worker *w, sk_http_req *req, const order_route *rt,
+                              int64_t start_us)
+{
+    sk_jwt_claims claims;
+    const char *body;
+    size_t blen;
+    if (order_http_authorize(w, req, rt->id, start_us, "restocking events", &claims) != 0 ||
+        order_http_body(w, req, rt->id, start_us, &body, &blen) != 0 ||
+        !order_http_redis_ready(w, req, rt->id, start_us))
+        return;
+    change_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    if (!r)
+        return;
+    r->event_id = rt->arg;
+    r->actor = claims.sub;
+    char msg[160];
+    if (order_body_parse_stock(body, blen, &r->job.add, &r->job.total, msg, sizeof(msg)) != 0) {
+        order_req_error_free(&r->h, ORDER_ERR_BAD_REQUEST, msg, 0);
+        return;
+    }
+    r->job.kind = ORDER_PG_RESTOCK_EVENT;
+    r->job.id = rt->arg;
+    r->job.now_ms = order_time_now_ms();
+    r->job.loader = w->app->loader;
+    if (!r->job.loader || order_req_submit_pg(&r->h, &r->job, after_pg_change, NULL) != 0)
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy or absent", 0);
 }
 
 void order_event_change_handle(order_worker *w, sk_http_req *req, const order_route *rt,

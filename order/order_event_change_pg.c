@@ -1,6 +1,8 @@
 /* order_event_change_pg: the PostgreSQL side of an admin's change of an event. See
  * order_event_change.h. */
 #include "order_event_change.h"
+#include "order_loader.h"
+#include "sk_log.h"
 #include "order_pg_exec.h"
 
 #include <inttypes.h>
@@ -131,6 +133,8 @@ static int update_row(PGconn *c, order_pg_job *job, const char *id)
                              8, params, PGRES_COMMAND_OK, NULL);
 }
 
+static void rollback(PGconn *c);
+
 void order_event_change_pg(void *pgconn, order_pg_job *job)
 {
     PGconn *c = pgconn;
@@ -148,9 +152,98 @@ void order_event_change_pg(void *pgconn, order_pg_job *job)
     job->status = ORDER_PG_OK;
     return;
 rollback:
+    rollback(c);
+}
+
+/* ---- restock ------------------------------------------------------------------------ */
+
+static void rollback(PGconn *c)
+{
     if (PQstatus(c) == CONNECTION_OK) { /* its own failure changes nothing: the job's stands */
         char ignored[8];
         sk_pg_exec(c, "rollback", "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL, ignored,
                    sizeof(ignored));
     }
+}
+
+/* The delta the body asks for, checked against the row. @returns 0, or -1 with the job's
+ * status set. */
+static int restock_delta(order_pg_job *job, int64_t *delta)
+{
+    const order_event_spec *s = &job->spec;
+    if (s->ends_at_ms <= job->now_ms)
+        return conflict(job, "the event has ended: its stock can no longer change");
+    *delta = job->total >= 0 ? job->total - s->stock : job->add;
+    if (s->stock + *delta > INT32_MAX)
+        return conflict(job, "stock_total would be over %d", INT32_MAX);
+    if (job->stock_left + *delta < 0) { /* PostgreSQL's figure lags the gate's: never lower */
+        job->available = job->stock_left;
+        return conflict(job, "only %lld units are unsold: units held by orders are never "
+                             "taken back", (long long)job->stock_left);
+    }
+    return 0;
+}
+
+void order_event_restock_pg(void *pgconn, order_pg_job *job)
+{
+    PGconn *c = pgconn;
+    job->conflict[0] = '\0';
+    job->available = 0;
+    if (order_pg_job_exec(c, job, "begin", "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
+        return;
+    char id[24], d[24];
+    snprintf(id, sizeof(id), "%" PRIu64, job->id);
+    int has_orders = 0;
+    int64_t delta = 0;
+    if (select_locked(c, job, id, &has_orders) != 0 || restock_delta(job, &delta) != 0)
+        goto rollback;
+    if (delta != 0) {
+        snprintf(d, sizeof(d), "%" PRId64, delta);
+        const char *params[2] = {id /* $1 event id */, d /* $2 units, may be negative */};
+        if (order_pg_job_exec(c, job, "restock event",
+                              "UPDATE seckill_event SET stock_total = stock_total + $2::int, "
+                              "stock_left = stock_left + $2::int WHERE id = $1::bigint",
+                              2, params, PGRES_COMMAND_OK, NULL) != 0)
+            goto rollback;
+        unsigned k = job->spec.segments > 1 ? (unsigned)job->spec.segments : 1;
+        int rc = order_loader_restock(job->loader, job->id, k, delta, &job->available, job->err,
+                                      sizeof(job->err));
+        if (rc == 2) {
+            conflict(job, "only %lld units are unsold in the gate: units held by orders are "
+                          "never taken back", (long long)job->available);
+            goto rollback;
+        }
+        if (rc == 0) {
+            snprintf(job->conflict, sizeof(job->conflict),
+                     "the event's gate is not loaded in Redis: retry once it is rebuilt");
+            job->status = ORDER_PG_RETRY;
+            goto rollback;
+        }
+        if (rc < 0) {
+            job->status = ORDER_PG_ERROR;
+            goto rollback;
+        }
+    }
+    if (order_pg_job_exec(c, job, "commit", "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL) != 0) {
+        /* the gate moved, the row did not: move the gate back (the pool may run the job
+         * again on a new connection, which then starts from a gate as before) */
+        int64_t ignored;
+        char err[160];
+        if (delta != 0 && order_loader_restock(job->loader, job->id,
+                                               job->spec.segments > 1
+                                                   ? (unsigned)job->spec.segments
+                                                   : 1,
+                                               -delta, &ignored, err, sizeof(err)) != 1)
+            sk_log(SK_LOG_ERROR, "restock_undo_failed",
+                   "event_id=%" PRIu64 " delta=%" PRId64 " err=\"%s\" note=\"the gate and "
+                   "PostgreSQL differ by delta: seckill-check names it\"",
+                   job->id, delta, err);
+        return;
+    }
+    job->spec.stock += delta;
+    job->stock_left += delta;
+    job->status = ORDER_PG_OK;
+    return;
+rollback:
+    rollback(c);
 }

@@ -7,7 +7,7 @@
  *   order_read.c                        GET /api/v1/orders/{id}
  *   order_pay_http.c                    POST /api/v1/orders/{id}/pay and /cancel
  *   order_event_admin.c                 POST /api/v1/events, /events/{id}/pause, /resume
- *   order_event_change.c                PATCH /api/v1/events/{id}, POST /events/{id}/end
+ *   order_event_change.c                PATCH /api/v1/events/{id}, POST /events/{id}/end, /stock
  *   order_event_read.c                  GET /api/v1/events/{id}, GET /api/v1/events
  *   order_ops.c                         /healthz, /readyz, /metrics, /console/
  * They stand on order_http_req.c (answers, the token check; order_http_int.h), which
@@ -148,6 +148,9 @@ void order_http_handle(sk_http_req *req, void *arg)
     case ORDER_ROUTE_EVENT_CHANGE:
     case ORDER_ROUTE_EVENT_END:
         order_event_change_handle(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_STOCK:
+        order_event_stock_handle(w, req, &rt, start_us);
         break;
     default:
         order_http_reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND,

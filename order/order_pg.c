@@ -193,6 +193,9 @@ void order_pg_run(void *pgconn, order_pg_job *job)
     case ORDER_PG_CHANGE_EVENT:
         order_event_change_pg(c, job);
         break;
+    case ORDER_PG_RESTOCK_EVENT:
+        order_event_restock_pg(c, job);
+        break;
     default:
         job->status = ORDER_PG_ERROR;
         snprintf(job->err, sizeof(job->err), "unknown job");

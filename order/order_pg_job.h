@@ -19,12 +19,14 @@ typedef enum {
     ORDER_PG_CANCEL_ORDER,     /* in: id, actor, actor_admin; out: see order_pay_pg.h */
     ORDER_PG_MARK_RELEASED,    /* in: id: the unit is back in Redis (released_at) */
     ORDER_PG_CHANGE_EVENT,     /* in: id, patch, ending, now_ms; out: spec, stock_left (order_event_change.h) */
+    ORDER_PG_RESTOCK_EVENT,    /* in: id, add or total, now_ms, loader; out: spec, stock_left, available */
 } order_pg_kind;
 
 typedef enum {
     ORDER_PG_OK = 0,
     ORDER_PG_NOT_FOUND = 1,
     ORDER_PG_CONFLICT = 2, /* CHANGE_EVENT: the event's state refuses it, why in conflict */
+    ORDER_PG_RETRY = 3,    /* RESTOCK_EVENT: the gate is not loaded now, why in conflict */
     ORDER_PG_ERROR = -1, /* connection or query failed: message in err (not for clients) */
 } order_pg_status;
 
@@ -49,6 +51,9 @@ typedef struct order_pg_job {
     int ending;             /* POST /end: ends_at = now_ms, whatever the patch */
     int64_t now_ms;
     char conflict[160];     /* ORDER_PG_CONFLICT: the reason, for the client */
+    /* RESTOCK_EVENT: the units to add (< 0: take out), or the new total (-1: add) */
+    int64_t add, total, available;
+    struct order_loader *loader; /* the gate's side, on the pool thread */
     order_evlist_row *rows; /* LIST_EVENTS: malloc'd by the pool, freed by the caller */
     size_t nrows;
     order_pg_status status;

@@ -85,6 +85,8 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
                 sub = ORDER_ROUTE_EVENT_RESUME;
             else if (is(slash, seglen - idlen, "/end"))
                 sub = ORDER_ROUTE_EVENT_END;
+            else if (is(slash, seglen - idlen, "/stock"))
+                sub = ORDER_ROUTE_EVENT_STOCK;
             else
                 goto none;
             seglen = idlen;
@@ -137,6 +139,7 @@ const char *order_route_name(order_route_id id)
         [ORDER_ROUTE_ORDER_CANCEL] = "order_cancel",
         [ORDER_ROUTE_EVENT_PAUSE] = "event_pause", [ORDER_ROUTE_EVENT_RESUME] = "event_resume",
         [ORDER_ROUTE_EVENT_CHANGE] = "event_change", [ORDER_ROUTE_EVENT_END] = "event_end",
+        [ORDER_ROUTE_EVENT_STOCK] = "event_stock",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

@@ -192,6 +192,39 @@ static void test_patch_body(void **state)
     }
 }
 
+static void test_stock_body(void **state)
+{
+    (void)state;
+    int64_t add, total;
+    char err[160];
+    assert_int_equal(order_body_parse_stock("{\"add\":-5}", 10, &add, &total, err, sizeof(err)), 0);
+    assert_int_equal(add, -5);
+    assert_int_equal(total, -1);
+    assert_int_equal(order_body_parse_stock("{\"total\":0}", 11, &add, &total, err, sizeof(err)), 0);
+    assert_int_equal(total, 0);
+    static const struct {
+        const char *body, *want;
+    } bad[] = {
+        {"{}", "one of them"},
+        {"{\"add\":1,\"total\":2}", "one of them"},
+        {"{\"add\":1,\"note\":\"x\"}", "one of them"},
+        {"{\"more\":1}", "one of them"},
+        {"{\"add\":0}", "add: a non-zero"},
+        {"{\"add\":1.5}", "add: a non-zero"},
+        {"{\"add\":2147483648}", "add: a non-zero"},
+        {"{\"total\":-1}", "total: an integer from 0"},
+        {"{\"total\":\"5\"}", "total: an integer from 0"},
+        {"[5]", "one of them"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        if (order_body_parse_stock(bad[i].body, strlen(bad[i].body), &add, &total, err,
+                                   sizeof(err)) != -1 ||
+            !strstr(err, bad[i].want))
+            fail_msg("%s: got \"%s\", want \"%s\"", bad[i].body, err, bad[i].want);
+    }
+}
+
 static void test_order_body(void **state)
 {
     char err[160];
@@ -211,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_event_body),
         cmocka_unit_test(test_order_body),
         cmocka_unit_test(test_patch_body),
+        cmocka_unit_test(test_stock_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

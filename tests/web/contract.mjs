@@ -31,6 +31,7 @@ const UNREACHED = new Map([
   ['resumeEvent 503', 'Redis down'],
   ['changeEvent 503', 'PostgreSQL or Redis down'],
   ['endEvent 503', 'PostgreSQL or Redis down'],
+  ['restockEvent 503', 'PostgreSQL or Redis down, or the gate lost'],
   ['getOrder 503', 'PostgreSQL or Redis down'],
   ['readyz 503', 'Redis or Kafka down (fault tests)'],
   ['payOrder 503', 'PostgreSQL or Redis down'],
@@ -182,6 +183,16 @@ await call('change, unknown event', 'PATCH', '/api/v1/events/999999999', { token
 await call('change, end in the past', 'PATCH', `/api/v1/events/${D}`, { token: admin, body: { ends_at: iso(now - 1000) }, expect: 409 });
 await call('change, body too large', 'PATCH', `/api/v1/events/${D}`, { token: admin, raw: '{"name":"' + 'x'.repeat(5000) + '"}', expect: 413 });
 await call('event, wrong method', 'DELETE', `/api/v1/events/${D}`, { token: admin, expect: 405 });
+await call('restock (admin)', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { add: 5 }, expect: 200 });
+await call('restock, total', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { total: 4 }, expect: 200 });
+await call('restock, past the unsold', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { add: -5 }, expect: 409 });
+await call('restock, negative total', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { total: -1 }, expect: 400 });
+await call('restock, bad id', 'POST', '/api/v1/events/01/stock', { token: admin, body: { add: 1 }, expect: 400 });
+await call('restock, not admin', 'POST', `/api/v1/events/${D}/stock`, { token: u[0], body: { add: 1 }, expect: 403 });
+await call('restock, no token', 'POST', `/api/v1/events/${D}/stock`, { body: { add: 1 }, expect: 401 });
+await call('restock, unknown event', 'POST', '/api/v1/events/999999999/stock', { token: admin, body: { add: 1 }, expect: 404 });
+await call('restock, body too large', 'POST', `/api/v1/events/${D}/stock`, { token: admin, raw: '{"add":"' + 'x'.repeat(5000) + '"}', expect: 413 });
+await call('restock, wrong method', 'GET', `/api/v1/events/${D}/stock`, { token: admin, expect: 405 });
 await call('end (admin)', 'POST', `/api/v1/events/${D}/end`, { token: admin, expect: 200 });
 await call('end, ended', 'POST', `/api/v1/events/${D}/end`, { token: admin, expect: 409 });
 await call('end, not admin', 'POST', `/api/v1/events/${D}/end`, { token: u[0], expect: 403 });
