@@ -197,7 +197,7 @@ void order_event_stock_handle(order_worker *w, sk_http_req *req, const order_rou
     if (!r)
         return;
     r->event_id = rt->arg;
-    r->actor = claims.sub;
+    r->actor = r->job.actor = claims.sub;
     char msg[160];
     if (order_body_parse_stock(body, blen, &r->job.add, &r->job.total, msg, sizeof(msg)) != 0) {
         order_req_error_free(&r->h, ORDER_ERR_BAD_REQUEST, msg, 0);
@@ -227,7 +227,7 @@ void order_event_change_handle(order_worker *w, sk_http_req *req, const order_ro
     if (!r)
         return;
     r->event_id = rt->arg;
-    r->actor = claims.sub;
+    r->actor = r->job.actor = claims.sub;
     char msg[160];
     if (!ending && order_body_parse_patch(body, blen, &r->job.patch, msg, sizeof(msg)) != 0) {
         order_req_error_free(&r->h, ORDER_ERR_BAD_REQUEST, msg, 0);

@@ -61,4 +61,16 @@ void order_event_change_pg(void *pgconn, order_pg_job *job);
  *  job->available); ORDER_PG_RETRY (a segment not loaded); ORDER_PG_ERROR. */
 void order_event_restock_pg(void *pgconn, order_pg_job *job);
 
+/** @brief ORDER_PG_AUDIT_EVENT: one audit row for an act without a transaction of its
+ *  own (pause, resume). ORDER_PG_OK or ORDER_PG_ERROR. */
+void order_event_audit_pg(void *pgconn, order_pg_job *job);
+
+/** @brief ORDER_PG_READ_AUDIT: the page [offset, offset + limit) of the event's record,
+ *  oldest first, as a JSON array in job->audit_json, and job->more. */
+void order_event_audit_read_pg(void *pgconn, order_pg_job *job);
+
+/** @brief The audit JSON of an event's fields (name, stock_total, stock_left, starts_at,
+ *  ends_at, per_user_limit, limits), malloc'd, or NULL on OOM. */
+char *order_event_audit_json(const order_event_spec *s, int64_t stock_left);
+
 #endif

@@ -4,6 +4,9 @@
 #include "order_loader.h"
 #include "sk_log.h"
 #include "order_pg_exec.h"
+#include "order_time.h"
+
+#include <jansson.h>
 
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -20,6 +23,65 @@ static int conflict(order_pg_job *job, const char *fmt, ...)
     va_end(ap);
     job->status = ORDER_PG_CONFLICT;
     return -1;
+}
+
+char *order_event_audit_json(const order_event_spec *s, int64_t stock_left)
+{
+    char starts[32], ends[32];
+    order_time_format_rfc3339(s->starts_at_ms, starts, sizeof(starts));
+    order_time_format_rfc3339(s->ends_at_ms, ends, sizeof(ends));
+    json_t *lim = json_object();
+    const char *names[3] = {"ip_rate", "user_rate", "event_rate"};
+    const int64_t v[3] = {s->limits.ip_rate, s->limits.user_rate, s->limits.event_rate};
+    for (int i = 0; lim && i < 3; i++)
+        if (v[i] > 0)
+            json_object_set_new(lim, names[i], json_integer(v[i]));
+    json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:s, s:i, s:o}", "name", s->name, "stock_total",
+                          (json_int_t)s->stock, "stock_left", (json_int_t)stock_left, "starts_at",
+                          starts, "ends_at", ends, "per_user_limit", s->per_user_limit, "limits",
+                          lim ? lim : json_null());
+    char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(o);
+    return text;
+}
+
+/* One row of seckill_admin_audit in the caller's transaction (or alone). before may be
+ * NULL. @returns 0, or -1 with the job failed. */
+static int audit_insert(PGconn *c, order_pg_job *job, const char *act, const char *before,
+                        const char *after)
+{
+    char id[24], actor[24];
+    snprintf(id, sizeof(id), "%" PRIu64, job->id);
+    snprintf(actor, sizeof(actor), "%" PRIu64, job->actor);
+    const char *params[5] = {
+        id,     /* $1 event id */
+        actor,  /* $2 the token's sub */
+        act,    /* $3 create, change, restock, pause, resume, end */
+        before, /* $4 the fields before, JSON, NULL: none */
+        after,  /* $5 the fields after, JSON */
+    };
+    return order_pg_job_exec(c, job, "insert audit",
+                             "INSERT INTO seckill_admin_audit (event_id, actor, act, before, after) "
+                             "VALUES ($1::bigint, $2::bigint, $3, $4::jsonb, $5::jsonb)",
+                             5, params, PGRES_COMMAND_OK, NULL);
+}
+
+/* audit_insert of the event as it was and as it is now. */
+static int audit_change(PGconn *c, order_pg_job *job, const char *act,
+                        const order_event_spec *was, int64_t was_left)
+{
+    char *before = order_event_audit_json(was, was_left);
+    char *after = order_event_audit_json(&job->spec, job->stock_left);
+    int rc = -1;
+    if (!before || !after) {
+        job->status = ORDER_PG_ERROR;
+        snprintf(job->err, sizeof(job->err), "audit: out of memory");
+    } else {
+        rc = audit_insert(c, job, act, before, after);
+    }
+    free(before);
+    free(after);
+    return rc;
 }
 
 /* The patch applied to the stored event (job->spec), checked against its state.
@@ -144,8 +206,11 @@ void order_event_change_pg(void *pgconn, order_pg_job *job)
     char id[24];
     snprintf(id, sizeof(id), "%" PRIu64, job->id);
     int has_orders = 0;
-    if (select_locked(c, job, id, &has_orders) != 0 || merge(job, has_orders) != 0 ||
-        update_row(c, job, id) != 0)
+    if (select_locked(c, job, id, &has_orders) != 0)
+        goto rollback;
+    order_event_spec was = job->spec;
+    if (merge(job, has_orders) != 0 || update_row(c, job, id) != 0 ||
+        audit_change(c, job, job->ending ? "end" : "change", &was, job->stock_left) != 0)
         goto rollback;
     if (order_pg_job_exec(c, job, "commit", "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
         return;
@@ -197,6 +262,12 @@ void order_event_restock_pg(void *pgconn, order_pg_job *job)
     int64_t delta = 0;
     if (select_locked(c, job, id, &has_orders) != 0 || restock_delta(job, &delta) != 0)
         goto rollback;
+    order_event_spec was = job->spec;
+    int64_t was_left = job->stock_left;
+    job->spec.stock += delta; /* as it will be: the audit's after */
+    job->stock_left += delta;
+    if (audit_change(c, job, "restock", &was, was_left) != 0)
+        goto rollback;
     if (delta != 0) {
         snprintf(d, sizeof(d), "%" PRId64, delta);
         const char *params[2] = {id /* $1 event id */, d /* $2 units, may be negative */};
@@ -240,10 +311,46 @@ void order_event_restock_pg(void *pgconn, order_pg_job *job)
                    job->id, delta, err);
         return;
     }
-    job->spec.stock += delta;
-    job->stock_left += delta;
     job->status = ORDER_PG_OK;
     return;
 rollback:
     rollback(c);
+}
+
+void order_event_audit_pg(void *pgconn, order_pg_job *job)
+{
+    if (audit_insert(pgconn, job, job->act, NULL, job->audit_after) == 0)
+        job->status = ORDER_PG_OK;
+}
+
+void order_event_audit_read_pg(void *pgconn, order_pg_job *job)
+{
+    PGconn *c = pgconn;
+    char id[24], off[24], lim[24];
+    snprintf(id, sizeof(id), "%" PRIu64, job->id);
+    snprintf(off, sizeof(off), "%" PRId64, job->offset);
+    snprintf(lim, sizeof(lim), "%" PRId64, job->limit);
+    const char *params[3] = {id /* $1 event id */, off /* $2 offset */, lim /* $3 limit */};
+    PGresult *res;
+    if (order_pg_job_exec(
+            c, job, "read audit",
+            "SELECT coalesce(json_agg(json_build_object("
+            "'at', to_char(a.at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+            "'actor', a.actor::text, 'act', a.act, 'before', a.before, 'after', a.after) "
+            "ORDER BY a.id), '[]'::json)::text, "
+            "EXISTS (SELECT 1 FROM seckill_admin_audit x WHERE x.event_id = $1::bigint "
+            "ORDER BY x.id OFFSET $2::bigint + $3::bigint LIMIT 1) "
+            "FROM (SELECT * FROM seckill_admin_audit WHERE event_id = $1::bigint "
+            "ORDER BY id OFFSET $2::bigint LIMIT $3::bigint) a",
+            3, params, PGRES_TUPLES_OK, &res) != 0)
+        return;
+    job->audit_json = strdup(PQgetvalue(res, 0, 0));
+    job->more = PQgetvalue(res, 0, 1)[0] == 't';
+    PQclear(res);
+    if (!job->audit_json) {
+        job->status = ORDER_PG_ERROR;
+        snprintf(job->err, sizeof(job->err), "read audit: out of memory");
+        return;
+    }
+    job->status = ORDER_PG_OK;
 }

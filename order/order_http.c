@@ -8,12 +8,14 @@
  *   order_pay_http.c                    POST /api/v1/orders/{id}/pay and /cancel
  *   order_event_admin.c                 POST /api/v1/events, /events/{id}/pause, /resume
  *   order_event_change.c                PATCH /api/v1/events/{id}, POST /events/{id}/end, /stock
+ *   order_event_audit.c                 GET /api/v1/events/{id}/audit
  *   order_event_read.c                  GET /api/v1/events/{id}, GET /api/v1/events
  *   order_ops.c                         /healthz, /readyz, /metrics, /console/
  * They stand on order_http_req.c (answers, the token check; order_http_int.h), which
  * calls none of them. */
 #include "order_http.h"
 #include "order_event_admin.h"
+#include "order_event_audit.h"
 #include "order_event_change.h"
 #include "order_event_read.h"
 #include "order_http_int.h"
@@ -151,6 +153,9 @@ void order_http_handle(sk_http_req *req, void *arg)
         break;
     case ORDER_ROUTE_EVENT_STOCK:
         order_event_stock_handle(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_AUDIT:
+        order_event_audit_handle(w, req, &rt, start_us);
         break;
     default:
         order_http_reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND,

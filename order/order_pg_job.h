@@ -20,6 +20,8 @@ typedef enum {
     ORDER_PG_MARK_RELEASED,    /* in: id: the unit is back in Redis (released_at) */
     ORDER_PG_CHANGE_EVENT,     /* in: id, patch, ending, now_ms; out: spec, stock_left (order_event_change.h) */
     ORDER_PG_RESTOCK_EVENT,    /* in: id, add or total, now_ms, loader; out: spec, stock_left, available */
+    ORDER_PG_AUDIT_EVENT,      /* in: id, actor, act, audit_after: one audit row (pause, resume) */
+    ORDER_PG_READ_AUDIT,       /* in: id, offset, limit; out: audit_json, more */
 } order_pg_kind;
 
 typedef enum {
@@ -54,6 +56,12 @@ typedef struct order_pg_job {
     /* RESTOCK_EVENT: the units to add (< 0: take out), or the new total (-1: add) */
     int64_t add, total, available;
     struct order_loader *loader; /* the gate's side, on the pool thread */
+    /* the admin audit (issue 32): every act's actor is `actor` above */
+    char act[12];           /* AUDIT_EVENT: "pause", "resume" */
+    const char *audit_after; /* AUDIT_EVENT: the after JSON (static text) */
+    int64_t offset, limit;  /* READ_AUDIT */
+    char *audit_json;       /* READ_AUDIT: a JSON array, malloc'd by the pool, freed by the caller */
+    int more;               /* READ_AUDIT: rows past the page */
     order_evlist_row *rows; /* LIST_EVENTS: malloc'd by the pool, freed by the caller */
     size_t nrows;
     order_pg_status status;

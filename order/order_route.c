@@ -87,10 +87,15 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
                 sub = ORDER_ROUTE_EVENT_END;
             else if (is(slash, seglen - idlen, "/stock"))
                 sub = ORDER_ROUTE_EVENT_STOCK;
+            else if (is(slash, seglen - idlen, "/audit"))
+                sub = ORDER_ROUTE_EVENT_AUDIT;
             else
                 goto none;
             seglen = idlen;
-            rc = set_route(out, sub, method, ORDER_METHOD_POST, "POST");
+            if (sub == ORDER_ROUTE_EVENT_AUDIT)
+                rc = set_route(out, sub, method, ORDER_METHOD_GET, "GET, HEAD");
+            else
+                rc = set_route(out, sub, method, ORDER_METHOD_POST, "POST");
         }
         if (rc != 0)
             return rc;
@@ -139,7 +144,7 @@ const char *order_route_name(order_route_id id)
         [ORDER_ROUTE_ORDER_CANCEL] = "order_cancel",
         [ORDER_ROUTE_EVENT_PAUSE] = "event_pause", [ORDER_ROUTE_EVENT_RESUME] = "event_resume",
         [ORDER_ROUTE_EVENT_CHANGE] = "event_change", [ORDER_ROUTE_EVENT_END] = "event_end",
-        [ORDER_ROUTE_EVENT_STOCK] = "event_stock",
+        [ORDER_ROUTE_EVENT_STOCK] = "event_stock", [ORDER_ROUTE_EVENT_AUDIT] = "event_audit",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

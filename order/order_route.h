@@ -27,6 +27,7 @@ typedef enum {
     ORDER_ROUTE_EVENT_CHANGE,   /* PATCH /api/v1/events/{id} (admin, issue 32) */
     ORDER_ROUTE_EVENT_END,      /* POST /api/v1/events/{id}/end (admin, issue 32) */
     ORDER_ROUTE_EVENT_STOCK,    /* POST /api/v1/events/{id}/stock (admin, issue 32) */
+    ORDER_ROUTE_EVENT_AUDIT,    /* GET  /api/v1/events/{id}/audit (admin, issue 32) */
     ORDER_ROUTE_COUNT
 } order_route_id;
 

@@ -10,7 +10,10 @@
 #    taken, an end in the past;
 #  - POST /end (the event paused first): orders are 403 ended on both fronts (B within
 #    1 s; its time is logged), an order taken before is still cancelled, a change or an
-#    end after the end is 409; seckill-check judges the sale.
+#    end after the end is 409; seckill-check judges the sale;
+#  - the record (GET .../audit, admins only, paginated): exactly the acts that happened,
+#    create, change, change, pause, end, each with the actor, before and after (none of
+#    the refused calls), in PostgreSQL's seckill_admin_audit.
 . "$(dirname "$0")/lib.sh"
 e2e_require
 command -v redis-cli >/dev/null || e2e_skip "redis-cli not installed"
@@ -166,4 +169,20 @@ grep -q '"status":"cancelled"' "$E2E_TMP/resp" || e2e_fail "cancel: $(cat "$E2E_
 grep -q "actor=1 " "$E2E_TMP/order.log" || e2e_fail "no log line names the actor"
 
 e2e_check --wait 60 || e2e_fail "seckill-check found a violation"
+
+# ---- the record ------------------------------------------------------------------------
+field() { grep -o "\"$1\" *: *\"[^\"]*\"" "$E2E_TMP/resp" | sed 's/.*: *"\(.*\)"/\1/' | tr '\n' ' '; }
+expect 403 "$(call "$PORT_A" GET "/api/v1/events/$EV/audit" "$BUYER")" "a buyer reads the record"
+expect 200 "$(call "$PORT_B" GET "/api/v1/events/$EV/audit?limit=100")" "the record"
+[ "$(field act)" = "create change change pause end " ] || e2e_fail "acts recorded: $(field act) ($(cat "$E2E_TMP/resp"))"
+[ "$(field actor)" = "1 1 1 1 1 " ] || e2e_fail "actors recorded: $(field actor)"
+[ "$(sql "select count(*) from seckill_admin_audit where event_id = $EV")" = 5 ] || e2e_fail "rows in seckill_admin_audit"
+[ "$(sql "select before->>'name', after->>'name', after->>'starts_at' < before->>'starts_at' from seckill_admin_audit where event_id = $EV and act = 'change' order by id limit 1")" = "e2e admin|e2e admin (moved)|t" ] ||
+    e2e_fail "the change's before and after: $(sql "select before, after from seckill_admin_audit where event_id = $EV and act = 'change'")"
+expect 200 "$(call "$PORT_A" GET "/api/v1/events/$EV/audit?limit=2")" "the record's first page"
+[ "$(field act)" = "create change " ] && grep -q '"next_offset":2' "$E2E_TMP/resp" || e2e_fail "page 1: $(cat "$E2E_TMP/resp")"
+expect 200 "$(call "$PORT_A" GET "/api/v1/events/$EV/audit?offset=4&limit=2")" "the record's last page"
+[ "$(field act)" = "end " ] && grep -q '"next_offset":null' "$E2E_TMP/resp" || e2e_fail "last page: $(cat "$E2E_TMP/resp")"
+expect 400 "$(call "$PORT_A" GET "/api/v1/events/$EV/audit?limit=0")" "a bad page"
+e2e_log "the record holds the 5 acts, none of the refused calls"
 e2e_log "PASS"

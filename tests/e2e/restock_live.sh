@@ -103,6 +103,10 @@ left=$(sql "select stock_left from seckill_event where id = $EV")
 [ "$left" = 37 ] && [ "$(gate 3)" = 37 ] || e2e_fail "after the reload: stock_left $left, gate $(gate 3) (want 37 and 37)"
 e2e_check --wait 60 || e2e_fail "seckill-check after the reload found a violation"
 e2e_log "the reload read the restocked total: 37 units in the gate"
+audit() { sql "select count(*) from seckill_admin_audit where event_id = $EV and act = 'restock'"; }
+[ "$(audit)" = $((applied + 1)) ] || e2e_fail "restocks recorded: $(audit), applied $((applied + 1))"
+[ "$(sql "select (after->>'stock_total')::int - (before->>'stock_total')::int from seckill_admin_audit where event_id = $EV and act = 'restock' order by id desc limit 1")" = 37 ] ||
+    e2e_fail "the last restock's record is not +37"
 
 # Bad bodies and an ended event: 4xx with the reason, nothing changed.
 before="$(sql "select stock_total, stock_left from seckill_event where id = $EV") $(gate 3)"
@@ -118,4 +122,5 @@ st=$(call POST "/api/v1/events/$EV/stock" '{"add":5}')
 [ "$st" = 409 ] && grep -q "has ended" "$E2E_TMP/resp" || e2e_fail "restock after the end: $st $(cat "$E2E_TMP/resp")"
 after="$(sql "select stock_total, stock_left from seckill_event where id = $EV") $(gate 3)"
 [ "$after" = "$before" ] || e2e_fail "refused restocks changed the event: $before -> $after"
+[ "$(audit)" = $((applied + 1)) ] || e2e_fail "a refused restock was recorded"
 e2e_log "PASS"

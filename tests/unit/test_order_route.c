@@ -48,6 +48,8 @@ static void test_routes(void **state)
         {ORDER_METHOD_POST, "/api/v1/events/9/end", 0, ORDER_ROUTE_EVENT_END, 9},
         {ORDER_METHOD_POST, "/api/v1/events/9/stock", 0, ORDER_ROUTE_EVENT_STOCK, 9},
         {ORDER_METHOD_GET, "/api/v1/events/9/stock", 405, ORDER_ROUTE_EVENT_STOCK, 0},
+        {ORDER_METHOD_GET, "/api/v1/events/9/audit", 0, ORDER_ROUTE_EVENT_AUDIT, 9},
+        {ORDER_METHOD_POST, "/api/v1/events/9/audit", 405, ORDER_ROUTE_EVENT_AUDIT, 0},
         {ORDER_METHOD_PATCH, "/api/v1/events/9/end", 405, ORDER_ROUTE_EVENT_END, 0},
         {ORDER_METHOD_POST, "/api/v1/events//pause", 404, ORDER_ROUTE_NONE, 0},
         {ORDER_METHOD_OTHER, "/api/v1/events/7/orders", 405, ORDER_ROUTE_ORDER_CREATE, 0},

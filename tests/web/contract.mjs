@@ -32,6 +32,7 @@ const UNREACHED = new Map([
   ['changeEvent 503', 'PostgreSQL or Redis down'],
   ['endEvent 503', 'PostgreSQL or Redis down'],
   ['restockEvent 503', 'PostgreSQL or Redis down, or the gate lost'],
+  ['getEventAudit 503', 'PostgreSQL down'],
   ['getOrder 503', 'PostgreSQL or Redis down'],
   ['readyz 503', 'Redis or Kafka down (fault tests)'],
   ['payOrder 503', 'PostgreSQL or Redis down'],
@@ -200,6 +201,14 @@ await call('end, no token', 'POST', `/api/v1/events/${D}/end`, { expect: 401 });
 await call('end, bad id', 'POST', '/api/v1/events/01/end', { token: admin, expect: 400 });
 await call('end, unknown event', 'POST', '/api/v1/events/999999999/end', { token: admin, expect: 404 });
 await call('end, wrong method', 'GET', `/api/v1/events/${D}/end`, { token: admin, expect: 405 });
+const rec = await call('audit (admin)', 'GET', `/api/v1/events/${D}/audit?limit=100`, { token: admin, expect: 200 });
+const acts = rec ? rec.json.entries.map((e) => e.act).join(' ') : '';
+if (acts !== 'create change restock restock end') fail('audit', `acts recorded: ${acts}`);
+await call('audit, a page', 'GET', `/api/v1/events/${D}/audit?offset=1&limit=2`, { token: admin, expect: 200 });
+await call('audit, bad page', 'GET', `/api/v1/events/${D}/audit?limit=0`, { token: admin, expect: 400 });
+await call('audit, not admin', 'GET', `/api/v1/events/${D}/audit`, { token: u[0], expect: 403 });
+await call('audit, no token', 'GET', `/api/v1/events/${D}/audit`, { expect: 401 });
+await call('audit, wrong method', 'POST', `/api/v1/events/${D}/audit`, { token: admin, expect: 405 });
 const O = o1 && o1.json.order_id;
 await call('read order (buyer)', 'GET', `/api/v1/orders/${O}`, { token: u[0], expect: 200 });
 await call('read order (admin)', 'GET', `/api/v1/orders/${O}`, { token: admin, expect: 200 });
