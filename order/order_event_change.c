@@ -27,14 +27,40 @@ static int restocking(const change_req *r)
     return r->job.kind == ORDER_PG_RESTOCK_EVENT;
 }
 
+static int removing(const change_req *r)
+{
+    return r->job.kind == ORDER_PG_REMOVE_EVENT;
+}
+
 static const char *act_of(const change_req *r)
 {
+    if (removing(r))
+        return r->job.removed == 1 ? "event_deleted" : "event_archived";
     return restocking(r) ? "event_restocked" : r->job.ending ? "event_ended" : "event_changed";
+}
+
+/* A removal: this front forgets the event at once (its page is 404 once deleted). */
+static void finish_remove(change_req *r)
+{
+    order_app *app = r->h.w->app;
+    order_pause_set(app->paused, r->event_id, 0);
+    order_window_forget(app->window, r->event_id);
+    order_events_forget(app->events, r->event_id);
+    order_evlist_stale(app->evlist);
+    sk_log(SK_LOG_INFO, act_of(r), "event_id=%" PRIu64 " actor=%" PRIu64, r->event_id, r->actor);
+    char body[96];
+    int n = snprintf(body, sizeof(body), "{\"event_id\":\"%" PRIu64 "\",\"removed\":\"%s\"}",
+                     r->event_id, r->job.removed == 1 ? "deleted" : "archived");
+    order_req_json_free(&r->h, 200, body, (size_t)n);
 }
 
 /* The front that took the call knows at once; its GET shows the change. */
 static void finish(change_req *r)
 {
+    if (removing(r)) {
+        finish_remove(r);
+        return;
+    }
     order_app *app = r->h.w->app;
     const order_event_spec *s = &r->job.spec;
     if (r->job.ending)
@@ -96,7 +122,7 @@ static void announce(change_req *r)
         redis_failed(r);
         return;
     }
-    if (r->job.ending) {
+    if (r->job.ending || removing(r)) {
         const char *sv[3] = {"SREM", ORDER_PAUSE_KEY, id};
         size_t sl[3] = {4, strlen(ORDER_PAUSE_KEY), idlen};
         if (order_redis_command(r->h.w->redis, 3, sv, sl, on_announced, r) == 0)
@@ -173,7 +199,7 @@ static void after_pg_change(order_task *t)
         order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
         return;
     }
-    if (restocking(r)) { /* the gate moved inside the transaction: only the news is left */
+    if (restocking(r) || removing(r)) { /* the gate moved inside the transaction: only the news is left */
         r->bad = 0;
         announce(r);
         return;
@@ -204,6 +230,26 @@ void order_event_stock_handle(order_worker *w, sk_http_req *req, const order_rou
         return;
     }
     r->job.kind = ORDER_PG_RESTOCK_EVENT;
+    r->job.id = rt->arg;
+    r->job.now_ms = order_time_now_ms();
+    r->job.loader = w->app->loader;
+    if (!r->job.loader || order_req_submit_pg(&r->h, &r->job, after_pg_change, NULL) != 0)
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy or absent", 0);
+}
+
+void order_event_remove_handle(order_worker *w, sk_http_req *req, const order_route *rt,
+                               int64_t start_us)
+{
+    sk_jwt_claims claims;
+    if (order_http_authorize(w, req, rt->id, start_us, "removing events", &claims) != 0 ||
+        !order_http_redis_ready(w, req, rt->id, start_us))
+        return;
+    change_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    if (!r)
+        return;
+    r->event_id = rt->arg;
+    r->actor = r->job.actor = claims.sub;
+    r->job.kind = ORDER_PG_REMOVE_EVENT;
     r->job.id = rt->arg;
     r->job.now_ms = order_time_now_ms();
     r->job.loader = w->app->loader;

@@ -2,6 +2,7 @@
  *  - PATCH /api/v1/events/{id}: name, starts_at, ends_at, per_user_limit, limits.
  *  - POST /api/v1/events/{id}/end: ends the sale now (ends_at = the front's now).
  *  - POST /api/v1/events/{id}/stock: restock, up or down, while orders flow (below).
+ *  - DELETE /api/v1/events/{id}: remove an ended event (order_event_remove_pg).
  * Both: the row is locked, checked and updated in one PostgreSQL transaction (on a pool
  * thread: order_event_change_pg below); then every segment's meta in Redis gets the new
  * window and limits (reserve.lua judges with it at once, on every front), the event's
@@ -48,6 +49,11 @@ void order_event_change_handle(order_worker *w, sk_http_req *req, const order_ro
 void order_event_stock_handle(order_worker *w, sk_http_req *req, const order_route *rt,
                               int64_t start_us);
 
+/** @brief Serves ORDER_ROUTE_EVENT_DELETE (rt->arg: the id): DELETE /api/v1/events/{id},
+ *  see order_event_remove_pg. 200 {"event_id","removed":"deleted"|"archived"}. */
+void order_event_remove_handle(order_worker *w, sk_http_req *req, const order_route *rt,
+                               int64_t start_us);
+
 /** @brief The transaction of ORDER_PG_CHANGE_EVENT, on a pool thread (order_pg.c). On
  *  ORDER_PG_OK job->spec and job->stock_left hold the event as changed;
  *  ORDER_PG_NOT_FOUND; ORDER_PG_CONFLICT with job->conflict; ORDER_PG_ERROR. */
@@ -60,6 +66,14 @@ void order_event_change_pg(void *pgconn, order_pg_job *job);
  *  ORDER_PG_NOT_FOUND; ORDER_PG_CONFLICT (ended; a removal past the unsold units,
  *  job->available); ORDER_PG_RETRY (a segment not loaded); ORDER_PG_ERROR. */
 void order_event_restock_pg(void *pgconn, order_pg_job *job);
+
+/** @brief ORDER_PG_REMOVE_EVENT (DELETE /api/v1/events/{id}), on a pool thread: an event
+ *  whose sale is on is 409 (end it first); one that never took an order (none in
+ *  PostgreSQL, no buyer or pending entry in Redis) is deleted, its Redis keys first
+ *  (order_loader_remove); one that did is archived (archived_at: out of the list, its
+ *  orders and record readable). The record gets a delete or archive row in the same
+ *  transaction. job->removed 1 deleted, 2 archived. */
+void order_event_remove_pg(void *pgconn, order_pg_job *job);
 
 /** @brief ORDER_PG_AUDIT_EVENT: one audit row for an act without a transaction of its
  *  own (pause, resume). ORDER_PG_OK or ORDER_PG_ERROR. */

@@ -354,3 +354,85 @@ void order_event_audit_read_pg(void *pgconn, order_pg_job *job)
     }
     job->status = ORDER_PG_OK;
 }
+
+/* ---- removal ------------------------------------------------------------------------ */
+
+static int archive_row(PGconn *c, order_pg_job *job, const char *id, const order_event_spec *was)
+{
+    const char *params[1] = {id /* $1 event id */};
+    PGresult *res;
+    if (order_pg_job_exec(c, job, "archive event",
+                          "UPDATE seckill_event SET archived_at = now() "
+                          "WHERE id = $1::bigint AND archived_at IS NULL",
+                          1, params, PGRES_COMMAND_OK, &res) != 0)
+        return -1;
+    int n = atoi(PQcmdTuples(res));
+    PQclear(res);
+    if (n == 0)
+        return conflict(job, "the event is archived already");
+    job->removed = 2;
+    char *before = order_event_audit_json(was, job->stock_left);
+    if (!before) {
+        job->status = ORDER_PG_ERROR;
+        snprintf(job->err, sizeof(job->err), "audit: out of memory");
+        return -1;
+    }
+    int rc = audit_insert(c, job, "archive", before, "{\"archived\": true}");
+    free(before);
+    return rc;
+}
+
+static int delete_row(PGconn *c, order_pg_job *job, const char *id, const order_event_spec *was)
+{
+    const char *params[1] = {id /* $1 event id */};
+    if (order_pg_job_exec(c, job, "delete event", "DELETE FROM seckill_event WHERE id = $1::bigint",
+                          1, params, PGRES_COMMAND_OK, NULL) != 0)
+        return -1;
+    job->removed = 1;
+    char *before = order_event_audit_json(was, job->stock_left);
+    if (!before) {
+        job->status = ORDER_PG_ERROR;
+        snprintf(job->err, sizeof(job->err), "audit: out of memory");
+        return -1;
+    }
+    int rc = audit_insert(c, job, "delete", before, NULL);
+    free(before);
+    return rc;
+}
+
+void order_event_remove_pg(void *pgconn, order_pg_job *job)
+{
+    PGconn *c = pgconn;
+    job->conflict[0] = '\0';
+    job->removed = 0;
+    if (order_pg_job_exec(c, job, "begin", "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
+        return;
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRIu64, job->id);
+    int has_orders = 0;
+    if (select_locked(c, job, id, &has_orders) != 0)
+        goto rollback;
+    order_event_spec was = job->spec;
+    if (was.ends_at_ms > job->now_ms) {
+        conflict(job, "the sale is on: end it first (POST .../end), then remove it");
+        goto rollback;
+    }
+    int rc = 2; /* archive unless the gate shows no order ever taken */
+    if (!has_orders) {
+        int64_t held = 0;
+        unsigned k = was.segments > 1 ? (unsigned)was.segments : 1;
+        rc = order_loader_remove(job->loader, job->id, k, &held, job->err, sizeof(job->err));
+        if (rc < 0) {
+            job->status = ORDER_PG_ERROR;
+            goto rollback;
+        }
+    }
+    if ((rc == 1 ? delete_row(c, job, id, &was) : archive_row(c, job, id, &was)) != 0)
+        goto rollback;
+    if (order_pg_job_exec(c, job, "commit", "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
+        return; /* deleted keys of an ended event stay deleted: a retry finds none */
+    job->status = ORDER_PG_OK;
+    return;
+rollback:
+    rollback(c);
+}

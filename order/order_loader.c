@@ -255,6 +255,82 @@ int order_loader_restock(order_loader *l, uint64_t event_id, unsigned k, int64_t
     return under_lock(l, event_id, restock_locked, &a, err, errsz);
 }
 
+/* ---- removal (issue 32) ------------------------------------------------------------ */
+
+typedef struct remove_args {
+    uint64_t event_id;
+    unsigned k;
+    int64_t *held;
+} remove_args;
+
+/* One integer reply of a blocking call. @returns 0, or -1 (err; the context dropped on
+ * an I/O error). */
+static int int_call(order_loader *l, int argc, const char **argv, long long *out, char *err,
+                    size_t errsz)
+{
+    redisReply *r = rcl_command_argv(l->c, argc, argv, NULL);
+    if (!r) {
+        snprintf(err, errsz, "%s: %s", argv[0], rcl_errstr(l->c));
+        rcl_free(l->c);
+        l->c = NULL;
+        return -1;
+    }
+    int rc = r->type == REDIS_REPLY_INTEGER ? 0 : -1;
+    if (rc == 0)
+        *out = r->integer;
+    else
+        snprintf(err, errsz, "%s: %s", argv[0], r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    freeReplyObject(r);
+    return rc;
+}
+
+static int remove_locked(order_loader *l, void *arg, char *err, size_t errsz)
+{
+    remove_args *a = arg;
+    long long n;
+    *a->held = 0;
+    /* a buyer or a pending entry anywhere: an order was taken (it may not be in
+     * PostgreSQL yet) */
+    for (unsigned seg = 0; seg < a->k; seg++) {
+        char b[ORDER_KEY_MAX], p[ORDER_KEY_MAX];
+        order_key_seg(a->event_id, seg, ORDER_KEY_BUYERS, b, sizeof(b));
+        order_key_seg(a->event_id, seg, ORDER_KEY_PENDING, p, sizeof(p));
+        const char *sc[2] = {"SCARD", b}, *hl[2] = {"HLEN", p};
+        if (int_call(l, 2, sc, &n, err, errsz) != 0)
+            return -1;
+        *a->held += n;
+        if (int_call(l, 2, hl, &n, err, errsz) != 0)
+            return -1;
+        *a->held += n;
+    }
+    if (*a->held > 0)
+        return 2;
+    for (unsigned seg = 0; seg < a->k; seg++) {
+        char keys[ORDER_KEY_COUNT + 1][ORDER_KEY_MAX];
+        const char *argv[ORDER_KEY_COUNT + 2] = {"DEL"};
+        int argc = 1;
+        for (int kind = 0; kind < ORDER_KEY_COUNT; kind++) {
+            order_key_seg(a->event_id, seg, (order_key_kind)kind, keys[kind], sizeof(keys[kind]));
+            argv[argc++] = keys[kind];
+        }
+        if (seg == 0) { /* the event's shared rate bucket lives in segment 0's slot */
+            snprintf(keys[ORDER_KEY_COUNT], sizeof(keys[ORDER_KEY_COUNT]),
+                     "seckill:{e%" PRIu64 "}:rate", a->event_id);
+            argv[argc++] = keys[ORDER_KEY_COUNT];
+        }
+        if (int_call(l, argc, argv, &n, err, errsz) != 0)
+            return -1;
+    }
+    return 1;
+}
+
+int order_loader_remove(order_loader *l, uint64_t event_id, unsigned k, int64_t *held,
+                        char *err, size_t errsz)
+{
+    remove_args a = {event_id, k >= 1 && k <= ORDER_SEGMENTS_MAX ? k : 1, held};
+    return under_lock(l, event_id, remove_locked, &a, err, errsz);
+}
+
 void order_loader_free(order_loader *l)
 {
     if (!l)

@@ -36,6 +36,13 @@ int order_loader_load(order_loader *l, uint64_t event_id, const order_event_spec
 int order_loader_restock(order_loader *l, uint64_t event_id, unsigned k, int64_t delta,
                          int64_t *available, char *err, size_t errsz);
 
+/** @brief Removal (issue 32): under the event's lock, counts the buyers and pending
+ *  entries of its k segments; none: deletes every key of the event (stock, buyers, meta,
+ *  pending, released of each segment, the rate bucket). @returns 1 deleted; 2 an order
+ *  was taken (*held buyers and pending entries; nothing deleted); -1 error (err). */
+int order_loader_remove(order_loader *l, uint64_t event_id, unsigned k, int64_t *held,
+                        char *err, size_t errsz);
+
 /** @brief NULL is fine. */
 void order_loader_free(order_loader *l);
 

@@ -133,7 +133,8 @@ static void run_list_events(PGconn *c, order_pg_job *job)
             "(extract(epoch from starts_at) * 1000)::bigint, "
             "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
             "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0) "
-            "FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
+            "FROM seckill_event WHERE ends_at > now() AND archived_at IS NULL "
+            "ORDER BY starts_at, id LIMIT $1::bigint",
             1, params, PGRES_TUPLES_OK, &res) != 0)
         return;
     size_t n = (size_t)PQntuples(res);
@@ -214,6 +215,9 @@ void order_pg_run(void *pgconn, order_pg_job *job)
         break;
     case ORDER_PG_READ_AUDIT:
         order_event_audit_read_pg(c, job);
+        break;
+    case ORDER_PG_REMOVE_EVENT:
+        order_event_remove_pg(c, job);
         break;
     default:
         job->status = ORDER_PG_ERROR;

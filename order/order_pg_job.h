@@ -22,6 +22,7 @@ typedef enum {
     ORDER_PG_RESTOCK_EVENT,    /* in: id, add or total, now_ms, loader; out: spec, stock_left, available */
     ORDER_PG_AUDIT_EVENT,      /* in: id, actor, act, audit_after: one audit row (pause, resume) */
     ORDER_PG_READ_AUDIT,       /* in: id, offset, limit; out: audit_json, more */
+    ORDER_PG_REMOVE_EVENT,     /* in: id, actor, now_ms, loader; out: removed, spec */
 } order_pg_kind;
 
 typedef enum {
@@ -62,6 +63,7 @@ typedef struct order_pg_job {
     int64_t offset, limit;  /* READ_AUDIT */
     char *audit_json;       /* READ_AUDIT: a JSON array, malloc'd by the pool, freed by the caller */
     int more;               /* READ_AUDIT: rows past the page */
+    int removed;            /* REMOVE_EVENT: 1 deleted, 2 archived */
     order_evlist_row *rows; /* LIST_EVENTS: malloc'd by the pool, freed by the caller */
     size_t nrows;
     order_pg_status status;

@@ -68,10 +68,13 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
                 goto none;
             if (method == ORDER_METHOD_PATCH)
                 rc = set_route(out, ORDER_ROUTE_EVENT_CHANGE, method, ORDER_METHOD_PATCH,
-                               "GET, HEAD, PATCH");
+                               "GET, HEAD, PATCH, DELETE");
+            else if (method == ORDER_METHOD_DELETE)
+                rc = set_route(out, ORDER_ROUTE_EVENT_DELETE, method, ORDER_METHOD_DELETE,
+                               "GET, HEAD, PATCH, DELETE");
             else
                 rc = set_route(out, ORDER_ROUTE_EVENT_GET, method, ORDER_METHOD_GET,
-                               "GET, HEAD, PATCH");
+                               "GET, HEAD, PATCH, DELETE");
         } else {
             size_t idlen = (size_t)(slash - seg);
             order_route_id sub;
@@ -145,6 +148,7 @@ const char *order_route_name(order_route_id id)
         [ORDER_ROUTE_EVENT_PAUSE] = "event_pause", [ORDER_ROUTE_EVENT_RESUME] = "event_resume",
         [ORDER_ROUTE_EVENT_CHANGE] = "event_change", [ORDER_ROUTE_EVENT_END] = "event_end",
         [ORDER_ROUTE_EVENT_STOCK] = "event_stock", [ORDER_ROUTE_EVENT_AUDIT] = "event_audit",
+        [ORDER_ROUTE_EVENT_DELETE] = "event_delete",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

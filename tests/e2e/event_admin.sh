@@ -13,7 +13,11 @@
 #    end after the end is 409; seckill-check judges the sale;
 #  - the record (GET .../audit, admins only, paginated): exactly the acts that happened,
 #    create, change, change, pause, end, each with the actor, before and after (none of
-#    the refused calls), in PostgreSQL's seckill_admin_audit.
+#    the refused calls), in PostgreSQL's seckill_admin_audit;
+#  - removal: the event with orders is archived (its orders readable, a second removal
+#    409); an event without orders is 409 while on sale, then, ended, deleted: its row
+#    and its gate's keys are gone, both fronts answer 404 (B within 1 s), its record
+#    stays readable.
 . "$(dirname "$0")/lib.sh"
 e2e_require
 command -v redis-cli >/dev/null || e2e_skip "redis-cli not installed"
@@ -91,19 +95,13 @@ e2e_log "bad input refused, nothing changed"
 # ---- a change: A at once, B within 1 s ------------------------------------------------
 start=$(iso '-1 minute')
 start_ms=$(( $(date -u -d "$start" +%s) * 1000 ))
-t0=$(now_ms)
 expect 200 "$(call "$PORT_A" PATCH "/api/v1/events/$EV" "$ADMIN" \
     "{\"starts_at\":\"$start\",\"name\":\"e2e admin (moved)\",\"limits\":{\"user_rate\":50}}")" "change"
+t0=$(now_ms)
 grep -q '"name":"e2e admin (moved)"' "$E2E_TMP/resp" || e2e_fail "change answer: $(cat "$E2E_TMP/resp")"
 expect 200 "$(call "$PORT_A" GET "/api/v1/events/$EV" "$BUYER")" "GET on A"
 grep -q '"name":"e2e admin (moved)"' "$E2E_TMP/resp" && grep -q "\"starts_at\":\"${start%Z}" "$E2E_TMP/resp" ||
     e2e_fail "A's GET right after the change: $(cat "$E2E_TMP/resp")"
-[ "$(sql "select name, coalesce(user_rate, 0) from seckill_event where id = $EV")" = "e2e admin (moved)|50" ] ||
-    e2e_fail "PostgreSQL after the change: $(sql "select * from seckill_event where id = $EV")"
-for m in "${META[@]}"; do
-    [ "$(rcli HGET "$m" starts_at_ms)" = "$start_ms" ] || e2e_fail "$m starts_at_ms: $(rcli HGET "$m" starts_at_ms), want $start_ms"
-    [ "$(rcli HGET "$m" user_rate)" = 50 ] || e2e_fail "$m user_rate: $(rcli HGET "$m" user_rate)"
-done
 sold=
 while [ -z "$sold" ]; do
     el=$(($(now_ms) - t0))
@@ -120,6 +118,12 @@ while [ -z "$seen" ]; do
     grep -q '"name":"e2e admin (moved)"' "$E2E_TMP/resp" && seen=$el
 done
 e2e_log "front B's page shows the change after ${seen} ms (bound 1000 ms)"
+[ "$(sql "select name, coalesce(user_rate, 0) from seckill_event where id = $EV")" = "e2e admin (moved)|50" ] ||
+    e2e_fail "PostgreSQL after the change: $(sql "select * from seckill_event where id = $EV")"
+for m in "${META[@]}"; do
+    [ "$(rcli HGET "$m" starts_at_ms)" = "$start_ms" ] || e2e_fail "$m starts_at_ms: $(rcli HGET "$m" starts_at_ms), want $start_ms"
+    [ "$(rcli HGET "$m" user_rate)" = 50 ] || e2e_fail "$m user_rate: $(rcli HGET "$m" user_rate)"
+done
 for _ in 1 2 3; do expect 202 "$(place "$PORT_A")" "an order on A"; done
 
 # ---- what cannot be honoured: 409 with the reason -------------------------------------
@@ -136,8 +140,8 @@ expect 200 "$(call "$PORT_B" PATCH "/api/v1/events/$EV" "$ADMIN" "{\"ends_at\":\
 expect 200 "$(call "$PORT_A" POST "/api/v1/events/$EV/pause")" "pause"
 paused_b() { [ "$(place "$PORT_B")" = 503 ]; }
 e2e_wait 5 "front B paused" paused_b
-t0=$(now_ms)
 expect 200 "$(call "$PORT_A" POST "/api/v1/events/$EV/end")" "end"
+t0=$(now_ms)
 st=$(place "$PORT_A")
 [ "$st" = 403 ] && grep -q '"error":"ended"' "$E2E_TMP/oresp" || e2e_fail "A right after the end: $st $(cat "$E2E_TMP/oresp")"
 ended=
@@ -185,4 +189,35 @@ expect 200 "$(call "$PORT_A" GET "/api/v1/events/$EV/audit?offset=4&limit=2")" "
 [ "$(field act)" = "end " ] && grep -q '"next_offset":null' "$E2E_TMP/resp" || e2e_fail "last page: $(cat "$E2E_TMP/resp")"
 expect 400 "$(call "$PORT_A" GET "/api/v1/events/$EV/audit?limit=0")" "a bad page"
 e2e_log "the record holds the 5 acts, none of the refused calls"
+
+# ---- removal ---------------------------------------------------------------------------
+expect 200 "$(call "$PORT_A" DELETE "/api/v1/events/$EV")" "remove the event with orders"
+grep -q '"removed":"archived"' "$E2E_TMP/resp" || e2e_fail "not archived: $(cat "$E2E_TMP/resp")"
+[ "$(sql "select archived_at is not null from seckill_event where id = $EV")" = t ] || e2e_fail "archived_at not set"
+expect 200 "$(call "$PORT_B" GET "/api/v1/orders/$OID")" "an archived event's order"
+expect 409 "$(call "$PORT_B" DELETE "/api/v1/events/$EV")" "archive twice"
+expect 201 "$(call "$PORT_A" POST /api/v1/events "$ADMIN" "{\"name\":\"e2e remove\",\"stock\":5,\"segments\":2,\
+\"starts_at\":\"$(iso '+1 hour')\",\"ends_at\":\"$(iso '+2 hour')\"}")" "create the event to remove"
+E2=$(sed -n 's/.*"event_id":"\([0-9]*\)".*/\1/p' "$E2E_TMP/resp")
+expect 200 "$(call "$PORT_B" GET "/api/v1/events/$E2" "$BUYER")" "B reads it"
+expect 403 "$(call "$PORT_B" DELETE "/api/v1/events/$E2" "$BUYER")" "a buyer's removal"
+expect 409 "$(call "$PORT_B" DELETE "/api/v1/events/$E2")" "remove while on sale"
+grep -q "end it first" "$E2E_TMP/resp" || e2e_fail "409 without the reason: $(cat "$E2E_TMP/resp")"
+expect 200 "$(call "$PORT_A" POST "/api/v1/events/$E2/end")" "end the event to remove"
+expect 200 "$(call "$PORT_A" DELETE "/api/v1/events/$E2")" "remove the event without orders"
+t0=$(now_ms)
+grep -q '"removed":"deleted"' "$E2E_TMP/resp" || e2e_fail "not deleted: $(cat "$E2E_TMP/resp")"
+gone=
+while [ -z "$gone" ]; do
+    el=$(($(now_ms) - t0))
+    [ $el -le 1000 ] || e2e_fail "front B still shows the deleted event ${el} ms after"
+    [ "$(call "$PORT_B" GET "/api/v1/events/$E2" "$BUYER")" = 404 ] && gone=$el
+done
+e2e_log "front B answers 404 for the deleted event after ${gone} ms (bound 1000 ms)"
+expect 404 "$(call "$PORT_A" GET "/api/v1/events/$E2" "$BUYER")" "A's page of the deleted event"
+[ "$(sql "select count(*) from seckill_event where id = $E2")" = 0 ] || e2e_fail "the row is still there"
+left=$(rcli --scan --pattern "seckill:{e$E2*" | grep -v ':lock' || true)
+[ -z "$left" ] || e2e_fail "keys left in Redis: $left"
+expect 200 "$(call "$PORT_B" GET "/api/v1/events/$E2/audit")" "the deleted event's record"
+[ "$(field act)" = "create end delete " ] || e2e_fail "the deleted event's record: $(field act)"
 e2e_log "PASS"
