@@ -37,6 +37,20 @@ static json_t *load_body(const char *body, size_t len, char *err, size_t errsz)
     return root;
 }
 
+/* An event's name: 1 to ORDER_EVENT_NAME_MAX bytes, no NUL inside, into out. @returns 0,
+ * or -1 with err (`what` opens the message: "name: required, a" or "name: a"). */
+static int parse_name(json_t *v, char *out, const char *what, char *err, size_t errsz)
+{
+    if (!json_is_string(v) || json_string_length(v) == 0 ||
+        json_string_length(v) > ORDER_EVENT_NAME_MAX ||
+        strlen(json_string_value(v)) != json_string_length(v)) {
+        snprintf(err, errsz, "%s string of 1 to %d bytes", what, ORDER_EVENT_NAME_MAX);
+        return -1;
+    }
+    memcpy(out, json_string_value(v), json_string_length(v) + 1);
+    return 0;
+}
+
 /* "limits": an object of optional positive integers, no other key (a misspelt level would
  * otherwise be silently the default). @returns 0, or -1 with err. */
 static int parse_limits(json_t *v, order_event_limits *out, char *err, size_t errsz)
@@ -87,14 +101,8 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
         snprintf(err, errsz, "body must be a JSON object");
         goto out;
     }
-    json_t *name = json_object_get(root, "name");
-    if (!json_is_string(name) || json_string_length(name) == 0 ||
-        json_string_length(name) > ORDER_EVENT_NAME_MAX ||
-        strlen(json_string_value(name)) != json_string_length(name)) {
-        snprintf(err, errsz, "name: required, a string of 1 to %d bytes", ORDER_EVENT_NAME_MAX);
+    if (parse_name(json_object_get(root, "name"), out->name, "name: required, a", err, errsz) != 0)
         goto out;
-    }
-    memcpy(out->name, json_string_value(name), json_string_length(name) + 1);
     json_t *stock = json_object_get(root, "stock");
     if (!json_is_integer(stock) || json_integer_value(stock) < 0 ||
         json_integer_value(stock) > INT32_MAX) {
@@ -225,13 +233,8 @@ int order_body_parse_patch(const char *body, size_t len, order_event_patch *out,
         }
     }
     if ((v = json_object_get(root, "name")) != NULL) {
-        if (!json_is_string(v) || json_string_length(v) == 0 ||
-            json_string_length(v) > ORDER_EVENT_NAME_MAX ||
-            strlen(json_string_value(v)) != json_string_length(v)) {
-            snprintf(err, errsz, "name: a string of 1 to %d bytes", ORDER_EVENT_NAME_MAX);
+        if (parse_name(v, out->name, "name: a", err, errsz) != 0)
             goto out;
-        }
-        memcpy(out->name, json_string_value(v), json_string_length(v) + 1);
         out->has |= ORDER_PATCH_NAME;
     }
     if (json_object_get(root, "starts_at")) {

@@ -19,6 +19,7 @@ typedef struct change_req {
     unsigned segments;
     int wait; /* Redis replies still to come in the current step */
     int bad;  /* one of them failed */
+    void (*next)(struct change_req *r); /* the step once they all came */
     order_pg_job job;
 } change_req;
 
@@ -94,7 +95,8 @@ static void redis_failed(change_req *r)
                          "the change is saved but not yet applied to the sale: repeat the call", 0);
 }
 
-static void on_announced(redisReply *reply, void *arg)
+/* One reply of the current step; the last one goes on to r->next (or fails the call). */
+static void on_step(redisReply *reply, void *arg)
 {
     change_req *r = arg;
     if (!reply || reply->type == REDIS_REPLY_ERROR)
@@ -104,7 +106,7 @@ static void on_announced(redisReply *reply, void *arg)
     if (r->bad)
         redis_failed(r);
     else
-        finish(r);
+        r->next(r);
 }
 
 /* Every segment's meta holds the change: the other fronts are told (their poller forgets
@@ -117,7 +119,8 @@ static void announce(change_req *r)
     const char *hv[4] = {"HINCRBY", ORDER_CHANGED_KEY, id, "1"};
     size_t hl[4] = {7, strlen(ORDER_CHANGED_KEY), idlen, 1};
     r->wait = 1;
-    if (order_redis_command(r->h.w->redis, 4, hv, hl, on_announced, r) != 0) {
+    r->next = finish;
+    if (order_redis_command(r->h.w->redis, 4, hv, hl, on_step, r) != 0) {
         r->wait = 0;
         redis_failed(r);
         return;
@@ -125,24 +128,11 @@ static void announce(change_req *r)
     if (r->job.ending || removing(r)) {
         const char *sv[3] = {"SREM", ORDER_PAUSE_KEY, id};
         size_t sl[3] = {4, strlen(ORDER_PAUSE_KEY), idlen};
-        if (order_redis_command(r->h.w->redis, 3, sv, sl, on_announced, r) == 0)
+        if (order_redis_command(r->h.w->redis, 3, sv, sl, on_step, r) == 0)
             r->wait++;
         else
             r->bad = 1;
     }
-}
-
-static void on_meta_written(redisReply *reply, void *arg)
-{
-    change_req *r = arg;
-    if (!reply || reply->type == REDIS_REPLY_ERROR)
-        r->bad = 1;
-    if (--r->wait > 0)
-        return;
-    if (r->bad)
-        redis_failed(r);
-    else
-        announce(r);
 }
 
 /* One HSET per segment (K slots): the window and the limits reserve.lua and the fronts
@@ -161,6 +151,7 @@ static void write_meta(change_req *r)
                                           "ip_rate",      "user_rate",  "event_rate"};
     r->wait = (int)r->segments;
     r->bad = 0;
+    r->next = announce;
     for (unsigned seg = 0; seg < r->segments; seg++) {
         char key[ORDER_KEY_MAX];
         const char *argv[14] = {"HSET", key};
@@ -171,8 +162,8 @@ static void write_meta(change_req *r)
             argv[3 + 2 * i] = v[i];
             lens[3 + 2 * i] = strlen(v[i]);
         }
-        if (order_redis_command(r->h.w->redis, 14, argv, lens, on_meta_written, r) != 0)
-            on_meta_written(NULL, r);
+        if (order_redis_command(r->h.w->redis, 14, argv, lens, on_step, r) != 0)
+            on_step(NULL, r);
     }
 }
 
@@ -209,6 +200,29 @@ static void after_pg_change(order_task *t)
     write_meta(r);
 }
 
+/* A request for one of the routes here, once the token and the body were checked:
+ * the event, the actor, the job's kind; NULL once answered (memory is short). */
+static change_req *change_new(order_worker *w, sk_http_req *req, const order_route *rt,
+                              int64_t start_us, const sk_jwt_claims *claims, order_pg_kind kind)
+{
+    change_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    if (!r)
+        return NULL;
+    r->event_id = rt->arg;
+    r->actor = r->job.actor = claims->sub;
+    r->job.kind = kind;
+    r->job.id = rt->arg;
+    r->job.now_ms = order_time_now_ms();
+    r->job.loader = w->app->loader; /* restock and removal move the gate on the pool thread */
+    return r;
+}
+
+static void change_submit(change_req *r)
+{
+    if (!r->job.loader || order_req_submit_pg(&r->h, &r->job, after_pg_change, NULL) != 0)
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy or absent", 0);
+}
+
 void order_event_stock_handle(order_worker *w, sk_http_req *req, const order_route *rt,
                               int64_t start_us)
 {
@@ -219,22 +233,15 @@ void order_event_stock_handle(order_worker *w, sk_http_req *req, const order_rou
         order_http_body(w, req, rt->id, start_us, &body, &blen) != 0 ||
         !order_http_redis_ready(w, req, rt->id, start_us))
         return;
-    change_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    change_req *r = change_new(w, req, rt, start_us, &claims, ORDER_PG_RESTOCK_EVENT);
     if (!r)
         return;
-    r->event_id = rt->arg;
-    r->actor = r->job.actor = claims.sub;
     char msg[160];
     if (order_body_parse_stock(body, blen, &r->job.add, &r->job.total, msg, sizeof(msg)) != 0) {
         order_req_error_free(&r->h, ORDER_ERR_BAD_REQUEST, msg, 0);
         return;
     }
-    r->job.kind = ORDER_PG_RESTOCK_EVENT;
-    r->job.id = rt->arg;
-    r->job.now_ms = order_time_now_ms();
-    r->job.loader = w->app->loader;
-    if (!r->job.loader || order_req_submit_pg(&r->h, &r->job, after_pg_change, NULL) != 0)
-        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy or absent", 0);
+    change_submit(r);
 }
 
 void order_event_remove_handle(order_worker *w, sk_http_req *req, const order_route *rt,
@@ -244,17 +251,9 @@ void order_event_remove_handle(order_worker *w, sk_http_req *req, const order_ro
     if (order_http_authorize(w, req, rt->id, start_us, "removing events", &claims) != 0 ||
         !order_http_redis_ready(w, req, rt->id, start_us))
         return;
-    change_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
-    if (!r)
-        return;
-    r->event_id = rt->arg;
-    r->actor = r->job.actor = claims.sub;
-    r->job.kind = ORDER_PG_REMOVE_EVENT;
-    r->job.id = rt->arg;
-    r->job.now_ms = order_time_now_ms();
-    r->job.loader = w->app->loader;
-    if (!r->job.loader || order_req_submit_pg(&r->h, &r->job, after_pg_change, NULL) != 0)
-        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy or absent", 0);
+    change_req *r = change_new(w, req, rt, start_us, &claims, ORDER_PG_REMOVE_EVENT);
+    if (r)
+        change_submit(r);
 }
 
 void order_event_change_handle(order_worker *w, sk_http_req *req, const order_route *rt,
@@ -269,20 +268,14 @@ void order_event_change_handle(order_worker *w, sk_http_req *req, const order_ro
         (!ending && order_http_body(w, req, rt->id, start_us, &body, &blen) != 0) ||
         !order_http_redis_ready(w, req, rt->id, start_us))
         return;
-    change_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    change_req *r = change_new(w, req, rt, start_us, &claims, ORDER_PG_CHANGE_EVENT);
     if (!r)
         return;
-    r->event_id = rt->arg;
-    r->actor = r->job.actor = claims.sub;
     char msg[160];
     if (!ending && order_body_parse_patch(body, blen, &r->job.patch, msg, sizeof(msg)) != 0) {
         order_req_error_free(&r->h, ORDER_ERR_BAD_REQUEST, msg, 0);
         return;
     }
-    r->job.kind = ORDER_PG_CHANGE_EVENT;
-    r->job.id = rt->arg;
     r->job.ending = ending;
-    r->job.now_ms = order_time_now_ms();
-    if (order_req_submit_pg(&r->h, &r->job, after_pg_change, NULL) != 0)
-        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy or absent", 0);
+    change_submit(r);
 }

@@ -66,22 +66,28 @@ static int audit_insert(PGconn *c, order_pg_job *job, const char *act, const cha
                              5, params, PGRES_COMMAND_OK, NULL);
 }
 
-/* audit_insert of the event as it was and as it is now. */
-static int audit_change(PGconn *c, order_pg_job *job, const char *act,
-                        const order_event_spec *was, int64_t was_left)
+/* audit_insert of the event as it was, and `after_text`, or (NULL) as it is now. */
+static int audit_of(PGconn *c, order_pg_job *job, const char *act, const order_event_spec *was,
+                    int64_t was_left, const char *after_text)
 {
     char *before = order_event_audit_json(was, was_left);
-    char *after = order_event_audit_json(&job->spec, job->stock_left);
+    char *after = after_text ? NULL : order_event_audit_json(&job->spec, job->stock_left);
     int rc = -1;
-    if (!before || !after) {
+    if (!before || (!after && !after_text)) {
         job->status = ORDER_PG_ERROR;
         snprintf(job->err, sizeof(job->err), "audit: out of memory");
     } else {
-        rc = audit_insert(c, job, act, before, after);
+        rc = audit_insert(c, job, act, before, after_text ? after_text : after);
     }
     free(before);
     free(after);
     return rc;
+}
+
+static int audit_change(PGconn *c, order_pg_job *job, const char *act,
+                        const order_event_spec *was, int64_t was_left)
+{
+    return audit_of(c, job, act, was, was_left, NULL);
 }
 
 /* The patch applied to the stored event (job->spec), checked against its state.
@@ -195,19 +201,39 @@ static int update_row(PGconn *c, order_pg_job *job, const char *id)
                              8, params, PGRES_COMMAND_OK, NULL);
 }
 
-static void rollback(PGconn *c);
+static void rollback(PGconn *c)
+{
+    if (PQstatus(c) == CONNECTION_OK) { /* its own failure changes nothing: the job's stands */
+        char ignored[8];
+        sk_pg_exec(c, "rollback", "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL, ignored,
+                   sizeof(ignored));
+    }
+}
+
+/* BEGIN, then the event's row locked into job (select_locked); id gets the event id's
+ * text. @returns 0 inside the transaction, or -1 with it rolled back and the job's
+ * status set. */
+static int begin_locked(PGconn *c, order_pg_job *job, char id[24], int *has_orders)
+{
+    job->conflict[0] = '\0';
+    if (order_pg_job_exec(c, job, "begin", "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
+        return -1;
+    snprintf(id, 24, "%" PRIu64, job->id);
+    *has_orders = 0;
+    if (select_locked(c, job, id, has_orders) != 0) {
+        rollback(c);
+        return -1;
+    }
+    return 0;
+}
 
 void order_event_change_pg(void *pgconn, order_pg_job *job)
 {
     PGconn *c = pgconn;
-    job->conflict[0] = '\0';
-    if (order_pg_job_exec(c, job, "begin", "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
-        return;
     char id[24];
-    snprintf(id, sizeof(id), "%" PRIu64, job->id);
-    int has_orders = 0;
-    if (select_locked(c, job, id, &has_orders) != 0)
-        goto rollback;
+    int has_orders;
+    if (begin_locked(c, job, id, &has_orders) != 0)
+        return;
     order_event_spec was = job->spec;
     if (merge(job, has_orders) != 0 || update_row(c, job, id) != 0 ||
         audit_change(c, job, job->ending ? "end" : "change", &was, job->stock_left) != 0)
@@ -221,15 +247,6 @@ rollback:
 }
 
 /* ---- restock ------------------------------------------------------------------------ */
-
-static void rollback(PGconn *c)
-{
-    if (PQstatus(c) == CONNECTION_OK) { /* its own failure changes nothing: the job's stands */
-        char ignored[8];
-        sk_pg_exec(c, "rollback", "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL, ignored,
-                   sizeof(ignored));
-    }
-}
 
 /* The delta the body asks for, checked against the row. @returns 0, or -1 with the job's
  * status set. */
@@ -252,15 +269,13 @@ static int restock_delta(order_pg_job *job, int64_t *delta)
 void order_event_restock_pg(void *pgconn, order_pg_job *job)
 {
     PGconn *c = pgconn;
-    job->conflict[0] = '\0';
     job->available = 0;
-    if (order_pg_job_exec(c, job, "begin", "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
-        return;
     char id[24], d[24];
-    snprintf(id, sizeof(id), "%" PRIu64, job->id);
-    int has_orders = 0;
+    int has_orders;
     int64_t delta = 0;
-    if (select_locked(c, job, id, &has_orders) != 0 || restock_delta(job, &delta) != 0)
+    if (begin_locked(c, job, id, &has_orders) != 0)
+        return;
+    if (restock_delta(job, &delta) != 0)
         goto rollback;
     order_event_spec was = job->spec;
     int64_t was_left = job->stock_left;
@@ -371,15 +386,7 @@ static int archive_row(PGconn *c, order_pg_job *job, const char *id, const order
     if (n == 0)
         return conflict(job, "the event is archived already");
     job->removed = 2;
-    char *before = order_event_audit_json(was, job->stock_left);
-    if (!before) {
-        job->status = ORDER_PG_ERROR;
-        snprintf(job->err, sizeof(job->err), "audit: out of memory");
-        return -1;
-    }
-    int rc = audit_insert(c, job, "archive", before, "{\"archived\": true}");
-    free(before);
-    return rc;
+    return audit_of(c, job, "archive", was, job->stock_left, "{\"archived\": true}");
 }
 
 static int delete_row(PGconn *c, order_pg_job *job, const char *id, const order_event_spec *was)
@@ -389,29 +396,17 @@ static int delete_row(PGconn *c, order_pg_job *job, const char *id, const order_
                           1, params, PGRES_COMMAND_OK, NULL) != 0)
         return -1;
     job->removed = 1;
-    char *before = order_event_audit_json(was, job->stock_left);
-    if (!before) {
-        job->status = ORDER_PG_ERROR;
-        snprintf(job->err, sizeof(job->err), "audit: out of memory");
-        return -1;
-    }
-    int rc = audit_insert(c, job, "delete", before, NULL);
-    free(before);
-    return rc;
+    return audit_of(c, job, "delete", was, job->stock_left, "null");
 }
 
 void order_event_remove_pg(void *pgconn, order_pg_job *job)
 {
     PGconn *c = pgconn;
-    job->conflict[0] = '\0';
     job->removed = 0;
-    if (order_pg_job_exec(c, job, "begin", "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
-        return;
     char id[24];
-    snprintf(id, sizeof(id), "%" PRIu64, job->id);
-    int has_orders = 0;
-    if (select_locked(c, job, id, &has_orders) != 0)
-        goto rollback;
+    int has_orders;
+    if (begin_locked(c, job, id, &has_orders) != 0)
+        return;
     order_event_spec was = job->spec;
     if (was.ends_at_ms > job->now_ms) {
         conflict(job, "the sale is on: end it first (POST .../end), then remove it");
