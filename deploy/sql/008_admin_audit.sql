@@ -1,4 +1,4 @@
--- 005: the record of every admin act on an event (issue 32): create, change, restock,
+-- 008: the record of every admin act on an event (issue 32): create, change, restock,
 -- pause, resume, end. Written by seckill-order in the same transaction as the act where
 -- the act has one (create, change, restock, end), right after it otherwise (pause and
 -- resume live in Redis only); read by GET /api/v1/events/{id}/audit. No foreign key: the
