@@ -39,6 +39,20 @@ static json_t *load_body(const char *body, size_t len, char *err, size_t errsz)
     return root;
 }
 
+/* An event's name: 1 to ORDER_EVENT_NAME_MAX bytes, no NUL inside, into out. @returns 0,
+ * or -1 with err (`what` opens the message: "name: required, a" or "name: a"). */
+static int parse_name(json_t *v, char *out, const char *what, char *err, size_t errsz)
+{
+    if (!json_is_string(v) || json_string_length(v) == 0 ||
+        json_string_length(v) > ORDER_EVENT_NAME_MAX ||
+        strlen(json_string_value(v)) != json_string_length(v)) {
+        snprintf(err, errsz, "%s string of 1 to %d bytes", what, ORDER_EVENT_NAME_MAX);
+        return -1;
+    }
+    memcpy(out, json_string_value(v), json_string_length(v) + 1);
+    return 0;
+}
+
 /* "limits": an object of optional positive integers, no other key (a misspelt level would
  * otherwise be silently the default). @returns 0, or -1 with err. */
 static int parse_limits(json_t *v, order_event_limits *out, char *err, size_t errsz)
@@ -122,14 +136,8 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
         snprintf(err, errsz, "body must be a JSON object");
         goto out;
     }
-    json_t *name = json_object_get(root, "name");
-    if (!json_is_string(name) || json_string_length(name) == 0 ||
-        json_string_length(name) > ORDER_EVENT_NAME_MAX ||
-        strlen(json_string_value(name)) != json_string_length(name)) {
-        snprintf(err, errsz, "name: required, a string of 1 to %d bytes", ORDER_EVENT_NAME_MAX);
+    if (parse_name(json_object_get(root, "name"), out->name, "name: required, a", err, errsz) != 0)
         goto out;
-    }
-    memcpy(out->name, json_string_value(name), json_string_length(name) + 1);
     json_t *stock = json_object_get(root, "stock");
     if (!json_is_integer(stock) || json_integer_value(stock) < 0 ||
         json_integer_value(stock) > INT32_MAX) {
@@ -183,6 +191,151 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
     json_t *challenge = json_object_get(root, "challenge");
     if (challenge && parse_challenge(challenge, &out->limits, err, errsz) != 0)
         goto out;
+    rc = 0;
+out:
+    json_decref(root);
+    return rc;
+}
+
+/* PATCH's "limits": each level a rate in range, or null for the configured default. */
+static int parse_patch_limits(json_t *v, order_event_patch *out, char *err, size_t errsz)
+{
+    static const struct {
+        const char *key;
+        unsigned flag;
+        size_t off;
+        int64_t max;
+    } levels[] = {
+        {"ip_rate", ORDER_PATCH_IP_RATE, offsetof(order_event_limits, ip_rate),
+         ORDER_LIMIT_RATE_MAX},
+        {"user_rate", ORDER_PATCH_USER_RATE, offsetof(order_event_limits, user_rate),
+         ORDER_LIMIT_RATE_MAX},
+        {"event_rate", ORDER_PATCH_EVENT_RATE, offsetof(order_event_limits, event_rate),
+         ORDER_LIMIT_EVENT_RATE_MAX},
+    };
+    if (!json_is_object(v) || json_object_size(v) == 0) {
+        snprintf(err, errsz, "limits: an object of ip_rate, user_rate, event_rate");
+        return -1;
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+        json_t *x = json_object_get(v, levels[i].key);
+        if (!x)
+            continue;
+        found++;
+        int64_t n = 0;
+        if (!json_is_null(x)) {
+            if (!json_is_integer(x) || json_integer_value(x) < 1 ||
+                json_integer_value(x) > levels[i].max) {
+                snprintf(err, errsz,
+                         "limits.%s: an integer from 1 to %lld, or null for the default",
+                         levels[i].key, (long long)levels[i].max);
+                return -1;
+            }
+            n = json_integer_value(x);
+        }
+        *(int64_t *)((char *)&out->limits + levels[i].off) = n;
+        out->has |= levels[i].flag;
+    }
+    if (found != json_object_size(v)) {
+        snprintf(err, errsz, "limits: only ip_rate, user_rate and event_rate");
+        return -1;
+    }
+    return 0;
+}
+
+int order_body_parse_patch(const char *body, size_t len, order_event_patch *out, char *err,
+                           size_t errsz)
+{
+    static const char *const known[] = {"name", "starts_at", "ends_at", "per_user_limit",
+                                        "limits"};
+    memset(out, 0, sizeof(*out));
+    json_t *root = load_body(body, len, err, errsz);
+    if (!root)
+        return -1;
+    int rc = -1;
+    if (!json_is_object(root) || json_object_size(root) == 0) {
+        snprintf(err, errsz, "body must be a JSON object naming what changes");
+        goto out;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        size_t i = 0;
+        while (i < sizeof(known) / sizeof(known[0]) && strcmp(key, known[i]) != 0)
+            i++;
+        if (i == sizeof(known) / sizeof(known[0])) {
+            snprintf(err, errsz, "%.64s: unknown field (name, starts_at, ends_at, "
+                                 "per_user_limit, limits)", key);
+            goto out;
+        }
+    }
+    if ((v = json_object_get(root, "name")) != NULL) {
+        if (parse_name(v, out->name, "name: a", err, errsz) != 0)
+            goto out;
+        out->has |= ORDER_PATCH_NAME;
+    }
+    if (json_object_get(root, "starts_at")) {
+        if (parse_time(root, "starts_at", &out->starts_at_ms, err, errsz) != 0)
+            goto out;
+        out->has |= ORDER_PATCH_STARTS;
+    }
+    if (json_object_get(root, "ends_at")) {
+        if (parse_time(root, "ends_at", &out->ends_at_ms, err, errsz) != 0)
+            goto out;
+        out->has |= ORDER_PATCH_ENDS;
+    }
+    if ((out->has & ORDER_PATCH_STARTS) && (out->has & ORDER_PATCH_ENDS) &&
+        out->ends_at_ms <= out->starts_at_ms) {
+        snprintf(err, errsz, "ends_at must be after starts_at");
+        goto out;
+    }
+    if ((v = json_object_get(root, "per_user_limit")) != NULL) {
+        if (!(json_is_integer(v) && json_integer_value(v) == 1)) {
+            snprintf(err, errsz, "per_user_limit: only 1 is supported (one order per user)");
+            goto out;
+        }
+        out->per_user_limit = 1;
+        out->has |= ORDER_PATCH_PER_USER;
+    }
+    if ((v = json_object_get(root, "limits")) != NULL &&
+        parse_patch_limits(v, out, err, errsz) != 0)
+        goto out;
+    rc = 0;
+out:
+    json_decref(root);
+    return rc;
+}
+
+int order_body_parse_stock(const char *body, size_t len, int64_t *add, int64_t *total, char *err,
+                           size_t errsz)
+{
+    *add = 0;
+    *total = -1;
+    json_t *root = load_body(body, len, err, errsz);
+    if (!root)
+        return -1;
+    int rc = -1;
+    json_t *a = json_is_object(root) ? json_object_get(root, "add") : NULL;
+    json_t *t = json_is_object(root) ? json_object_get(root, "total") : NULL;
+    if (!json_is_object(root) || json_object_size(root) != 1 || (!a && !t)) {
+        snprintf(err, errsz, "body must be {\"add\": N} or {\"total\": N}, one of them only");
+        goto out;
+    }
+    if (a) {
+        if (!json_is_integer(a) || json_integer_value(a) == 0 ||
+            json_integer_value(a) > INT32_MAX || json_integer_value(a) < -INT32_MAX) {
+            snprintf(err, errsz, "add: a non-zero integer from %d to %d", -INT32_MAX, INT32_MAX);
+            goto out;
+        }
+        *add = json_integer_value(a);
+    } else {
+        if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > INT32_MAX) {
+            snprintf(err, errsz, "total: an integer from 0 to %d", INT32_MAX);
+            goto out;
+        }
+        *total = json_integer_value(t);
+    }
     rc = 0;
 out:
     json_decref(root);

@@ -19,6 +19,39 @@
 int order_body_parse_event(const char *body, size_t len, order_event_spec *out, char *err,
                            size_t errsz);
 
+/* A change of a live event (PATCH /api/v1/events/{id}, issue 32): the fields the body
+ * named, each flagged in `has`; the others keep their value. */
+enum {
+    ORDER_PATCH_NAME = 1 << 0,
+    ORDER_PATCH_STARTS = 1 << 1,
+    ORDER_PATCH_ENDS = 1 << 2,
+    ORDER_PATCH_PER_USER = 1 << 3,
+    ORDER_PATCH_IP_RATE = 1 << 4, /* limits.ip_rate: a rate, or null (0 here): the default */
+    ORDER_PATCH_USER_RATE = 1 << 5,
+    ORDER_PATCH_EVENT_RATE = 1 << 6,
+};
+typedef struct order_event_patch {
+    unsigned has; /* ORDER_PATCH_* */
+    char name[ORDER_EVENT_NAME_MAX + 1];
+    int64_t starts_at_ms, ends_at_ms;
+    int per_user_limit;
+    order_event_limits limits; /* 0 for a level given as null */
+} order_event_patch;
+
+/** @brief Parses a change body: an object of at least one of name, starts_at, ends_at,
+ *  per_user_limit (1) and limits ({ip_rate|user_rate|event_rate: N or null}), nothing
+ *  else (a misspelt field would otherwise change nothing silently). The values are
+ *  checked alone here; against the stored event by the caller. @returns 0, or -1 with
+ *  err. */
+int order_body_parse_patch(const char *body, size_t len, order_event_patch *out, char *err,
+                           size_t errsz);
+
+/** @brief Parses a restock body (issue 32): exactly one of {"add": N} (N a non-zero
+ *  integer, may be negative, |N| <= INT32_MAX) or {"total": N} (0 .. INT32_MAX), nothing
+ *  else. *total is -1 for an add. @returns 0, or -1 with err. */
+int order_body_parse_stock(const char *body, size_t len, int64_t *add, int64_t *total, char *err,
+                           size_t errsz);
+
 /** @brief Parses a pay body {"payment_ref":"<1 to ORDER_PAYMENT_REF_MAX printable ASCII
  *  bytes>"} into ref (>= ORDER_PAYMENT_REF_MAX + 1 bytes). @returns 0, or -1 with err. */
 int order_body_parse_pay(const char *body, size_t len, char *ref, char *err, size_t errsz);

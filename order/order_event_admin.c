@@ -5,7 +5,8 @@
  *  - POST /api/v1/events/{id}/pause and /resume: the paused set in Redis (the other
  *    fronts read it within events.pause_refresh_ms, order_pauser.h), this instance's
  *    copy at once.
- * Both need a token with the admin role. */
+ * Both need a token with the admin role, and leave a row in seckill_admin_audit (issue 32:
+ * the create in its INSERT's statement, a pause or resume right after the act). */
 #include "order_event_admin.h"
 #include "order_body.h"
 #include "order_http_int.h"
@@ -24,7 +25,27 @@
 typedef struct pause_req {
     order_req_head h;
     uint64_t event_id;
+    order_pg_job job; /* the audit row (issue 32) */
 } pause_req;
+
+static void pause_reply(pause_req *r)
+{
+    char body[96];
+    order_req_json_free(&r->h, 200, body,
+                        order_reply_paused(body, sizeof(body), r->event_id,
+                                           r->h.route == ORDER_ROUTE_EVENT_PAUSE));
+}
+
+/* The act is done (Redis holds it): a record that could not be written is logged (the
+ * log line carries the actor), and the answer is the act's. */
+static void after_pause_audit(order_task *t)
+{
+    pause_req *r = ORDER_CONTAINER_OF(t, pause_req, h.task);
+    if (r->job.status != ORDER_PG_OK)
+        sk_log(SK_LOG_WARN, "audit_failed", "event_id=%" PRIu64 " actor=%" PRIu64 " act=%s err=\"%s\"",
+               r->event_id, r->job.actor, r->job.act, r->job.err);
+    pause_reply(r);
+}
 
 static void on_pause_set(redisReply *reply, void *arg)
 {
@@ -36,11 +57,17 @@ static void on_pause_set(redisReply *reply, void *arg)
     /* Here at once; the other fronts within events.pause_refresh_ms (order_pauser.h). */
     int paused = r->h.route == ORDER_ROUTE_EVENT_PAUSE;
     order_pause_set(r->h.w->app->paused, r->event_id, paused);
-    sk_log(SK_LOG_INFO, paused ? "event_paused" : "event_resumed", "event_id=%" PRIu64,
-           r->event_id);
-    char body[96];
-    order_req_json_free(&r->h, 200, body,
-                        order_reply_paused(body, sizeof(body), r->event_id, paused));
+    sk_log(SK_LOG_INFO, paused ? "event_paused" : "event_resumed",
+           "event_id=%" PRIu64 " actor=%" PRIu64, r->event_id, r->job.actor);
+    r->job.kind = ORDER_PG_AUDIT_EVENT;
+    r->job.id = r->event_id;
+    snprintf(r->job.act, sizeof(r->job.act), "%s", paused ? "pause" : "resume");
+    r->job.audit_after = paused ? "{\"paused\": true}" : "{\"paused\": false}";
+    if (order_req_submit_pg(&r->h, &r->job, after_pause_audit, NULL) != 0) {
+        snprintf(r->job.err, sizeof(r->job.err), "no database, or its queue is full");
+        r->job.status = ORDER_PG_ERROR;
+        after_pause_audit(&r->h.task);
+    }
 }
 
 static int pause_send(pause_req *r)
@@ -81,6 +108,7 @@ void order_event_pause_handle(order_worker *w, sk_http_req *req, const order_rou
     if (!r)
         return;
     r->event_id = rt->arg;
+    r->job.actor = claims.sub;
     int rc;
     if (rt->id == ORDER_ROUTE_EVENT_PAUSE) {
         char key[ORDER_KEY_MAX];
@@ -121,8 +149,9 @@ static void after_pg_create(order_task *t)
     }
     order_segs_set(r->h.w->app->segs, r->event_id,
                    r->job.spec.segments > 1 ? (unsigned)r->job.spec.segments : 1);
-    sk_log(SK_LOG_INFO, "event_created", "event_id=%" PRIu64 " stock=%" PRId64 " segments=%d",
-           r->event_id, r->job.spec.stock, r->job.spec.segments);
+    sk_log(SK_LOG_INFO, "event_created",
+           "event_id=%" PRIu64 " actor=%" PRIu64 " stock=%" PRId64 " segments=%d", r->event_id,
+           r->job.actor, r->job.spec.stock, r->job.spec.segments);
     order_window_set(r->h.w->app->window, r->event_id, r->job.spec.starts_at_ms,
                      r->job.spec.ends_at_ms, &r->job.spec.limits);
     char body[64];
@@ -171,6 +200,7 @@ void order_event_create_handle(order_worker *w, sk_http_req *req, const order_ro
     }
     r->job.kind = ORDER_PG_CREATE_EVENT;
     r->job.id = r->event_id;
+    r->job.actor = claims.sub;
     if (order_req_submit_pg(&r->h, &r->job, after_pg_create, on_pg_create_done) != 0)
         order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
 }

@@ -26,6 +26,7 @@ typedef struct entry {
     entry_state state;
     int32_t next;       /* hash chain, -1 ends */
     int refreshing;     /* a gate read is in flight */
+    int stale;          /* an admin changed the event: load its fields again */
     int64_t since_ms;   /* LOADING / refreshing: when it started; ABSENT: when it was found absent */
     int64_t stock_at_ms; /* when stock_left was read (0: never) */
     int64_t used_ms;
@@ -212,7 +213,12 @@ order_events_status order_events_lookup(order_events *c, uint64_t id, int64_t no
         }
         break;
     default: /* E_PRESENT */
-        if (now_ms - x->stock_at_ms < c->lim.stock_refresh_ms) {
+        if (x->stale && !x->refreshing && !x->waiters) {
+            x->stale = 0;
+            x->state = E_LOADING;
+            x->since_ms = now_ms;
+            st = ORDER_EVENTS_LOAD;
+        } else if (now_ms - x->stock_at_ms < c->lim.stock_refresh_ms && !x->stale) {
             memcpy(out->body, x->body, x->body_len);
             out->body_len = x->body_len;
             memcpy(out->etag, x->etag, sizeof(out->etag));
@@ -237,7 +243,7 @@ order_events_status order_events_peek(order_events *c, uint64_t id, int64_t now_
     order_events_status st = ORDER_EVENTS_WAIT;
     pthread_mutex_lock(&c->mu);
     entry *x = find(c, id);
-    if (x && x->state == E_PRESENT && now_ms - x->stock_at_ms < c->lim.stock_refresh_ms) {
+    if (x && x->state == E_PRESENT && !x->stale && now_ms - x->stock_at_ms < c->lim.stock_refresh_ms) {
         x->used_ms = now_ms;
         memcpy(out->body, x->body, x->body_len);
         out->body_len = x->body_len;
@@ -366,6 +372,17 @@ order_events_waiter *order_events_stock(order_events *c, uint64_t id, int have, 
     }
     pthread_mutex_unlock(&c->mu);
     return list;
+}
+
+void order_events_forget(order_events *c, uint64_t id)
+{
+    pthread_mutex_lock(&c->mu);
+    entry *x = find(c, id);
+    if (x && x->state == E_ABSENT)
+        unlink_entry(c, x);
+    else if (x)
+        x->stale = 1;
+    pthread_mutex_unlock(&c->mu);
 }
 
 int order_events_etag_match(const char *inm, const char *etag)

@@ -95,6 +95,10 @@ order_events_waiter *order_events_failed(order_events *c, uint64_t id);
 order_events_waiter *order_events_stock(order_events *c, uint64_t id, int have, int64_t stock_left,
                                         int64_t now_ms);
 
+/** @brief An admin changed `id` (issue 32): its fixed fields are loaded again by the next
+ *  lookup (a negative entry is dropped; a load under way is followed by another). */
+void order_events_forget(order_events *c, uint64_t id);
+
 /** @brief 1 if an If-None-Match header value (a list of tags, or "*") matches etag. */
 int order_events_etag_match(const char *if_none_match, const char *etag);
 

@@ -128,6 +128,13 @@ order_events_status order_evlist_page(order_evlist *l, int64_t now_ms, size_t of
     return st;
 }
 
+void order_evlist_stale(order_evlist *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->loaded_ms = 0;
+    pthread_mutex_unlock(&l->mu);
+}
+
 static order_events_waiter *detach(order_evlist *l, int failed)
 {
     return order_events_waiters_take(&l->waiters, failed);

@@ -47,6 +47,10 @@ order_events_status order_evlist_page(order_evlist *l, int64_t now_ms, size_t of
                                       order_events_waiter *w, char **body, size_t *len,
                                       char etag[24], int *refresh);
 
+/** @brief An event changed (issue 32): the snapshot is refreshed by the next page asked
+ *  (which is still answered from it, as any stale snapshot is). */
+void order_evlist_stale(order_evlist *l);
+
 /** @brief A refresh's rows (copied). @returns the waiters to hand back (failed = 0). */
 order_events_waiter *order_evlist_loaded(order_evlist *l, const order_evlist_row *rows, size_t n,
                                          int64_t now_ms);

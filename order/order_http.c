@@ -7,6 +7,8 @@
  *   order_read.c                        GET /api/v1/orders/{id}
  *   order_pay_http.c                    POST /api/v1/orders/{id}/pay and /cancel
  *   order_event_admin.c                 POST /api/v1/events, /events/{id}/pause, /resume
+ *   order_event_change.c                PATCH and DELETE /api/v1/events/{id}, POST .../end, /stock
+ *   order_event_audit.c                 GET /api/v1/events/{id}/audit
  *   order_event_read.c                  GET /api/v1/events/{id}, GET /api/v1/events
  *   order_ops.c                         /healthz, /readyz, /metrics, /console/
  *   order_challenge_http.c              GET /api/v1/events/{id}/challenge, /order-path
@@ -15,6 +17,8 @@
 #include "order_http.h"
 #include "order_challenge_http.h"
 #include "order_event_admin.h"
+#include "order_event_audit.h"
+#include "order_event_change.h"
 #include "order_event_read.h"
 #include "order_http_int.h"
 #include "order_ops.h"
@@ -33,6 +37,8 @@ static order_method method_of(sk_http_req *req)
     case SK_HTTP_GET: return ORDER_METHOD_GET;
     case SK_HTTP_POST: return ORDER_METHOD_POST;
     case SK_HTTP_HEAD: return ORDER_METHOD_HEAD;
+    case SK_HTTP_PATCH: return ORDER_METHOD_PATCH;
+    case SK_HTTP_DELETE: return ORDER_METHOD_DELETE;
     default: return ORDER_METHOD_OTHER;
     }
 }
@@ -150,6 +156,19 @@ void order_http_handle(sk_http_req *req, void *arg)
     case ORDER_ROUTE_EVENT_CHALLENGE:
     case ORDER_ROUTE_EVENT_ORDER_PATH:
         order_challenge_get_handle(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_CHANGE:
+    case ORDER_ROUTE_EVENT_END:
+        order_event_change_handle(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_STOCK:
+        order_event_stock_handle(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_AUDIT:
+        order_event_audit_handle(w, req, &rt, start_us);
+        break;
+    case ORDER_ROUTE_EVENT_DELETE:
+        order_event_remove_handle(w, req, &rt, start_us);
         break;
     default:
         order_http_reply_error(w, req, ORDER_ROUTE_NONE, start_us, ORDER_ERR_NOT_FOUND,

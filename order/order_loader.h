@@ -27,6 +27,22 @@ order_loader *order_loader_new(const char *url_text, const order_scripts *script
 int order_loader_load(order_loader *l, uint64_t event_id, const order_event_spec *spec,
                       char *err, size_t errsz);
 
+/** @brief Restock (issue 32): under the event's lock, event_restock.lua on each of its k
+ *  segments: delta > 0 split as the load splits the stock (the first delta % k segments
+ *  one more); delta < 0 taken from segment 0 on, each giving what it has unsold. Whole
+ *  or nothing: a removal past the unsold units, or a segment not loaded, gives back what
+ *  the others applied. @returns 1 applied; 2 refused, *available the unsold units that
+ *  could have been taken; 0 a segment is not loaded; -1 error (err). */
+int order_loader_restock(order_loader *l, uint64_t event_id, unsigned k, int64_t delta,
+                         int64_t *available, char *err, size_t errsz);
+
+/** @brief Removal (issue 32): under the event's lock, counts the buyers and pending
+ *  entries of its k segments; none: deletes every key of the event (stock, buyers, meta,
+ *  pending, released of each segment, the rate bucket). @returns 1 deleted; 2 an order
+ *  was taken (*held buyers and pending entries; nothing deleted); -1 error (err). */
+int order_loader_remove(order_loader *l, uint64_t event_id, unsigned k, int64_t *held,
+                        char *err, size_t errsz);
+
 /** @brief NULL is fine. */
 void order_loader_free(order_loader *l);
 

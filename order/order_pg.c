@@ -1,5 +1,6 @@
 /* order_pg: PostgreSQL job pool. See order_pg.h. */
 #include "order_pg.h"
+#include "order_event_change.h"
 #include "order_pay_pg.h"
 #include "order_pg_exec.h"
 
@@ -40,7 +41,15 @@ static void run_create_event(PGconn *c, order_pg_job *job)
     snprintf(ends, sizeof(ends), "%" PRId64, job->spec.ends_at_ms);
     snprintf(lim, sizeof(lim), "%d", job->spec.per_user_limit);
     snprintf(win, sizeof(win), "%d", job->spec.payment_window_s);
-    const char *params[13] = {
+    /* the admin audit's row in the same statement (issue 32): who created it, and how */
+    char actor[24], *after = order_event_audit_json(&job->spec, job->spec.stock);
+    snprintf(actor, sizeof(actor), "%" PRIu64, job->actor);
+    if (!after) {
+        job->status = ORDER_PG_ERROR;
+        snprintf(job->err, sizeof(job->err), "insert event: out of memory");
+        return;
+    }
+    const char *params[15] = {
         id,             /* $1 event id from libidgen */
         job->spec.name, /* $2 name */
         stock,          /* $3 stock_total = stock_left at creation */
@@ -54,17 +63,22 @@ static void run_create_event(PGconn *c, order_pg_job *job)
         rv[1] > 0 ? rates[1] : NULL, /* $11 user_rate override */
         rv[2] > 0 ? rates[2] : NULL, /* $12 event_rate override */
         ol->challenge_bits != 0 ? pow : NULL, /* $13 challenge_bits (-1 a hidden path), NULL: none */
+        actor,          /* $14 the admin's sub, for the audit */
+        after,          /* $15 the event as created, JSON, for the audit */
     };
     if (order_pg_job_exec(
             c, job, "insert event",
-            "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, ends_at, "
-            "per_user_limit, payment_window_s, rebuy_after_release, segments, ip_rate, user_rate, "
-            "event_rate, challenge_bits) VALUES ($1::bigint, "
+            "WITH e AS (INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, "
+            "ends_at, per_user_limit, payment_window_s, rebuy_after_release, segments, ip_rate, "
+            "user_rate, event_rate, challenge_bits) VALUES ($1::bigint, "
             "$2, $3::int, $3::int, to_timestamp($4::bigint / 1000.0), "
             "to_timestamp($5::bigint / 1000.0), $6::int, $7::int, $8::boolean, $9::int, $10::int, "
-            "$11::int, $12::int, $13::int)",
-            13, params, PGRES_COMMAND_OK, NULL) == 0)
+            "$11::int, $12::int, $13::int) RETURNING id) "
+            "INSERT INTO seckill_admin_audit (event_id, actor, act, after) "
+            "SELECT id, $14::bigint, 'create', $15::jsonb FROM e",
+            15, params, PGRES_COMMAND_OK, NULL) == 0)
         job->status = ORDER_PG_OK;
+    free(after);
 }
 
 /* An event's columns from `col`: name, stock_total, stock_left, starts_at and ends_at in
@@ -123,7 +137,8 @@ static void run_list_events(PGconn *c, order_pg_job *job)
             "(extract(epoch from starts_at) * 1000)::bigint, "
             "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
             "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0), "
-            "coalesce(challenge_bits, 0) FROM seckill_event WHERE ends_at > now() ORDER BY starts_at, id LIMIT $1::bigint",
+            "coalesce(challenge_bits, 0) FROM seckill_event WHERE ends_at > now() "
+            "AND archived_at IS NULL ORDER BY starts_at, id LIMIT $1::bigint",
             1, params, PGRES_TUPLES_OK, &res) != 0)
         return;
     size_t n = (size_t)PQntuples(res);
@@ -192,6 +207,21 @@ void order_pg_run(void *pgconn, order_pg_job *job)
         break;
     case ORDER_PG_MARK_RELEASED:
         order_pay_pg_mark_released(c, job);
+        break;
+    case ORDER_PG_CHANGE_EVENT:
+        order_event_change_pg(c, job);
+        break;
+    case ORDER_PG_RESTOCK_EVENT:
+        order_event_restock_pg(c, job);
+        break;
+    case ORDER_PG_AUDIT_EVENT:
+        order_event_audit_pg(c, job);
+        break;
+    case ORDER_PG_READ_AUDIT:
+        order_event_audit_read_pg(c, job);
+        break;
+    case ORDER_PG_REMOVE_EVENT:
+        order_event_remove_pg(c, job);
         break;
     default:
         job->status = ORDER_PG_ERROR;

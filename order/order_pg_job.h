@@ -18,11 +18,18 @@ typedef enum {
     ORDER_PG_PAY_ORDER,        /* in: id, actor, actor_admin, payment_ref; out: order_pay_pg.h */
     ORDER_PG_CANCEL_ORDER,     /* in: id, actor, actor_admin; out: see order_pay_pg.h */
     ORDER_PG_MARK_RELEASED,    /* in: id: the unit is back in Redis (released_at) */
+    ORDER_PG_CHANGE_EVENT,     /* in: id, patch, ending, now_ms; out: spec, stock_left (order_event_change.h) */
+    ORDER_PG_RESTOCK_EVENT,    /* in: id, add or total, now_ms, loader; out: spec, stock_left, available */
+    ORDER_PG_AUDIT_EVENT,      /* in: id, actor, act, audit_after: one audit row (pause, resume) */
+    ORDER_PG_READ_AUDIT,       /* in: id, offset, limit; out: audit_json, more */
+    ORDER_PG_REMOVE_EVENT,     /* in: id, actor, now_ms, loader; out: removed, spec */
 } order_pg_kind;
 
 typedef enum {
     ORDER_PG_OK = 0,
     ORDER_PG_NOT_FOUND = 1,
+    ORDER_PG_CONFLICT = 2, /* CHANGE_EVENT: the event's state refuses it, why in conflict */
+    ORDER_PG_RETRY = 3,    /* RESTOCK_EVENT: the gate is not loaded now, why in conflict */
     ORDER_PG_ERROR = -1, /* connection or query failed: message in err (not for clients) */
 } order_pg_status;
 
@@ -42,6 +49,21 @@ typedef struct order_pg_job {
     int changed;            /* 1: this call made the transition (order_status is new) */
     int rebuy;              /* the event's rebuy_after_release */
     unsigned segments;      /* PAY/CANCEL: the event's K (a release goes to the home segment) */
+    /* CHANGE_EVENT (order_event_change.h) */
+    order_event_patch patch;
+    int ending;             /* POST /end: ends_at = now_ms, whatever the patch */
+    int64_t now_ms;
+    char conflict[160];     /* ORDER_PG_CONFLICT: the reason, for the client */
+    /* RESTOCK_EVENT: the units to add (< 0: take out), or the new total (-1: add) */
+    int64_t add, total, available;
+    struct order_loader *loader; /* the gate's side, on the pool thread */
+    /* the admin audit (issue 32): every act's actor is `actor` above */
+    char act[12];           /* AUDIT_EVENT: "pause", "resume" */
+    const char *audit_after; /* AUDIT_EVENT: the after JSON (static text) */
+    int64_t offset, limit;  /* READ_AUDIT */
+    char *audit_json;       /* READ_AUDIT: a JSON array, malloc'd by the pool, freed by the caller */
+    int more;               /* READ_AUDIT: rows past the page */
+    int removed;            /* REMOVE_EVENT: 1 deleted, 2 archived */
     order_evlist_row *rows; /* LIST_EVENTS: malloc'd by the pool, freed by the caller */
     size_t nrows;
     order_pg_status status;

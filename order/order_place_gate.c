@@ -484,8 +484,9 @@ int order_place_chain_new(order_worker *w)
     c->index = order_index_new(w->base, w->redis, w->app->cfg.index_ttl_s);
     c->produce_ev = event_new(w->base, -1, 0, produce_flush, w);
     c->produce_tail = &c->produce_head;
-    if (w->index == 0 && !(c->pauser = order_pauser_new(w->base, w->redis, w->app->paused,
-                                                        w->app->cfg.events_pause_refresh_ms)))
+    order_pauser_tables pt = {w->app->paused, w->app->window, w->app->events, w->app->evlist};
+    if (w->index == 0 &&
+        !(c->pauser = order_pauser_new(w->base, w->redis, &pt, w->app->cfg.events_pause_refresh_ms)))
         return -1;
     return c->gate && c->index && c->produce_ev ? 0 : -1;
 }

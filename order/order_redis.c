@@ -12,7 +12,7 @@
 
 static const char *script_names[ORDER_SCRIPT_COUNT] = {
     "reserve", "cancel", "confirm", "ratelimit", "event_load", "event_reload",
-    "release", "borrow"};
+    "release", "borrow", "event_restock"};
 
 int order_scripts_init(order_scripts *s)
 {

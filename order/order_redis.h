@@ -36,6 +36,7 @@ typedef enum {
     ORDER_SCRIPT_EVENT_RELOAD, /* the reconciler's, after an event's keys were lost */
     ORDER_SCRIPT_RELEASE,      /* a cancelled or expired order's unit back (issue 22) */
     ORDER_SCRIPT_BORROW,       /* a segmented event's unit from another segment (issue 19) */
+    ORDER_SCRIPT_EVENT_RESTOCK, /* an admin's restock of one segment (issue 32) */
     ORDER_SCRIPT_COUNT
 } order_script_id;
 

@@ -35,6 +35,7 @@ static const struct {
                                "the first request with this Idempotency-Key is still being decided, retry shortly"},
     [ORDER_ERR_KEY_REUSED] = {422, "key_reused",
                               "this Idempotency-Key was used for another request"},
+    [ORDER_ERR_CONFLICT] = {409, "conflict", "the event's state does not allow this change"},
 };
 
 int order_err_status(order_err e)

@@ -32,6 +32,7 @@ typedef enum {
     ORDER_ERR_IN_PROGRESS,     /* 409 in_progress: its Idempotency-Key's first request is
                                   still being decided (order_idem.h) */
     ORDER_ERR_KEY_REUSED,      /* 422 key_reused: the Idempotency-Key was used for another request */
+    ORDER_ERR_CONFLICT,        /* 409 conflict: an admin change the event's state refuses */
     ORDER_ERR_COUNT
 } order_err;
 

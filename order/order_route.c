@@ -66,7 +66,15 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
         if (!slash) {
             if (seglen == 0)
                 goto none;
-            rc = set_route(out, ORDER_ROUTE_EVENT_GET, method, ORDER_METHOD_GET, "GET, HEAD");
+            if (method == ORDER_METHOD_PATCH)
+                rc = set_route(out, ORDER_ROUTE_EVENT_CHANGE, method, ORDER_METHOD_PATCH,
+                               "GET, HEAD, PATCH, DELETE");
+            else if (method == ORDER_METHOD_DELETE)
+                rc = set_route(out, ORDER_ROUTE_EVENT_DELETE, method, ORDER_METHOD_DELETE,
+                               "GET, HEAD, PATCH, DELETE");
+            else
+                rc = set_route(out, ORDER_ROUTE_EVENT_GET, method, ORDER_METHOD_GET,
+                               "GET, HEAD, PATCH, DELETE");
         } else {
             size_t idlen = (size_t)(slash - seg);
             order_route_id sub;
@@ -83,9 +91,16 @@ int order_route_match(order_method method, const char *path, size_t len, order_r
                 sub = ORDER_ROUTE_EVENT_PAUSE;
             else if (is(slash, seglen - idlen, "/resume"))
                 sub = ORDER_ROUTE_EVENT_RESUME;
-            else if (is(slash, seglen - idlen, "/challenge") ||
+            else if (is(slash, seglen - idlen, "/end"))
+                sub = ORDER_ROUTE_EVENT_END;
+            else if (is(slash, seglen - idlen, "/stock"))
+                sub = ORDER_ROUTE_EVENT_STOCK;
+            else if (is(slash, seglen - idlen, "/audit") ||
+                     is(slash, seglen - idlen, "/challenge") ||
                      is(slash, seglen - idlen, "/order-path")) {
-                sub = slash[1] == 'c' ? ORDER_ROUTE_EVENT_CHALLENGE : ORDER_ROUTE_EVENT_ORDER_PATH;
+                sub = slash[1] == 'a'   ? ORDER_ROUTE_EVENT_AUDIT
+                      : slash[1] == 'c' ? ORDER_ROUTE_EVENT_CHALLENGE
+                                        : ORDER_ROUTE_EVENT_ORDER_PATH;
                 want = ORDER_METHOD_GET;
                 allow = "GET, HEAD";
             } else
@@ -144,6 +159,9 @@ const char *order_route_name(order_route_id id)
         [ORDER_ROUTE_ORDER_LIST] = "order_list",
         [ORDER_ROUTE_EVENT_CHALLENGE] = "event_challenge",
         [ORDER_ROUTE_EVENT_ORDER_PATH] = "event_order_path",
+        [ORDER_ROUTE_EVENT_CHANGE] = "event_change", [ORDER_ROUTE_EVENT_END] = "event_end",
+        [ORDER_ROUTE_EVENT_STOCK] = "event_stock", [ORDER_ROUTE_EVENT_AUDIT] = "event_audit",
+        [ORDER_ROUTE_EVENT_DELETE] = "event_delete",
     };
     return (unsigned)id < ORDER_ROUTE_COUNT ? names[id] : "unknown";
 }

@@ -28,6 +28,11 @@ typedef enum {
     ORDER_ROUTE_ORDER_LIST,     /* GET  /api/v1/orders (the token's orders, issue 31) */
     ORDER_ROUTE_EVENT_CHALLENGE, /* GET /api/v1/events/{id}/challenge (issue 31) */
     ORDER_ROUTE_EVENT_ORDER_PATH, /* GET /api/v1/events/{id}/order-path (issue 31) */
+    ORDER_ROUTE_EVENT_CHANGE,   /* PATCH /api/v1/events/{id} (admin, issue 32) */
+    ORDER_ROUTE_EVENT_END,      /* POST /api/v1/events/{id}/end (admin, issue 32) */
+    ORDER_ROUTE_EVENT_STOCK,    /* POST /api/v1/events/{id}/stock (admin, issue 32) */
+    ORDER_ROUTE_EVENT_AUDIT,    /* GET  /api/v1/events/{id}/audit (admin, issue 32) */
+    ORDER_ROUTE_EVENT_DELETE,   /* DELETE /api/v1/events/{id} (admin, issue 32) */
     ORDER_ROUTE_COUNT
 } order_route_id;
 
@@ -36,6 +41,8 @@ typedef enum {
     ORDER_METHOD_POST = 2,
     ORDER_METHOD_HEAD = 3,
     ORDER_METHOD_OTHER = 4, /* PUT, DELETE, ...: never allowed */
+    ORDER_METHOD_PATCH = 5, /* PATCH /api/v1/events/{id} only */
+    ORDER_METHOD_DELETE = 6, /* DELETE /api/v1/events/{id} only */
 } order_method;
 
 typedef struct order_route {

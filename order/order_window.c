@@ -66,6 +66,20 @@ void order_window_set(order_window *t, uint64_t event_id, int64_t starts_at_ms, 
     pthread_mutex_unlock(&t->wmu);
 }
 
+void order_window_forget(order_window *t, uint64_t event_id)
+{
+    slot *s = slot_of(t, event_id);
+    pthread_mutex_lock(&t->wmu);
+    if (atomic_load_explicit(&s->event_id, memory_order_relaxed) == event_id) {
+        uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+        atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
+        atomic_thread_fence(memory_order_release);
+        atomic_store_explicit(&s->event_id, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->seq, q + 2, memory_order_release);
+    }
+    pthread_mutex_unlock(&t->wmu);
+}
+
 order_window_state order_window_get(order_window *t, uint64_t event_id, int64_t now_ms)
 {
     slot *s = slot_of(t, event_id);

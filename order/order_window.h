@@ -4,9 +4,11 @@
  * fixed at creation like the window, which the limit levels read on every order.
  *
  * Filled when this front learns an event's window (it created the event, or loaded it
- * from PostgreSQL for the event page buyers refresh before the start). The window of an
- * event never changes, so an entry never goes stale; a slot taken by another event only
- * costs a Redis call. reserve.lua judges with the front's clock (ARGV now_ms), so the
+ * from PostgreSQL for the event page buyers refresh before the start, or read the gate's
+ * meta for an order). An admin's change of the window or the limits (issue 32,
+ * order_event_change.h) sets the entry on the front that took it and forgets it on the
+ * others when they see the change (order_pauser.h): their next order reads the meta
+ * again. A slot taken by another event only costs a Redis call. reserve.lua judges with the front's clock (ARGV now_ms), so the
  * answer is the one Redis would give.
  *
  * A fixed table of 4096 slots by event id. Readers never block (a per-slot sequence
@@ -36,6 +38,10 @@ void order_window_free(order_window *t);
  *  (`lim`, copied; NULL: none). */
 void order_window_set(order_window *t, uint64_t event_id, int64_t starts_at_ms, int64_t ends_at_ms,
                       const order_event_limits *lim);
+
+/** @brief Forgets event_id's entry, if it holds one (its window or limits changed): the
+ *  next order learns them again. */
+void order_window_forget(order_window *t, uint64_t event_id);
 
 /** @brief event_id's rate overrides into *out, if its entry is here. @returns 1 known
  *  (*out filled, zeros where the default applies), 0 unknown (*out zeroed). */

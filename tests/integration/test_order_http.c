@@ -337,7 +337,7 @@ static void test_bad_requests(void **state)
         {"POST", orders, good, NULL, "[1,2]", 400, "bad_request"},
         {"POST", orders, good, NULL, big, 413, "payload_too_large"},
         {"GET", orders, good, NULL, NULL, 405, "method_not_allowed"},
-        {"DELETE", evpath, good, NULL, NULL, 405, "method_not_allowed"},
+        {"PUT", evpath, good, NULL, NULL, 405, "method_not_allowed"},
         {"PUT", orders, good, NULL, "{}", 405, "method_not_allowed"},
         {"GET", "/api/v1/nope", good, NULL, NULL, 404, "not_found"},
         {"GET", "/", NULL, NULL, NULL, 404, "not_found"},

@@ -163,6 +163,81 @@ static void test_event_body(void **state)
     assert_int_equal(parse(longname, &s, err), -1);
 }
 
+/* PATCH /api/v1/events/{id} (issue 32): what is named is flagged, the rest untouched;
+ * unknown fields and bad values are refused with the field's name. */
+static void test_patch_body(void **state)
+{
+    (void)state;
+    order_event_patch p;
+    char err[160];
+    assert_int_equal(order_body_parse_patch("{\"name\":\"new\"}", 14, &p, err, sizeof(err)), 0);
+    assert_int_equal(p.has, ORDER_PATCH_NAME);
+    assert_string_equal(p.name, "new");
+    const char *all = "{\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\","
+                      "\"per_user_limit\":1,\"limits\":{\"ip_rate\":5,\"event_rate\":null}}";
+    assert_int_equal(order_body_parse_patch(all, strlen(all), &p, err, sizeof(err)), 0);
+    assert_int_equal(p.has, ORDER_PATCH_STARTS | ORDER_PATCH_ENDS | ORDER_PATCH_PER_USER |
+                                ORDER_PATCH_IP_RATE | ORDER_PATCH_EVENT_RATE);
+    assert_int_equal(p.ends_at_ms - p.starts_at_ms, 3600000);
+    assert_int_equal(p.limits.ip_rate, 5);
+    assert_int_equal(p.limits.event_rate, 0);
+    static const struct {
+        const char *body, *want;
+    } bad[] = {
+        {"{}", "naming what changes"},
+        {"[]", "naming what changes"},
+        {"{\"stock\":5}", "stock: unknown field"},
+        {"{\"name\":\"x\",\"nmae\":\"y\"}", "nmae: unknown field"},
+        {"{\"name\":\"\"}", "name"},
+        {"{\"starts_at\":\"soon\"}", "starts_at"},
+        {"{\"starts_at\":\"2026-11-22T11:00:00Z\",\"ends_at\":\"2026-11-22T10:00:00Z\"}", "after"},
+        {"{\"per_user_limit\":2}", "per_user_limit"},
+        {"{\"limits\":{}}", "limits: an object"},
+        {"{\"limits\":{\"ip_rate\":0}}", "limits.ip_rate"},
+        {"{\"limits\":{\"per_ip\":3}}", "only ip_rate"},
+        {"{\"name\":\"a\",\"name\":\"b\"}", "invalid JSON"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        if (order_body_parse_patch(bad[i].body, strlen(bad[i].body), &p, err, sizeof(err)) != -1 ||
+            !strstr(err, bad[i].want))
+            fail_msg("%s: got \"%s\", want \"%s\"", bad[i].body, err, bad[i].want);
+    }
+}
+
+static void test_stock_body(void **state)
+{
+    (void)state;
+    int64_t add, total;
+    char err[160];
+    assert_int_equal(order_body_parse_stock("{\"add\":-5}", 10, &add, &total, err, sizeof(err)), 0);
+    assert_int_equal(add, -5);
+    assert_int_equal(total, -1);
+    assert_int_equal(order_body_parse_stock("{\"total\":0}", 11, &add, &total, err, sizeof(err)), 0);
+    assert_int_equal(total, 0);
+    static const struct {
+        const char *body, *want;
+    } bad[] = {
+        {"{}", "one of them"},
+        {"{\"add\":1,\"total\":2}", "one of them"},
+        {"{\"add\":1,\"note\":\"x\"}", "one of them"},
+        {"{\"more\":1}", "one of them"},
+        {"{\"add\":0}", "add: a non-zero"},
+        {"{\"add\":1.5}", "add: a non-zero"},
+        {"{\"add\":2147483648}", "add: a non-zero"},
+        {"{\"total\":-1}", "total: an integer from 0"},
+        {"{\"total\":\"5\"}", "total: an integer from 0"},
+        {"[5]", "one of them"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        if (order_body_parse_stock(bad[i].body, strlen(bad[i].body), &add, &total, err,
+                                   sizeof(err)) != -1 ||
+            !strstr(err, bad[i].want))
+            fail_msg("%s: got \"%s\", want \"%s\"", bad[i].body, err, bad[i].want);
+    }
+}
+
 static void test_order_body(void **state)
 {
     char err[160];
@@ -208,6 +283,8 @@ int main(void)
         cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_event_body),
         cmocka_unit_test(test_order_body),
+        cmocka_unit_test(test_patch_body),
+        cmocka_unit_test(test_stock_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

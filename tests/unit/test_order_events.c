@@ -59,6 +59,37 @@ static void load(order_events *c, uint64_t id, int64_t gate, int64_t now, order_
     assert_int_equal(order_events_lookup(c, id, now, &w, v), ORDER_EVENTS_FRESH);
 }
 
+/* An admin's change (issue 32): a fresh entry is loaded again at the next lookup (peek
+ * no longer answers it), a negative one is dropped, and a forget during a load is
+ * followed by another load. */
+static void test_forget(void **state)
+{
+    (void)state;
+    order_events *c = mk(16, 50);
+    order_event_view v;
+    order_events_waiter w;
+    load(c, EV, 7, NOW, &v);
+    order_events_forget(c, EV);
+    assert_int_equal(order_events_peek(c, EV, NOW, &v), ORDER_EVENTS_WAIT);
+    assert_int_equal(order_events_lookup(c, EV, NOW, &w, &v), ORDER_EVENTS_LOAD);
+    order_event_spec s = spec_of("Phone 2", 10);
+    order_events_forget(c, EV); /* changed again while the first reload runs */
+    assert_null(order_events_loaded(c, EV, &s, 10, NOW));
+    assert_int_equal(order_events_lookup(c, EV, NOW, &w, &v), ORDER_EVENTS_LOAD);
+    assert_null(order_events_loaded(c, EV, &s, 10, NOW));
+    assert_int_equal(order_events_lookup(c, EV, NOW, &w, &v), ORDER_EVENTS_REFRESH);
+    assert_null(order_events_stock(c, EV, 1, 7, NOW));
+    assert_int_equal(order_events_lookup(c, EV, NOW, &w, &v), ORDER_EVENTS_FRESH);
+    assert_non_null(strstr(v.body, "Phone 2"));
+    /* a negative entry: dropped, the next lookup loads */
+    assert_int_equal(order_events_lookup(c, EV + 1, NOW, &w, &v), ORDER_EVENTS_LOAD);
+    assert_null(order_events_absent(c, EV + 1, NOW));
+    assert_int_equal(order_events_lookup(c, EV + 1, NOW, &w, &v), ORDER_EVENTS_ABSENT);
+    order_events_forget(c, EV + 1);
+    assert_int_equal(order_events_lookup(c, EV + 1, NOW, &w, &v), ORDER_EVENTS_LOAD);
+    order_events_free(c);
+}
+
 static void test_one_load_many_waiters(void **state)
 {
     (void)state;
@@ -278,6 +309,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_load_many_waiters),
+        cmocka_unit_test(test_forget),
         cmocka_unit_test(test_stock_refresh_interval),
         cmocka_unit_test(test_negative_and_budget),
         cmocka_unit_test(test_eviction_bound),

@@ -203,6 +203,14 @@ static void test_window_table(void **state)
     assert_int_equal(order_window_get(t, 77, 8999), ORDER_WINDOW_UNKNOWN);
     assert_int_equal(order_window_get(t, 77, 9000), ORDER_WINDOW_ENDED); /* as reserve.lua: now >= ends */
     assert_int_equal(order_window_get(t, 78, 1000), ORDER_WINDOW_UNKNOWN);
+    /* an admin's change (issue 32): forgotten, then learnt again; another id's forget
+     * leaves the entry alone */
+    order_window_forget(t, 78);
+    assert_int_equal(order_window_get(t, 77, 4999), ORDER_WINDOW_NOT_STARTED);
+    order_window_forget(t, 77);
+    assert_int_equal(order_window_get(t, 77, 4999), ORDER_WINDOW_UNKNOWN);
+    assert_int_equal(order_window_limits(t, 77, &lim), 0);
+    order_window_set(t, 77, 5000, 9000, NULL);
     /* many events: a slot taken by another event forgets the first, never mixes them */
     for (uint64_t id = 1000; id < 100000; id++)
     {

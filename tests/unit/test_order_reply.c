@@ -36,6 +36,7 @@ static void test_error_bodies(void **state)
         {ORDER_ERR_PAUSED, 503, "paused"},
         {ORDER_ERR_IN_PROGRESS, 409, "in_progress"},
         {ORDER_ERR_KEY_REUSED, 422, "key_reused"},
+        {ORDER_ERR_CONFLICT, 409, "conflict"},
     };
     assert_int_equal(sizeof(want) / sizeof(want[0]), ORDER_ERR_COUNT);
     for (size_t i = 0; i < ORDER_ERR_COUNT; i++) {

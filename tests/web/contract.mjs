@@ -30,6 +30,11 @@ const UNREACHED = new Map([
   ['listEvents 503', 'PostgreSQL down with no list in memory yet'],
   ['pauseEvent 503', 'Redis down'],
   ['resumeEvent 503', 'Redis down'],
+  ['changeEvent 503', 'PostgreSQL or Redis down'],
+  ['endEvent 503', 'PostgreSQL or Redis down'],
+  ['restockEvent 503', 'PostgreSQL or Redis down, or the gate lost'],
+  ['getEventAudit 503', 'PostgreSQL down'],
+  ['removeEvent 503', 'PostgreSQL or Redis down'],
   ['getOrder 503', 'PostgreSQL or Redis down'],
   ['readyz 503', 'Redis or Kafka down (fault tests)'],
   ['payOrder 503', 'PostgreSQL or Redis down'],
@@ -131,7 +136,7 @@ await call('read event', 'GET', `/api/v1/events/${A}`, { token: u[0], expect: 20
 await call('read event, unknown', 'GET', '/api/v1/events/999999999', { token: u[0], expect: 404 });
 await call('read event, bad id', 'GET', '/api/v1/events/01', { token: u[0], expect: 400 });
 await call('read event, no token', 'GET', `/api/v1/events/${A}`, { expect: 401 });
-await call('read event, wrong method', 'DELETE', `/api/v1/events/${A}`, { token: u[0], expect: 405 });
+await call('read event, wrong method', 'PUT', `/api/v1/events/${A}`, { token: u[0], expect: 405 });
 const page = await call('read event again', 'GET', `/api/v1/events/${A}`, { token: u[0], expect: 200 });
 const etag = page && page.headers.get('etag');
 await call('read event, If-None-Match', 'GET', `/api/v1/events/${A}`, { token: u[0], headers: { 'If-None-Match': etag }, expect: 304 });
@@ -177,6 +182,49 @@ await call('resume, no token', 'POST', `/api/v1/events/${B}/resume`, { expect: 4
 await call('resume, bad id', 'POST', '/api/v1/events/01/resume', { token: admin, expect: 400 });
 await call('resume, wrong method', 'GET', `/api/v1/events/${B}/resume`, { token: admin, expect: 405 });
 await call('buy, resumed (not started again)', 'POST', `/api/v1/events/${B}/orders`, { token: u[3], expect: 403 });
+// Changing and ending a live event (admin, issue 32), on an event of its own.
+const d = await call('create D', 'POST', '/api/v1/events', { token: admin, body: ev('contract D', 3, now + 3600e3, now + 7200e3), expect: 201 });
+const D = d && d.json.event_id;
+await call('change (admin)', 'PATCH', `/api/v1/events/${D}`, { token: admin, body: { name: 'contract D2', limits: { user_rate: 7, ip_rate: null } }, expect: 200 });
+await call('change, unknown field', 'PATCH', `/api/v1/events/${D}`, { token: admin, body: { stock: 9 }, expect: 400 });
+await call('change, bad id', 'PATCH', '/api/v1/events/01', { token: admin, body: { name: 'x' }, expect: 400 });
+await call('change, not admin', 'PATCH', `/api/v1/events/${D}`, { token: u[0], body: { name: 'x' }, expect: 403 });
+await call('change, no token', 'PATCH', `/api/v1/events/${D}`, { body: { name: 'x' }, expect: 401 });
+await call('change, unknown event', 'PATCH', '/api/v1/events/999999999', { token: admin, body: { name: 'x' }, expect: 404 });
+await call('change, end in the past', 'PATCH', `/api/v1/events/${D}`, { token: admin, body: { ends_at: iso(now - 1000) }, expect: 409 });
+await call('change, body too large', 'PATCH', `/api/v1/events/${D}`, { token: admin, raw: '{"name":"' + 'x'.repeat(5000) + '"}', expect: 413 });
+await call('remove, on sale', 'DELETE', `/api/v1/events/${D}`, { token: admin, expect: 409 });
+await call('event, wrong method', 'PUT', `/api/v1/events/${D}`, { token: admin, expect: 405 });
+await call('restock (admin)', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { add: 5 }, expect: 200 });
+await call('restock, total', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { total: 4 }, expect: 200 });
+await call('restock, past the unsold', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { add: -5 }, expect: 409 });
+await call('restock, negative total', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { total: -1 }, expect: 400 });
+await call('restock, bad id', 'POST', '/api/v1/events/01/stock', { token: admin, body: { add: 1 }, expect: 400 });
+await call('restock, not admin', 'POST', `/api/v1/events/${D}/stock`, { token: u[0], body: { add: 1 }, expect: 403 });
+await call('restock, no token', 'POST', `/api/v1/events/${D}/stock`, { body: { add: 1 }, expect: 401 });
+await call('restock, unknown event', 'POST', '/api/v1/events/999999999/stock', { token: admin, body: { add: 1 }, expect: 404 });
+await call('restock, body too large', 'POST', `/api/v1/events/${D}/stock`, { token: admin, raw: '{"add":"' + 'x'.repeat(5000) + '"}', expect: 413 });
+await call('restock, wrong method', 'GET', `/api/v1/events/${D}/stock`, { token: admin, expect: 405 });
+await call('end (admin)', 'POST', `/api/v1/events/${D}/end`, { token: admin, expect: 200 });
+await call('end, ended', 'POST', `/api/v1/events/${D}/end`, { token: admin, expect: 409 });
+await call('end, not admin', 'POST', `/api/v1/events/${D}/end`, { token: u[0], expect: 403 });
+await call('end, no token', 'POST', `/api/v1/events/${D}/end`, { expect: 401 });
+await call('end, bad id', 'POST', '/api/v1/events/01/end', { token: admin, expect: 400 });
+await call('end, unknown event', 'POST', '/api/v1/events/999999999/end', { token: admin, expect: 404 });
+await call('end, wrong method', 'GET', `/api/v1/events/${D}/end`, { token: admin, expect: 405 });
+await call('remove (admin)', 'DELETE', `/api/v1/events/${D}`, { token: admin, expect: 200 });
+await call('remove, not admin', 'DELETE', `/api/v1/events/${D}`, { token: u[0], expect: 403 });
+await call('remove, no token', 'DELETE', `/api/v1/events/${D}`, { expect: 401 });
+await call('remove, bad id', 'DELETE', '/api/v1/events/01', { token: admin, expect: 400 });
+await call('remove, unknown event', 'DELETE', '/api/v1/events/999999999', { token: admin, expect: 404 });
+const rec = await call('audit (admin)', 'GET', `/api/v1/events/${D}/audit?limit=100`, { token: admin, expect: 200 });
+const acts = rec ? rec.json.entries.map((e) => e.act).join(' ') : '';
+if (acts !== 'create change restock restock end delete') fail('audit', `acts recorded: ${acts}`);
+await call('audit, a page', 'GET', `/api/v1/events/${D}/audit?offset=1&limit=2`, { token: admin, expect: 200 });
+await call('audit, bad page', 'GET', `/api/v1/events/${D}/audit?limit=0`, { token: admin, expect: 400 });
+await call('audit, not admin', 'GET', `/api/v1/events/${D}/audit`, { token: u[0], expect: 403 });
+await call('audit, no token', 'GET', `/api/v1/events/${D}/audit`, { expect: 401 });
+await call('audit, wrong method', 'POST', `/api/v1/events/${D}/audit`, { token: admin, expect: 405 });
 const O = o1 && o1.json.order_id;
 await call('read order (buyer)', 'GET', `/api/v1/orders/${O}`, { token: u[0], expect: 200 });
 await call('read order (admin)', 'GET', `/api/v1/orders/${O}`, { token: admin, expect: 200 });

@@ -41,12 +41,17 @@ schemathesis)
     # Runtime Error of the run that says nothing about the API.
     # pauseEvent is left out: schemathesis finds real event ids (the list) and, with the
     # admin token, a pause makes that event's orders 503 `paused` for the rest of the run,
-    # as designed (the contract test covers pause and resume).
+    # as designed (the contract test covers pause and resume). changeEvent, endEvent,
+    # restockEvent and removeEvent likewise (issue 32): generated calls would move, end,
+    # restock or remove the real events of the tests that run beside this one; the
+    # contract test covers them, every status.
     out=$(mktemp)
     rc=0
     "$st" run "$spec" --url "$SECKILL_HTTP" -H "Authorization: Bearer $token" \
         --checks all --exclude-checks positive_data_acceptance \
-        --exclude-operation-id pauseEvent \
+        --exclude-operation-id pauseEvent --exclude-operation-id changeEvent \
+        --exclude-operation-id endEvent --exclude-operation-id restockEvent \
+        --exclude-operation-id removeEvent \
         --phases examples,coverage,fuzzing --max-examples "${SCHEMATHESIS_EXAMPLES:-25}" \
         --workers "${SCHEMATHESIS_WORKERS:-1}" --seed "${SCHEMATHESIS_SEED:-1}" --no-color >"$out" 2>&1 || rc=$?
     cat "$out"
