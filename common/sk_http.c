@@ -1,4 +1,7 @@
-/* sk_http: a small HTTP/1.1 server on one libevent loop. See sk_http.h.
+/* sk_http: a small HTTP/1.1 server on one libevent loop. See sk_http.h. This file is
+ * its connection state machine: accept, read, parse, hand over, write, the deadlines
+ * and the close; sk_http_req.c holds the request objects and formats the answers
+ * (sk_http_int.h: what they share, and who owns what).
  *
  * A connection's input buffer holds the bytes read and not yet consumed, from in_off to
  * in_len. A position kept across a read is an offset, never a pointer: the buffer is
@@ -9,9 +12,7 @@
  * (a full one pauses reading), and a connection that goes first leaves it to the
  * request. The other buffers (output, a request's added headers, the scratch) are only
  * reached through their owner's pointer plus an offset. */
-#include "sk_http.h"
-#include "sk_httpdate.h"
-#include "sk_id.h"
+#include "sk_http_int.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -20,7 +21,6 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -29,26 +29,8 @@
 #define IN_INIT 4096      /* a connection's first input buffer */
 #define LINGER_MS 2000    /* how long a lingering close drains input */
 #define SWEEP_MS 100      /* the deadline check's period */
-#define FREE_REQS_MAX 256 /* requests kept for reuse per server */
-#define BODY_INLINE 2048  /* bodies up to this go out in the head's write */
 
-typedef struct conn conn;
-
-struct sk_http_req {
-    conn *c; /* NULL once the connection is gone */
-    sk_http *s;
-    sk_http_head head; /* offsets from base */
-    size_t head_len;
-    const char *base; /* the head's first byte, set when handed to the handler */
-    const char *body;
-    size_t body_len;
-    char *kept_in; /* the input buffer of a connection gone before the answer */
-    char *ox; /* added answer header lines */
-    size_t oxlen, oxcap;
-    int close;
-    sk_http_req *next_free;
-};
-
+/* A client connection: sk_http.c's alone (sk_http_int.h only names it). */
 struct conn {
     sk_http *s;
     int fd;
@@ -71,64 +53,11 @@ struct conn {
     conn *prev, *next;
 };
 
-struct sk_http {
-    struct event_base *base;
-    sk_http_opts o;
-    sk_http_handler handler;
-    void *arg;
-    struct evconnlistener *lev;
-    struct event *sweep;
-    conn *conns;
-    int64_t nconns;
-    sk_http_req *free_reqs;
-    int nfree;
-    sk_httpdate date;
-    char *scratch;
-    size_t scratch_cap;
-};
-
 static int64_t now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---- requests ---- */
-
-static sk_http_req *req_get(sk_http *s)
-{
-    sk_http_req *r = s->free_reqs;
-    if (r) {
-        s->free_reqs = r->next_free;
-        s->nfree--;
-    } else if (!(r = calloc(1, sizeof(*r)))) {
-        return NULL;
-    }
-    r->s = s;
-    r->c = NULL;
-    r->oxlen = 0;
-    r->close = 0;
-    r->base = NULL;
-    r->body = "";
-    r->body_len = 0;
-    r->kept_in = NULL;
-    return r;
-}
-
-static void req_put(sk_http_req *r)
-{
-    sk_http *s = r->s;
-    free(r->kept_in);
-    r->kept_in = NULL;
-    if (s && s->nfree < FREE_REQS_MAX) {
-        r->next_free = s->free_reqs;
-        s->free_reqs = r;
-        s->nfree++;
-        return;
-    }
-    free(r->ox);
-    free(r);
 }
 
 /* ---- connections ---- */
@@ -151,7 +80,7 @@ static void conn_free(conn *c)
         c->in = NULL;
     }
     if (c->partial)
-        req_put(c->partial);
+        sk_http_req_put(c->partial);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -204,27 +133,10 @@ static void start_linger(conn *c)
     c->linger_ms = now_ms();
     c->in_off = c->in_len = c->head_seen = 0;
     if (c->partial) {
-        req_put(c->partial);
+        sk_http_req_put(c->partial);
         c->partial = NULL;
     }
     set_reading(c, 1);
-}
-
-/* Makes *buf hold at least `need` bytes (contents kept): the capacity doubles from
- * `first`. @returns 0 or -1 (OOM: *buf unchanged). */
-static int grow(char **buf, size_t *cap, size_t need, size_t first)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : first;
-    while (n < need)
-        n *= 2;
-    char *p = realloc(*buf, n);
-    if (!p)
-        return -1;
-    *buf = p;
-    *cap = n;
-    return 0;
 }
 
 /* Keeps out[0..n) to be written when the socket takes it. @returns 0 or -1 (OOM). */
@@ -232,7 +144,7 @@ static int out_keep(conn *c, const char *p, size_t n)
 {
     if (c->out_off == c->out_len)
         c->out_off = c->out_len = 0;
-    if (grow(&c->out, &c->out_cap, c->out_len + n, 4096) != 0)
+    if (sk_http_grow(&c->out, &c->out_cap, c->out_len + n, 4096) != 0)
         return -1;
     memcpy(c->out + c->out_len, p, n);
     c->out_len += n;
@@ -369,7 +281,7 @@ static void process(conn *c)
             while (c->in_off < c->in_len && (c->in[c->in_off] == '\r' || c->in[c->in_off] == '\n'))
                 c->blank_lines += c->in[c->in_off++] == '\n';
             if (c->blank_lines > SK_HTTP_MAX_BLANK_LINES) {
-                if (!(r = req_get(s))) {
+                if (!(r = sk_http_req_get(s))) {
                     conn_abort(c);
                     break;
                 }
@@ -382,7 +294,7 @@ static void process(conn *c)
                     c->closing = 1; /* every request the peer sent is answered */
                 break;
             }
-            if (!(r = req_get(s))) {
+            if (!(r = sk_http_req_get(s))) {
                 conn_abort(c);
                 break;
             }
@@ -395,7 +307,7 @@ static void process(conn *c)
                     break;
                 }
                 c->head_seen = c->in_len - c->in_off; /* the next parse goes on from here */
-                req_put(r);
+                sk_http_req_put(r);
                 if (c->peer_eof)
                     c->closing = 1; /* a request the peer will never finish */
                 break;
@@ -676,105 +588,21 @@ void sk_http_free(sk_http *s)
         conn_free(c);
         if (r) { /* unanswered: freed here, as evhttp_free does */
             r->s = NULL;
-            req_put(r);
+            sk_http_req_put(r);
         }
     }
-    while (s->free_reqs) {
-        sk_http_req *r = s->free_reqs;
-        s->free_reqs = r->next_free;
-        free(r->ox);
-        free(r);
-    }
+    sk_http_req_pool_free(s);
     if (s->sweep)
         event_free(s->sweep);
     free(s->scratch);
     free(s);
 }
 
-/* ---- a request ---- */
-
-sk_http_method sk_http_method_of(const sk_http_req *r)
-{
-    return (sk_http_method)r->head.method;
-}
-
-const char *sk_http_uri(const sk_http_req *r)
-{
-    return r->base + r->head.uri;
-}
-
-const char *sk_http_header(const sk_http_req *r, const char *name)
-{
-    for (int i = 0; i < r->head.nh; i++)
-        if (strcasecmp(r->base + r->head.h[i].name, name) == 0)
-            return r->base + r->head.h[i].value;
-    return NULL;
-}
-
-int sk_http_header_count(const sk_http_req *r)
-{
-    return r->head.nh;
-}
-
-int sk_http_header_at(const sk_http_req *r, int i, const char **name, const char **value)
-{
-    if (i < 0 || i >= r->head.nh)
-        return -1;
-    *name = r->base + r->head.h[i].name;
-    *value = r->base + r->head.h[i].value;
-    return 0;
-}
-
-const char *sk_http_body(const sk_http_req *r, size_t *len)
-{
-    *len = r->body_len;
-    return r->body_len ? r->body : "";
-}
+/* ---- a request's connection, and its answer ---- */
 
 const struct sockaddr *sk_http_peer(const sk_http_req *r)
 {
     return r->c && r->c->peer.ss_family ? (const struct sockaddr *)&r->c->peer : NULL;
-}
-
-const char *sk_http_framing(const sk_http_req *r)
-{
-    return r->head.framing;
-}
-
-/* ---- the answer ---- */
-
-int sk_http_add_header(sk_http_req *r, const char *name, const char *value)
-{
-    if (strpbrk(name, "\r\n") || strpbrk(value, "\r\n"))
-        return -1;
-    if (strcasecmp(name, "Connection") == 0) {
-        if (strcasecmp(value, "close") == 0)
-            r->close = 1; /* the server writes the line itself */
-        return 0;
-    }
-    size_t nl = strlen(name), vl = strlen(value), need = r->oxlen + nl + vl + 4;
-    if (grow(&r->ox, &r->oxcap, need, 256) != 0)
-        return -1;
-    char *p = r->ox + r->oxlen;
-    memcpy(p, name, nl);
-    p[nl] = ':';
-    p[nl + 1] = ' ';
-    memcpy(p + nl + 2, value, vl);
-    p[nl + 2 + vl] = '\r';
-    p[nl + 3 + vl] = '\n';
-    r->oxlen = need;
-    return 0;
-}
-
-void sk_http_close_after(sk_http_req *r)
-{
-    r->close = 1;
-}
-
-static char *put(char *p, const char *s, size_t n)
-{
-    memcpy(p, s, n);
-    return p + n;
 }
 
 void sk_http_reply(sk_http_req *r, int status, const char *reason, const char *ctype,
@@ -783,57 +611,20 @@ void sk_http_reply(sk_http_req *r, int status, const char *reason, const char *c
     conn *c = r->c;
     sk_http *s = r->s;
     if (!c) {
-        req_put(r);
-        return;
-    }
-    size_t rlen = strlen(reason), clen = ctype ? strlen(ctype) : 0;
-    if (status < 100 || status > 999)
-        status = 500;
-    /* HEAD: the length the GET would have, no body; 1xx, 204, 304: neither */
-    int head_only = r->head.method == SK_HTTP_HEAD || status < 200 || status == 204 || status == 304;
-    size_t inline_body = !head_only && len <= BODY_INLINE ? len : 0;
-    size_t need = 256 + rlen + clen + r->oxlen + inline_body;
-    if (grow(&s->scratch, &s->scratch_cap, need, 4096) != 0) {
-        c->req = NULL;
-        req_put(r);
-        conn_abort(c);
+        sk_http_req_put(r);
         return;
     }
     int close_after = r->close || c->closing;
-    char *p = s->scratch;
-    p = put(p, "HTTP/1.1 ", 9);
-    *p++ = (char)('0' + status / 100);
-    *p++ = (char)('0' + status / 10 % 10);
-    *p++ = (char)('0' + status % 10);
-    *p++ = ' ';
-    p = put(p, reason, rlen);
-    p = put(p, "\r\nDate: ", 8);
-    p = put(p, sk_httpdate_get(&s->date, (int64_t)time(NULL)), 29);
-    p = put(p, "\r\n", 2);
-    if (ctype) {
-        p = put(p, "Content-Type: ", 14);
-        p = put(p, ctype, clen);
-        p = put(p, "\r\n", 2);
-    }
-    if (status >= 200 && status != 204 && status != 304) { /* RFC 9110 8.6 */
-        p = put(p, "Content-Length: ", 16);
-        p += sk_id_format(p, len); /* its NUL is overwritten next */
-        p = put(p, "\r\n", 2);
-    }
-    if (r->oxlen)
-        p = put(p, r->ox, r->oxlen);
-    if (close_after)
-        p = put(p, "Connection: close\r\n", 19);
-    else if (r->head.minor == 0)
-        p = put(p, "Connection: keep-alive\r\n", 24);
-    p = put(p, "\r\n", 2);
-    if (inline_body)
-        p = put(p, body, inline_body);
-    size_t hlen = (size_t)(p - s->scratch);
-    const char *rest = !head_only && !inline_body ? body : NULL;
-    size_t restlen = rest ? len : 0;
+    const void *rest;
+    size_t restlen;
+    size_t hlen = sk_http_answer_head(r, status, reason, ctype, body, len, close_after, &rest,
+                                      &restlen);
     c->req = NULL;
-    req_put(r);
+    sk_http_req_put(r);
+    if (!hlen) { /* OOM */
+        conn_abort(c);
+        return;
+    }
     if (close_after)
         c->closing = 1;
     if (conn_send(c, s->scratch, hlen, rest, restlen) != 0) {

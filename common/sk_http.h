@@ -178,6 +178,7 @@ typedef struct sk_http_head {
     int nh;
     struct {
         size_t name, value; /* the name as sent, the value trimmed */
+        size_t name_len;    /* strlen of the name (sk_http_header compares it first) */
     } h[SK_HTTP_MAX_HEADERS];
     int64_t content_length; /* 0 when none, or when the framing is refused */
     int keep_alive;         /* after this request, by version and Connection */

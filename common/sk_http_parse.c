@@ -249,6 +249,7 @@ static sk_http_parse_rc header_line(const char *buf, size_t at, size_t n, sk_htt
         return SK_HTTP_BAD;
     h->h[h->nh].name = at;
     h->h[h->nh].value = (size_t)(v - buf);
+    h->h[h->nh].name_len = (size_t)(colon - line);
     ends->name = (size_t)(colon - buf);
     ends->value = (size_t)(e - buf);
     h->nh++;

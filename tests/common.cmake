@@ -2,6 +2,8 @@
 seckill_add_test(NAME test_sk_jwt SOURCES unit/test_sk_jwt.c LIBS seckill::common LABELS unit)
 seckill_add_test(NAME test_sk_config SOURCES unit/test_sk_config.c LIBS seckill::common LABELS unit)
 seckill_add_test(NAME test_sk_http_parse SOURCES unit/test_sk_http_parse.c LIBS seckill::common LABELS unit)
+# sk_http_header against its contract, on a request built through sk_http_int.h.
+seckill_add_test(NAME test_sk_http_header SOURCES unit/test_sk_http_header.c LIBS seckill::common LABELS unit)
 seckill_add_test(NAME test_sk_http_query SOURCES unit/test_sk_http_query.c LIBS seckill::common LABELS unit)
 seckill_add_test(NAME test_sk_httpdate SOURCES unit/test_sk_httpdate.c LIBS seckill::common LABELS unit)
 # The connection layer over a socketpair; support/sk_test_http.c drives it (the split fuzz

@@ -79,7 +79,9 @@ static void check_signed(sk_order_msg m)
     }
     FUZZ_CHECK(sk_order_msg_sign(keys, &m) == 0);
     check_producer(&m);
-    consumer_order o = {(int64_t)m.order_id, (int64_t)m.event_id, (int64_t)m.user_id, m.ts_ms, ""};
+    /* the MAC covers the quantity: the consumer's copy carries it, 0 read as 1 */
+    consumer_order o = {(int64_t)m.order_id, (int64_t)m.event_id, (int64_t)m.user_id, m.ts_ms,
+                        m.quantity > 1 ? (int32_t)m.quantity : 1, ""};
     memcpy(o.mac, m.mac, sizeof(o.mac));
     FUZZ_CHECK(consumer_msg_verify(keys, &o) == CONSUMER_MSG_OK);
     FUZZ_CHECK(consumer_msg_verify(rotation, &o) == CONSUMER_MSG_OK);

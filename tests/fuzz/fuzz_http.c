@@ -18,7 +18,8 @@ static int route_has_id(order_route_id id)
     return id == ORDER_ROUTE_EVENT_GET || id == ORDER_ROUTE_ORDER_CREATE ||
            id == ORDER_ROUTE_ORDER_GET || id == ORDER_ROUTE_ORDER_PAY ||
            id == ORDER_ROUTE_ORDER_CANCEL || id == ORDER_ROUTE_EVENT_PAUSE ||
-           id == ORDER_ROUTE_EVENT_RESUME;
+           id == ORDER_ROUTE_EVENT_RESUME || id == ORDER_ROUTE_EVENT_CHALLENGE ||
+           id == ORDER_ROUTE_EVENT_ORDER_PATH;
 }
 
 static void check_route(order_method method, const char *uri)

@@ -108,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(inside(h.uri, lo, hi, 0) && buf[h.uri] != '\0');
         for (int i = 0; i < h.nh; i++) {
             FUZZ_CHECK(inside(h.h[i].name, lo, hi, 0) && buf[h.h[i].name] != '\0');
+            FUZZ_CHECK(strlen(buf + h.h[i].name) == h.h[i].name_len); /* sk_http_header's */
             FUZZ_CHECK(inside(h.h[i].value, lo, hi, 1));
         }
         FUZZ_CHECK(h.content_length >= 0 && h.content_length <= (maxb > 0 ? maxb : 0));

@@ -275,6 +275,8 @@ static void test_header_values(void **state)
     assert_string_equal(hdr("E"), "a:b: c");
     assert_string_equal(hdr("F-g"), "\x80\xff~"); /* obs-text passes */
     assert_string_equal(S(P.h.h[5].name), "f-G"); /* names as sent */
+    for (int i = 0; i < P.h.nh; i++) /* the length sk_http_header compares first */
+        assert_int_equal(P.h.h[i].name_len, strlen(S(P.h.h[i].name)));
     /* Malformed header lines: 400. */
     static const char *bad[] = {
         "GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n",    /* obs-fold */
@@ -352,6 +354,7 @@ static void check_same_head(const sk_http_head *a, size_t alen, const char *abuf
     assert_int_equal(a->nh, b->nh);
     for (int i = 0; i < a->nh; i++) {
         assert_string_equal(abuf + a->h[i].name, bbuf + b->h[i].name);
+        assert_int_equal(a->h[i].name_len, b->h[i].name_len);
         assert_string_equal(abuf + a->h[i].value, bbuf + b->h[i].value);
     }
     assert_int_equal(a->content_length, b->content_length);
