@@ -19,7 +19,9 @@ static int route_has_id(order_route_id id)
            id == ORDER_ROUTE_ORDER_GET || id == ORDER_ROUTE_ORDER_PAY ||
            id == ORDER_ROUTE_ORDER_CANCEL || id == ORDER_ROUTE_EVENT_PAUSE ||
            id == ORDER_ROUTE_EVENT_RESUME || id == ORDER_ROUTE_EVENT_CHALLENGE ||
-           id == ORDER_ROUTE_EVENT_ORDER_PATH;
+           id == ORDER_ROUTE_EVENT_ORDER_PATH || id == ORDER_ROUTE_EVENT_CHANGE ||
+           id == ORDER_ROUTE_EVENT_END || id == ORDER_ROUTE_EVENT_STOCK ||
+           id == ORDER_ROUTE_EVENT_AUDIT || id == ORDER_ROUTE_EVENT_DELETE;
 }
 
 static void check_route(order_method method, const char *uri)
