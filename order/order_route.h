@@ -1,6 +1,6 @@
 /* order_route: the HTTP API's routing table and id parsing, pure functions.
  *
- * Maps (method, path) to one route of DESIGN.md's API and pulls the decimal id out of
+ * Maps (method, path) to one route of docs/design.md's API and pulls the decimal id out of
  * the path. Knows nothing of evhttp, so it is unit-tested without a network. The
  * order of checks is fixed: unknown path 404, then wrong method 405, then a bad id 400. */
 #ifndef ORDER_ROUTE_H
