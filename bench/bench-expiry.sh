@@ -5,7 +5,7 @@
 # N orders (default 100,000) of one sold-out event are written straight into a private
 # database as `created`, all with the same pay_by a few seconds ahead; the gate in Redis
 # holds 0 units. One seckill-consumer (its expiry thread: expiry.interval_ms,
-# expiry.batch; its outbox publisher runs too, as in production) then expires them and
+# expiry.batch; its events publisher runs too, as in production) then expires them and
 # gives every unit back. Timed from the common pay_by to the moment every row is
 # expired and released (released_at), and checked: the gate holds N units, stock_left
 # is N. Then bench-consumer.sh's drain (COPY_REF=0) of the same N orders runs on the

@@ -1,6 +1,6 @@
 # PostgreSQL connections (common/sk_pg.h, issue 30). test_sk_pg: the helper against the
 # stack's server and a server that accepts and never answers; test_pg_hang: every
-# component that opens PostgreSQL (consumer: migration, writer, expiry, events outbox;
+# component that opens PostgreSQL (consumer: migration, writer, expiry, events publisher;
 # order: the front's pool, the reconciler) against that server, with a private dev Kafka.
 if(TARGET seckill_consumer_core AND TARGET seckill_order_core)
   add_library(seckill_pg_test_hold STATIC integration/test_pg_hold.c)

@@ -494,7 +494,7 @@ static int consumer_start(void)
 {
     char e[300];
     snprintf(e, sizeof(e), "SECKILL_REDIS_URL=%s", getenv("SECKILL_REDIS_URL"));
-    /* the expiry and the outbox publisher poll PostgreSQL on their own (issue 22): off
+    /* the expiry and the events publisher poll PostgreSQL on their own (issue 22): off
      * here, where pg_stat_database must count the reads' transactions alone */
     const char *env[] = {e, "SECKILL_EXPIRY_INTERVAL_MS=0", "SECKILL_EVENTS_TOPIC=", NULL};
     return to_consumer_start(&consumer, pg_conninfo, kafka.bootstrap, env, "test_order_reads");

@@ -5,7 +5,7 @@
  *
  *   seckill-consumer, migrate on:  the migration       migrate_failed
  *   seckill-consumer, migrate off: the expiry          expiry_failed
- *                                  the events outbox   events_failed
+ *                                  the events publisher events_failed
  *                                  a writer (a batch)  batch_failed
  *   seckill-order:                 the reconciler      reconciler_pg_failed
  *                                  the front's pool    pg_connect_failed (and a 503)
@@ -34,7 +34,7 @@
 #define CONNECT_MS (SK_PG_CONNECT_TIMEOUT_S * 1000)
 /* Room over connect_timeout for a sanitizer build on a loaded two-core machine. */
 #define SLACK_MS 4000
-/* A stop may wait for connection attempts in flight in turn (writers, then the outbox
+/* A stop may wait for connection attempts in flight in turn (writers, then the events publisher
  * publisher, then the expiry: consumer/main.c stops them one after the other). */
 #define STOP_MS (3 * CONNECT_MS + 5000)
 
