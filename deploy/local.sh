@@ -66,7 +66,7 @@ PACKAGES=(build-essential cmake pkg-config clang libclang-rt-14-dev curl ca-cert
     libhiredis-dev librdkafka-dev libpq-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
     redis-server redis-tools postgresql gnuplot-nox wrk chromium python3-venv nginx-core
     openjdk-17-jdk-headless maven # Apache Kafka's broker (deploy/kafka/) and its fetch; the Redisson drivers (a JDK: javac)
-    golang-go) # bench lock's redsync driver (bench/lock-redsync: go 1.19, modules pinned by go.sum)
+    golang-go) # the Go drivers of bench lock (redsync) and bench idgen (Sonyflake), modules pinned by go.sum
 
 log() { printf '[local.sh] %s\n' "$*" >&2; }
 die() { printf '[local.sh] error: %s\n' "$*" >&2; exit 1; }
@@ -102,8 +102,6 @@ cmd_deps() {
     # Node.js for the web tests: Debian's, unless the machine already has one (a
     # NodeSource nodejs bundles npm and conflicts with Debian's npm package).
     command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
-    # Go for bench-idgen's Sonyflake driver (bench/sonyflake): Debian's, unless one is there.
-    command -v go >/dev/null 2>&1 || PACKAGES+=(golang-go)
     for p in "${PACKAGES[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
