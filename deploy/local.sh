@@ -64,7 +64,7 @@ DEV_KAFKA=${SECKILL_DEV_KAFKA:-0}
 
 PACKAGES=(build-essential cmake pkg-config clang libclang-rt-14-dev curl ca-certificates
     libhiredis-dev librdkafka-dev libpq-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
-    redis-server redis-tools postgresql gnuplot-nox wrk chromium python3-venv nginx-core
+    redis-server redis-tools redis-sentinel postgresql gnuplot-nox wrk chromium python3-venv nginx-core
     openjdk-17-jdk-headless maven # Apache Kafka's broker (deploy/kafka/) and its fetch; the Redisson drivers (a JDK: javac)
     golang-go) # the Go drivers of bench lock (redsync) and bench idgen (Sonyflake), modules pinned by go.sum
 
@@ -118,6 +118,26 @@ cmd_deps() {
     web_deps
     # Sonyflake at the version bench/sonyflake/go.mod pins (go.sum checks it).
     (cd "$ROOT/bench/sonyflake" && go mod download)
+    toxiproxy_deps
+}
+
+# Shopify's toxiproxy (the network fault proxy of tests/fault/), built by the Go toolchain
+# at a pinned version into deploy/toxiproxy/bin (Debian does not package it). Redone only
+# when the pin changes.
+TOXIPROXY_VERSION=v2.12.0
+TOXIPROXY_BIN=$ROOT/deploy/toxiproxy/bin
+toxiproxy_deps() {
+    [ "$(cat "$TOXIPROXY_BIN/.version" 2>/dev/null)" = "$TOXIPROXY_VERSION" ] &&
+        [ -x "$TOXIPROXY_BIN/toxiproxy-server" ] && return 0
+    log "deps: toxiproxy $TOXIPROXY_VERSION (go install)"
+    local tmp
+    tmp=$(mktemp -d)
+    GOBIN=$tmp go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" ||
+        die "toxiproxy $TOXIPROXY_VERSION did not build"
+    mkdir -p "$TOXIPROXY_BIN"
+    mv "$tmp/server" "$TOXIPROXY_BIN/toxiproxy-server"
+    rm -rf "$tmp"
+    echo "$TOXIPROXY_VERSION" >"$TOXIPROXY_BIN/.version"
 }
 
 # The web tests' tools, pinned: npm packages from tests/web/package-lock.json and
