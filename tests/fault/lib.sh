@@ -112,7 +112,7 @@ fault_start_pg() {
 
 fault_pg_start_once() {
     fault_as_pg "$FAULT_PG_BIN/pg_ctl" -D "$FAULT_PG_DIR/data" -l "$FAULT_PG_DIR/log" -w -t 60 \
-        -o "-p $FAULT_PG_PORT -k $FAULT_PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50" \
+        -o "-p $FAULT_PG_PORT -k $FAULT_PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50 -c wal_level=logical" \
         start >/dev/null || return 1
     e2e_log "postgresql up (port $FAULT_PG_PORT)"
 }
