@@ -113,6 +113,12 @@ cmd_deps() {
         # Debian starts a system redis-server/postgresql on install; ours use other ports.
         as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     fi
+    # Except Debian's sentinel: it listens on 26379, the test stack's Redis port (16379 +
+    # 10000). Our sentinels (up --sentinel) run from their own configuration.
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active -q redis-sentinel 2>/dev/null; then
+        log "deps: stopping and disabling Debian's redis-sentinel service (it holds port 26379)"
+        as_root systemctl disable --now redis-sentinel >/dev/null 2>&1 || true
+    fi
     # Apache Kafka's jars from Maven Central (cached in deploy/kafka/lib).
     "$KAFKA_SH" fetch
     web_deps
