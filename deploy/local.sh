@@ -118,6 +118,8 @@ cmd_deps() {
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active -q redis-sentinel 2>/dev/null; then
         log "deps: stopping and disabling Debian's redis-sentinel service (it holds port 26379)"
         as_root systemctl disable --now redis-sentinel >/dev/null 2>&1 || true
+    elif pgrep -u redis -x redis-sentinel >/dev/null 2>&1; then # no systemd: its init script
+        as_root service redis-sentinel stop >/dev/null 2>&1 || true
     fi
     # Apache Kafka's jars from Maven Central (cached in deploy/kafka/lib).
     "$KAFKA_SH" fetch
