@@ -1,7 +1,6 @@
 /* order_event_audit: an event's admin record. See order_event_audit.h. */
 #include "order_event_audit.h"
 #include "order_http_int.h"
-#include "sk_http_query.h"
 #include "sk_log.h"
 
 #include <inttypes.h>
@@ -48,15 +47,9 @@ void order_event_audit_handle(order_worker *w, sk_http_req *req, const order_rou
     sk_jwt_claims claims;
     if (order_http_authorize(w, req, rt->id, start_us, "reading the admin record", &claims) != 0)
         return;
-    size_t qlen;
-    const char *q = sk_http_query_of(sk_http_uri(req), &qlen);
     long long offset, limit;
-    if (sk_http_query_int(q, qlen, "offset", 0, 1000000, 0, &offset) < 0 ||
-        sk_http_query_int(q, qlen, "limit", 1, ORDER_AUDIT_LIMIT_MAX, 20, &limit) < 0) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST,
-                               "offset is 0 to 1000000 and limit 1 to 100", 0);
+    if (order_http_page(w, req, rt->id, start_us, 1000000, ORDER_AUDIT_LIMIT_MAX, &offset, &limit) != 0)
         return;
-    }
     audit_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
     if (!r)
         return;

@@ -86,6 +86,13 @@ uint32_t order_http_client_ip(order_app *app, sk_http_req *req);
 int order_http_redis_ready(order_worker *w, sk_http_req *req, order_route_id route,
                            int64_t start_us);
 
+/** @brief The page of a list route from its query: `offset` 0..offset_max (default 0)
+ *  and `limit` 1..limit_max (default 20). A wrong one answers 400 naming both ranges.
+ *  @returns 0, or -1 once it answered. */
+int order_http_page(order_worker *w, sk_http_req *req, order_route_id route, int64_t start_us,
+                    long long offset_max, long long limit_max, long long *offset,
+                    long long *limit);
+
 /** @brief A zeroed request struct of `size` bytes whose first member is an
  *  order_req_head, the head filled from the arguments.
  *  @returns it (the caller's: free() or an order_req_*_free below), or NULL once it

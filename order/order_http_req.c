@@ -7,6 +7,7 @@
 #include "order_body.h"
 #include "order_idem_http.h"
 #include "order_time.h"
+#include "sk_http_query.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,21 @@ uint32_t order_http_client_ip(order_app *app, sk_http_req *req)
     if (p->n == 0 || !order_limit_proxy_trusted(p, peer))
         return peer;
     return order_limit_client_ip(p, peer, sk_http_header(req, "X-Forwarded-For"));
+}
+
+int order_http_page(order_worker *w, sk_http_req *req, order_route_id route, int64_t start_us,
+                    long long offset_max, long long limit_max, long long *offset,
+                    long long *limit)
+{
+    size_t qlen;
+    const char *q = sk_http_query_of(sk_http_uri(req), &qlen);
+    if (sk_http_query_int(q, qlen, "offset", 0, offset_max, 0, offset) >= 0 &&
+        sk_http_query_int(q, qlen, "limit", 1, limit_max, 20, limit) >= 0)
+        return 0; /* found or absent (the default) */
+    char why[96];
+    snprintf(why, sizeof(why), "offset is 0 to %lld and limit 1 to %lld", offset_max, limit_max);
+    order_http_reply_error(w, req, route, start_us, ORDER_ERR_BAD_REQUEST, why, 0);
+    return -1;
 }
 
 int order_http_redis_ready(order_worker *w, sk_http_req *req, order_route_id route,
