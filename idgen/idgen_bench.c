@@ -220,7 +220,14 @@ static int bench_gen_new(const idgen_bench_args *a, int mode, idgen_t **out, idg
             fprintf(err, "idgen bench: %s\n", e);
             return 1;
         }
-        if ((rc = idgen_worker_next(*wk, &id))) {
+        /* A worker id just handed back (the last repetition's) stamps only after its last
+         * holder's reservation (up to reserve_ms ahead, + 1 s): wait that out, not fail. */
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        for (int waited_ms = 0; (rc = idgen_worker_next(*wk, &id)) == IDGEN_ERR_LEASE &&
+                                waited_ms < 2 * wo.reserve_ms + 2000;
+             waited_ms += 20)
+            nanosleep(&pause, NULL);
+        if (rc) {
             fprintf(err, "idgen bench: %s: %s\n", idgen_strerror(rc), idgen_worker_errstr(*wk));
             idgen_worker_free(*wk);
             *wk = NULL;
