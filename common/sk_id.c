@@ -81,3 +81,16 @@ size_t sk_id_format(char out[SK_ID_DEC_MAX], uint64_t v)
     }
     return n;
 }
+
+int sk_id_format_succ(char *out, const char *prev, size_t n)
+{
+    memcpy(out, prev, n);
+    for (size_t i = n; i-- > 0;) {
+        if (out[i] != '9') {
+            out[i]++;
+            return 1;
+        }
+        out[i] = '0';
+    }
+    return 0;
+}

@@ -30,4 +30,11 @@ int sk_id_parse_str(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
  *  leading zero). @returns its length (1..20). snprintf costs several times more. */
 size_t sk_id_format(char out[SK_ID_DEC_MAX], uint64_t v);
 
+/** @brief Writes at out the decimal of one more than the n digits at prev (as
+ *  sk_id_format wrote them; out and prev do not overlap), without a NUL: a run of
+ *  consecutive ids is written a copy and a carry each, not a full format.
+ *  @returns 1, or 0 when one more needs another digit (all nines; out is then garbage:
+ *  format that one with sk_id_format). */
+int sk_id_format_succ(char *out, const char *prev, size_t n);
+
 #endif

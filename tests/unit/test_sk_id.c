@@ -94,6 +94,32 @@ static void test_format(void **state)
     }
 }
 
+/* The successor's digits equal sk_id_format's for a run across every carry length, and
+ * all nines (a digit more) is refused. */
+static void test_format_succ(void **state)
+{
+    (void)state;
+    char prev[SK_ID_DEC_MAX], next[SK_ID_DEC_MAX], want[SK_ID_DEC_MAX];
+    const uint64_t starts[] = {0, 8, 95, 1299, 99990, 393862309363056690ULL,
+                               18446744073709551600ULL};
+    for (size_t s = 0; s < sizeof(starts) / sizeof(starts[0]); s++) {
+        uint64_t x = starts[s];
+        size_t n = sk_id_format(prev, x);
+        for (int k = 0; k < 15; k++, x++) {
+            size_t wn = sk_id_format(want, x + 1);
+            if (wn != n) { /* all nines: one digit more */
+                assert_int_equal(sk_id_format_succ(next, prev, n), 0);
+                n = sk_id_format(prev, x + 1);
+                continue;
+            }
+            assert_int_equal(sk_id_format_succ(next, prev, n), 1);
+            next[n] = 0;
+            assert_string_equal(next, want);
+            memcpy(prev, next, n + 1);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -101,6 +127,7 @@ int main(void)
         cmocka_unit_test(test_ids_refused),
         cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_format),
+        cmocka_unit_test(test_format_succ),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
