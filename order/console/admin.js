@@ -118,14 +118,16 @@ function renderPicked() {
   if (!ev) { $('audit-rows').textContent = ''; setText('audit-page', '-'); }
 }
 
-/* An act's answer (the event as it now is, without `now`) becomes the picked event. */
-function actDone(ev, gone, what) {
+/* An act's answer (the event as it now is, without `now`) becomes the picked event; the
+ * message comes last, once the record shows the act too. */
+async function actDone(ev, gone, what) {
   const k = known.get(pickedId);
   known.set(pickedId, { ev: Object.assign({}, k ? k.ev : {}, ev), gone: gone !== undefined ? gone : (k ? k.gone : '') });
   renderPicker();
   renderPicked();
-  manageMessage(what, '');
-  return loadAudit(0);
+  manageMessage('', '');
+  await loadAudit(0);
+  setText('manage-result', what); /* a record that failed to load keeps its error shown */
 }
 
 function needPicked() {
