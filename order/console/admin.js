@@ -8,11 +8,13 @@
 
 const LIST_PAGE = 100;   /* the list's largest page */
 const LIST_PAGES = 10;   /* at most 1,000 events in the picker */
-const AUDIT_PAGE = 10;
+const AUDIT_PAGE = 5;
 
-/* id -> {ev (the last answer for it), gone: '' | 'ended' | 'archived'}. Events the list no
- * longer shows (ended: the list leaves them out; archived) stay here while the page is
- * open, so an operator can still archive a sale that just ended, or read its record. */
+/* id -> {ev (the last answer for it), gone: '' | 'ended' | 'archived', paused}. Events the
+ * list no longer shows (ended: the list leaves them out; archived) stay here while the
+ * page is open, so an operator can still archive a sale that just ended, or read its
+ * record. `paused` is what this page did (no read answers it): a pause from elsewhere
+ * shows in the record, not in the state. */
 const known = new Map();
 let pickedId = null;
 let adminClockMs = 0;    /* server clock minus ours, from the last event answer's `now` */
@@ -25,11 +27,11 @@ function manageMessage(ok, err) {
 
 function serverNow() { return Date.now() + adminClockMs; }
 
-function stateOf(ev, gone) {
+function stateOf(ev, gone, paused) {
   if (gone === 'archived') return 'archived';
   const now = serverNow();
   if (gone === 'ended' || Date.parse(ev.ends_at) <= now) return 'ended';
-  return Date.parse(ev.starts_at) > now ? 'upcoming' : 'on sale';
+  return (Date.parse(ev.starts_at) > now ? 'upcoming' : 'on sale') + (paused ? ', paused' : '');
 }
 
 /* ---- the list to pick from -------------------------------------------------------- */
@@ -42,7 +44,8 @@ async function loadEventList() {
     if (r.status !== 200 || !r.body || !Array.isArray(r.body.events)) { manageMessage('', 'event list: ' + errorText(r)); return; }
     for (const ev of r.body.events) {
       listed.add(ev.event_id);
-      known.set(ev.event_id, { ev, gone: '' });
+      const k = known.get(ev.event_id);
+      known.set(ev.event_id, { ev, gone: '', paused: k ? k.paused : false });
     }
     offset = r.body.next_offset;
   }
@@ -85,7 +88,7 @@ async function pickEvent(id) {
   if (r.status !== 200 || !r.body) { manageMessage('', errorText(r)); return; }
   if (typeof r.body.now === 'string') adminClockMs = Date.parse(r.body.now) - Date.now();
   const k = known.get(pickedId);
-  known.set(pickedId, { ev: r.body, gone: k ? k.gone : '' });
+  known.set(pickedId, { ev: r.body, gone: k ? k.gone : '', paused: k ? k.paused : false });
   renderPicker();
   renderPicked();
   /* the other sections follow the pick: no id typed anywhere */
@@ -104,7 +107,7 @@ function renderPicked() {
   const k = pickedId ? known.get(pickedId) : null;
   const ev = k && k.ev;
   setText('pk-id', ev ? ev.name + ' (' + pickedId + ')' : '-');
-  setText('pk-state', ev ? stateOf(ev, k.gone) : '-');
+  setText('pk-state', ev ? stateOf(ev, k.gone, k.paused) : '-');
   setText('pk-stock', ev ? fmt(ev.stock_left) + ' left of ' + fmt(ev.stock_total) : '-');
   setText('pk-window', ev ? ev.starts_at + ' to ' + ev.ends_at : '-');
   setText('pk-limits', ev ? limitsText(ev.limits) : '-');
@@ -120,9 +123,10 @@ function renderPicked() {
 
 /* An act's answer (the event as it now is, without `now`) becomes the picked event; the
  * message comes last, once the record shows the act too. */
-async function actDone(ev, gone, what) {
+async function actDone(ev, gone, what, paused) {
   const k = known.get(pickedId);
-  known.set(pickedId, { ev: Object.assign({}, k ? k.ev : {}, ev), gone: gone !== undefined ? gone : (k ? k.gone : '') });
+  known.set(pickedId, { ev: Object.assign({}, k ? k.ev : {}, ev), gone: gone !== undefined ? gone : (k ? k.gone : ''),
+    paused: paused !== undefined ? paused : (k ? k.paused : false) });
   renderPicker();
   renderPicked();
   manageMessage('', '');
@@ -188,7 +192,15 @@ async function endPicked() {
   if (!confirm('End the sale of ' + known.get(pickedId).ev.name + ' now? It cannot be reopened.')) return;
   const r = await api('POST', '/api/v1/events/' + pickedId + '/end', adminToken);
   if (r.status !== 200 || !r.body) { manageMessage('', errorText(r)); return; }
-  await actDone(r.body, 'ended', 'ended at ' + r.body.ends_at);
+  await actDone(r.body, 'ended', 'ended at ' + r.body.ends_at, false); /* an end clears a pause */
+}
+
+async function pausePicked(pause) {
+  if (!needPicked()) return;
+  const r = await api('POST', '/api/v1/events/' + pickedId + (pause ? '/pause' : '/resume'), adminToken);
+  if (r.status !== 200 || !r.body) { manageMessage('', errorText(r)); return; }
+  await actDone({}, undefined, r.body.paused ? 'paused: new orders get 503 paused' : 'resumed: orders are taken again',
+    r.body.paused);
 }
 
 async function removePicked() {
@@ -269,6 +281,8 @@ async function loadAudit(offset) {
   });
   $('change-form').addEventListener('submit', changePicked);
   $('stock-form').addEventListener('submit', restockPicked);
+  $('pause').addEventListener('click', () => pausePicked(true));
+  $('resume').addEventListener('click', () => pausePicked(false));
   $('end-now').addEventListener('click', endPicked);
   $('remove').addEventListener('click', removePicked);
   $('audit-prev').addEventListener('click', () => loadAudit(Math.max(0, auditOffset - AUDIT_PAGE)));

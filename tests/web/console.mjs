@@ -5,8 +5,9 @@
 // created; buy from an event with a proof-of-work challenge (issue 31): the page solves it
 // in JavaScript and the order is created; the solver's rate is printed (order/README.md's
 // browser figures). Then the operator's side (issue 32): pick events from the list, change
-// one, restock it (add and total, a refusal shown), end it, read its admin record, remove
-// it (deleted), and archive the sold-out one; PostgreSQL and the API agree with the page.
+// one, restock it (add and total, a refusal shown), pause and resume it, end it, read its
+// admin record page by page, remove it (deleted), and archive the sold-out one; PostgreSQL
+// and the API agree with the page.
 // Screenshots of the live view, the buyer's challenge and the managed event's record are
 // saved in SECKILL_WEB_OUT.
 //
@@ -143,21 +144,43 @@ async function manageEvents(soldId) {
   check('a removal past the unsold is refused on the page', (await error((t) => t.includes('409'))).includes('409 conflict'));
   check('the stock is as it was', row(id)[1] === '40');
 
+  // Pause: the event's orders are 503 paused; resume.
+  const order = async () => {
+    const res = await fetch(`${base}/api/v1/events/${id}/orders`, { method: 'POST', headers: { Authorization: 'Bearer ' + user } });
+    return `${res.status} ${(await res.json()).error}`;
+  };
+  await page.click('#pause');
+  check('pause', (await result((t) => t.startsWith('paused'))).startsWith('paused') && (await text('#pk-state')) === 'upcoming, paused');
+  const paused = await order();
+  check('its orders are 503 paused', paused === '503 paused', paused);
+  await page.click('#resume');
+  check('resume', (await result((t) => t.startsWith('resumed'))).startsWith('resumed') && (await text('#pk-state')) === 'upcoming');
+  const resumed = await order();
+  check('its orders are judged again (not started)', resumed === '403 not_started', resumed);
+
   // End now, then the record of it all.
   await page.click('#end-now');
   check('end now', (await result((t) => t.startsWith('ended'))).startsWith('ended at'));
   check('the page shows it ended', (await text('#pk-state')) === 'ended');
   check('PostgreSQL has it ended', Number(row(id)[3]) <= Math.ceil(Date.now() / 1000));
-  const buy = await fetch(`${base}/api/v1/events/${id}/orders`, { method: 'POST', headers: { Authorization: 'Bearer ' + user } });
-  check('its orders are 403 ended', buy.status === 403 && (await buy.json()).error === 'ended', String(buy.status));
+  const ended = await order();
+  check('its orders are 403 ended', ended === '403 ended', ended);
+  // The record, five entries a page: the first page, then the second.
   const record = await acts();
-  check('the record lists every act', record === 'create change restock restock end', record);
+  check('the record\'s first page', record === 'create change restock restock pause' &&
+    (await text('#audit-page')) === 'entries 1 to 5', `${record} / ${await text('#audit-page')}`);
   const actors = await page.locator('#audit-rows tr td:nth-child(2)').allTextContents();
   check('the record names the admin', actors.length === 5 && actors.every((a) => a === String(stamp * 100 + 1)), actors.join(' '));
   const what = await page.locator('#audit-rows td.what').allTextContents();
   check('the record shows what changed', what[1].includes(`"managed ${stamp}"`) && what[3].includes('stock_total 75 \u2192 40'), what.join(' | '));
   await page.locator('#manage').screenshot({ path: join(out, 'console-manage.png') });
   console.log(`screenshot: ${join(out, 'console-manage.png')}`);
+  await page.click('#audit-next');
+  const page2 = await waitText('#audit-page', (t) => t === 'entries 6 to 7');
+  check('the record\'s next page', page2 === 'entries 6 to 7' && (await acts()) === 'resume end' &&
+    (await page.isDisabled('#audit-next')) && !(await page.isDisabled('#audit-prev')), `${page2} / ${await acts()}`);
+  await page.click('#audit-prev');
+  check('and back', (await waitText('#audit-page', (t) => t === 'entries 1 to 5')) === 'entries 1 to 5');
 
   // Remove: no order, so deleted, everywhere.
   await page.click('#remove');
