@@ -10,6 +10,7 @@ struct order_pause {
     _Atomic uint32_t seq; /* odd while a write is under way */
     _Atomic uint32_t n;
     _Atomic uint64_t ids[ORDER_PAUSE_MAX];
+    _Atomic uint64_t version; /* order_pause_set calls, bumped under wmu */
 };
 
 order_pause *order_pause_new(void)
@@ -63,6 +64,7 @@ int order_pause_set(order_pause *p, uint64_t event_id, int paused)
     int rc = 0;
     pthread_mutex_lock(&p->wmu);
     uint32_t n = atomic_load_explicit(&p->n, memory_order_relaxed), at = n;
+    atomic_fetch_add_explicit(&p->version, 1, memory_order_relaxed);
     for (uint32_t i = 0; i < n; i++)
         if (atomic_load_explicit(&p->ids[i], memory_order_relaxed) == event_id)
             at = i;
@@ -85,17 +87,38 @@ int order_pause_set(order_pause *p, uint64_t event_id, int paused)
     return rc;
 }
 
-void order_pause_replace(order_pause *p, const uint64_t *ids, size_t n)
+/* Caller holds wmu. */
+static void replace_locked(order_pause *p, const uint64_t *ids, size_t n)
 {
     if (n > ORDER_PAUSE_MAX)
         n = ORDER_PAUSE_MAX;
-    pthread_mutex_lock(&p->wmu);
     write_begin(p);
     for (size_t i = 0; i < n; i++)
         atomic_store_explicit(&p->ids[i], ids[i], memory_order_relaxed);
     atomic_store_explicit(&p->n, (uint32_t)n, memory_order_relaxed);
     write_end(p);
+}
+
+void order_pause_replace(order_pause *p, const uint64_t *ids, size_t n)
+{
+    pthread_mutex_lock(&p->wmu);
+    replace_locked(p, ids, n);
     pthread_mutex_unlock(&p->wmu);
+}
+
+uint64_t order_pause_version(order_pause *p)
+{
+    return atomic_load_explicit(&p->version, memory_order_relaxed);
+}
+
+int order_pause_replace_since(order_pause *p, const uint64_t *ids, size_t n, uint64_t version)
+{
+    pthread_mutex_lock(&p->wmu); /* order_pause_set bumps version under it: no set slips between */
+    int fresh = atomic_load_explicit(&p->version, memory_order_relaxed) == version;
+    if (fresh)
+        replace_locked(p, ids, n);
+    pthread_mutex_unlock(&p->wmu);
+    return fresh;
 }
 
 size_t order_pause_count(order_pause *p)

@@ -39,6 +39,16 @@ int order_pause_set(order_pause *p, uint64_t event_id, int paused);
  *  ORDER_PAUSE_MAX keeps the first ORDER_PAUSE_MAX. */
 void order_pause_replace(order_pause *p, const uint64_t *ids, size_t n);
 
+/** @brief How many order_pause_set calls this instance made: taken before a read of
+ *  the Redis set is sent, for order_pause_replace_since. */
+uint64_t order_pause_version(order_pause *p);
+
+/** @brief order_pause_replace, unless an order_pause_set came after `version` was taken:
+ *  then the read may predate that pause or resume (sent on another connection, it
+ *  reached Redis after the read) and would undo it here for an interval; it is dropped,
+ *  the next read is fresh. @returns 1 replaced, 0 dropped. */
+int order_pause_replace_since(order_pause *p, const uint64_t *ids, size_t n, uint64_t version);
+
 /** @brief How many ids are paused here. */
 size_t order_pause_count(order_pause *p);
 

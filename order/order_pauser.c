@@ -19,6 +19,7 @@ struct order_pauser {
     order_redis *redis;
     order_pauser_tables t;
     int inflight; /* replies still to come this turn */
+    uint64_t members_version; /* order_pause_version when this turn's SMEMBERS was sent */
     int warned_full, warned_changed;
     int have_counts; /* the first HGETALL landed */
     changed seen[ORDER_CHANGED_MAX];
@@ -46,7 +47,8 @@ static void on_members(redisReply *reply, void *arg)
         }
         ids[n++] = id;
     }
-    order_pause_replace(p->t.paused, ids, n);
+    /* A pause or resume made here since the read was sent wins over it (order_pause.h). */
+    order_pause_replace_since(p->t.paused, ids, n, p->members_version);
 }
 
 static long long count_of(const order_pauser *p, uint64_t id)
@@ -102,6 +104,7 @@ static void tick(evutil_socket_t fd, short what, void *arg)
     order_pauser *p = arg;
     if (p->inflight || !order_redis_connected(p->redis))
         return;
+    p->members_version = order_pause_version(p->t.paused);
     const char *argv[2] = {"SMEMBERS", ORDER_PAUSE_KEY};
     size_t lens[2] = {8, strlen(ORDER_PAUSE_KEY)};
     if (order_redis_command(p->redis, 2, argv, lens, on_members, p) == 0)

@@ -1,7 +1,8 @@
 /* The sale console of seckill-order (GET /console).
  *
  * One page for the people who run a sale: sign in with an admin token, create an event,
- * watch it live, and try the buyer's flow by hand. It calls only the public API and
+ * watch it live, and try the buyer's flow by hand. admin.js (loaded after this file) holds
+ * the "Manage an event" section: pick, change, restock, end, remove, the admin record. It calls only the public API and
  * /metrics of its own origin (the tokens go nowhere else), plus the consumer's /metrics
  * at the URL given, without credentials. Answers are read with JSON.parse and shown with
  * textContent: no HTML is ever built from data. The tokens live in this page's memory
@@ -147,11 +148,13 @@ async function signIn(ev) {
   adminToken = token;
   $('token').value = '';
   setText('who', 'signed in as user ' + String(claims.sub) + ' (admin)');
+  document.dispatchEvent(new Event('seckill:signedin')); /* admin.js loads the event list */
 }
 
 function signOut() {
   adminToken = null;
   setText('who', 'not signed in');
+  document.dispatchEvent(new Event('seckill:signedout'));
 }
 
 /* ---- create an event -------------------------------------------------------------- */
@@ -177,6 +180,7 @@ async function createEvent(ev) {
   setText('create-result', 'created event ' + r.body.event_id);
   $('watch-id').value = r.body.event_id;
   $('buyer-event').value = r.body.event_id;
+  document.dispatchEvent(new CustomEvent('seckill:created', { detail: r.body.event_id })); /* admin.js picks it */
 }
 
 /* ---- the live view ---------------------------------------------------------------- */

@@ -263,6 +263,15 @@ static void test_pause_table(void **state)
     assert_int_equal(order_pause_set(p, 7, 1), -1); /* full */
     order_pause_replace(p, NULL, 0);
     assert_false(order_pause_has(p, 1000));
+    /* A read of Redis sent before a resume here must not pause the event again. */
+    assert_int_equal(order_pause_set(p, 8, 1), 0);
+    uint64_t v = order_pause_version(p), stale[1] = {8};
+    assert_int_equal(order_pause_set(p, 8, 0), 0);
+    assert_int_equal(order_pause_replace_since(p, stale, 1, v), 0);
+    assert_false(order_pause_has(p, 8));
+    v = order_pause_version(p); /* no change here since: the read is applied */
+    assert_int_equal(order_pause_replace_since(p, stale, 1, v), 1);
+    assert_true(order_pause_has(p, 8));
     order_pause_free(p);
     order_pause_free(NULL);
     char body[96];

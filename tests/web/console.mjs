@@ -4,8 +4,12 @@
 // 202 count match the API and /metrics at the end; buy as a user and see queued, then
 // created; buy from an event with a proof-of-work challenge (issue 31): the page solves it
 // in JavaScript and the order is created; the solver's rate is printed (order/README.md's
-// browser figures). Screenshots of the live view and of the buyer's challenge are saved
-// in SECKILL_WEB_OUT.
+// browser figures). Then the operator's side (issue 32): pick events from the list, change
+// one, restock it (add and total, a refusal shown), pause and resume it, end it, read its
+// admin record page by page, remove it (deleted), and archive the sold-out one; PostgreSQL
+// and the API agree with the page.
+// Screenshots of the live view, the buyer's challenge and the managed event's record are
+// saved in SECKILL_WEB_OUT.
 //
 // Environment: SECKILL_HTTP, SECKILL_CONSUMER_HTTP, SECKILL_BIN_DIR, SECKILL_JWT_SECRET,
 // SECKILL_PG; CHROMIUM (default /usr/bin/chromium); SECKILL_WEB_OUT (default .).
@@ -51,6 +55,7 @@ const browser = await chromium.launch({
 const page = await browser.newPage({ viewport: { width: 1200, height: 1100 } });
 const errors = [];
 page.on('pageerror', (e) => errors.push(String(e)));
+page.on('dialog', (d) => d.accept()); // the console's confirm() before end and remove
 // Every request the page makes: the tokens must go to its own origin only.
 const sent = [];
 page.on('request', (r) => sent.push({ url: r.url(), auth: r.headers().authorization }));
@@ -65,6 +70,139 @@ const waitText = async (sel, pred, ms = 15000) => {
   }
   return last;
 };
+
+// The "Manage an event" section (order/console/admin.js), signed in as admin. `soldId`
+// is the live view's event: sold out, so it holds orders and can only be archived.
+async function manageEvents(soldId) {
+  const row = (id) => sql(`select name, stock_total, stock_left, floor(extract(epoch from ends_at))::bigint,
+    archived_at is not null from seckill_event where id = ${id}`).split('|');
+  const apiEvent = async (id) => (await fetch(`${base}/api/v1/events/${id}`, { headers: { Authorization: 'Bearer ' + admin } })).json();
+  const acts = async () => (await page.locator('#audit-rows td.act').allTextContents()).join(' ');
+  const result = (pred, ms) => waitText('#manage-result', pred, ms);
+  const error = (pred) => waitText('#manage-error', pred);
+  // Picking from the list: the earlier events are offered (refresh until the front's list,
+  // refreshed every second, has them).
+  let offered = [];
+  for (let i = 0; i < 30 && !offered.includes(soldId); i++) {
+    await page.click('#pick-refresh');
+    await page.waitForTimeout(200);
+    offered = await page.locator('#pick option').evaluateAll((os) => os.map((o) => o.value));
+  }
+  check('the list offers the running events to pick', offered.includes(soldId), JSON.stringify(offered));
+  await page.selectOption('#pick', soldId);
+  check('picking one shows it', (await waitText('#pk-id', (t) => t.includes(soldId))).includes(`console ${stamp}`));
+  check('the pick fills the live view\'s event', (await page.inputValue('#watch-id')) === soldId);
+
+  // A new upcoming event, created through the form, is picked at once.
+  await page.fill('#ev-name', `manage ${stamp}`);
+  await page.fill('#ev-stock', '50');
+  await page.fill('#ev-starts', '3600');
+  await page.fill('#ev-lasts', '3600');
+  await page.click('#create-form button[type=submit]');
+  const made = await waitText('#create-result', (t) => t.includes('created event') && !t.endsWith(soldId));
+  const id = (/(\d+)$/.exec(made || '') || [])[1];
+  check('the created event is picked', (await waitText('#pk-id', (t) => t.includes(String(id)))).includes(`manage ${stamp}`));
+  check('it is shown upcoming with its stock', (await text('#pk-state')) === 'upcoming' && (await text('#pk-stock')) === '50 left of 50',
+    `${await text('#pk-state')} / ${await text('#pk-stock')}`);
+  check('the picker selects it', (await page.inputValue('#pick')) === id);
+
+  // Change: a name, a later end, a user rate; only those are sent.
+  const ends = Date.parse(await page.inputValue('#ch-ends')) + 1800e3;
+  await page.fill('#ch-name', `managed ${stamp}`);
+  await page.fill('#ch-ends', new Date(ends).toISOString());
+  await page.fill('#ch-user-rate', '7');
+  await page.click('#change');
+  const changed = await result((t) => t.startsWith('changed'));
+  check('the change form saves', changed === 'changed: name, ends_at, limits', changed);
+  let r = row(id);
+  check('PostgreSQL has the change', r[0] === `managed ${stamp}` && Number(r[3]) === Math.floor(ends / 1000), r.join('|'));
+  check('the API has the new rate', ((await apiEvent(id)).limits || {}).user_rate === 7);
+  check('the page shows the new rate', (await text('#pk-limits')) === 'user_rate 7');
+  // A change the server refuses: the reason on the page, nothing changed.
+  await page.fill('#ch-ends', new Date(Date.now() - 60e3).toISOString());
+  await page.click('#change');
+  check('a refused change shows the 409 and its reason', (await error((t) => t.includes('409'))).includes('conflict'));
+  check('nothing changed by it', row(id)[3] === r[3]);
+  await page.fill('#ch-ends', new Date(ends).toISOString());
+  await page.click('#change');
+  check('an unchanged form sends nothing', (await error((t) => t === 'nothing to change')) === 'nothing to change');
+
+  // Restock: add, then set the total, then a removal past the unsold refused.
+  await page.selectOption('#st-mode', 'add');
+  await page.fill('#st-units', '25');
+  await page.click('#restock');
+  check('restock add', (await result((t) => t.includes('75'))) === 'restocked: 75 left of 75');
+  await page.selectOption('#st-mode', 'total');
+  await page.fill('#st-units', '40');
+  await page.click('#restock');
+  check('restock total', (await result((t) => t.includes('40'))) === 'restocked: 40 left of 40');
+  r = row(id);
+  check('PostgreSQL has the new total', r[1] === '40' && r[2] === '40', r.join('|'));
+  await page.selectOption('#st-mode', 'add');
+  await page.fill('#st-units', '-41');
+  await page.click('#restock');
+  check('a removal past the unsold is refused on the page', (await error((t) => t.includes('409'))).includes('409 conflict'));
+  check('the stock is as it was', row(id)[1] === '40');
+
+  // Pause: the event's orders are 503 paused; resume.
+  const order = async () => {
+    const res = await fetch(`${base}/api/v1/events/${id}/orders`, { method: 'POST', headers: { Authorization: 'Bearer ' + user } });
+    return `${res.status} ${(await res.json()).error}`;
+  };
+  await page.click('#pause');
+  check('pause', (await result((t) => t.startsWith('paused'))).startsWith('paused') && (await text('#pk-state')) === 'upcoming, paused');
+  const paused = await order();
+  check('its orders are 503 paused', paused === '503 paused', paused);
+  await page.click('#resume');
+  check('resume', (await result((t) => t.startsWith('resumed'))).startsWith('resumed') && (await text('#pk-state')) === 'upcoming');
+  const resumed = await order();
+  check('its orders are judged again (not started)', resumed === '403 not_started', resumed);
+
+  // End now, then the record of it all.
+  await page.click('#end-now');
+  check('end now', (await result((t) => t.startsWith('ended'))).startsWith('ended at'));
+  check('the page shows it ended', (await text('#pk-state')) === 'ended');
+  check('PostgreSQL has it ended', Number(row(id)[3]) <= Math.ceil(Date.now() / 1000));
+  const ended = await order();
+  check('its orders are 403 ended', ended === '403 ended', ended);
+  // The record, five entries a page: the first page, then the second.
+  const record = await acts();
+  check('the record\'s first page', record === 'create change restock restock pause' &&
+    (await text('#audit-page')) === 'entries 1 to 5', `${record} / ${await text('#audit-page')}`);
+  const actors = await page.locator('#audit-rows tr td:nth-child(2)').allTextContents();
+  check('the record names the admin', actors.length === 5 && actors.every((a) => a === String(stamp * 100 + 1)), actors.join(' '));
+  const what = await page.locator('#audit-rows td.what').allTextContents();
+  check('the record shows what changed', what[1].includes(`"managed ${stamp}"`) && what[3].includes('stock_total 75 \u2192 40'), what.join(' | '));
+  await page.locator('#manage').screenshot({ path: join(out, 'console-manage.png') });
+  console.log(`screenshot: ${join(out, 'console-manage.png')}`);
+  await page.click('#audit-next');
+  const page2 = await waitText('#audit-page', (t) => t === 'entries 6 to 7');
+  check('the record\'s next page', page2 === 'entries 6 to 7' && (await acts()) === 'resume end' &&
+    (await page.isDisabled('#audit-next')) && !(await page.isDisabled('#audit-prev')), `${page2} / ${await acts()}`);
+  await page.click('#audit-prev');
+  check('and back', (await waitText('#audit-page', (t) => t === 'entries 1 to 5')) === 'entries 1 to 5');
+
+  // Remove: no order, so deleted, everywhere.
+  await page.click('#remove');
+  check('remove deletes an event without orders', (await result((t) => t.startsWith('deleted'))) === `deleted event ${id}`);
+  check('it is gone from PostgreSQL', sql(`select count(*) from seckill_event where id = ${id}`) === '0');
+  check('it is gone from the picker', !(await page.locator('#pick option').evaluateAll((os) => os.map((o) => o.value))).includes(id));
+  const gone = await fetch(`${base}/api/v1/events/${id}`, { headers: { Authorization: 'Bearer ' + admin } });
+  check('its page is 404', gone.status === 404, String(gone.status));
+
+  // The sold-out event: on sale, so remove is refused; ended, it is archived.
+  await page.selectOption('#pick', soldId);
+  await waitText('#pk-id', (t) => t.includes(soldId));
+  await page.click('#remove');
+  check('removing an event on sale is refused', (await error((t) => t.includes('409'))).includes('409 conflict'));
+  await page.click('#end-now');
+  await result((t) => t.startsWith('ended'));
+  await page.click('#remove');
+  check('remove archives an event with orders', (await result((t) => t.startsWith('archived'))).startsWith('archived'));
+  check('PostgreSQL has it archived', row(soldId)[4] === 't');
+  check('its record ends with end, archive', (await acts()).endsWith('end archive'), await acts());
+  check('the picker keeps it, marked archived', (await page.locator(`#pick option[value="${soldId}"]`).textContent()).endsWith('archived'));
+}
 
 try {
   await page.goto(`${base}/console?consumer=${encodeURIComponent(consumer + '/metrics')}`);
@@ -189,6 +327,8 @@ try {
   });
   console.log(`browser solver: ${JSON.stringify(rates)}`);
   check('the page\'s solver runs', rates.every((x) => x.tries > 0 && x.hashes_per_s > 0), JSON.stringify(rates));
+
+  await manageEvents(eventId);
 
   const origin = new URL(base).origin;
   check('tokens were sent to the page\'s own origin only', sent.every((s) => !s.auth || new URL(s.url).origin === origin),

@@ -186,7 +186,9 @@ await call('buy, resumed (not started again)', 'POST', `/api/v1/events/${B}/orde
 // Changing and ending a live event (admin, issue 32), on an event of its own.
 const d = await call('create D', 'POST', '/api/v1/events', { token: admin, body: ev('contract D', 3, now + 3600e3, now + 7200e3), expect: 201 });
 const D = d && d.json.event_id;
-await call('change (admin)', 'PATCH', `/api/v1/events/${D}`, { token: admin, body: { name: 'contract D2', limits: { user_rate: 7, ip_rate: null } }, expect: 200 });
+const dc2 = await call('change (admin)', 'PATCH', `/api/v1/events/${D}`, { token: admin, body: { name: 'contract D2', limits: { user_rate: 7, ip_rate: null } }, expect: 200 });
+if (dc2 && !(dc2.json.name === 'contract D2' && dc2.json.limits && dc2.json.limits.user_rate === 7 && !('ip_rate' in dc2.json.limits)))
+  fail('change (admin)', `the answer is not the changed event: ${JSON.stringify(dc2.json)}`);
 await call('change, unknown field', 'PATCH', `/api/v1/events/${D}`, { token: admin, body: { stock: 9 }, expect: 400 });
 await call('change, bad id', 'PATCH', '/api/v1/events/01', { token: admin, body: { name: 'x' }, expect: 400 });
 await call('change, not admin', 'PATCH', `/api/v1/events/${D}`, { token: u[0], body: { name: 'x' }, expect: 403 });
@@ -196,8 +198,12 @@ await call('change, end in the past', 'PATCH', `/api/v1/events/${D}`, { token: a
 await call('change, body too large', 'PATCH', `/api/v1/events/${D}`, { token: admin, raw: '{"name":"' + 'x'.repeat(5000) + '"}', expect: 413 });
 await call('remove, on sale', 'DELETE', `/api/v1/events/${D}`, { token: admin, expect: 409 });
 await call('event, wrong method', 'PUT', `/api/v1/events/${D}`, { token: admin, expect: 405 });
-await call('restock (admin)', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { add: 5 }, expect: 200 });
-await call('restock, total', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { total: 4 }, expect: 200 });
+const rs1 = await call('restock (admin)', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { add: 5 }, expect: 200 });
+if (rs1 && !(rs1.json.stock_total === 8 && rs1.json.stock_left === 8)) fail('restock (admin)', `3 + 5 is not 8: ${JSON.stringify(rs1.json)}`);
+const rs2 = await call('restock, total', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { total: 4 }, expect: 200 });
+if (rs2 && !(rs2.json.stock_total === 4 && rs2.json.stock_left === 4)) fail('restock, total', `not 4: ${JSON.stringify(rs2.json)}`);
+await call('restock, both add and total', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { add: 1, total: 4 }, expect: 400 });
+await call('restock, add 0', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { add: 0 }, expect: 400 });
 await call('restock, past the unsold', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { add: -5 }, expect: 409 });
 await call('restock, negative total', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { total: -1 }, expect: 400 });
 await call('restock, bad id', 'POST', '/api/v1/events/01/stock', { token: admin, body: { add: 1 }, expect: 400 });
@@ -206,14 +212,21 @@ await call('restock, no token', 'POST', `/api/v1/events/${D}/stock`, { body: { a
 await call('restock, unknown event', 'POST', '/api/v1/events/999999999/stock', { token: admin, body: { add: 1 }, expect: 404 });
 await call('restock, body too large', 'POST', `/api/v1/events/${D}/stock`, { token: admin, raw: '{"add":"' + 'x'.repeat(5000) + '"}', expect: 413 });
 await call('restock, wrong method', 'GET', `/api/v1/events/${D}/stock`, { token: admin, expect: 405 });
-await call('end (admin)', 'POST', `/api/v1/events/${D}/end`, { token: admin, expect: 200 });
+const de = await call('end (admin)', 'POST', `/api/v1/events/${D}/end`, { token: admin, expect: 200 });
+if (de && !(Date.parse(de.json.ends_at) <= Date.now() + 1000)) fail('end (admin)', `ends_at is not now: ${de.json.ends_at}`);
 await call('end, ended', 'POST', `/api/v1/events/${D}/end`, { token: admin, expect: 409 });
+await call('change, ended', 'PATCH', `/api/v1/events/${D}`, { token: admin, body: { name: 'late' }, expect: 409 });
+await call('restock, ended', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { add: 1 }, expect: 409 });
 await call('end, not admin', 'POST', `/api/v1/events/${D}/end`, { token: u[0], expect: 403 });
 await call('end, no token', 'POST', `/api/v1/events/${D}/end`, { expect: 401 });
 await call('end, bad id', 'POST', '/api/v1/events/01/end', { token: admin, expect: 400 });
 await call('end, unknown event', 'POST', '/api/v1/events/999999999/end', { token: admin, expect: 404 });
 await call('end, wrong method', 'GET', `/api/v1/events/${D}/end`, { token: admin, expect: 405 });
-await call('remove (admin)', 'DELETE', `/api/v1/events/${D}`, { token: admin, expect: 200 });
+const dr = await call('remove (admin)', 'DELETE', `/api/v1/events/${D}`, { token: admin, expect: 200 });
+if (dr && dr.json.removed !== 'deleted') fail('remove (admin)', `an event without orders is ${dr.json.removed}`);
+await call('read event, deleted', 'GET', `/api/v1/events/${D}`, { token: admin, expect: 404 });
+await call('restock, deleted', 'POST', `/api/v1/events/${D}/stock`, { token: admin, body: { add: 1 }, expect: 404 });
+await call('remove, deleted', 'DELETE', `/api/v1/events/${D}`, { token: admin, expect: 404 });
 await call('remove, not admin', 'DELETE', `/api/v1/events/${D}`, { token: u[0], expect: 403 });
 await call('remove, no token', 'DELETE', `/api/v1/events/${D}`, { expect: 401 });
 await call('remove, bad id', 'DELETE', '/api/v1/events/01', { token: admin, expect: 400 });
@@ -225,6 +238,7 @@ await call('audit, a page', 'GET', `/api/v1/events/${D}/audit?offset=1&limit=2`,
 await call('audit, bad page', 'GET', `/api/v1/events/${D}/audit?limit=0`, { token: admin, expect: 400 });
 await call('audit, not admin', 'GET', `/api/v1/events/${D}/audit`, { token: u[0], expect: 403 });
 await call('audit, no token', 'GET', `/api/v1/events/${D}/audit`, { expect: 401 });
+await call('audit, an id nobody acted on', 'GET', '/api/v1/events/999999999/audit', { token: admin, expect: 200 });
 await call('audit, wrong method', 'POST', `/api/v1/events/${D}/audit`, { token: admin, expect: 405 });
 const O = o1 && o1.json.order_id;
 await call('read order (buyer)', 'GET', `/api/v1/orders/${O}`, { token: u[0], expect: 200 });
@@ -334,6 +348,19 @@ await call('cancel, unknown', 'POST', '/api/v1/orders/999999999/cancel', { token
 await call('cancel, no token', 'POST', `/api/v1/orders/${O2}/cancel`, { expect: 401 });
 await call('cancel, wrong method', 'GET', `/api/v1/orders/${O2}/cancel`, { token: u[1], expect: 405 });
 await call('cancel, body too large', 'POST', `/api/v1/orders/${O2}/cancel`, { token: u[1], raw: '{"x":"' + 'y'.repeat(5000) + '"}', expect: 413 });
+
+// Archive (issue 32): A took orders, so its removal, once ended, archives it; its orders
+// and record stay readable.
+await call('remove A, on sale', 'DELETE', `/api/v1/events/${A}`, { token: admin, expect: 409 });
+await call('end A', 'POST', `/api/v1/events/${A}/end`, { token: admin, expect: 200 });
+const ar = await call('remove A: archived', 'DELETE', `/api/v1/events/${A}`, { token: admin, expect: 200 });
+if (ar && ar.json.removed !== 'archived') fail('remove A: archived', `an event with orders is ${ar.json.removed}`);
+await call('archive again', 'DELETE', `/api/v1/events/${A}`, { token: admin, expect: 409 });
+await call('read order, archived event', 'GET', `/api/v1/orders/${O}`, { token: u[0], expect: 200 });
+const arec = await call('audit, archived event', 'GET', `/api/v1/events/${A}/audit`, { token: admin, expect: 200 });
+const aacts = arec ? arec.json.entries.map((e) => e.act).join(' ') : '';
+if (aacts !== 'create end archive') fail('audit, archived event', `acts recorded: ${aacts}`);
+if (arec && !arec.json.entries.every((e) => e.actor === String(uid(1)))) fail('audit, archived event', 'an entry names another actor');
 
 // Coverage: every documented answer was produced, or is listed with its reason.
 for (const { item } of routes) {
