@@ -180,7 +180,7 @@ typedef struct rlock_waiter {
 } rlock_waiter;
 
 /* ---- local waiter queue per exclusive lock name (rlock_gate.c) ---- */
-#define RLOCK_GATE_BUCKETS 256
+#define RLOCK_GATE_BUCKETS 1024 /* chains of live handles' names; 8 KB per client */
 typedef struct rlock_gate rlock_gate;
 typedef struct rlock_gates {
     pthread_mutex_t mu; /* guards the table and every gate's fields */
