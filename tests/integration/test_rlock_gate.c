@@ -6,7 +6,9 @@
  *   the process (not one per waiter), and no thundering herd: the lock script runs
  *   at most 4.5 times per pair, where every unlock sent every waiter back to Redis;
  * - a holder of this process that never unlocks: its lease's end wakes the waiter
- *   (no message is sent then), not the minute-long poll. */
+ *   (no message is sent then), not the minute-long poll;
+ * - waiters queued behind the one in Redis give up at their own deadline, and the queue
+ *   still works after them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -200,6 +202,16 @@ static void *late_main(void *p)
     return NULL;
 }
 
+/* a 300 ms wait that ends in a timeout while the lock stays held */
+static void *late_short_main(void *p)
+{
+    struct late *w = p;
+    int64_t t0 = rt_now_ms();
+    w->rv = rlock_try_lock(w->l, 300, 5000, NULL);
+    w->waited_ms = rt_now_ms() - t0;
+    return NULL;
+}
+
 static void test_local_holder_lease_ends(void **state)
 {
     (void)state;
@@ -220,12 +232,51 @@ static void test_local_holder_lease_ends(void **state)
     rlock_client_free(c);
 }
 
+#define QUEUED 4
+
+static void test_queued_waiters_time_out(void **state)
+{
+    (void)state;
+    rlock_client_t *c = rt_client(sk_test_redis_url(srv), 0, 60000, 0);
+    rlock_t *holder = rlock_new(c, "queued", RLOCK_REENTRANT);
+    assert_int_equal(rlock_try_lock(holder, 0, 30000, NULL), 0);
+    struct late w[QUEUED];
+    pthread_t th[QUEUED];
+    for (int i = 0; i < QUEUED; i++) {
+        w[i] = (struct late){.l = rlock_new(c, "queued", RLOCK_REENTRANT), .rv = -1};
+        assert_int_equal(pthread_create(&th[i], NULL, late_short_main, &w[i]), 0);
+    }
+    for (int i = 0; i < QUEUED; i++) {
+        pthread_join(th[i], NULL);
+        printf("# queued waiter %d: %d after %lld ms\n", i, w[i].rv, (long long)w[i].waited_ms);
+        assert_int_equal(w[i].rv, RLOCK_ERR_TIMEOUT);
+        assert_true(w[i].waited_ms >= 250);
+        assert_true(w[i].waited_ms < 3000); /* its own 300 ms, not the holder's 30 s lease */
+    }
+    /* after the timeouts, a release still reaches a new waiter at once */
+    struct late n = {.l = w[0].l, .rv = -1};
+    pthread_t nt;
+    assert_int_equal(pthread_create(&nt, NULL, late_main, &n), 0);
+    rt_sleep_ms(100);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_unlock(holder), 0);
+    pthread_join(nt, NULL);
+    assert_int_equal(n.rv, 0);
+    printf("# woken %lld ms after the release\n", (long long)(rt_now_ms() - t0));
+    assert_true(rt_now_ms() - t0 < 5000); /* a message, not the 60 s poll */
+    for (int i = 0; i < QUEUED; i++)
+        rlock_free(w[i].l);
+    rlock_free(holder);
+    rlock_client_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipeline_distinct_names),
         cmocka_unit_test(test_one_waiter_per_process),
         cmocka_unit_test(test_local_holder_lease_ends),
+        cmocka_unit_test(test_queued_waiters_time_out),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
