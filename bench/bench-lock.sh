@@ -112,7 +112,9 @@ echo "$json}"
 # 16 waiters on one name (hand-off p50/p99: a holder's unlock call to the next grant);
 # Redlock on 5 servers (librlock, redsync; 1 holder). Per case: pairs/s, client CPU per
 # pair (the driver's own process), Redis CPU per pair (INFO cpu of the server(s)), and
-# pairs/s per client core. librlock runs its reentrant lock (Redisson's RLock; redsync
+# pairs/s per client core. Each library runs one client per process, shared by its N
+# holders (librlock's threads, Redisson's async chains, redsync's goroutines on one
+# go-redis pool per server). librlock runs its reentrant lock (Redisson's RLock; redsync
 # has only a plain mutex, a cheaper script). Needs java+mvn and go (deploy/local.sh
 # deps); RLOCK_BENCH_SIDE=0 skips it.
 [ "${RLOCK_BENCH_SIDE:-1}" = 1 ] || exit 0

@@ -7,7 +7,8 @@
  *
  *   rlock_bench --urls U[,U...] --mode uncontended|contended --conc N --secs S [--kind K]
  * the side-by-side run beside Redisson's and redsync's drivers (bench/lock-redisson,
- * bench/lock-redsync): N threads, a client each, on names of their own (uncontended) or
+ * bench/lock-redsync): N threads sharing one client (as the others share theirs, and as
+ * librlock asks: one client per process), on names of their own (uncontended) or
  * one name (contended: hand-off from a holder's unlock call to the next grant); more
  * than one URL: Redlock over them. Output, as theirs:
  * `pairs=P secs=S pairs_per_s=X cpu_s=C p50_us=A p99_us=B`. */
@@ -53,6 +54,7 @@ static struct side {
     long *samples; /* hand-off, µs */
     long nsamples;
     int failed;
+    rlock_client_t *client; /* shared by the threads (one URL) */
 } side = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void handoff_note(void)
@@ -74,15 +76,13 @@ static void *side_worker(void *arg)
         snprintf(name, sizeof(name), "bench-rlock-%ld", (long)getpid());
     else
         snprintf(name, sizeof(name), "bench-rlock-%ld-%ld", (long)getpid(), i);
-    rlock_client_t *c = NULL;
     rlock_t *l = NULL;
     rlock_redlock_t *rl = NULL;
-    if (side.nurls > 1) {
+    snprintf(err, sizeof(err), "out of memory");
+    if (side.nurls > 1)
         rl = rlock_redlock_new(side.urls, side.nurls, name, 200, err, sizeof(err));
-    } else {
-        c = rlock_client_new(side.urls[0], NULL, err, sizeof(err));
-        l = c ? rlock_new(c, name, side.kind) : NULL;
-    }
+    else
+        l = rlock_new(side.client, name, side.kind);
     if (rl == NULL && l == NULL) {
         fprintf(stderr, "rlock_bench: %s\n", err);
         side.failed = 1;
@@ -104,7 +104,6 @@ static void *side_worker(void *arg)
         atomic_fetch_add(&side.pairs, 1);
     }
     rlock_free(l);
-    rlock_client_free(c);
     rlock_redlock_free(rl);
     return NULL;
 }
@@ -128,6 +127,11 @@ static int side_run(char *urls, const char *mode, int conc, double secs, const c
         fprintf(stderr, "rlock_bench: need --urls, --conc > 0, --secs > 0\n");
         return 2;
     }
+    char err[256];
+    if (side.nurls == 1 && (side.client = rlock_client_new(side.urls[0], NULL, err, sizeof(err))) == NULL) {
+        fprintf(stderr, "rlock_bench: %s\n", err);
+        return 1;
+    }
     double cpu0 = cpu_s(), t0 = now_s();
     side.stop = t0 + secs;
     for (long i = 0; i < conc; i++)
@@ -143,6 +147,7 @@ static int side_run(char *urls, const char *mode, int conc, double secs, const c
            p50, p99);
     free(side.samples);
     free(th);
+    rlock_client_free(side.client);
     return side.failed;
 }
 

@@ -8,7 +8,9 @@
  *   rlock_redlock_t  Redlock over N independent Redis servers (its own connections)
  *   rlock_multi_*    all of several rlock_t or none (MultiLock)
  *
- * Threads: the client is thread-safe (its command connection is behind a mutex). A handle
+ * Threads: the client is thread-safe: its threads share its command connection, their
+ * concurrent commands pipelined together, and its threads waiting for one exclusive lock
+ * queue in the client, one of them at a time asking Redis (lock/README.md). A handle
  * (rlock_t, rlock_sem_t, rlock_latch_t, rlock_redlock_t) belongs to one thread at a time:
  * threads that contend for one lock each make their own handle for the same name. The
  * reentrant, fair, read and write locks are owned by (client id, thread id), as in

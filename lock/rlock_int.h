@@ -1,16 +1,27 @@
 /* rlock_int.h: librlock's insides, shared by its files; not installed.
  *
  * Design note (threads and ordering):
- * - rlock_client.mu guards the command connection; every script call takes it for one
- *   round trip. Handles keep their own pub/sub connection for waiting.
- * - The watchdog thread renews every registered hold once per pass, holding wd_mu for
+ * - The command connection is shared by every thread of the client and pipelined: a
+ *   caller queues its command (rlock_req) under q_mu; the first caller that finds no
+ *   leader sends every queued command in one write per node and reads their replies,
+ *   holding mu (which guards cmd) for that batch only, then posts each caller's
+ *   semaphore, and the first caller queued meanwhile is posted to lead the next batch.
+ *   One thread alone pays one round trip per call, as before; N threads share the
+ *   system calls of one (rlock_client.c).
+ * - Waiters of one exclusive lock name in one client queue locally (rlock_gate.c): one
+ *   of them at a time waits in Redis (subscribed, one retry per unlock message), so an
+ *   unlock wakes one waiter per process, not all of them.
+ * - The watchdog thread renews every registered hold once per pass, holding its mu for
  *   the whole pass (renewals are pipelined on its own connection). A hold is registered
- *   under wd_mu when taken and deregistered under wd_mu *before* its unlock is sent, so
+ *   under that mu when taken and deregistered under it *before* its unlock is sent, so
  *   no renewal is in flight or can start after the unlock: renewal and unlock are
  *   ordered without a per-lock lock.
- * - Lost-lock callbacks run on the watchdog thread under cb_mu (taken before wd_mu is
+ * - Lost-lock callbacks run on the watchdog thread under its cb_mu (taken before mu is
  *   dropped); rlock_free passes through cb_mu after deregistering, so a handle is never
- *   freed under a running callback. */
+ *   freed under a running callback.
+ * - Calls go one way: lock handles -> client, gate, watchdog, script; the client owns
+ *   the gate table and the watchdog but the watchdog and the gates never call the
+ *   client (the watchdog connects through the function it was given). */
 #ifndef RLOCK_INT_H
 #define RLOCK_INT_H
 
@@ -20,6 +31,7 @@
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <sys/time.h>
 
@@ -84,13 +96,23 @@ void rlock_sha1_hex(const void *data, size_t len, char out[41]);
  * RLOCK_ERR_REDIS with the message in err. */
 int rlock_script_eval(redisContext *c, int id, int nkeys, int argc, const char **argv,
                       redisReply **out, char *err, size_t errsz);
+/* One EVALSHA command in argv form: "EVALSHA" sha numkeys keys... args... */
+#define RLOCK_SCRIPT_MAX_ARGS 16
+typedef struct rlock_script_cmd {
+    const char *v[RLOCK_SCRIPT_MAX_ARGS + 3];
+    size_t vl[RLOCK_SCRIPT_MAX_ARGS + 3];
+    char nk[16];
+    int n;
+} rlock_script_cmd;
+/* Fills s (pointing into argv, which must outlive it). @returns 0 or RLOCK_ERR_ARG (too
+ * many arguments, message in err when err != NULL). */
+int rlock_script_cmd_fill(rlock_script_cmd *s, int id, int nkeys, int argc, const char **argv, char *err,
+                          size_t errsz);
 /* Appends EVALSHA (no NOSCRIPT handling: for pipelines whose caller retries). */
 int rlock_script_append(redisContext *c, int id, int nkeys, int argc, const char **argv);
 
-/* The same two on an rcluster context (one Redis or a cluster): NOSCRIPT is handled by
+/* Appending on an rcluster context (one Redis or a cluster): NOSCRIPT is handled by
  * rcluster, on the node that lacks the script (rlock_rcl_connect registers them all). */
-int rlock_script_eval_rcl(rcl_ctx *c, int id, int nkeys, int argc, const char **argv,
-                          redisReply **out, char *err, size_t errsz);
 int rlock_script_append_rcl(rcl_ctx *c, int id, int nkeys, int argc, const char **argv);
 /* rcl_connect + every script registered. NULL with err on failure. */
 rcl_ctx *rlock_rcl_connect(const char *url, struct timeval tv, char *err, size_t errsz);
@@ -119,10 +141,68 @@ int64_t rlock_jitter_ms(int64_t base_ms, unsigned int *seed);
 /* 16 random bytes from the OS as 32 hex chars. @returns 0 or -1. */
 int rlock_random_hex32(char out[33]);
 int64_t rlock_now_ms(void); /* CLOCK_MONOTONIC */
+long rlock_thread_id(void); /* the OS thread id (gettid), cached per thread */
 int64_t rlock_wall_ms(void); /* CLOCK_REALTIME: Redisson's fair lock keeps client wall times */
 void rlock_sleep_ms(int64_t ms);
 
+/* ---- watchdog (rlock_watchdog.c) ---- */
+/* Opens a new command context (NULL + err on failure): how the watchdog connects. */
+typedef rcl_ctx *rlock_connect_fn(void *arg, char *err, size_t errsz);
+typedef struct rlock_watchdog {
+    pthread_mutex_t mu; /* guards all below; held for a whole renewal pass */
+    pthread_cond_t cond;
+    pthread_mutex_t cb_mu; /* held while lost-lock callbacks run */
+    pthread_t thread;
+    int started;
+    int stop;
+    rlock_t **list;
+    size_t n, cap;
+    int timeout_ms;
+    rlock_connect_fn *connect;
+    void *connect_arg;
+} rlock_watchdog;
+void rlock_watchdog_init(rlock_watchdog *wd, int timeout_ms, rlock_connect_fn *connect, void *arg);
+int rlock_watchdog_register(rlock_watchdog *wd, rlock_t *l, char *err, size_t errsz);
+/* Returns once no renewal of l is in flight; none starts after. */
+void rlock_watchdog_deregister(rlock_watchdog *wd, rlock_t *l);
+/* After deregistering: waits for a running lost-lock callback pass to end. */
+void rlock_watchdog_barrier(rlock_watchdog *wd);
+/* Stops the thread (if started) and frees what init made. */
+void rlock_watchdog_stop(rlock_watchdog *wd);
+
+/* ---- waiting on pub/sub (rlock_wait.c) ---- */
+typedef struct rlock_waiter {
+    redisContext *sub; /* opened on first wait, kept for the handle's (or gate's) life */
+    int subscribed;
+    unsigned int seed;
+    int woken;     /* the last sleep ended on a message (not a timeout) */
+    char msg[96];  /* payload of the last message received ("" none) */
+} rlock_waiter;
+
+/* ---- local waiter queue per exclusive lock name (rlock_gate.c) ---- */
+#define RLOCK_GATE_BUCKETS 1024 /* chains of live handles' names; 8 KB per client */
+typedef struct rlock_gate rlock_gate;
+typedef struct rlock_gates {
+    pthread_mutex_t mu; /* guards the table and every gate's fields */
+    rlock_gate *bucket[RLOCK_GATE_BUCKETS];
+} rlock_gates;
+
 /* ---- client (rlock_client.c) ---- */
+/* A caller's command in the client's pipeline (design note above). */
+typedef struct rlock_req {
+    int n;
+    const char *const *v;
+    const size_t *vl;
+    const char *what; /* prefix of an error reply's message: "script" or "redis" */
+    redisReply *reply;
+    int rv;
+    char *err;
+    size_t errsz;
+    int lead;  /* set by the leader before the post: lead the next batch */
+    sem_t sem; /* posted once: settled, or lead */
+    struct rlock_req *next;
+} rlock_req;
+
 struct rlock_client {
     char *url; /* redis://, unix:// or redis-cluster:// (rcluster) */
     struct timeval tv;
@@ -131,18 +211,14 @@ struct rlock_client {
     const char *pub_cmd; /* Redisson mode: "publish", or "spublish" on a cluster that has
                           * sharded pub/sub (Redisson's ShardedSubscriptionMode.AUTO) */
     int sharded;         /* waiters SSUBSCRIBE on the channel's slot master */
-    pthread_mutex_t mu; /* guards cmd */
+    pthread_mutex_t mu; /* guards cmd: held by a batch's leader */
     rcl_ctx *cmd;       /* reconnects by itself after an error */
+    pthread_mutex_t q_mu; /* guards the queue of commands and q_leading */
+    rlock_req *q_head, *q_tail;
+    int q_leading; /* a caller is sending a batch */
 
-    /* watchdog (rlock_watchdog.c) */
-    pthread_mutex_t wd_mu;
-    pthread_cond_t wd_cond;
-    pthread_mutex_t cb_mu;
-    pthread_t wd_thread;
-    int wd_started;
-    int wd_stop;
-    rlock_t **wd_list;
-    size_t wd_n, wd_cap;
+    rlock_watchdog wd;
+    rlock_gates gates;
 };
 
 /* Runs script `id` on the command connection (reconnecting when needed).
@@ -167,14 +243,6 @@ static inline int64_t rlock_lease_or_watchdog(const rlock_client_t *c, int64_t l
 }
 
 /* ---- waiting on pub/sub (rlock_wait.c) ---- */
-typedef struct rlock_waiter {
-    redisContext *sub; /* opened on first wait, kept for the handle's life */
-    int subscribed;
-    unsigned int seed;
-    int woken;     /* the last sleep ended on a message (not a timeout) */
-    char msg[96];  /* payload of the last message received ("" none) */
-} rlock_waiter;
-
 /* One attempt: 1 acquired/done, 0 not yet (*hint_ms: when to look again at the latest,
  * e.g. the lock's pttl; <= 0 none), < 0 error. */
 typedef int(rlock_attempt_fn)(void *ctx, int64_t *hint_ms);
@@ -212,15 +280,37 @@ struct rlock {
     rlock_lost_cb *cb;
     void *cb_arg;
     rlock_waiter w;
+    rlock_gate *gate; /* exclusive kinds (simple, reentrant, fenced): this process's
+                       * waiter queue for the name; NULL otherwise */
+    int gate_holds;   /* holds counted on the gate (rlock_gate_held) */
+    int gate_waited;  /* has waited in the gate: keeps its subscription */
     char errstr[RLOCK_ERRSTR_SIZE];
 };
 
-/* ---- watchdog (rlock_watchdog.c) ---- */
-int rlock_watchdog_register(rlock_client_t *c, rlock_t *l, char *err, size_t errsz);
-/* Returns once no renewal of l is in flight; none starts after. */
-void rlock_watchdog_deregister(rlock_client_t *c, rlock_t *l);
-/* After deregistering: waits for a running lost-lock callback pass to end. */
-void rlock_watchdog_barrier(rlock_client_t *c);
-void rlock_watchdog_stop(rlock_client_t *c);
+/* ---- gates (rlock_gate.c) ---- */
+void rlock_gates_init(rlock_gates *t);
+void rlock_gates_destroy(rlock_gates *t);
+/* The gate of `channel` (created on first use, one reference per caller). NULL when out
+ * of memory: the caller then waits ungated, as correct but noisier. */
+rlock_gate *rlock_gate_get(rlock_gates *t, const char *channel);
+/* Drops a reference (waited: the caller's flag from rlock_gate_enter); the last
+ * handle that waited closes the gate's subscription, the last of all frees the gate. */
+void rlock_gate_put(rlock_gates *t, rlock_gate *g, int waited);
+/* Waits (until deadline_ms, monotonic; INT64_MAX for ever) to be this process's one
+ * waiter in Redis for the gate. *waited is the handle's flag (0 at first): set, and
+ * counted, on its first entry. @returns 0 (caller must rlock_gate_leave) or
+ * RLOCK_ERR_TIMEOUT. */
+int rlock_gate_enter(rlock_gates *t, rlock_gate *g, int64_t deadline_ms, int *waited);
+void rlock_gate_leave(rlock_gates *t, rlock_gate *g);
+/* The gate's subscription, for the thread inside it only. */
+rlock_waiter *rlock_gate_waiter(rlock_gate *g);
+/* Holds of this process on the gate's lock: +n after an acquisition is granted (with
+ * its lease's monotonic end, 0 for a watchdog hold), -n before a release is sent, so
+ * while the count is above 0 an unlock message is still to come and a woken waiter
+ * need not ask Redis. g may be NULL (nothing done). */
+void rlock_gate_held(rlock_gates *t, rlock_gate *g, int n, int64_t lease_end_ms);
+/* 1 while held by this process (and a lease hold's lease not over; *left_ms: what is
+ * left of it, 0 when unknown), else 0. */
+int rlock_gate_is_held(rlock_gates *t, rlock_gate *g, int64_t *left_ms);
 
 #endif

@@ -1,14 +1,17 @@
 /* rlock_keys: pure helpers: key naming (one hash tag per lock, so each script touches
  * one slot), Redlock validity, jitter, random ids, monotonic time. No I/O but the OS
- * random source and the clock. */
+ * random source, the clock and the thread id. */
 #include "rlock_int.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 int rlock_key_build(char *out, size_t outsz, const char *name, const char *suffix)
 {
@@ -116,6 +119,23 @@ int rlock_random_hex32(char out[33])
     }
     out[32] = '\0';
     return 0;
+}
+
+/* gettid is a system call each time (glibc caches nothing), and every lock and unlock
+ * of an owner-keyed lock needs it, some twice: kept per thread. A fork's child is one
+ * new thread with the forking thread's copy: the handler clears it there. */
+static __thread long tid_cached;
+static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
+static void tid_forget(void) { tid_cached = 0; }
+static void tid_atfork(void) { pthread_atfork(NULL, NULL, tid_forget); }
+
+long rlock_thread_id(void)
+{
+    if (tid_cached == 0) {
+        pthread_once(&tid_once, tid_atfork);
+        tid_cached = (long)syscall(SYS_gettid);
+    }
+    return tid_cached;
 }
 
 int64_t rlock_now_ms(void)

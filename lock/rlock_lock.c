@@ -1,7 +1,8 @@
 /* rlock_lock: the lock handles: simple, reentrant, fair, read, write, spin and fenced
  * locks. Each acquisition and release is one script (lua/rlock_*.lua); waiting is
- * rlock_wait.c (a spin lock polls with back-off instead); renewal of holds without a
- * lease is rlock_watchdog.c. */
+ * rlock_wait.c (a spin lock polls with back-off instead), behind this process's queue of
+ * waiters for the name (rlock_gate.c) for the exclusive kinds; renewal of holds without
+ * a lease is rlock_watchdog.c. */
 #include "rlock_int.h"
 
 #include <inttypes.h>
@@ -67,6 +68,11 @@ check:
         rlock_free(l);
         return NULL;
     }
+    /* One holder at a time: one waiter per process need ask Redis (rlock_gate.c). The
+     * fair lock already wakes only the next waiter; readers may enter together; a spin
+     * lock does not listen. Without a gate (out of memory) waiting is as correct. */
+    if (kind == RLOCK_SIMPLE || kind == RLOCK_REENTRANT || kind == RLOCK_FENCED)
+        l->gate = rlock_gate_get(&c->gates, l->channel);
     return l;
 }
 
@@ -75,11 +81,13 @@ void rlock_free(rlock_t *l)
     if (l == NULL)
         return;
     if (l->watched) {
-        rlock_watchdog_deregister(l->c, l);
+        rlock_watchdog_deregister(&l->c->wd, l);
         l->watched = 0;
     }
-    rlock_watchdog_barrier(l->c);
+    rlock_watchdog_barrier(&l->c->wd);
     rlock_waiter_close(&l->w);
+    rlock_gate_held(&l->c->gates, l->gate, -l->gate_holds, 0);
+    rlock_gate_put(&l->c->gates, l->gate, l->gate_waited);
     free(l->name);
     free(l->key);
     free(l->fence_key);
@@ -129,6 +137,8 @@ struct acquire {
     char waiter_ttl[24];
     char keep[24]; /* how long the fencing counter outlives its last use */
     int64_t t0; /* start of the winning attempt: the lease counts from before it */
+    int64_t lease_ms; /* the hold's lease (0: watchdog) */
+    int gated_calls;  /* attempts made inside the gate */
     int64_t last_try;   /* fair: last attempt sent (it refreshes our place in the queue) */
     int64_t refresh_ms; /* fair: attempt at least this often */
     uint64_t fence;
@@ -215,9 +225,34 @@ static int acquire_attempt(void *p, int64_t *hint)
         return rv;
     rv = parse_acquire(l, r, &a->fence, hint);
     freeReplyObject(r);
-    if (rv == 1)
+    if (rv == 1) {
         a->t0 = t0;
+        if (l->gate) {
+            /* counted before this waiter leaves the gate, so the next one sees it */
+            rlock_gate_held(&l->c->gates, l->gate, 1, a->lease_ms > 0 ? t0 + a->lease_ms : 0);
+            l->gate_holds++;
+        }
+    }
     return rv;
+}
+
+/* An attempt by the waiter inside the gate. While a holder of this process has not sent
+ * its release, its unlock message is still to come on our subscription, so a message
+ * (an older one) or our first look need not ask Redis: it would be refused. After a
+ * sleep that timed out, ask anyway: that holder's lease may have run out, which sends no
+ * message; until then, sleep no longer than that lease. */
+static int gated_attempt(void *p, int64_t *hint)
+{
+    struct acquire *a = p;
+    rlock_t *l = a->l;
+    rlock_waiter *w = rlock_gate_waiter(l->gate);
+    int first = a->gated_calls++ == 0;
+    int64_t left;
+    if (w->subscribed && (first || w->woken) && rlock_gate_is_held(&l->c->gates, l->gate, &left)) {
+        *hint = left;
+        return 0;
+    }
+    return acquire_attempt(p, hint);
 }
 
 /* The token this acquisition writes: a fresh random one plus the owner for a simple
@@ -297,7 +332,7 @@ static int lock_taken(rlock_t *l, const char *token, const struct acquire *a, in
     if (lease_ms > 0)
         l->lease_end_ms = a->t0 + lease_ms;
     if (lease_ms == 0 && !l->watched) {
-        int rv = rlock_watchdog_register(l->c, l, l->errstr, sizeof(l->errstr));
+        int rv = rlock_watchdog_register(&l->c->wd, l, l->errstr, sizeof(l->errstr));
         if (rv != 0) {
             /* No renewal possible: do not keep a lock that would silently expire. */
             char keep[RLOCK_ERRSTR_SIZE];
@@ -332,6 +367,31 @@ static int lock_spin(rlock_t *l, struct acquire *a, int64_t wait_ms)
     }
 }
 
+/* An exclusive lock's wait (rlock_gate.c): one attempt at once (non-fair, as
+ * Redisson's RLock), then in turn the one waiter of this process in Redis.
+ * @returns 0, RLOCK_ERR_TIMEOUT or the attempt's error. */
+static int lock_gated(rlock_t *l, struct acquire *a, int64_t wait_ms, int64_t poll_ms)
+{
+    rlock_gates *t = &l->c->gates;
+    int64_t hint = 0;
+    int r = acquire_attempt(a, &hint);
+    if (r != 0)
+        return r > 0 ? 0 : r;
+    if (wait_ms == 0)
+        return RLOCK_ERR_TIMEOUT;
+    int64_t deadline = wait_ms < 0 ? INT64_MAX : rlock_now_ms() + wait_ms;
+    int rv = rlock_gate_enter(t, l->gate, deadline, &l->gate_waited);
+    if (rv != 0)
+        return rv;
+    int64_t left = deadline == INT64_MAX ? -1 : deadline - rlock_now_ms();
+    a->gated_calls = 0;
+    /* left 0: one last attempt, then the timeout */
+    rv = rlock_wait_until(l->c, NULL, l->c->tv, rlock_gate_waiter(l->gate), l->channel, left < 0 ? -1 : left,
+                          poll_ms, gated_attempt, a);
+    rlock_gate_leave(t, l->gate);
+    return rv;
+}
+
 int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fence)
 {
     if (lease_ms < 0) {
@@ -344,7 +404,7 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
     int rv = lock_token(l, owner, token);
     if (rv != 0)
         return rv;
-    struct acquire a = {.l = l, .who = token};
+    struct acquire a = {.l = l, .who = token, .lease_ms = lease_ms};
     char rtmo[RLOCK_KEY_SIZE_RS];
     if (l->rs && l->kind == RLOCK_READ) {
         snprintf(a.owner_write, sizeof(a.owner_write), "%s:write", owner);
@@ -363,6 +423,8 @@ int rlock_try_lock(rlock_t *l, int64_t wait_ms, int64_t lease_ms, uint64_t *fenc
     a.refresh_ms = poll_ms;
     if (l->kind == RLOCK_SPIN)
         rv = lock_spin(l, &a, wait_ms);
+    else if (l->gate)
+        rv = lock_gated(l, &a, wait_ms, poll_ms);
     else
         rv = rlock_wait_until(l->c, NULL, l->c->tv, &l->w, l->channel, wait_ms, poll_ms, acquire_attempt, &a);
     if (rv != 0) {
@@ -397,8 +459,14 @@ int rlock_unlock(rlock_t *l)
     /* Last hold through this handle: stop renewing before the release is sent, so no
      * renewal can land after it (see rlock_int.h). */
     if (l->holds <= 1 && l->watched) {
-        rlock_watchdog_deregister(l->c, l);
+        rlock_watchdog_deregister(&l->c->wd, l);
         l->watched = 0;
+    }
+    /* Not counted as this process's hold any more before the release goes out: a
+     * waiter that sees the count at 0 asks Redis (rlock_gate.c). */
+    if (l->gate_holds > 0) {
+        rlock_gate_held(&l->c->gates, l->gate, -1, 0);
+        l->gate_holds--;
     }
     const char *argv[8];
     int id, nk, argc;
@@ -453,8 +521,10 @@ int rlock_unlock(rlock_t *l)
     if (not_held) {
         /* Our hold (if we thought we had one) is gone: expired or taken. */
         l->holds = 0;
+        rlock_gate_held(&l->c->gates, l->gate, -l->gate_holds, 0);
+        l->gate_holds = 0;
         if (l->watched) {
-            rlock_watchdog_deregister(l->c, l);
+            rlock_watchdog_deregister(&l->c->wd, l);
             l->watched = 0;
         }
         snprintf(l->errstr, sizeof(l->errstr), "unlock of %s: not held by this owner", l->name);

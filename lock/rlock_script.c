@@ -86,20 +86,10 @@ const char *rlock_script_sha(int id)
     return id >= 0 && id < RLOCK_S__COUNT ? shas[id] : NULL;
 }
 
-#define MAX_ARGS 16
-
-/* One EVALSHA command: "EVALSHA" sha numkeys keys... args... */
-typedef struct script_cmd {
-    const char *v[MAX_ARGS + 3];
-    size_t vl[MAX_ARGS + 3];
-    char nk[16];
-    int n;
-} script_cmd;
-
-static int script_cmd_fill(script_cmd *s, int id, int nkeys, int argc, const char **argv,
-                           char *err, size_t errsz)
+int rlock_script_cmd_fill(rlock_script_cmd *s, int id, int nkeys, int argc, const char **argv, char *err,
+                          size_t errsz)
 {
-    if (argc > MAX_ARGS) {
+    if (argc > RLOCK_SCRIPT_MAX_ARGS) {
         if (err)
             snprintf(err, errsz, "too many script arguments");
         return RLOCK_ERR_ARG;
@@ -118,8 +108,8 @@ static int script_cmd_fill(script_cmd *s, int id, int nkeys, int argc, const cha
 
 int rlock_script_append(redisContext *c, int id, int nkeys, int argc, const char **argv)
 {
-    script_cmd s;
-    if (script_cmd_fill(&s, id, nkeys, argc, argv, NULL, 0) != 0)
+    rlock_script_cmd s;
+    if (rlock_script_cmd_fill(&s, id, nkeys, argc, argv, NULL, 0) != 0)
         return RLOCK_ERR_ARG;
     return redisAppendCommandArgv(c, s.n, s.v, s.vl) == REDIS_OK ? 0 : RLOCK_ERR_IO;
 }
@@ -127,9 +117,9 @@ int rlock_script_append(redisContext *c, int id, int nkeys, int argc, const char
 int rlock_script_eval(redisContext *c, int id, int nkeys, int argc, const char **argv,
                       redisReply **out, char *err, size_t errsz)
 {
-    script_cmd s;
+    rlock_script_cmd s;
     *out = NULL;
-    if (script_cmd_fill(&s, id, nkeys, argc, argv, err, errsz) != 0)
+    if (rlock_script_cmd_fill(&s, id, nkeys, argc, argv, err, errsz) != 0)
         return RLOCK_ERR_ARG;
     for (int attempt = 0; attempt < 2; attempt++) {
         redisReply *r = redisCommandArgv(c, s.n, s.v, s.vl);
@@ -185,30 +175,8 @@ rcl_ctx *rlock_rcl_connect(const char *url, struct timeval tv, char *err, size_t
 
 int rlock_script_append_rcl(rcl_ctx *c, int id, int nkeys, int argc, const char **argv)
 {
-    script_cmd s;
-    if (script_cmd_fill(&s, id, nkeys, argc, argv, NULL, 0) != 0)
+    rlock_script_cmd s;
+    if (rlock_script_cmd_fill(&s, id, nkeys, argc, argv, NULL, 0) != 0)
         return RLOCK_ERR_ARG;
     return rcl_append_argv(c, s.n, s.v, s.vl) == 0 ? 0 : RLOCK_ERR_ARG;
-}
-
-int rlock_script_eval_rcl(rcl_ctx *c, int id, int nkeys, int argc, const char **argv,
-                          redisReply **out, char *err, size_t errsz)
-{
-    script_cmd s;
-    *out = NULL;
-    if (script_cmd_fill(&s, id, nkeys, argc, argv, err, errsz) != 0)
-        return RLOCK_ERR_ARG;
-    redisReply *r = rcl_command_argv(c, s.n, s.v, s.vl);
-    if (r == NULL) {
-        snprintf(err, errsz, "redis: %s", rcl_errstr(c)[0] ? rcl_errstr(c) : "connection lost");
-        /* CROSSSLOT (keys of one lock in two slots) is a bug, not a lost connection. */
-        return strncmp(rcl_errstr(c), "CROSSSLOT", 9) == 0 ? RLOCK_ERR_ARG : RLOCK_ERR_IO;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(err, errsz, "script: %s", r->str);
-        freeReplyObject(r);
-        return RLOCK_ERR_REDIS;
-    }
-    *out = r;
-    return 0;
 }

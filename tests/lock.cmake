@@ -13,7 +13,7 @@ if(TARGET rlock AND rlock_type STREQUAL "STATIC_LIBRARY")
 endif()
 if(TARGET rlock)
   # name;timeout;extra libs
-  foreach(t basic:120 mutex:240 watchdog:120 redlock:120 fencing:180 retention:180 psem:60 rate:60)
+  foreach(t basic:120 mutex:240 watchdog:120 redlock:120 fencing:180 retention:180 psem:60 rate:60 gate:120)
     string(REPLACE ":" ";" t "${t}")
     list(GET t 0 n)
     list(GET t 1 tmo)
