@@ -77,7 +77,7 @@ static const sk_cfg_entry config_table[] = {
      "Redis of seckill-order's order index: each order's outcome is written there after its "
      "commit, so GET /api/v1/orders/{id} needs no PostgreSQL query (empty: not written)",
      offsetof(consumer_cfg, redis_url)},
-    {"order.index_ttl_s", SK_CFG_INT, 60, 31536000, "604800",
+    {"order.index_ttl_s", SK_CFG_INT, 1, 31536000, "604800",
      "expiry of the order index hashes (the same as seckill-order's)",
      offsetof(consumer_cfg, index_ttl_s)},
     {"expiry.interval_ms", SK_CFG_INT, 0, 60000, "500",
