@@ -3,6 +3,7 @@
  * slots), pipelined in batches. */
 #include "order_recon_expire.h"
 #include "order_msg.h"
+#include "order_pause.h"
 #include "order_pauser.h"
 #include "order_recon_rule.h"
 #include "order_time.h"
@@ -111,64 +112,83 @@ static long long prev_count(const order_recon_expire *x, const char *id)
     return -1;
 }
 
-/* The changed hash: HGETALL, ask PostgreSQL which of its events are gone or expired, HDEL
- * those whose count did not move since the previous round. @returns fields removed, or
- * -1. */
-static int prune_changed(order_recon_expire *x, rcl_ctx *rc, order_recon_pg *pg,
-                         long long retention_s)
+/* The event ids of a set (stride 1) or a hash (stride 2: field, then its count) as
+ * HGETALL or SMEMBERS answered, and which of them are gone or past their expiry. */
+typedef struct id_list {
+    changed_field *f; /* ids and (hash) counts */
+    const char **ids; /* f[i].id, for the query */
+    unsigned char *gone;
+    size_t n;
+} id_list;
+
+static void id_list_clear(id_list *l)
 {
-    const char *hv[2] = {"HGETALL", ORDER_CHANGED_KEY};
-    redisReply *r = rcl_command_argv(rc, 2, hv, NULL);
-    if (!r)
-        return redis_failed(rc, "changed");
-    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0) {
-        freeReplyObject(r);
-        return 0; /* not a hash (nothing to prune): left alone */
-    }
-    size_t n = r->elements / 2, m = 0;
-    changed_field *now = calloc(n + 1, sizeof(*now));
-    const char **ids = calloc(n + 1, sizeof(*ids));
-    unsigned char *gone = calloc(n + 1, 1);
-    int removed = -1;
-    if (!now || !ids || !gone)
-        goto out;
+    free(l->f);
+    free(l->ids);
+    free(l->gone);
+}
+
+/* @returns 0 (l filled), or -1 (OOM or PostgreSQL failed; l still needs clearing). */
+static int id_list_of(const redisReply *r, size_t stride, order_recon_pg *pg,
+                      long long retention_s, id_list *l)
+{
+    size_t n = r->type == REDIS_REPLY_ARRAY ? r->elements / stride : 0;
+    *l = (id_list){calloc(n + 1, sizeof(*l->f)), calloc(n + 1, sizeof(*l->ids)), calloc(n + 1, 1), 0};
+    if (!l->f || !l->ids || !l->gone)
+        return -1;
     for (size_t i = 0; i < n; i++) {
-        const redisReply *f = r->element[2 * i], *v = r->element[2 * i + 1];
+        const redisReply *f = r->element[stride * i];
         uint64_t id;
-        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
-            sk_id_parse(f->str, f->len, &id) != 0)
+        if (f->type != REDIS_REPLY_STRING || sk_id_parse(f->str, f->len, &id) != 0)
             continue; /* not an event id: not ours to judge */
-        snprintf(now[m].id, sizeof(now[m].id), "%" PRIu64, id);
-        now[m].count = strtoll(v->str, NULL, 10);
-        ids[m] = now[m].id;
-        m++;
+        changed_field *c = &l->f[l->n];
+        snprintf(c->id, sizeof(c->id), "%" PRIu64, id);
+        if (stride == 2 && r->element[2 * i + 1]->type == REDIS_REPLY_STRING)
+            c->count = strtoll(r->element[2 * i + 1]->str, NULL, 10);
+        l->ids[l->n++] = c->id;
     }
-    removed = 0;
-    if (m > 0 && order_recon_pg_events_gone(pg, ids, m, retention_s, gone) != 0) {
-        removed = -1;
-        goto out;
+    return l->n > 0 ? order_recon_pg_events_gone(pg, l->ids, l->n, retention_s, l->gone) : 0;
+}
+
+/* `cmd key id` (HDEL or SREM). @returns 1 removed, 0 not there, or -1 (Redis failed). */
+static int remove_one(rcl_ctx *rc, const char *cmd, const char *key, const char *id)
+{
+    const char *dv[3] = {cmd, key, id};
+    redisReply *d = rcl_command_argv(rc, 3, dv, NULL);
+    if (!d)
+        return redis_failed(rc, cmd);
+    int removed = d->type == REDIS_REPLY_INTEGER && d->integer == 1;
+    freeReplyObject(d);
+    return removed;
+}
+
+/* The changed hash (stride 2) or the paused set (stride 1): its ids gone or past their
+ * expiry removed; in the hash, only those whose count did not move since the previous
+ * round (every front has read it). @returns entries removed, or -1. */
+static int prune(order_recon_expire *x, rcl_ctx *rc, order_recon_pg *pg, long long retention_s,
+                 const char *key, size_t stride)
+{
+    const char *cmd = stride == 2 ? "HDEL" : "SREM";
+    const char *rv[2] = {stride == 2 ? "HGETALL" : "SMEMBERS", key};
+    redisReply *r = rcl_command_argv(rc, 2, rv, NULL);
+    if (!r)
+        return redis_failed(rc, rv[0]);
+    id_list l;
+    int removed = id_list_of(r, stride, pg, retention_s, &l) != 0 ? -1 : 0;
+    for (size_t i = 0; i < l.n && removed >= 0; i++) {
+        if (!l.gone[i] || (stride == 2 && prev_count(x, l.f[i].id) != l.f[i].count))
+            continue; /* alive, or a count seen for the first time: the next round */
+        int one = remove_one(rc, cmd, key, l.f[i].id);
+        removed = one < 0 ? -1 : removed + one;
     }
-    for (size_t i = 0; i < m; i++) {
-        if (!gone[i] || prev_count(x, now[i].id) != now[i].count)
-            continue; /* alive, or seen for the first time at this count: next round */
-        const char *dv[3] = {"HDEL", ORDER_CHANGED_KEY, now[i].id};
-        redisReply *d = rcl_command_argv(rc, 3, dv, NULL);
-        if (!d) {
-            removed = redis_failed(rc, "changed_hdel");
-            goto out;
-        }
-        removed += d->type == REDIS_REPLY_INTEGER && d->integer == 1;
-        freeReplyObject(d);
+    if (removed >= 0 && stride == 2) { /* what this round saw, removed fields included */
+        free(x->prev);
+        x->prev = l.f;
+        x->nprev = l.n;
+        l.f = NULL;
     }
-    free(x->prev);
-    x->prev = now; /* what this round saw, removed fields included (they will not show) */
-    x->nprev = m;
-    now = NULL;
-out:
     freeReplyObject(r);
-    free(now);
-    free(ids);
-    free(gone);
+    id_list_clear(&l);
     return removed;
 }
 
@@ -184,5 +204,8 @@ int order_recon_expire_sweep(order_recon_expire *x, rcl_ctx *rc, order_recon_pg 
     free(ev);
     if (rc_keys != 0)
         return redis_failed(rc, "pexpireat");
-    return prune_changed(x, rc, pg, retention_s);
+    /* A pause never resumed must not hold a place of ORDER_PAUSE_MAX for ever either. */
+    int changed = prune(x, rc, pg, retention_s, ORDER_CHANGED_KEY, 2);
+    int paused = changed < 0 ? -1 : prune(x, rc, pg, retention_s, ORDER_PAUSE_KEY, 1);
+    return paused < 0 ? -1 : changed + paused;
 }

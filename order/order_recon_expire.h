@@ -7,7 +7,8 @@
  * ORDER_RECON_EXPIRE_GRACE_S after its expiry, so a key written again late (a release
  * after the expiry) is removed at once. The seckill:changed hash loses the field of an
  * event that is gone from PostgreSQL or past its expiry, once two sweeps saw the same
- * count (every front has read it by then: they poll every events.pause_refresh_ms).
+ * count (every front has read it by then: they poll every events.pause_refresh_ms);
+ * seckill:paused loses such an event's id at once (a pause never resumed).
  * The order index expires apart (order.index_ttl_s on each write, order_index.h).
  *
  * Blocking calls: the reconciler's thread only. */
@@ -32,7 +33,7 @@ order_recon_expire *order_recon_expire_new(void);
 void order_recon_expire_free(order_recon_expire *x);
 
 /** @brief One round: the keys' expiry of every event in the sweep, then the changed hash.
- *  @returns the number of seckill:changed fields removed, or -1 (Redis or PostgreSQL
+ *  @returns the number of seckill:changed fields and seckill:paused members removed, or -1 (Redis or PostgreSQL
  *  failed: logged; the caller drops its Redis connection, the next round starts over). */
 int order_recon_expire_sweep(order_recon_expire *x, rcl_ctx *rc, order_recon_pg *pg,
                              long long retention_s);

@@ -577,7 +577,7 @@ static void scan(order_reconciler *r)
         if (pruned < 0)
             disconnect(r);
         else if (pruned > 0)
-            sk_log(SK_LOG_INFO, "changed_pruned", "fields=%d", pruned);
+            sk_log(SK_LOG_INFO, "changed_pruned", "removed=%d", pruned);
     }
 }
 

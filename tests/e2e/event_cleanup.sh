@@ -2,11 +2,11 @@
 # e2e: the clean-up after a sale (issue 32 item 5), with a short retention.
 # One front (events.retention_s 1, a reconciler scan every 300 ms, order.index_ttl_s 2)
 # and one consumer (order.index_ttl_s 2). An event on 2 segments, a 1 s payment window,
-# a change (PATCH: a field in seckill:changed), three buyers: one pays, one cancels, one
-# lets the window pass. While the event runs its keys carry an expiry at ends_at + window
+# a change (PATCH: a field in seckill:changed), three buyers (then a pause never
+# resumed: a member of seckill:paused): one pays, one cancels, one lets the window pass. While the event runs its keys carry an expiry at ends_at + window
 # + retention; after that moment:
 #  - no key of the event is left (SCAN of seckill:{e<ID>}* and seckill:{e<ID>.*), its
-#    orders' index entries are gone, and seckill:changed no longer holds it;
+#    orders' index entries are gone, and neither seckill:changed nor seckill:paused holds it;
 #  - every read is still right, answered from PostgreSQL: the event's GET (on this front
 #    and on a fresh front B), each order's GET (paid, cancelled, expired) and each
 #    buyer's orders list of the event (GET /api/v1/orders?event_id=).
@@ -61,6 +61,11 @@ for i in 0 1 2; do
 done
 in_pg() { [ "$(sql "select count(*) from seckill_order where event_id = $EV")" = 3 ]; }
 e2e_wait 60 "the 3 orders in PostgreSQL" in_pg
+# Paused and never resumed: the pause must not stay in seckill:paused for ever.
+expect 200 "$(call POST "/api/v1/events/$EV/pause" "$ADMIN")" "pause"
+[ "$(rcli SISMEMBER seckill:paused "$EV")" = 1 ] || e2e_fail "the pause is not in seckill:paused"
+expect 200 "$(call POST "/api/v1/orders/${OIDS[0]}/pay" "${T[0]}" '{"payment_ref":"cleanup-1"}')" "pay"
+expect 200 "$(call POST "/api/v1/orders/${OIDS[1]}/cancel" "${T[1]}")" "cancel"
 # While the event lives, each of its keys carries the expiry (the sweep sets it within a
 # scan, keys made after the load included: buyers, pending).
 want_at=$(sql "select (extract(epoch from ends_at + make_interval(secs => payment_window_s + 1)) * 1000)::bigint from seckill_event where id = $EV")
@@ -69,12 +74,10 @@ keys_at() { # every key of the event and its expiry (the loader's lock and fence
         grep -v ':lock' | sort | while read -r k; do echo "$k=$(rcli PEXPIRETIME "$k")"; done
 }
 at_set() { ! keys_at | grep -qv "=$want_at\$"; }
-e2e_wait 5 "the expiry on every key" at_set
+e2e_wait 10 "the expiry on every key" at_set
 [ "$(keys_at | grep -c buyers)" -ge 1 ] || e2e_fail "no buyers key: $(keys_at | tr '\n' ' ')"
 e2e_log "$(keys_at | wc -l) keys expire at ends_at + window + retention ($want_at)"
 
-expect 200 "$(call POST "/api/v1/orders/${OIDS[0]}/pay" "${T[0]}" '{"payment_ref":"cleanup-1"}')" "pay"
-expect 200 "$(call POST "/api/v1/orders/${OIDS[1]}/cancel" "${T[1]}")" "cancel"
 expired() { [ "$(sql "select status from seckill_order where order_id = ${OIDS[2]}")" = expired ]; }
 e2e_wait 30 "the third order's window passed" expired
 
@@ -103,6 +106,7 @@ left() { # what is left of the event in Redis, one word per key or field
         done
     done
     [ -z "$(rcli HGET seckill:changed "$EV")" ] || echo "seckill:changed:$EV"
+    [ "$(rcli SISMEMBER seckill:paused "$EV")" = 0 ] || echo "seckill:paused:$EV"
 }
 t0=$(now_ms)
 while [ -n "$(left)" ]; do
