@@ -286,7 +286,8 @@ static void order_lookup_pg(read_req *r)
 
 /* ---- GET /api/v1/orders?event_id=&offset=&limit= (issue 31) -------------------------
  *
- * The token's orders, from Redis and memory alone: per event, the buyers hash of the
+ * The token's orders, from Redis and memory (PostgreSQL only for one event whose keys
+ * expired, below): per event, the buyers hash of the
  * user's home segment names the order the user holds (reserve.lua; one per user and
  * event), then its status comes from the outcome cache or the order index, as GET's
  * first steps read it ("unknown" past the index: GET /api/v1/orders/{id} asks

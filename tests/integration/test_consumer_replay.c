@@ -41,28 +41,13 @@
 static char env_pg[1024], env_brokers[300];
 static char out_path[256];
 
-/* One order message, signed with `key`. @returns its length in buf. */
-static size_t order_value(char *buf, size_t sz, int64_t order, int64_t event, int64_t user,
-                          const char *key)
-{
-    sk_order_msg m = {.order_id = (uint64_t)order, .event_id = (uint64_t)event,
-                      .user_id = (uint64_t)user, .ts_ms = 1700000000000LL};
-    char err[128];
-    sk_order_msg_keys *k = sk_order_msg_keys_new(key, err, sizeof(err));
-    assert_non_null(k);
-    assert_int_equal(sk_order_msg_sign(k, &m), 0);
-    sk_order_msg_keys_free(k);
-    size_t n = sk_order_msg_encode(&m, buf, sz);
-    assert_true(n > 0);
-    return n;
-}
-
 static void produce(const char *bootstrap, int64_t order, int64_t event, int64_t user,
                     const char *key, char *val, size_t *vlen)
 {
     char k[32], buf[SK_ORDER_MSG_MAX_SIGNED];
     int kn = snprintf(k, sizeof(k), "%" PRId64, event);
-    size_t n = order_value(buf, sizeof(buf), order, event, user, key);
+    size_t n = ctu_order_signed(buf, sizeof(buf), order, event, user, 1700000000000LL, key);
+    assert_true(n > 0);
     rd_kafka_t *p = ctu_producer(bootstrap);
     assert_int_equal(ctu_produce(p, "seckill.orders", 0, k, (size_t)kn, buf, n), 0);
     assert_int_equal(ctu_producer_close(p), 0);
