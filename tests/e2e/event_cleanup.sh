@@ -2,9 +2,10 @@
 # e2e: the clean-up after a sale (issue 32 item 5), with a short retention.
 # One front (events.retention_s 1, a reconciler scan every 300 ms, order.index_ttl_s 2)
 # and one consumer (order.index_ttl_s 2). An event on 2 segments, a 1 s payment window,
-# a change (PATCH: a field in seckill:changed), three buyers (then a pause never
-# resumed: a member of seckill:paused): one pays, one cancels, one lets the window pass. While the event runs its keys carry an expiry at ends_at + window
-# + retention; after that moment:
+# a change (PATCH: a field in seckill:changed), three buyers, then a pause never resumed
+# (a member of seckill:paused): one pays, one cancels, one lets the window pass. While
+# the event runs its keys carry an expiry at ends_at + window + retention, and an end
+# moved later (PATCH) moves it; after that moment:
 #  - no key of the event is left (SCAN of seckill:{e<ID>}* and seckill:{e<ID>.*), its
 #    orders' index entries are gone, and neither seckill:changed nor seckill:paused holds it;
 #  - every read is still right, answered from PostgreSQL: the event's GET (on this front
@@ -45,7 +46,7 @@ get() {
 }
 status_of() { sed -n 's/.*"status":"\([a-z_]*\)".*/\1/p' "$E2E_TMP/resp"; }
 
-ENDS_MS=$(( $(now_ms) + 8000 ))
+ENDS_MS=$(( $(now_ms) + 7000 ))
 expect 201 "$(call POST /api/v1/events "$ADMIN" "{\"name\":\"e2e cleanup\",\"stock\":5,\"segments\":2,\
 \"starts_at\":\"$(iso_ms $(( $(now_ms) - 60000 )))\",\"ends_at\":\"$(iso_ms "$ENDS_MS")\",\"payment_window_s\":1}")" "create"
 EV=$(sed -n 's/.*"event_id":"\([0-9]*\)".*/\1/p' "$E2E_TMP/resp")
@@ -68,7 +69,8 @@ expect 200 "$(call POST "/api/v1/orders/${OIDS[0]}/pay" "${T[0]}" '{"payment_ref
 expect 200 "$(call POST "/api/v1/orders/${OIDS[1]}/cancel" "${T[1]}")" "cancel"
 # While the event lives, each of its keys carries the expiry (the sweep sets it within a
 # scan, keys made after the load included: buyers, pending).
-want_at=$(sql "select (extract(epoch from ends_at + make_interval(secs => payment_window_s + 1)) * 1000)::bigint from seckill_event where id = $EV")
+expiry_in_pg() { sql "select (extract(epoch from ends_at + make_interval(secs => payment_window_s + 1)) * 1000)::bigint from seckill_event where id = $EV"; }
+want_at=$(expiry_in_pg)
 keys_at() { # every key of the event and its expiry (the loader's lock and fence apart)
     { rcli --scan --pattern "seckill:{e$EV}*"; rcli --scan --pattern "seckill:{e$EV.*"; } |
         grep -v ':lock' | sort | while read -r k; do echo "$k=$(rcli PEXPIRETIME "$k")"; done
@@ -77,6 +79,14 @@ at_set() { ! keys_at | grep -qv "=$want_at\$"; }
 e2e_wait 10 "the expiry on every key" at_set
 [ "$(keys_at | grep -c buyers)" -ge 1 ] || e2e_fail "no buyers key: $(keys_at | tr '\n' ' ')"
 e2e_log "$(keys_at | wc -l) keys expire at ends_at + window + retention ($want_at)"
+# An end moved later moves the expiry (at the next sweep).
+ENDS_MS=$((ENDS_MS + 2000))
+expect 200 "$(call PATCH "/api/v1/events/$EV" "$ADMIN" "{\"ends_at\":\"$(iso_ms "$ENDS_MS")\"}")" "a later end"
+old_at=$want_at
+want_at=$(expiry_in_pg)
+[ "$want_at" -eq $((old_at + 2000)) ] || e2e_fail "the later end: expiry $want_at, want $((old_at + 2000))"
+e2e_wait 10 "the expiry moved with the end" at_set
+e2e_log "the end moved 2 s later: every key's expiry too ($want_at)"
 
 expired() { [ "$(sql "select status from seckill_order where order_id = ${OIDS[2]}")" = expired ]; }
 e2e_wait 30 "the third order's window passed" expired
