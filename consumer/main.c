@@ -7,6 +7,7 @@
 #include "consumer_http.h"
 #include "consumer_loop.h"
 #include "consumer_metrics.h"
+#include "consumer_replay.h"
 
 #include <arpa/inet.h>
 #include <librdkafka/rdkafka.h>
@@ -77,7 +78,7 @@ static const sk_cfg_entry config_table[] = {
      "Redis of seckill-order's order index: each order's outcome is written there after its "
      "commit, so GET /api/v1/orders/{id} needs no PostgreSQL query (empty: not written)",
      offsetof(consumer_cfg, redis_url)},
-    {"order.index_ttl_s", SK_CFG_INT, 60, 31536000, "604800",
+    {"order.index_ttl_s", SK_CFG_INT, 1, 31536000, "604800",
      "expiry of the order index hashes (the same as seckill-order's)",
      offsetof(consumer_cfg, index_ttl_s)},
     {"expiry.interval_ms", SK_CFG_INT, 0, 60000, "500",
@@ -127,6 +128,9 @@ static void usage(FILE *out)
             "       seckill-consumer --help | --version | --help-markdown\n"
             "Drains the orders topic into PostgreSQL in batches, exactly once per order;\n"
             "poison messages go to the dead-letter topic. `migrate` applies the schema and exits.\n"
+            "`replay` sends chosen dead letters back:\n");
+    consumer_replay_usage(out);
+    fprintf(out,
             "Settings (file `key = value`, overridden by SECKILL_<KEY> in the environment;\n"
             "kafka.* go to librdkafka unchanged, SECKILL_KAFKA_BROKERS -> kafka.bootstrap.servers):\n");
     sk_config_print_help(out, config_table, 0);
@@ -152,11 +156,14 @@ static int run_migrate(consumer_cfg *cfg)
     return n < 0 ? -1 : 0;
 }
 
-/* Reads the command line into *config_path and *migrate_only.
+/* Reads the command line into *config_path and *migrate_only, or (`replay ...`, the rest
+ * of the line its options) *replay.
  * @returns -1 to go on, or the exit status (0 after --help or --version, 2 on a bad
  * argument). */
-static int parse_args(int argc, char **argv, const char **config_path, int *migrate_only)
+static int parse_args(int argc, char **argv, const char **config_path, int *migrate_only,
+                      consumer_replay_opts **replay)
 {
+    static consumer_replay_opts ro;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
@@ -173,6 +180,15 @@ static int parse_args(int argc, char **argv, const char **config_path, int *migr
             *config_path = argv[i] + 9;
         } else if (strcmp(argv[i], "migrate") == 0) {
             *migrate_only = 1;
+        } else if (strcmp(argv[i], "replay") == 0 && !*migrate_only) {
+            char err[256];
+            if (consumer_replay_parse(argc - i - 1, argv + i + 1, &ro, err, sizeof(err)) != 0) {
+                fprintf(stderr, "seckill-consumer: %s\n", err);
+                consumer_replay_usage(stderr);
+                return 2;
+            }
+            *replay = &ro;
+            return -1;
         } else {
             fprintf(stderr, "seckill-consumer: unexpected argument \"%s\"\n", argv[i]);
             usage(stderr);
@@ -280,13 +296,16 @@ int main(int argc, char **argv)
 {
     const char *config_path = NULL;
     int migrate_only = 0;
-    int rc = parse_args(argc, argv, &config_path, &migrate_only);
+    consumer_replay_opts *replay = NULL;
+    int rc = parse_args(argc, argv, &config_path, &migrate_only, &replay);
     if (rc >= 0)
         return rc;
     consumer_cfg cfg = {0};
     sk_cfg_kv *kafka = NULL;
     rc = load_config(&cfg, &kafka, config_path);
-    if (rc == 0 && migrate_only)
+    if (rc == 0 && replay)
+        rc = consumer_replay_run(&cfg, kafka, replay, stdout);
+    else if (rc == 0 && migrate_only)
         rc = run_migrate(&cfg) == 0 ? 0 : 1;
     else if (rc == 0)
         rc = serve(&cfg, kafka);

@@ -13,8 +13,8 @@ struct order_iwrite {
     size_t cap, n;
     uint64_t bucket;
     char key[ORDER_KEY_MAX], ttl[24];
-    const char *expire[3];
-    size_t expire_len[3];
+    const char *expire[4];
+    size_t expire_len[4];
     const char **argv; /* 2 + 2 * cap: HSET, key, then field, value pairs */
     size_t *lens;
     char (*field)[FIELD_MAX];
@@ -64,6 +64,11 @@ void order_iwrite_begin(order_iwrite *w, uint64_t order_id, long long ttl_s)
     w->expire[2] = w->ttl;
     int t = snprintf(w->ttl, sizeof(w->ttl), "%lld", ttl_s);
     w->expire_len[2] = t > 0 ? (size_t)t : 0;
+    /* LT (Redis 7.0): a later write never pushes the expiry out, so the hash goes
+     * index_ttl_s after its first write (its orders' creation) whichever writer came
+     * last (issue 32: the clean-up; order_read.c trusts the index for that long). */
+    w->expire[3] = "LT";
+    w->expire_len[3] = 2;
 }
 
 int order_iwrite_add(order_iwrite *w, uint64_t order_id, const char *suffix,
@@ -102,5 +107,5 @@ int order_iwrite_expire(order_iwrite *w, const char ***argv, const size_t **lens
 {
     *argv = w->expire;
     *lens = w->expire_len;
-    return 3;
+    return 4;
 }

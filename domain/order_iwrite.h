@@ -1,6 +1,7 @@
 /* order_iwrite: one write into the order index (order_msg.h): HSET of one or more fields
  * of an index hash ("<order_id>" the front's entry, "<order_id>:o" the consumer's outcome,
- * "<order_id>:s" a status after created), then EXPIRE of the hash to the index's ttl.
+ * "<order_id>:s" a status after created), then EXPIRE of the hash to the index's ttl,
+ * LT: never later than it already expires (the hash goes ttl after its first write).
  * One builder for the four writers (order_index.c, order_pay_http.c, consumer_oidx.c,
  * consumer_expiry.c), so the key, the field names, the entry encoding and the expiry are
  * written one way. Pure: it builds argv arrays, the caller sends them (hiredis, rcluster
@@ -41,7 +42,7 @@ size_t order_iwrite_count(const order_iwrite *w);
  *  add). @returns its argc (2 + 2 * fields). */
 int order_iwrite_hset(order_iwrite *w, const char ***argv, const size_t **lens);
 
-/** @brief The EXPIRE command, the same way. @returns 3. */
+/** @brief The EXPIRE ... LT command, the same way. @returns 4. */
 int order_iwrite_expire(order_iwrite *w, const char ***argv, const size_t **lens);
 
 #endif

@@ -106,7 +106,7 @@ const sk_cfg_entry order_config_table[] = {
      "Redis connect timeout; a command unanswered this long fails its request", F(redis_timeout_ms)},
     {"pg.pool", SK_CFG_INT, 1, 64, "2", "PostgreSQL connections (one blocking thread each)",
      F(pg_pool)},
-    {"order.index_ttl_s", SK_CFG_INT, 60, 31536000, "604800",
+    {"order.index_ttl_s", SK_CFG_INT, 1, 31536000, "604800",
      "how long Redis remembers an order's event for GET /api/v1/orders/{id}", F(index_ttl_s)},
     {"order.status_cache_size", SK_CFG_INT, 0, 100000000, "65536",
      "orders whose outcome (created, rejected) is kept in memory for GET /api/v1/orders/{id} "
@@ -159,6 +159,10 @@ const sk_cfg_entry order_config_table[] = {
     {"reconcile.lock_timeout_ms", SK_CFG_INT, 1000, 600000, "30000",
      "watchdog timeout of the reconciler lock: a dead holder is replaced within it",
      F(reconcile_lock_timeout_ms)},
+    {"events.retention_s", SK_CFG_INT, 0, 31536000, "86400",
+     "an event's Redis keys expire this long after its end and payment window (then its "
+     "reads answer from PostgreSQL; the leading reconciler sets the expiry)",
+     F(events_retention_s)},
     {"reconcile.horizon_s", SK_CFG_INT, 60, 31536000, "86400",
      "events whose sale ended less than this ago are still reconciled", F(reconcile_horizon_s)},
     SK_GROUP_CFG_ENTRY(F(group_id)), /* the consumer's group: sk_group.h */

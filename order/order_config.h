@@ -38,6 +38,7 @@ typedef struct order_config {
     long long redis_timeout_ms;
     long long pg_pool;
     long long index_ttl_s;
+    long long events_retention_s; /* an event's Redis keys outlive its end + window by it */
     long long order_status_cache_size, order_status_cache_ms, order_queued_pg_after_s,
         order_pg_lookup_every_ms, order_pg_lookups_per_s;
     long long events_cache_size, events_stock_refresh_ms, events_negative_ttl_ms,

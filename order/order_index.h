@@ -3,7 +3,7 @@
  *
  * A hash per second of the order ids' own time ("seckill:oidx:<second>", order_msg.h),
  * field order id, value an order_index_entry ("<event>:<user>:a|p"), expiring ttl_s after
- * its last write. The entries added in one loop turn go out at the end of that turn as one
+ * its first write (EXPIRE ... LT, order_iwrite.h). The entries added in one loop turn go out at the end of that turn as one
  * HSET (and one EXPIRE) per second they were issued in, nearly always one: Redis bounds the
  * accept path, and a command per order cost it a parse and an AOF record each
  * (order/README.md). Sent in the turn that answered the orders, on the worker's one Redis
@@ -24,7 +24,7 @@ struct event_base;
 typedef struct order_index order_index;
 
 /** @brief A writer on `base` through `redis` (both must outlive it), entries expiring
- *  ttl_s after their hash's last write. @returns NULL on OOM. */
+ *  ttl_s after their hash's first write. @returns NULL on OOM. */
 order_index *order_index_new(struct event_base *base, order_redis *redis, long long ttl_s);
 
 /** @brief Queues the entry of `order_id` for the end of this loop turn (acked: Kafka

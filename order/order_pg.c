@@ -184,6 +184,31 @@ static void run_get_order(PGconn *c, order_pg_job *job)
     PQclear(res);
 }
 
+/* The order a user holds (or held) in an event, once the event's Redis keys expired (the
+ * orders list, order_read.c): the latest that took a unit, as the buyers hash named it. */
+static void run_user_order(PGconn *c, order_pg_job *job)
+{
+    char ev[24], user[24];
+    snprintf(ev, sizeof(ev), "%" PRIu64, job->event_id);
+    snprintf(user, sizeof(user), "%" PRIu64, job->user_id);
+    const char *params[2] = {ev /* $1 event id */, user /* $2 user id */};
+    PGresult *res;
+    if (order_pg_job_exec(c, job, "select user order",
+                          "SELECT order_id, status FROM seckill_order "
+                          "WHERE event_id = $1::bigint AND user_id = $2::bigint "
+                          "AND status <> 'rejected' ORDER BY order_id DESC LIMIT 1",
+                          2, params, PGRES_TUPLES_OK, &res) != 0)
+        return;
+    if (PQntuples(res) == 0) {
+        job->status = ORDER_PG_NOT_FOUND;
+    } else {
+        job->id = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+        snprintf(job->order_status, sizeof(job->order_status), "%s", PQgetvalue(res, 0, 1));
+        job->status = ORDER_PG_OK;
+    }
+    PQclear(res);
+}
+
 void order_pg_run(void *pgconn, order_pg_job *job)
 {
     PGconn *c = pgconn;
@@ -197,6 +222,9 @@ void order_pg_run(void *pgconn, order_pg_job *job)
         break;
     case ORDER_PG_GET_ORDER:
         run_get_order(c, job);
+        break;
+    case ORDER_PG_USER_ORDER:
+        run_user_order(c, job);
         break;
     case ORDER_PG_LIST_EVENTS:
         run_list_events(c, job);

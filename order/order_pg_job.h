@@ -23,6 +23,7 @@ typedef enum {
     ORDER_PG_AUDIT_EVENT,      /* in: id, actor, act, audit_after: one audit row (pause, resume) */
     ORDER_PG_READ_AUDIT,       /* in: id, offset, limit; out: audit_json, more */
     ORDER_PG_REMOVE_EVENT,     /* in: id, actor, now_ms, loader; out: removed, spec */
+    ORDER_PG_USER_ORDER,       /* in: event_id, user_id; out: id (the order), order_status */
 } order_pg_kind;
 
 typedef enum {

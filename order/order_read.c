@@ -286,14 +286,18 @@ static void order_lookup_pg(read_req *r)
 
 /* ---- GET /api/v1/orders?event_id=&offset=&limit= (issue 31) -------------------------
  *
- * The token's orders, from Redis and memory alone: per event, the buyers hash of the
+ * The token's orders, from Redis and memory (PostgreSQL only for one event whose keys
+ * expired, below): per event, the buyers hash of the
  * user's home segment names the order the user holds (reserve.lua; one per user and
  * event), then its status comes from the outcome cache or the order index, as GET's
  * first steps read it ("unknown" past the index: GET /api/v1/orders/{id} asks
  * PostgreSQL). One event (event_id), or the current and upcoming events of the event
  * list's snapshot (order_evlist.h, refreshed from PostgreSQL at most once per
  * events.list_refresh_ms per front, never per call). An order of an ended event is found
- * with its event_id. Paginated over the orders found, in the events' order. */
+ * with its event_id. Paginated over the orders found, in the events' order.
+ * Once an event's keys expired (issue 32 item 5: the gate of the user's home segment is
+ * gone too), a list of that one event asks PostgreSQL for the user's order: one indexed
+ * query per list call, and only for an event whose gate is gone. */
 
 /* The most events one list scans (the event list's page bound times ten). */
 #define LIST_EVENTS_MAX (10 * ORDER_EVLIST_LIMIT_MAX)
@@ -316,6 +320,8 @@ struct list_req {
     uint64_t held[LIST_EVENTS_MAX];   /* per event: the order held, 0 none */
     const char *status[LIST_EVENTS_MAX]; /* per order of the page */
     list_slot slot[LIST_EVENTS_MAX];
+    int gate_gone;   /* one event: its home segment's stock key does not exist */
+    order_pg_job job; /* one event whose keys expired: the user's order from PostgreSQL */
 };
 
 static void list_answer(list_req *l)
@@ -414,15 +420,51 @@ static void list_statuses(list_req *l)
         list_answer(l);
 }
 
+/* The user's order in the one event whose keys expired, from PostgreSQL. */
+static void after_pg_list(order_task *t)
+{
+    list_req *l = ORDER_CONTAINER_OF(t, list_req, h.task);
+    order_pg_job *j = &l->job;
+    if (j->status == ORDER_PG_ERROR) {
+        sk_log(SK_LOG_WARN, "pg_failed", "op=list_orders err=\"%s\"", j->err);
+        order_req_error_free(&l->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    if (j->status == ORDER_PG_OK) {
+        l->held[0] = j->id;
+        l->status[0] = j->order_status;
+        l->nfound = 1;
+    }
+    list_answer(l);
+}
+
 /* One event's buyers hash answered (or the last call went out): on once all are in. */
 static void list_buyer_done(list_req *l)
 {
     if (--l->wait > 0)
         return;
-    if (l->failed)
+    if (l->failed) {
         list_answer(l);
-    else
+    } else if (l->nev == 1 && !l->held[0] && l->gate_gone && l->h.w->app->pg) {
+        l->job.kind = ORDER_PG_USER_ORDER;
+        l->job.event_id = l->events[0];
+        l->job.user_id = l->user;
+        if (order_req_submit_pg(&l->h, &l->job, after_pg_list, NULL) != 0)
+            order_req_error_free(&l->h, ORDER_ERR_UNAVAILABLE, "the database is busy", 0);
+    } else {
         list_statuses(l);
+    }
+}
+
+/* EXISTS of the one event's home stock key: 0 once its keys expired. */
+static void on_list_gate(redisReply *reply, void *arg)
+{
+    list_req *l = arg;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER)
+        l->failed = 1;
+    else
+        l->gate_gone = reply->integer == 0;
+    list_buyer_done(l);
 }
 
 /* HGET of one event's buyers hash: the order the user holds there, if any. */
@@ -498,6 +540,15 @@ void order_read_list_handle(order_worker *w, sk_http_req *req, const order_route
         if (order_redis_command(w->redis, 3, argv, lens, on_list_buyer, &l->slot[i]) != 0) {
             l->failed = 1;
             l->wait--;
+        }
+        if (event_id) { /* whether the gate is there still (same slot: one more reply) */
+            const char *exv[2] = {"EXISTS", key};
+            size_t evl[2] = {6, order_key_seg(l->events[i], home, ORDER_KEY_STOCK, key, sizeof(key))};
+            l->wait++;
+            if (order_redis_command(w->redis, 2, exv, evl, on_list_gate, l) != 0) {
+                l->failed = 1;
+                l->wait--;
+            }
         }
     }
     list_buyer_done(l);

@@ -250,3 +250,66 @@ int order_recon_pg_taken_count(order_recon_pg *p, uint64_t event_id, const char 
     PQclear(c);
     return 0;
 }
+
+/* The expiry of an event's keys, epoch ms ($1 below: events.retention_s). */
+#define RECON_EXPIRE_AT_SQL                                                                \
+    "(extract(epoch FROM ends_at + make_interval(secs => payment_window_s + $1::int)) "   \
+    "* 1000)::bigint"
+
+int order_recon_pg_expiries(order_recon_pg *p, long long retention_s, long long grace_s,
+                            int max, order_recon_expiry **out)
+{
+    char ret[24], gr[24], lim[24];
+    snprintf(ret, sizeof(ret), "%lld", retention_s);
+    snprintf(gr, sizeof(gr), "%lld", grace_s);
+    snprintf(lim, sizeof(lim), "%d", max);
+    const char *params[3] = {ret /* $1 retention, s */, gr /* $2 grace, s */, lim /* $3 rows */};
+    PGresult *res;
+    if (recon_exec(p, "expiries",
+                   "SELECT id::text, segments, " RECON_EXPIRE_AT_SQL " AS at FROM seckill_event "
+                   "WHERE ends_at + make_interval(secs => payment_window_s + $1::int) > "
+                   "      now() - make_interval(secs => $2::int) "
+                   "ORDER BY at LIMIT $3::int",
+                   3, params, &res) != 0)
+        return -1;
+    int n = PQntuples(res);
+    order_recon_expiry *e = calloc((size_t)n + 1, sizeof(*e));
+    if (!e) {
+        PQclear(res);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        e[i].id = strtoull(PQgetvalue(res, i, 0), NULL, 10);
+        e[i].k = order_recon_segments_k(PQgetvalue(res, i, 1));
+        e[i].expire_at_ms = strtoll(PQgetvalue(res, i, 2), NULL, 10);
+    }
+    PQclear(res);
+    *out = e;
+    return n;
+}
+
+int order_recon_pg_events_gone(order_recon_pg *p, const char *const *ids, size_t n,
+                               long long retention_s, unsigned char *gone)
+{
+    char *arr = order_recon_id_array(ids, n);
+    if (!arr)
+        return -1;
+    char ret[24];
+    snprintf(ret, sizeof(ret), "%lld", retention_s);
+    const char *params[2] = {ret /* $1 retention, s */, arr /* $2 the event ids */};
+    PGresult *res;
+    int rc = recon_exec(p, "events gone",
+                        "SELECT id::text FROM seckill_event WHERE id = ANY($2::bigint[]) "
+                        "AND ends_at + make_interval(secs => payment_window_s + $1::int) > now()",
+                        2, params, &res);
+    free(arr);
+    if (rc != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) { /* gone unless a row still in its keys' life says so */
+        gone[i] = 1;
+        for (int j = 0; j < PQntuples(res) && gone[i]; j++)
+            gone[i] = strcmp(PQgetvalue(res, j, 0), ids[i]) != 0;
+    }
+    PQclear(res);
+    return 0;
+}

@@ -78,4 +78,23 @@ void order_recon_gate_clear(order_recon_gate *g);
 int order_recon_pg_taken_count(order_recon_pg *p, uint64_t event_id, const char *const *ids,
                                  size_t n, long long *count);
 
+/* An event whose Redis keys the expiry sweep looks after (order_recon_expire.h). */
+typedef struct order_recon_expiry {
+    uint64_t id;
+    unsigned k;           /* its stock segments, 1 .. ORDER_SEGMENTS_MAX */
+    int64_t expire_at_ms; /* ends_at + payment_window_s + retention_s, epoch ms */
+} order_recon_expiry;
+
+/** @brief The events whose keys are due to expire after now - grace_s (retention_s: the
+ *  deployment's events.retention_s), at most max of them, the soonest due first.
+ *  @returns their number, with a malloc'd array in *out (the caller frees; one spare
+ *  slot, never NULL on success), or -1 (logged; the connection is dropped). */
+int order_recon_pg_expiries(order_recon_pg *p, long long retention_s, long long grace_s,
+                            int max, order_recon_expiry **out);
+
+/** @brief Which of the n event ids (decimal strings) are gone from PostgreSQL or past their
+ *  keys' expiry (retention_s as above): gone[i] = 1 or 0. @returns 0, or -1 (logged). */
+int order_recon_pg_events_gone(order_recon_pg *p, const char *const *ids, size_t n,
+                               long long retention_s, unsigned char *gone);
+
 #endif

@@ -5,6 +5,7 @@
 #include "order_reconcile.h"
 #include "order_msg.h"
 #include "order_recon_kafka.h"
+#include "order_recon_expire.h"
 #include "order_recon_pg.h"
 #include "order_recon_rule.h"
 #include "order_time.h"
@@ -41,6 +42,7 @@ struct order_reconciler {
     order_recon_kafka *kafka;
     order_recon_lost *lost; /* live events' segments whose gate is missing in Redis */
     int nlost;
+    order_recon_expire *expire; /* the clean-up after a sale (issue 32 item 5) */
 };
 
 /* One segment of an event (segment 0 of a K = 1 event: the event's own keys). */
@@ -569,6 +571,14 @@ static void scan(order_reconciler *r)
     if (sc.confirmed || sc.cancelled || sc.reloaded)
         sk_log(SK_LOG_INFO, "reconciled", "events=%d confirmed=%d cancelled=%d reloaded=%d", any,
                sc.confirmed, sc.cancelled, sc.reloaded);
+    /* The clean-up after a sale, once the scan is done (it may have dropped a connection). */
+    if (r->rc && order_recon_pg_up(r->pg)) {
+        int pruned = order_recon_expire_sweep(r->expire, r->rc, r->pg, r->cfg->events_retention_s);
+        if (pruned < 0)
+            disconnect(r);
+        else if (pruned > 0)
+            sk_log(SK_LOG_INFO, "changed_pruned", "removed=%d", pruned);
+    }
 }
 
 static void *reconcile_main(void *arg)
@@ -596,6 +606,7 @@ static void reconciler_free(order_reconciler *r)
     order_recon_pg_free(r->pg);
     order_recon_kafka_free(r->kafka);
     order_recon_lost_free(r->lost, r->nlost);
+    order_recon_expire_free(r->expire);
     free(r);
 }
 
@@ -607,8 +618,9 @@ order_reconciler *order_reconciler_start(const order_config *cfg, const sk_cfg_k
     if (r) {
         r->pg = order_recon_pg_new(cfg->pg);
         r->kafka = order_recon_kafka_new(cfg->topic, cfg->group_id, props);
+        r->expire = order_recon_expire_new();
     }
-    if (!r || !r->pg || !r->kafka) {
+    if (!r || !r->pg || !r->kafka || !r->expire) {
         if (r)
             reconciler_free(r);
         snprintf(err, errsz, "out of memory");

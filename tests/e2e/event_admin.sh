@@ -17,7 +17,9 @@
 #  - removal: the event with orders is archived (its orders readable, a second removal
 #    409); an event without orders is 409 while on sale, then, ended, deleted: its row
 #    and its gate's keys are gone, both fronts answer 404 (B within 1 s), its record
-#    stays readable.
+#    stays readable;
+#  - a restock of the ended, the archived or the removed event (item 8): 409 or 404 naming
+#    the reason, nothing changed in PostgreSQL (row, record) or Redis (every key of it).
 . "$(dirname "$0")/lib.sh"
 e2e_require
 command -v redis-cli >/dev/null || e2e_skip "redis-cli not installed"
@@ -196,6 +198,19 @@ grep -q '"removed":"archived"' "$E2E_TMP/resp" || e2e_fail "not archived: $(cat 
 [ "$(sql "select archived_at is not null from seckill_event where id = $EV")" = t ] || e2e_fail "archived_at not set"
 expect 200 "$(call "$PORT_B" GET "/api/v1/orders/$OID")" "an archived event's order"
 expect 409 "$(call "$PORT_B" DELETE "/api/v1/events/$EV")" "archive twice"
+# A restock of the archived (ended) event: 409 naming the end, nothing changed.
+ev_state() { # the row, every segment's gate and the record's length, as one line
+    sql "select stock_total, stock_left, ends_at, archived_at is not null from seckill_event where id = $1"
+    sql "select count(*) from seckill_admin_audit where event_id = $1"
+    rcli --scan --pattern "seckill:{e$1[.}]*" | grep -v ':lock' | sort | while read -r k; do
+        printf '%s=%s ' "$k" "$(rcli TYPE "$k")"
+        [ "$(rcli TYPE "$k")" = string ] && rcli GET "$k"
+    done
+}
+before=$(ev_state "$EV")
+expect 409 "$(call "$PORT_A" POST "/api/v1/events/$EV/stock" "$ADMIN" '{"add":5}')" "restock of the archived event"
+grep -q "has ended" "$E2E_TMP/resp" || e2e_fail "409 without the reason: $(cat "$E2E_TMP/resp")"
+[ "$(ev_state "$EV")" = "$before" ] || e2e_fail "a refused restock changed the archived event: $before -> $(ev_state "$EV")"
 expect 201 "$(call "$PORT_A" POST /api/v1/events "$ADMIN" "{\"name\":\"e2e remove\",\"stock\":5,\"segments\":2,\
 \"starts_at\":\"$(iso '+1 hour')\",\"ends_at\":\"$(iso '+2 hour')\"}")" "create the event to remove"
 E2=$(sed -n 's/.*"event_id":"\([0-9]*\)".*/\1/p' "$E2E_TMP/resp")
@@ -204,6 +219,10 @@ expect 403 "$(call "$PORT_B" DELETE "/api/v1/events/$E2" "$BUYER")" "a buyer's r
 expect 409 "$(call "$PORT_B" DELETE "/api/v1/events/$E2")" "remove while on sale"
 grep -q "end it first" "$E2E_TMP/resp" || e2e_fail "409 without the reason: $(cat "$E2E_TMP/resp")"
 expect 200 "$(call "$PORT_A" POST "/api/v1/events/$E2/end")" "end the event to remove"
+before=$(ev_state "$E2")
+expect 409 "$(call "$PORT_B" POST "/api/v1/events/$E2/stock" "$ADMIN" '{"total":50}')" "restock of the ended event"
+grep -q "has ended" "$E2E_TMP/resp" || e2e_fail "409 without the reason: $(cat "$E2E_TMP/resp")"
+[ "$(ev_state "$E2")" = "$before" ] || e2e_fail "a refused restock changed the ended event: $before -> $(ev_state "$E2")"
 expect 200 "$(call "$PORT_A" DELETE "/api/v1/events/$E2")" "remove the event without orders"
 t0=$(now_ms)
 grep -q '"removed":"deleted"' "$E2E_TMP/resp" || e2e_fail "not deleted: $(cat "$E2E_TMP/resp")"
@@ -218,6 +237,14 @@ expect 404 "$(call "$PORT_A" GET "/api/v1/events/$E2" "$BUYER")" "A's page of th
 [ "$(sql "select count(*) from seckill_event where id = $E2")" = 0 ] || e2e_fail "the row is still there"
 left=$(rcli --scan --pattern "seckill:{e$E2*" | grep -v ':lock' || true)
 [ -z "$left" ] || e2e_fail "keys left in Redis: $left"
+# A restock of the removed event: 404 naming it, no row and no key made again.
+for port in "$PORT_A" "$PORT_B"; do
+    expect 404 "$(call "$port" POST "/api/v1/events/$E2/stock" "$ADMIN" '{"add":5}')" "restock of the removed event"
+    grep -q '"error":"not_found"' "$E2E_TMP/resp" || e2e_fail "404 without the reason: $(cat "$E2E_TMP/resp")"
+done
+[ "$(sql "select count(*) from seckill_event where id = $E2")" = 0 ] || e2e_fail "a restock made the row again"
+left=$(rcli --scan --pattern "seckill:{e$E2*" | grep -v ':lock' || true)
+[ -z "$left" ] || e2e_fail "a restock of the removed event left keys in Redis: $left"
 expect 200 "$(call "$PORT_B" GET "/api/v1/events/$E2/audit")" "the deleted event's record"
 [ "$(field act)" = "create end delete " ] || e2e_fail "the deleted event's record: $(field act)"
 e2e_log "PASS"

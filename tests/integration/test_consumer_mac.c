@@ -35,23 +35,6 @@
 #define KEY_OLD "mac-test-key-previous-012345678"
 #define KEY_BAD "mac-test-key-attacker-012345678"
 
-/* One order message for (order, user), signed with `spec`'s first key, or unsigned
- * when spec is NULL. @returns its length in buf. */
-static size_t order_value(char *buf, size_t sz, int64_t order, int64_t user, const char *spec)
-{
-    sk_order_msg m = {.order_id = (uint64_t)order, .event_id = (uint64_t)EVENT,
-                      .user_id = (uint64_t)user, .ts_ms = 1700000000000LL};
-    if (spec) {
-        char err[128];
-        sk_order_msg_keys *k = sk_order_msg_keys_new(spec, err, sizeof(err));
-        assert_non_null(k);
-        assert_int_equal(sk_order_msg_sign(k, &m), 0);
-        sk_order_msg_keys_free(k);
-    }
-    size_t n = sk_order_msg_encode(&m, buf, sz);
-    assert_true(n > 0);
-    return n;
-}
 
 static void test_only_gate_orders(void **state)
 {
@@ -64,7 +47,9 @@ static void test_only_gate_orders(void **state)
     const char *signer[] = {NULL, KEY_BAD, KEY_OLD, KEY_NOW};
     rd_kafka_t *p = ctu_producer(k.bootstrap);
     for (int i = 0; i < 4; i++) {
-        size_t n = order_value(buf, sizeof(buf), ORDER + i, 900 + i, signer[i]);
+        size_t n = ctu_order_signed(buf, sizeof(buf), ORDER + i, EVENT, 900 + i, 1700000000000LL,
+                                    signer[i]);
+        assert_true(n > 0);
         assert_int_equal(ctu_produce(p, "seckill.orders", 0, key, (size_t)kn, buf, n), 0);
     }
     assert_int_equal(ctu_producer_close(p), 0);

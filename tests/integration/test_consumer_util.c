@@ -374,15 +374,12 @@ int ctu_producer_close(rd_kafka_t *p)
     return rc;
 }
 
-size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
-                      int64_t ts_ms)
+size_t ctu_order_signed(char *buf, size_t sz, int64_t order_id, int64_t event_id,
+                        int64_t user_id, int64_t ts_ms, const char *spec)
 {
     /* the front's encoder (sk_order_msg.h): what the consumer gets in production */
     sk_order_msg m = {.order_id = (uint64_t)order_id, .event_id = (uint64_t)event_id,
                       .user_id = (uint64_t)user_id, .ts_ms = ts_ms, .quantity = 1};
-    /* signed as the gate signs when the stack has keys (SECKILL_ORDER_MSG_KEYS, from
-     * .run/env): a consumer that inherits them takes only signed orders */
-    const char *spec = getenv("SECKILL_ORDER_MSG_KEYS");
     if (spec && *spec) {
         char err[128];
         sk_order_msg_keys *k = sk_order_msg_keys_new(spec, err, sizeof(err));
@@ -391,6 +388,15 @@ size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, 
         sk_order_msg_keys_free(k);
     }
     return sk_order_msg_encode(&m, buf, sz);
+}
+
+size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
+                      int64_t ts_ms)
+{
+    /* signed as the gate signs when the stack has keys (SECKILL_ORDER_MSG_KEYS, from
+     * .run/env): a consumer that inherits them takes only signed orders */
+    return ctu_order_signed(buf, sz, order_id, event_id, user_id, ts_ms,
+                            getenv("SECKILL_ORDER_MSG_KEYS"));
 }
 
 int ctu_produce_orders(rd_kafka_t *p, int64_t order_base, int n, int64_t event_base, int nevents,

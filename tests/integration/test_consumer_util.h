@@ -83,6 +83,10 @@ int ctu_producer_close(rd_kafka_t *p);
 /** @brief Writes the contract JSON of one order. @returns its length. */
 size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
                       int64_t ts_ms);
+/** @brief The same order signed with the first key of spec ("key[,previous]"; NULL or
+ *  "": unsigned). Aborts on a bad spec. @returns its length (0: buf too small). */
+size_t ctu_order_signed(char *buf, size_t sz, int64_t order_id, int64_t event_id,
+                        int64_t user_id, int64_t ts_ms, const char *spec);
 
 /** @brief Produces n orders: order_base + i, event event_base + i % nevents (the key),
  *  user user_base + i. @returns 0 or -1. */

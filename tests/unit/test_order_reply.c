@@ -257,11 +257,12 @@ static void test_iwrite(void **state)
         assert_string_equal(argv[i], want[i]);
         assert_int_equal(lens[i], strlen(want[i]));
     }
-    assert_int_equal(order_iwrite_expire(w, &argv, &lens), 3);
+    assert_int_equal(order_iwrite_expire(w, &argv, &lens), 4);
     assert_string_equal(argv[0], "EXPIRE");
     assert_string_equal(argv[1], "seckill:oidx:7");
     assert_string_equal(argv[2], "604800");
     assert_int_equal(lens[2], 6);
+    assert_string_equal(argv[3], "LT"); /* a later write never pushes the expiry out */
     order_iwrite_begin(w, other, 60); /* a new write drops the fields */
     assert_int_equal(order_iwrite_count(w), 0);
     assert_int_equal(order_iwrite_hset(w, &argv, &lens), 2);
