@@ -111,15 +111,20 @@ rollbacks() { pg -c "SELECT xact_rollback FROM pg_stat_database WHERE datname = 
 autovacs() { pg -c "SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0) FROM pg_stat_user_tables"; }
 # orders_created_total from the consumer's /metrics through bash's /dev/tcp: polling
 # must not spawn a process (psql, curl) ten times a second on a 2-core machine.
-created_total() {
-    local line n=0
-    exec 3<>"/dev/tcp/127.0.0.1/$PORT" || { echo 0; return; }
+created_total() { # -> "created dead-lettered"
+    local line n=0 d=0 v
+    exec 3<>"/dev/tcp/127.0.0.1/$PORT" || { echo 0 0; return; }
     printf 'GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n' >&3
     while IFS= read -r line <&3; do
+        line=${line%$'\r'}
         [[ $line == "seckill_consumer_orders_created_total "* ]] && n=${line##* }
+        if [[ $line == "seckill_consumer_dead_letters_total{"* ]]; then
+            v=${line##* }
+            d=$((d + ${v%.*}))
+        fi
     done
     exec 3<&-
-    echo "${n%$'\r'}"
+    echo "$n $d"
 }
 # The ts= of a consumer log line (UTC, ms) as epoch seconds.
 log_time() {
@@ -164,8 +169,11 @@ drain() { # mode
         "$BIN/seckill-consumer" 2>"$work/consumer.log" &
     cpid=$!
     while :; do
-        created=$(created_total 2>/dev/null || echo 0)
+        read -r created dead < <(created_total 2>/dev/null || echo 0 0)
         [ "${created:-0}" -ge "$N" ] && break
+        # A dead letter means the run is wrong (e.g. unsigned messages for a consumer
+        # with order.msg_keys): say so rather than wait for a count never reached.
+        [ "${dead:-0}" -eq 0 ] || { echo "bench-consumer: $dead dead letters: $(grep -m1 -o 'error=[a-z_]*' "$work/consumer.log")" >&2; exit 1; }
         kill -0 "$cpid" 2>/dev/null || { echo "bench-consumer: consumer died" >&2; cat "$work/consumer.log" >&2; exit 1; }
         sleep 0.05
     done
@@ -188,9 +196,10 @@ drain() { # mode
     m() { awk -v k="$1" '$1 == k { print $2 }' <<<"$metrics"; }
     published=$(m seckill_consumer_events_published_total)
     # CPU time (user + system) of the consumer, of its PostgreSQL backends (the writers'
-    # connections and the slot's walsender) and of the dev Kafka during the drain.
+    # connections and the slot's walsender, in this database only: the stack's own
+    # consumer beside the bench is not counted) and of the dev Kafka during the drain.
     local cpu_pg=0 b
-    for b in $(pg -c "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'seckill-consumer/%'"); do
+    for b in $(pg -c "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'seckill-consumer/%' AND datname = current_database()"); do
         cpu_pg=$(awk -v a="$cpu_pg" -v b="$(sk_cpu_seconds "$b")" 'BEGIN { printf "%.2f", a + b }')
     done
     printf -v "total_$mode" '%s' "$(awk -v a="$t0" -v b="$t2" 'BEGIN { printf "%.3f", b - a }')"

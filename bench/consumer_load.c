@@ -79,6 +79,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "consumer-load: %s\n", err);
         return 1;
     }
+    /* Signed as the fronts sign (issue 33): a consumer with order.msg_keys dead-letters
+     * an unsigned message, so the load carries the stack's key when it has one. */
+    sk_order_msg_keys *keys = NULL;
+    const char *keyspec = getenv("SECKILL_ORDER_MSG_KEYS");
+    if (keyspec && *keyspec && !(keys = sk_order_msg_keys_new(keyspec, err, sizeof(err)))) {
+        fprintf(stderr, "consumer-load: SECKILL_ORDER_MSG_KEYS: %s\n", err);
+        return 2;
+    }
     FILE *cf = copy_file ? fopen(copy_file, "w") : NULL;
     if (copy_file && !cf) {
         perror(copy_file);
@@ -101,6 +109,10 @@ int main(int argc, char **argv)
         int kn = snprintf(key, sizeof(key), "%lld", ev);
         sk_order_msg m = {.order_id = (uint64_t)(order_base + i), .event_id = (uint64_t)ev,
                           .user_id = (uint64_t)(1 + i), .ts_ms = ts_ms, .quantity = 1};
+        if (keys && sk_order_msg_sign(keys, &m) != 0) {
+            fprintf(stderr, "consumer-load: signing failed\n");
+            return 1;
+        }
         size_t vn = sk_order_msg_encode(&m, val, sizeof(val)); /* the front's encoder */
         for (;;) {
             rd_kafka_resp_err_t e = rd_kafka_producev(
@@ -123,6 +135,7 @@ int main(int argc, char **argv)
     rd_kafka_resp_err_t e = rd_kafka_flush(p, 120000);
     double secs = now_s() - t0;
     rd_kafka_destroy(p);
+    sk_order_msg_keys_free(keys);
     if (cf && fclose(cf) != 0) {
         perror(copy_file);
         return 1;
