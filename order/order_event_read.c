@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the two routes' requests share: waiting on the cache, loading from PostgreSQL.
- * It is the first member of both (and h its own), so free(r) or order_req_*_free(&r->h)
+/* What the routes' requests share: waiting on the cache, loading from PostgreSQL.
+ * It is the first member of the cached routes' (and h its own), so free(r) or order_req_*_free(&r->h)
  * frees the whole request. */
 typedef struct evread_req {
     order_req_head h;
@@ -314,15 +314,11 @@ static void event_list_step(evread_req *r)
 /* ---- the ended events (admin) ------------------------------------------------------ */
 
 /* GET /api/v1/events?state=ended: read from PostgreSQL per call (no snapshot: few ask, and
- * an operator expects an event ended a moment ago to be there). */
-typedef struct ended_req {
-    order_req_head h;
-    order_pg_job job;
-} ended_req;
-
+ * an operator expects an event ended a moment ago to be there). Its request is a bare
+ * evread_req (no cache to wait on: wait and step unused). */
 static void after_pg_ended(order_task *t)
 {
-    ended_req *r = ORDER_CONTAINER_OF(t, ended_req, h.task);
+    evread_req *r = EVREAD_OF_TASK(t);
     if (r->job.status != ORDER_PG_OK) {
         sk_log(SK_LOG_WARN, "pg_failed", "op=list_ended err=\"%s\"", r->job.err);
         free(r->job.rows);
@@ -380,7 +376,7 @@ static void event_ended_list(order_worker *w, sk_http_req *req, const order_rout
     if (order_http_page(w, req, rt->id, start_us, 1000000, ORDER_EVLIST_LIMIT_MAX, &offset,
                         &limit) != 0)
         return;
-    ended_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    evread_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
     if (!r)
         return;
     r->job.kind = ORDER_PG_LIST_ENDED;
