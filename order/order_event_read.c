@@ -5,6 +5,8 @@
  *  - The list (order_evlist.h): the current and upcoming events from a snapshot,
  *    refreshed from PostgreSQL at most every events.list_refresh_ms; a stale snapshot is
  *    answered while its refresh runs.
+ *  - The ended events (admin, ?state=ended): from PostgreSQL per call, newest end first,
+ *    archived ones left out, so an operator can pick a sale that ended to archive it.
  * A request that finds a load or a read under way waits on the entry and is handed back
  * here (to its own worker) when it lands. Answers carry Cache-Control and an ETag (304
  * on If-None-Match) and the server's time, so a countdown can correct the client's
@@ -12,7 +14,9 @@
 #include "order_event_read.h"
 #include "order_http_int.h"
 #include "order_msg.h"
+#include "order_reply.h"
 #include "order_time.h"
+#include "sk_http_query.h"
 #include "sk_log.h"
 
 #include <inttypes.h>
@@ -20,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the two routes' requests share: waiting on the cache, loading from PostgreSQL.
- * It is the first member of both (and h its own), so free(r) or order_req_*_free(&r->h)
+/* What the routes' requests share: waiting on the cache, loading from PostgreSQL.
+ * It is the first member of the cached routes' (and h its own), so free(r) or order_req_*_free(&r->h)
  * frees the whole request. */
 typedef struct evread_req {
     order_req_head h;
@@ -75,16 +79,17 @@ static void event_wake(order_events_waiter *list)
     }
 }
 
-/* Answers a cached page: Cache-Control, its ETag, 304 when If-None-Match matches,
- * otherwise `head` (the body without its closing brace) plus the server's time, so a
- * countdown to starts_at can correct the client's clock. */
-static void cached_send(order_worker *w, sk_http_req *req, order_route_id route, int64_t start_us,
-                        const char *head, size_t hlen, const char *etag, int64_t now_ms)
+/* Answers a page: Cache-Control (`cc`, or NULL: public for events.max_age_s), its ETag,
+ * 304 when If-None-Match matches, otherwise `head` (the body without its closing brace)
+ * plus the server's time, so a countdown to starts_at can correct the client's clock. */
+static void page_send(order_worker *w, sk_http_req *req, order_route_id route, int64_t start_us,
+                      const char *cc, const char *head, size_t hlen, const char *etag,
+                      int64_t now_ms)
 {
     order_app *app = w->app;
-    char cc[48];
-    snprintf(cc, sizeof(cc), "public, max-age=%lld", app->cfg.events_max_age_s);
-    sk_http_add_header(req, "Cache-Control", cc);
+    char pub[48];
+    snprintf(pub, sizeof(pub), "public, max-age=%lld", app->cfg.events_max_age_s);
+    sk_http_add_header(req, "Cache-Control", cc ? cc : pub);
     sk_http_add_header(req, "ETag", etag);
     const char *inm = sk_http_header(req, "If-None-Match");
     if (inm && order_events_etag_match(inm, etag)) {
@@ -110,7 +115,7 @@ static void cached_send(order_worker *w, sk_http_req *req, order_route_id route,
 static void cached_reply(evread_req *r, const char *head, size_t hlen, const char *etag,
                          int64_t now_ms)
 {
-    cached_send(r->h.w, r->h.req, r->h.route, r->h.start_us, head, hlen, etag, now_ms);
+    page_send(r->h.w, r->h.req, r->h.route, r->h.start_us, NULL, head, hlen, etag, now_ms);
     free(r);
 }
 
@@ -221,7 +226,7 @@ void order_event_get_handle(order_worker *w, sk_http_req *req, const order_route
     int64_t now_ms = order_time_now_ms();
     order_event_view v;
     if (order_events_peek(w->app->events, rt->arg, now_ms, &v) == ORDER_EVENTS_FRESH) {
-        cached_send(w, req, rt->id, start_us, v.body, v.body_len, v.etag, now_ms);
+        page_send(w, req, rt->id, start_us, NULL, v.body, v.body_len, v.etag, now_ms);
         return;
     }
     event_get_req *g = order_req_alloc(sizeof(*g), w, req, rt->id, start_us);
@@ -306,12 +311,109 @@ static void event_list_step(evread_req *r)
     }
 }
 
+/* ---- the ended events (admin) ------------------------------------------------------ */
+
+/* GET /api/v1/events?state=ended: read from PostgreSQL per call (no snapshot: few ask, and
+ * an operator expects an event ended a moment ago to be there). Its request is a bare
+ * evread_req (no cache to wait on: wait and step unused). */
+static void after_pg_ended(order_task *t)
+{
+    evread_req *r = EVREAD_OF_TASK(t);
+    if (r->job.status != ORDER_PG_OK) {
+        sk_log(SK_LOG_WARN, "pg_failed", "op=list_ended err=\"%s\"", r->job.err);
+        free(r->job.rows);
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is unavailable", 0);
+        return;
+    }
+    /* the live list's shape and headers: {"events":[...],"offset":O,"next_offset":N|null,
+     * "now":".."}, an ETag (304 on If-None-Match) */
+    size_t cap = 160, n = 0;
+    char **items = calloc(r->job.nrows ? r->job.nrows : 1, sizeof(*items));
+    for (size_t i = 0; items && i < r->job.nrows; i++) {
+        const order_evlist_row *e = &r->job.rows[i];
+        items[i] = order_reply_event(e->id, e->spec.name, e->spec.stock, e->stock_left,
+                                     e->spec.starts_at_ms, e->spec.ends_at_ms, &e->spec.limits);
+        if (!items[i])
+            break;
+        cap += strlen(items[i]) + 1;
+        n++;
+    }
+    int whole = items && n == r->job.nrows;
+    free(r->job.rows);
+    char *body = whole ? malloc(cap) : NULL;
+    if (body) {
+        size_t len = (size_t)sprintf(body, "{\"events\":[");
+        for (size_t i = 0; i < n; i++)
+            len += (size_t)sprintf(body + len, "%s%s", i ? "," : "", items[i]);
+        char next[24] = "null", etag[24];
+        if (r->job.more)
+            snprintf(next, sizeof(next), "%" PRId64, r->job.offset + (int64_t)n);
+        len += (size_t)snprintf(body + len, cap - len, "],\"offset\":%" PRId64 ",\"next_offset\":%s",
+                                r->job.offset, next);
+        order_events_etag(body, len, etag);
+        /* an admin's page: no shared cache keeps it, and the browser asks again each time */
+        page_send(r->h.w, r->h.req, r->h.route, r->h.start_us, "private, no-cache", body, len, etag,
+                  order_time_now_ms());
+        free(r);
+    } else {
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "out of memory", 0);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(items[i]);
+    free(items);
+    free(body);
+}
+
+static void event_ended_list(order_worker *w, sk_http_req *req, const order_route *rt,
+                             int64_t start_us, const sk_jwt_claims *claims)
+{
+    if (!claims->is_admin) {
+        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_FORBIDDEN,
+                               "listing ended events needs the admin role", 0);
+        return;
+    }
+    long long offset, limit;
+    if (order_http_page(w, req, rt->id, start_us, 1000000, ORDER_EVLIST_LIMIT_MAX, &offset,
+                        &limit) != 0)
+        return;
+    evread_req *r = order_req_alloc(sizeof(*r), w, req, rt->id, start_us);
+    if (!r)
+        return;
+    r->job.kind = ORDER_PG_LIST_ENDED;
+    r->job.offset = offset;
+    r->job.limit = limit;
+    if (order_req_submit_pg(&r->h, &r->job, after_pg_ended, NULL) != 0)
+        order_req_error_free(&r->h, ORDER_ERR_UNAVAILABLE, "the database is busy or absent", 0);
+}
+
+/* The list's `state`: absent (the current and upcoming events, any signed-in user) or
+ * "ended" (admin). @returns 1 ended, 0 live, -1 answered 400. */
+static int list_state(order_worker *w, sk_http_req *req, const order_route *rt, int64_t start_us)
+{
+    size_t qlen, vlen;
+    const char *q = sk_http_query_of(sk_http_uri(req), &qlen), *v;
+    sk_http_query_rc rc = sk_http_query_get(q, qlen, "state", &v, &vlen);
+    if (rc == SK_HTTP_QUERY_ABSENT || rc == SK_HTTP_QUERY_INVALID)
+        return 0; /* (a malformed query: order_http_page's 400) */
+    if (rc == SK_HTTP_QUERY_FOUND && vlen == 5 && memcmp(v, "ended", 5) == 0)
+        return 1;
+    order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST,
+                           "state is \"ended\", or absent for the current and upcoming events", 0);
+    return -1;
+}
+
 void order_event_list_handle(order_worker *w, sk_http_req *req, const order_route *rt,
                              int64_t start_us)
 {
     sk_jwt_claims claims;
     if (order_http_authorize(w, req, rt->id, start_us, NULL, &claims) != 0)
         return;
+    int ended = list_state(w, req, rt, start_us);
+    if (ended != 0) {
+        if (ended > 0)
+            event_ended_list(w, req, rt, start_us, &claims);
+        return;
+    }
     long long offset, limit;
     if (order_http_page(w, req, rt->id, start_us, 1000000, ORDER_EVLIST_LIMIT_MAX, &offset, &limit) != 0)
         return;

@@ -296,7 +296,8 @@ static int remove_locked(order_loader *l, void *arg, char *err, size_t errsz)
         char b[ORDER_KEY_MAX], p[ORDER_KEY_MAX];
         order_key_seg(a->event_id, seg, ORDER_KEY_BUYERS, b, sizeof(b));
         order_key_seg(a->event_id, seg, ORDER_KEY_PENDING, p, sizeof(p));
-        const char *sc[2] = {"SCARD", b}, *hl[2] = {"HLEN", p};
+        /* the buyers key is a hash (buyer -> order id), as the pending one */
+        const char *sc[2] = {"HLEN", b}, *hl[2] = {"HLEN", p};
         if (int_call(l, 2, sc, &n, err, errsz) != 0)
             return -1;
         *a->held += n;

@@ -83,8 +83,7 @@ static void run_create_event(PGconn *c, order_pg_job *job)
 
 /* An event's columns from `col`: name, stock_total, stock_left, starts_at and ends_at in
  * ms, per_user_limit, segments, the rate overrides and the challenge's bits (0 when NULL)
- * (the SELECT lists of
- * run_get_event and run_list_events: EVENT_COLUMNS). */
+ * (EVENT_COLUMNS below, the SELECT lists of run_get_event and the lists). */
 static void event_row(const PGresult *res, int row, int col, order_event_spec *spec,
                       int64_t *stock_left)
 {
@@ -101,6 +100,34 @@ static void event_row(const PGresult *res, int row, int col, order_event_spec *s
     spec->limits.challenge_bits = strtoll(PQgetvalue(res, row, col + 10), NULL, 10);
 }
 
+/* The columns event_row reads, in its order. */
+#define EVENT_COLUMNS                                                                        \
+    "name, stock_total, stock_left, (extract(epoch from starts_at) * 1000)::bigint, "        \
+    "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "               \
+    "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0), "                \
+    "coalesce(challenge_bits, 0)"
+
+/* The first n rows of `res` (id, EVENT_COLUMNS) into job->rows (malloc'd; the caller of
+ * the job frees it); res is cleared. */
+static void list_rows(PGresult *res, size_t n, order_pg_job *job)
+{
+    job->rows = calloc(n ? n : 1, sizeof(*job->rows));
+    if (!job->rows) {
+        job->status = ORDER_PG_ERROR;
+        snprintf(job->err, sizeof(job->err), "list events: out of memory");
+        PQclear(res);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        order_evlist_row *r = &job->rows[i];
+        r->id = strtoull(PQgetvalue(res, (int)i, 0), NULL, 10);
+        event_row(res, (int)i, 1, &r->spec, &r->stock_left);
+    }
+    job->nrows = n;
+    job->status = ORDER_PG_OK;
+    PQclear(res);
+}
+
 static void run_get_event(PGconn *c, order_pg_job *job)
 {
     char id[24];
@@ -109,11 +136,7 @@ static void run_get_event(PGconn *c, order_pg_job *job)
     PGresult *res;
     if (order_pg_job_exec(
             c, job, "select event",
-            "SELECT name, stock_total, stock_left, "
-            "(extract(epoch from starts_at) * 1000)::bigint, "
-            "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
-            "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0), "
-            "coalesce(challenge_bits, 0) FROM seckill_event WHERE id = $1::bigint",
+            "SELECT " EVENT_COLUMNS " FROM seckill_event WHERE id = $1::bigint",
             1, params, PGRES_TUPLES_OK, &res) != 0)
         return;
     if (PQntuples(res) == 0) {
@@ -133,30 +156,34 @@ static void run_list_events(PGconn *c, order_pg_job *job)
     PGresult *res;
     if (order_pg_job_exec(
             c, job, "list events",
-            "SELECT id, name, stock_total, stock_left, "
-            "(extract(epoch from starts_at) * 1000)::bigint, "
-            "(extract(epoch from ends_at) * 1000)::bigint, per_user_limit, segments, "
-            "coalesce(ip_rate, 0), coalesce(user_rate, 0), coalesce(event_rate, 0), "
-            "coalesce(challenge_bits, 0) FROM seckill_event WHERE ends_at > now() "
+            "SELECT id, " EVENT_COLUMNS " FROM seckill_event WHERE ends_at > now() "
             "AND archived_at IS NULL ORDER BY starts_at, id LIMIT $1::bigint",
             1, params, PGRES_TUPLES_OK, &res) != 0)
         return;
-    size_t n = (size_t)PQntuples(res);
-    job->rows = calloc(n ? n : 1, sizeof(*job->rows));
-    if (!job->rows) {
-        job->status = ORDER_PG_ERROR;
-        snprintf(job->err, sizeof(job->err), "list events: out of memory");
-        PQclear(res);
+    list_rows(res, (size_t)PQntuples(res), job);
+}
+
+/* The ended events, newest end first, a page at a time (GET /api/v1/events?state=ended,
+ * admin): read per call, since it is an operator's, not a buyer's, and it grows with
+ * every sale. One row past the page says whether there is a next one. Archived events
+ * are left out: the list is for picking what still needs an operator. */
+static void run_list_ended(PGconn *c, order_pg_job *job)
+{
+    char off[24], lim[24];
+    snprintf(off, sizeof(off), "%" PRId64, job->offset);
+    snprintf(lim, sizeof(lim), "%" PRId64, job->limit + 1);
+    const char *params[2] = {off /* $1 offset */, lim /* $2 the page's size plus one */};
+    PGresult *res;
+    if (order_pg_job_exec(
+            c, job, "list ended events",
+            "SELECT id, " EVENT_COLUMNS " FROM seckill_event WHERE ends_at <= now() "
+            "AND archived_at IS NULL ORDER BY ends_at DESC, id DESC "
+            "OFFSET $1::bigint LIMIT $2::bigint",
+            2, params, PGRES_TUPLES_OK, &res) != 0)
         return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        order_evlist_row *r = &job->rows[i];
-        r->id = strtoull(PQgetvalue(res, (int)i, 0), NULL, 10);
-        event_row(res, (int)i, 1, &r->spec, &r->stock_left);
-    }
-    job->nrows = n;
-    job->status = ORDER_PG_OK;
-    PQclear(res);
+    size_t n = (size_t)PQntuples(res);
+    job->more = n > (size_t)job->limit;
+    list_rows(res, job->more ? (size_t)job->limit : n, job);
 }
 
 static void run_get_order(PGconn *c, order_pg_job *job)
@@ -228,6 +255,9 @@ void order_pg_run(void *pgconn, order_pg_job *job)
         break;
     case ORDER_PG_LIST_EVENTS:
         run_list_events(c, job);
+        break;
+    case ORDER_PG_LIST_ENDED:
+        run_list_ended(c, job);
         break;
     case ORDER_PG_PAY_ORDER:
     case ORDER_PG_CANCEL_ORDER:

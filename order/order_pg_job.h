@@ -24,6 +24,7 @@ typedef enum {
     ORDER_PG_READ_AUDIT,       /* in: id, offset, limit; out: audit_json, more */
     ORDER_PG_REMOVE_EVENT,     /* in: id, actor, now_ms, loader; out: removed, spec */
     ORDER_PG_USER_ORDER,       /* in: event_id, user_id; out: id (the order), order_status */
+    ORDER_PG_LIST_ENDED,       /* in: offset, limit; out: rows, nrows, more (ended, not archived) */
 } order_pg_kind;
 
 typedef enum {
@@ -61,11 +62,11 @@ typedef struct order_pg_job {
     /* the admin audit (issue 32): every act's actor is `actor` above */
     char act[12];           /* AUDIT_EVENT: "pause", "resume" */
     const char *audit_after; /* AUDIT_EVENT: the after JSON (static text) */
-    int64_t offset, limit;  /* READ_AUDIT */
+    int64_t offset, limit;  /* READ_AUDIT, LIST_ENDED */
     char *audit_json;       /* READ_AUDIT: a JSON array, malloc'd by the pool, freed by the caller */
-    int more;               /* READ_AUDIT: rows past the page */
+    int more;               /* READ_AUDIT, LIST_ENDED: rows past the page */
     int removed;            /* REMOVE_EVENT: 1 deleted, 2 archived */
-    order_evlist_row *rows; /* LIST_EVENTS: malloc'd by the pool, freed by the caller */
+    order_evlist_row *rows; /* LIST_EVENTS, LIST_ENDED: malloc'd by the pool, freed by the caller */
     size_t nrows;
     order_pg_status status;
     char err[256];

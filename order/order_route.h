@@ -19,7 +19,7 @@ typedef enum {
     ORDER_ROUTE_HEALTHZ,        /* GET  /healthz */
     ORDER_ROUTE_READYZ,         /* GET  /readyz */
     ORDER_ROUTE_METRICS,        /* GET  /metrics */
-    ORDER_ROUTE_EVENT_LIST,     /* GET  /api/v1/events (current and upcoming, paginated) */
+    ORDER_ROUTE_EVENT_LIST,     /* GET  /api/v1/events (current and upcoming, paginated; ?state=ended admin) */
     ORDER_ROUTE_CONSOLE,        /* GET  /console and /console/<file> (order_console) */
     ORDER_ROUTE_ORDER_PAY,      /* POST /api/v1/orders/{id}/pay (issue 22) */
     ORDER_ROUTE_ORDER_CANCEL,   /* POST /api/v1/orders/{id}/cancel (issue 22) */

@@ -21,7 +21,7 @@ endif()
 if(TARGET seckill-bench AND TARGET seckill-check)
   foreach(t flashsale_small consumer_pause restock_fronts order_pay order_retry order_expiry release_flush flashsale_lifecycle
             flashsale_challenge
-            event_admin restock_live event_cleanup)
+            event_admin restock_live event_cleanup event_ended)
     add_test(NAME e2e_${t} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/${t}.sh)
     set_tests_properties(e2e_${t} PROPERTIES LABELS e2e TIMEOUT 240 SKIP_RETURN_CODE 77
       ENVIRONMENT "SECKILL_SOURCE_DIR=${CMAKE_SOURCE_DIR};SECKILL_BIN_DIR=${CMAKE_BINARY_DIR}/bin")

@@ -10,10 +10,9 @@ const LIST_PAGE = 100;   /* the list's largest page */
 const LIST_PAGES = 10;   /* at most 1,000 events in the picker */
 const AUDIT_PAGE = 5;
 
-/* id -> {ev (the last answer for it), gone: '' | 'ended' | 'archived', paused}. Events the
- * list no longer shows (ended: the list leaves them out; archived) stay here while the
- * page is open, so an operator can still archive a sale that just ended, or read its
- * record. `paused` is what this page did (no read answers it): a pause from elsewhere
+/* id -> {ev (the last answer for it), gone: '' | 'ended' | 'archived', paused}. The ended
+ * events come from the admin's list of them (?state=ended); archived ones, which no list
+ * shows, stay here while the page is open, so their record can still be read. `paused` is what this page did (no read answers it): a pause from elsewhere
  * shows in the record, not in the state. */
 const known = new Map();
 let pickedId = null;
@@ -36,20 +35,29 @@ function stateOf(ev, gone, paused) {
 
 /* ---- the list to pick from -------------------------------------------------------- */
 
-async function loadEventList() {
-  if (!adminToken) { manageMessage('', 'sign in first'); return; }
-  const listed = new Set();
+/* One list's pages into `known` (gone: what its events are). @returns false on an error
+ * (shown). */
+async function loadList(query, gone, listed) {
   for (let page = 0, offset = 0; page < LIST_PAGES && offset !== null; page++) {
-    const r = await api('GET', '/api/v1/events?limit=' + LIST_PAGE + '&offset=' + offset, adminToken);
-    if (r.status !== 200 || !r.body || !Array.isArray(r.body.events)) { manageMessage('', 'event list: ' + errorText(r)); return; }
+    const r = await api('GET', '/api/v1/events?' + query + 'limit=' + LIST_PAGE + '&offset=' + offset, adminToken);
+    if (r.status !== 200 || !r.body || !Array.isArray(r.body.events)) { manageMessage('', 'event list: ' + errorText(r)); return false; }
     for (const ev of r.body.events) {
       listed.add(ev.event_id);
       const k = known.get(ev.event_id);
-      known.set(ev.event_id, { ev, gone: '', paused: k ? k.paused : false });
+      known.set(ev.event_id, { ev, gone, paused: gone ? false : (k ? k.paused : false) });
     }
     offset = r.body.next_offset;
   }
-  for (const [id, k] of known) /* off the list since: ended, or removed by someone else */
+  return true;
+}
+
+/* The current and upcoming events, then the ended ones not archived (the admin list,
+ * newest end first), so a sale that ended before this page opened can be picked too. */
+async function loadEventList() {
+  if (!adminToken) { manageMessage('', 'sign in first'); return; }
+  const listed = new Set();
+  if (!await loadList('', '', listed) || !await loadList('state=ended&', 'ended', listed)) return;
+  for (const [id, k] of known) /* on neither list: removed by someone else, or too new */
     if (!listed.has(id) && !k.gone) k.gone = 'ended';
   renderPicker();
 }
@@ -59,7 +67,7 @@ function renderPicker() {
   sel.textContent = '';
   const none = document.createElement('option');
   none.value = '';
-  none.textContent = known.size ? '(pick an event)' : '(no current or upcoming event)';
+  none.textContent = known.size ? '(pick an event)' : '(no event)';
   sel.appendChild(none);
   for (const [id, k] of known) {
     const o = document.createElement('option');

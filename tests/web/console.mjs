@@ -6,8 +6,9 @@
 // in JavaScript and the order is created; the solver's rate is printed (order/README.md's
 // browser figures). Then the operator's side (issue 32): pick events from the list, change
 // one, restock it (add and total, a refusal shown), pause and resume it, end it, read its
-// admin record page by page, remove it (deleted), and archive the sold-out one; PostgreSQL
-// and the API agree with the page.
+// admin record page by page, remove it (deleted), and end the sold-out one, reload the page,
+// pick it from the ended events' list and archive it; PostgreSQL and the API agree with
+// the page.
 // Screenshots of the live view, the buyer's challenge and the managed event's record are
 // saved in SECKILL_WEB_OUT.
 //
@@ -197,11 +198,31 @@ async function manageEvents(soldId) {
   check('removing an event on sale is refused', (await error((t) => t.includes('409'))).includes('409 conflict'));
   await page.click('#end-now');
   await result((t) => t.startsWith('ended'));
+  // An operator who opens the console after the sale ended: the page reloaded (nothing
+  // remembered), the ended event is offered by the admin's list of ended events.
+  await page.reload();
+  await page.fill('#token', admin);
+  await page.click('#signin-form button[type=submit]');
+  const endedOpt = page.locator(`#pick option[value="${soldId}"]`);
+  await endedOpt.waitFor({ state: 'attached', timeout: 10000 }).catch(() => {});
+  check('after a reload the ended event is offered, marked ended',
+    (await endedOpt.count()) === 1 && (await endedOpt.textContent()).endsWith(', ended'),
+    (await endedOpt.count()) ? await endedOpt.textContent() : 'not offered');
+  await page.selectOption('#pick', soldId);
+  check('picked from the list, it shows ended', (await waitText('#pk-state', (t) => t === 'ended')) === 'ended');
+  let endedActs = '';
+  for (let i = 0; i < 50 && !endedActs.endsWith('end'); i++) {
+    endedActs = await acts();
+    if (!endedActs.endsWith('end')) await page.waitForTimeout(100);
+  }
+  check('its record is read, the end last', endedActs.endsWith('end'), endedActs);
   await page.click('#remove');
   check('remove archives an event with orders', (await result((t) => t.startsWith('archived'))).startsWith('archived'));
   check('PostgreSQL has it archived', row(soldId)[4] === 't');
   check('its record ends with end, archive', (await acts()).endsWith('end archive'), await acts());
   check('the picker keeps it, marked archived', (await page.locator(`#pick option[value="${soldId}"]`).textContent()).endsWith('archived'));
+  const endedList = await (await fetch(`${base}/api/v1/events?state=ended&limit=100`, { headers: { Authorization: 'Bearer ' + admin } })).json();
+  check('the archived event is off the ended list', !endedList.events.some((e) => e.event_id === soldId), JSON.stringify(endedList).slice(0, 300));
 }
 
 try {

@@ -146,6 +146,13 @@ if (list && !(list.json.events.length <= 2)) fail('list events', 'more than limi
 await call('list events, If-None-Match', 'GET', '/api/v1/events?limit=2', { token: u[0], headers: { 'If-None-Match': list && list.headers.get('etag') }, expect: 304 });
 await call('list events, bad limit', 'GET', '/api/v1/events?limit=0', { token: u[0], expect: 400 });
 await call('list events, no token', 'GET', '/api/v1/events', { expect: 401 });
+const ended = await call('list ended events (admin)', 'GET', '/api/v1/events?state=ended&limit=100', { token: admin, expect: 200 });
+if (ended && !ended.json.events.some((e) => e.event_id === C)) fail('list ended events (admin)', 'the ended event C is not on it');
+if (ended && ended.json.events.some((e) => e.event_id === A || e.event_id === B)) fail('list ended events (admin)', 'a live event is on it');
+await call('list ended events, page', 'GET', '/api/v1/events?state=ended&limit=1&offset=0', { token: admin, expect: 200 });
+await call('list ended events, not admin', 'GET', '/api/v1/events?state=ended', { token: u[0], expect: 403 });
+await call('list events, unknown state', 'GET', '/api/v1/events?state=over', { token: admin, expect: 400 });
+await call('list ended events, bad limit', 'GET', '/api/v1/events?state=ended&limit=101', { token: admin, expect: 400 });
 
 // Orders
 const o1 = await call('buy', 'POST', `/api/v1/events/${A}/orders`, { token: u[0], expect: 202 });
