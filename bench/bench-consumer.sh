@@ -81,6 +81,9 @@ if [ "$KAFKA" = real ]; then
     "$KAFKA_SH" start "$work/kafka" "$kport" 1 2>"$work/kafka.log" || { cat "$work/kafka.log" >&2; exit 1; }
     "$KAFKA_SH" topic "$work/kafka" seckill.orders "$PARTITIONS"
     "$KAFKA_SH" topic "$work/kafka" seckill.orders.dlq 6
+    # The events topic too: the broker creates none by itself (auto.create.topics.enable
+    # false), and without it the publisher never got an acknowledgement (0 published).
+    "$KAFKA_SH" topic "$work/kafka" seckill.order-events 6
     brokers=$(cat "$work/kafka/bootstrap")
     kpid=$(cat "$work/kafka/node-1.pid")
 else
