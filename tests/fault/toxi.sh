@@ -71,8 +71,9 @@ toxi_enable() {
 # The matrix's faults, each one or two toxics named after it (TOXI_FAULTS):
 #   latency    +200 ms, jitter 100 ms, on the replies
 #   blackhole  the `timeout` toxic (timeout 0) both ways: bytes vanish, the socket stays
-#              open, nothing is closed until it is removed (and what it swallowed is lost,
-#              so a connection that sent into it is out of step for good)
+#              open, nothing is closed while it is on; its removal closes the connections
+#              it held (toxiproxy's cleanup: what it swallowed is lost, so they could not
+#              go on anyway)
 #   reset      `reset_peer` on the replies after 100 ms: every connection is reset
 #              (RST) 100 ms after it opens, whatever it was in the middle of
 #   bandwidth  4 KB/s each way
