@@ -14,8 +14,8 @@ if(TARGET seckill-bench AND TARGET seckill-check AND TARGET seckill-order AND TA
   endforeach()
 
   # The network fault matrix (issue 33, tests/fault/netfault.sh LINK [FAULT...]): each link
-  # behind toxiproxy, five faults each. The whole matrix is label long (by hand: about
-  # 2 minutes a link, 8 links); CI runs the subset of label netfault (under 2 minutes):
+  # behind toxiproxy, five faults each. The whole matrix is label long (by hand: 1.5 to 5
+  # minutes a link, about 25 in all); CI runs the subset of label netfault (101 s):
   # the black hole and the reset on the front's Redis link (the order path) and the black
   # hole on the consumer's PostgreSQL link (the drain).
   set(netfault_env "SECKILL_SOURCE_DIR=${CMAKE_SOURCE_DIR};SECKILL_BIN_DIR=${CMAKE_BINARY_DIR}/bin")

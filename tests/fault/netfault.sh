@@ -20,6 +20,7 @@
 #   front-kafka  consumer-kafka   Apache Kafka, 1 node, behind its PROXIED listener
 #   kafka3       the front -> node 1 of a 3-node Apache Kafka (nodes 2 and 3 direct)
 #   redis-cluster  the front -> the master serving the event, in a 3+3 Redis Cluster
+# shellcheck disable=SC2154 # TOXI_PORT_<name> are set by toxi_proxy (printf -v)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/toxi.sh"
 . "$(dirname "$0")/../kafka/lib.sh"
@@ -42,7 +43,7 @@ toxi_start
 
 # What the recovery is measured on, and the bound on every answer.
 MEASURE=front
-NETFAULT_PROXY=link # the proxy the faults go on
+NETFAULT_PROXY="link" # the proxy the faults go on
 BOUND_MS=$((FAULT_REDIS_TIMEOUT_MS + SLACK_MS))
 RECOVER_S=5
 

@@ -37,8 +37,8 @@ toxi_api() {
 # not given) -> 127.0.0.1:UPSTREAM; its listen port in TOXI_PORT_<NAME>. The upstream need
 # not listen yet (the proxy dials it for each connection it accepts).
 toxi_proxy() {
-    local name=$1 up=$2 listen=${3:-} try
-    for try in 1 2 3; do
+    local name=$1 up=$2 listen=${3:-}
+    for _ in 1 2 3; do
         [ -n "${3:-}" ] || listen=$(e2e_free_port)
         if toxi_api POST /proxies "{\"name\":\"$name\",\"listen\":\"127.0.0.1:$listen\",\"upstream\":\"127.0.0.1:$up\",\"enabled\":true}" >/dev/null; then
             printf -v "TOXI_PORT_$name" %s "$listen"
