@@ -13,7 +13,7 @@
 #     against the link);
 #   - seckill-check green once nothing is pending (no oversell, no lost or doubled 202,
 #     no 202 without Kafka's acknowledgement).
-# Its figures go to stderr, one "figures:" line per fault (the table of README.md).
+# Its figures go to stderr, one "figures:" line per fault (the table of tests/fault/README.md).
 #
 # LINK (the proxied client -> server; every other link is direct):
 #   front-redis  consumer-redis  front-pg  consumer-pg        (devkafka, single Redis)
@@ -55,7 +55,7 @@ netfault_up_single() {
 }
 
 # netfault_up_kafka NODES: Apache Kafka with a PROXIED listener on every node, node 1's
-# behind the proxy "kafka" (the others advertise their own port).
+# behind the proxy "link" (the others advertise their own port).
 netfault_up_kafka() {
     kafka_require
     local i l pl="" a
