@@ -67,10 +67,14 @@ static int loop_consumer_new(consumer_loop *l, const sk_cfg_kv *kafka, char *err
     /* max.partition.fetch.bytes 64 KB (librdkafka: 1 MB): the consumer queue hands out
      * a partition's fetched messages in one run, i.e. one writer's share at a time;
      * shorter runs keep both writers fed (drains +7 to +17%, README). */
+    /* reconnect.backoff.max.ms 1 s (librdkafka: 10 s): after a link that reset every
+     * connection for 5 s the backoff had grown so that the drain came back 9.6 s after
+     * the link did (tests/fault/netfault.sh consumer-kafka reset). */
     const char *cons_defaults[] = {"client.id", "seckill-consumer",
                                    "auto.offset.reset", "earliest",
                                    "partition.assignment.strategy", "range,roundrobin",
                                    "max.partition.fetch.bytes", "65536",
+                                   "reconnect.backoff.max.ms", "1000",
                                    NULL};
     const char *cons_forced[] = {"group.id", cfg->group_id,
                                  /* offsets are committed by us, after the DB commit */

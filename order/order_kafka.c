@@ -79,6 +79,16 @@ order_kafka *order_kafka_new(const sk_cfg_kv *props, const char *topic, order_ka
                                            /* A buyer waits for the delivery report: 10 s,
                                             * not librdkafka's 5 minutes. */
                                            "message.timeout.ms", "10000",
+                                           /* Orders queued for a broker whose connection
+                                            * is being set up are not timed out until the
+                                            * setup ends: librdkafka's 10 s ApiVersion wait
+                                            * (30 s for the whole setup) held answers 10-12 s
+                                            * on a black-holed link (tests/fault/netfault.sh);
+                                            * and once the link is back, a backoff grown to
+                                            * 10 s kept the front from selling for seconds. */
+                                           "api.version.request.timeout.ms", "3000",
+                                           "socket.connection.setup.timeout.ms", "5000",
+                                           "reconnect.backoff.max.ms", "1000",
                                            "client.id", "seckill-order", NULL};
     rd_kafka_conf_t *conf = sk_kafka_conf_new(SK_KAFKA_PRODUCER, defaults, props, NULL, err, errsz);
     if (!conf)

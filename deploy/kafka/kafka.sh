@@ -23,6 +23,12 @@
 # Environment: SECKILL_BROKER_HEAP (max heap per node, default 512m), SECKILL_BROKER_LIB
 # (the jars, default deploy/kafka/lib), JAVA (default java); not SECKILL_KAFKA_*, which
 # the services hand to librdkafka. Logs: DIR/node-I.log.
+# SECKILL_BROKER_PROXIED="L1:A1 L2:A2 ..." (read by the first start, kept in cluster.conf):
+# node i gets a second client listener PROXIED on port Li, advertised as Ai (a fault
+# proxy's port in front of Li, tests/fault/netfault.sh; Ai = Li for a node without one).
+# A client bootstrapped on a PROXIED address gets PROXIED addresses in its metadata and
+# so reaches every broker that way; the others, and the brokers among themselves, keep
+# the direct PLAINTEXT listener.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -78,13 +84,19 @@ serves() { (exec 3<>"/dev/tcp/127.0.0.1/$(client_port "$1")") 2>/dev/null; }
 write_props() {
     local i=$1 voters="" j rf=$((NODES < 3 ? NODES : 3)) isr=$((NODES < 3 ? 1 : 2))
     for ((j = 1; j <= NODES; j++)); do voters="$voters${voters:+,}$j@127.0.0.1:$(ctl_port $j)"; done
+    local px="" pxa="" pxl
+    if [ -n "${PROXIED:-}" ]; then
+        pxl=$(echo "$PROXIED" | tr ' ' '\n' | sed -n "${i}p")
+        [[ $pxl =~ ^[0-9]+:[0-9]+$ ]] || kdie "SECKILL_BROKER_PROXIED: no LISTEN:ADVERTISED for node $i in '$PROXIED'"
+        px=",PROXIED://127.0.0.1:${pxl%%:*}" pxa=",PROXIED://127.0.0.1:${pxl##*:}"
+    fi
     cat >"$DIR/node-$i.properties" <<EOF
 # written by deploy/kafka/kafka.sh: node $i of $NODES (KRaft, broker and controller)
 node.id=$i
 process.roles=broker,controller
-listeners=PLAINTEXT://127.0.0.1:$(client_port "$i"),CONTROLLER://127.0.0.1:$(ctl_port "$i")
-advertised.listeners=PLAINTEXT://127.0.0.1:$(client_port "$i")
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listeners=PLAINTEXT://127.0.0.1:$(client_port "$i"),CONTROLLER://127.0.0.1:$(ctl_port "$i")$px
+advertised.listeners=PLAINTEXT://127.0.0.1:$(client_port "$i")$pxa
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${px:+,PROXIED:PLAINTEXT}
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 controller.quorum.voters=$voters
@@ -146,7 +158,8 @@ cmd_start() {
         # A KRaft cluster id: 16 random bytes, base64url without padding (Kafka's Uuid).
         local id
         id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
-        printf 'PORT=%s\nNODES=%s\nCLUSTER_ID=%s\n' "$port" "$nodes" "$id" >"$dir/cluster.conf"
+        printf 'PORT=%s\nNODES=%s\nCLUSTER_ID=%s\nPROXIED="%s"\n' "$port" "$nodes" "$id" \
+            "${SECKILL_BROKER_PROXIED:-}" >"$dir/cluster.conf"
         load "$dir"
     fi
     local fmt=()

@@ -132,16 +132,17 @@ fault_psql() { psql "$SECKILL_PG" -v ON_ERROR_STOP=1 -qtAc "$1"; }
 
 # ---- the services ----
 
-# fault_start_consumer NAME: a consumer of the test's group; its pid in FAULT_PID_<NAME>
-# and its port in FAULT_PORT_<NAME>. Session 6 s: after a kill -9 the group moves the
-# dead member's partitions once its session expires.
+# fault_start_consumer NAME [ENV=VALUE...]: a consumer of the test's group; its pid in
+# FAULT_PID_<NAME> and its port in FAULT_PORT_<NAME>. Session 6 s: after a kill -9 the
+# group moves the dead member's partitions once its session expires.
 fault_start_consumer() {
     local name=$1 port
+    shift
     port=$(e2e_free_port)
-    SECKILL_HTTP_PORT=$port SECKILL_KAFKA_BROKERS=$E2E_BROKERS SECKILL_PG=$SECKILL_PG \
-        SECKILL_GROUP_ID=$FAULT_GROUP SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000 \
+    env SECKILL_HTTP_PORT="$port" SECKILL_KAFKA_BROKERS="$E2E_BROKERS" SECKILL_PG="$SECKILL_PG" \
+        SECKILL_GROUP_ID="$FAULT_GROUP" SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000 \
         SECKILL_KAFKA_HEARTBEAT_INTERVAL_MS=500 SECKILL_BATCH_MS=5 SECKILL_RETRY_MAX_MS=1000 \
-        "$BIN/seckill-consumer" >>"$E2E_TMP/$name.log" 2>&1 &
+        "$@" "$BIN/seckill-consumer" >>"$E2E_TMP/$name.log" 2>&1 &
     local pid=$!
     FAULT_SVC_PIDS+=("$pid")
     printf -v "FAULT_PID_$name" %s "$pid"
