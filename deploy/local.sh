@@ -132,7 +132,8 @@ cmd_deps() {
 # Shopify's toxiproxy (the network fault proxy of tests/fault/), built by the Go toolchain
 # at a pinned version into deploy/toxiproxy/bin (Debian does not package it). Redone only
 # when the pin changes.
-TOXIPROXY_VERSION=v2.12.0
+# v2.8.0: the newest whose go.mod Debian 12's Go (1.19) builds (v2.9.0 on need Go 1.22+).
+TOXIPROXY_VERSION=v2.8.0
 TOXIPROXY_BIN=$ROOT/deploy/toxiproxy/bin
 toxiproxy_deps() {
     [ "$(cat "$TOXIPROXY_BIN/.version" 2>/dev/null)" = "$TOXIPROXY_VERSION" ] &&
