@@ -179,11 +179,14 @@ static void on_handshake(redisAsyncContext *hac, void *reply, void *priv)
     (void)priv;
     if (!r || node_of(a, hac) < 0)
         return; /* torn down: on_disconnect has it */
-    if (r->type != REDIS_REPLY_ERROR) {
+    /* Sentinel URL: ROLE instead of PING; a replica (a sentinel that named a master
+     * since demoted) is closed and the sentinels asked again on the reconnect. */
+    if (r->type != REDIS_REPLY_ERROR && (!a->url.plain.is_sentinel || sk_redis_role_is_master(r))) {
         set_ready(a, 1);
         return;
     }
-    snprintf(a->err, sizeof(a->err), "handshake: %.200s", r->str);
+    snprintf(a->err, sizeof(a->err), "handshake: %.200s",
+             r->type == REDIS_REPLY_ERROR ? r->str : "the sentinels' master is not a master");
     redisAsyncDisconnect(hac);
 }
 
@@ -194,6 +197,16 @@ static redisAsyncContext *node_ac(rcl_async *a, int i)
     if (n->ac)
         return n->ac;
     const sk_redis_url *u = &a->url.plain;
+    if (!a->url.cluster && u->is_sentinel) {
+        /* The master now, asked of the sentinels at every (re)connect: blocking, each
+         * sentinel within the timeout, on the loop's thread (rcluster.h). */
+        char e[RCL_ERR_SIZE];
+        if (sk_redis_sentinel_master(u, a->tv, n->a.host, sizeof(n->a.host), &n->a.port, e,
+                                     sizeof(e)) != 0) {
+            snprintf(a->err, sizeof(a->err), "%s", e);
+            return NULL;
+        }
+    }
     redisAsyncContext *hac = !a->url.cluster && u->is_unix ? redisAsyncConnectUnix(u->host)
                                                            : redisAsyncConnect(n->a.host, n->a.port);
     if (!hac || hac->err) {
@@ -221,7 +234,7 @@ static redisAsyncContext *node_ac(rcl_async *a, int i)
         redisAsyncCommandArgv(hac, on_auth, NULL, 2, v, NULL);
     }
     if (!a->url.cluster)
-        redisAsyncCommand(hac, on_handshake, NULL, "PING");
+        redisAsyncCommand(hac, on_handshake, NULL, u->is_sentinel ? "ROLE" : "PING");
     return hac;
 }
 
@@ -486,6 +499,13 @@ static void on_reply(redisAsyncContext *hac, void *reply, void *priv)
         else
             retry_later(c, 1);
         return;
+    }
+    if (a->url.plain.is_sentinel && sk_redis_reply_is_readonly(r) && n->ac == hac &&
+        !(hac->c.flags & REDIS_DISCONNECTING)) {
+        /* Demoted under us: the reconnect asks the sentinels (node_ac). The command did
+         * not run; its caller gets the error. */
+        snprintf(a->err, sizeof(a->err), "%.64s:%d is a replica now", n->a.host, n->a.port);
+        redisAsyncDisconnect(hac);
     }
     int slot;
     rcl_addr to;
