@@ -9,6 +9,9 @@
 #       Nodes already running are kept. Returns once every sentinel sees the master,
 #       both replicas and the other two sentinels, and both replicas are in sync;
 #       prints the URL (also in DIR/url).
+#   deploy/sentinel.sh wait DIR
+#       Waits (60 s at most) until the set is whole again as `up` does, e.g. after the
+#       sentinels were told another address for the master.
 #   deploy/sentinel.sh down DIR
 #       Stops what DIR's pid files name (SIGTERM, up to 20 s, then SIGKILL).
 #   deploy/sentinel.sh url DIR
@@ -16,12 +19,10 @@
 #
 # The master's name at the sentinels is `seckill`, quorum 2. The data nodes run like
 # the stack's single Redis (AOF, appendfsync always: libidgen's counters need it).
-# Environment (the tests' fault proxies and short timings):
-#   SENTINEL_DOWN_AFTER_MS   down-after-milliseconds (default 5000; tests 1000)
-#   SENTINEL_MONITOR_PORT    the port the sentinels (and so the clients) reach the
-#                            first master on (default BASE: a proxy in front of it)
-#   SENTINEL_REPLICAOF_PORT  the port the replicas replicate the first master from
-#                            (default BASE)
+# SENTINEL_DOWN_AFTER_MS: down-after-milliseconds (default 5000; the tests take 1000).
+# The sentinels make every replica replicate from the address they know the master by
+# (+fix-slave-config), so a proxy in front of the master is set at the sentinels
+# (SENTINEL REMOVE, then MONITOR its address: tests/sentinel/lib.sh).
 # A failover leaves every configuration rewritten by Redis itself (the sentinels'
 # files and the nodes' replicaof): `up` on a stopped set restarts it as it was left.
 set -euo pipefail
@@ -84,7 +85,7 @@ sentinel_up() {
 port $port
 bind 127.0.0.1
 dir $DIR
-sentinel monitor $MASTER_NAME 127.0.0.1 ${SENTINEL_MONITOR_PORT:-$BASE} $QUORUM
+sentinel monitor $MASTER_NAME 127.0.0.1 $BASE $QUORUM
 sentinel down-after-milliseconds $MASTER_NAME ${SENTINEL_DOWN_AFTER_MS:-5000}
 sentinel failover-timeout $MASTER_NAME 10000
 sentinel parallel-syncs $MASTER_NAME 2
@@ -109,23 +110,25 @@ cmd_up() {
     command -v redis-sentinel >/dev/null || die "redis-sentinel is not installed (deploy/local.sh deps)"
     local m=$BASE
     node_up "$m" ""
-    node_up $((m + 1)) "${SENTINEL_REPLICAOF_PORT:-$m}"
-    node_up $((m + 2)) "${SENTINEL_REPLICAOF_PORT:-$m}"
+    node_up $((m + 1)) "$m"
+    node_up $((m + 2)) "$m"
     local p
     for p in $(sentinel_ports); do sentinel_up "$p"; done
+    cmd_wait
+    url_of >"$DIR/url"
+    cat "$DIR/url"
+}
+
+cmd_wait() {
+    local m=$BASE p
     for p in $(sentinel_ports); do
         wait_until 60 sentinel_sees_all "$p" || die "sentinel $p does not see 2 replicas and 2 sentinels"
     done
-    # After a failover the replicas are other nodes: every node that is not the master.
-    local master_port
-    master_port=$(redis-cli -p $((BASE + 3)) SENTINEL get-master-addr-by-name "$MASTER_NAME" | sed -n 2p)
+    # After a failover the replicas are other nodes: every node that says it is one.
     for p in $m $((m + 1)) $((m + 2)); do
-        [ "$p" = "$master_port" ] && continue
-        [ "$p" = "${SENTINEL_MONITOR_PORT:-}" ] && continue
+        [ "$(redis-cli -p "$p" ROLE | head -n 1)" = master ] && continue
         wait_until 60 replica_synced "$p" || die "replica $p is not in sync"
     done
-    url_of >"$DIR/url"
-    cat "$DIR/url"
 }
 
 cmd_down() {
@@ -143,7 +146,7 @@ cmd_down() {
 
 CMD=${1:-}
 DIR=${2:-}
-[ -n "$CMD" ] && [ -n "$DIR" ] || die "usage: deploy/sentinel.sh up DIR BASE | down DIR | url DIR"
+[ -n "$CMD" ] && [ -n "$DIR" ] || die "usage: deploy/sentinel.sh up DIR BASE | wait DIR | down DIR | url DIR"
 DIR=$(mkdir -p "$DIR" && cd "$DIR" && pwd)
 case $CMD in
 up)
@@ -153,9 +156,13 @@ up)
     cmd_up
     ;;
 down) cmd_down ;;
+wait)
+    BASE=$(cat "$DIR/base" 2>/dev/null) || die "wait: $DIR holds no set"
+    cmd_wait
+    ;;
 url)
     BASE=$(cat "$DIR/base" 2>/dev/null) || die "url: $DIR holds no set"
     url_of
     ;;
-*) die "unknown command '$CMD' (up, down, url)" ;;
+*) die "unknown command '$CMD' (up, wait, down, url)" ;;
 esac

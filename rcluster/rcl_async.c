@@ -66,6 +66,7 @@ struct rcl_async {
     struct event *watch_ev, *refresh_ev, *reconnect_ev;
     struct event *write_ev; /* active while commands wait to be written (on_write_ev) */
     acmd *cmds; /* every live command */
+    rcl_swatch *swatch; /* sentinel URL: +switch-master moves node 0 (rcl_swatch.c) */
 };
 
 static void on_reply(redisAsyncContext *hac, void *reply, void *priv);
@@ -265,6 +266,19 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
         if (n->ac && (!n->connected || n->outstanding > 0) && now - n->since_ms > a->tv_ms)
             node_drop_timeout(a, i);
     }
+}
+
+/* The sentinels announced a failover: leave the old master now (its answers, if it
+ * still gives any, are read first), and the reconnect asks the sentinels. */
+static void on_switch_master(void *arg, const char *host, int port)
+{
+    rcl_async *a = arg;
+    anode *n = &a->nodes[0];
+    if (!n->ac || (n->a.port == port && strcmp(n->a.host, host) == 0) ||
+        (n->ac->c.flags & REDIS_DISCONNECTING))
+        return;
+    snprintf(a->err, sizeof(a->err), "the sentinels moved the master to %.64s:%d", host, port);
+    redisAsyncDisconnect(n->ac);
 }
 
 static void on_reconnect(evutil_socket_t fd, short what, void *arg)
@@ -579,6 +593,8 @@ rcl_async *rcl_async_connect(const char *url, struct event_base *base, struct ti
         const sk_redis_url *u = &a->url.plain;
         ok = node_find_add(a, u->is_unix ? u->host : u->host, u->is_unix ? 0 : u->port) == 0;
     }
+    if (ok && a->url.plain.is_sentinel)
+        ok = (a->swatch = rcl_swatch_new(base, &a->url.plain, on_switch_master, a)) != NULL;
     for (int i = 0; ok && a->url.cluster && i < a->url.nseeds; i++)
         ok = node_find_add(a, a->url.seeds[i].host, a->url.seeds[i].port) >= 0;
     if (!ok) {
@@ -659,6 +675,7 @@ void rcl_async_free(rcl_async *a)
     if (!a)
         return;
     a->freeing = 1;
+    rcl_swatch_free(a->swatch);
     for (int i = 0; i < a->nnodes; i++) {
         redisAsyncContext *hac = a->nodes[i].ac;
         a->nodes[i].ac = NULL;

@@ -29,8 +29,11 @@
  * the master and checks ROLE (sk_redis_url.h); a -READONLY reply (the master was demoted
  * under us) drops the connection, so the next command goes to the new master: the
  * blocking API re-runs that command once there (it did not run), the async API answers
- * it with the error. The async API asks the sentinels on its loop's thread, blocking,
- * at most `timeout` per sentinel, only when it (re)connects.
+ * it with the error. The async API also subscribes to +switch-master on one sentinel at
+ * a time and leaves the old master as soon as the sentinels announce the failover (an
+ * old master cut off from its replicas but not from us would take writes until it is
+ * demoted); it asks the sentinels on its loop's thread, blocking, at most `timeout` per
+ * sentinel, only when it (re)connects.
  *
  * Retries after a lost connection may run a command twice (the first copy may have been
  * executed before the connection broke): use it with idempotent or fenced commands, as
