@@ -42,12 +42,13 @@ static int parse_userinfo(const char *s, size_t n, sk_redis_url *out)
     return copy_part(out->pass, sizeof(out->pass), colon + 1, n - (size_t)(colon - s) - 1);
 }
 
-/* "?db=N" or nothing. */
-static int parse_query(const char *q, int *db)
+/* "?db=N" or nothing (q NULL). @returns 0, or -1 with err. */
+static int parse_query(const char *q, int *db, char *err, size_t errsz)
 {
-    return !q || (strncmp(q, "?db=", 4) == 0 && parse_int(q + 4, strlen(q + 4), 0, 100000, db) == 0)
-               ? 0
-               : -1;
+    if (!q || (strncmp(q, "?db=", 4) == 0 && parse_int(q + 4, strlen(q + 4), 0, 100000, db) == 0))
+        return 0;
+    snprintf(err, errsz, "Redis URL: bad query (only ?db=N)");
+    return -1;
 }
 
 /* host[:port] of n bytes into host/port (port left as is when absent). */
@@ -102,11 +103,7 @@ static int parse_sentinel(const char *rest, sk_redis_url *out, char *err, size_t
         snprintf(err, errsz, "Redis URL: missing or bad master name after the sentinels");
         return -1;
     }
-    if (parse_query(q, &out->db) != 0) {
-        snprintf(err, errsz, "Redis URL: bad query (only ?db=N)");
-        return -1;
-    }
-    return 0;
+    return parse_query(q, &out->db, err, errsz);
 }
 
 int sk_redis_url_is_sentinel(const char *url)
@@ -153,11 +150,7 @@ int sk_redis_url_parse(const char *url, sk_redis_url *out, char *err, size_t err
             snprintf(err, errsz, "Redis URL: unix:// needs an absolute socket path");
             return -1;
         }
-        if (parse_query(q, &out->db) != 0) {
-            snprintf(err, errsz, "Redis URL: bad query (only ?db=N)");
-            return -1;
-        }
-        return 0;
+        return parse_query(q, &out->db, err, errsz);
     }
     const char *slash = strchr(rest, '/');
     size_t hlen = slash ? (size_t)(slash - rest) : strlen(rest);
