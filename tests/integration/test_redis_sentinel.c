@@ -155,32 +155,6 @@ static void test_connect_and_refusals(void **state)
     rcl_free(c);
 }
 
-/* A blocking context opened before a failover loses its connection to the demoted
- * master and re-runs the write on the new one: the caller sees OK, the new master holds
- * it. */
-static void test_sync_follows_failover(void **state)
-{
-    (void)state;
-    char err[256] = "";
-    rcl_ctx *c = rcl_connect(g_url, TV, err, sizeof(err));
-    assert_non_null(c);
-    const char *set1[3] = {"SET", "sentinel:ro", "before"};
-    redisReply *r = rcl_command_argv(c, 3, set1, NULL);
-    assert_non_null(r);
-    freeReplyObject(r);
-    int now = failover();
-    const char *set2[3] = {"SET", "sentinel:ro", "after"};
-    r = rcl_command_argv(c, 3, set2, NULL);
-    if (!r || r->type == REDIS_REPLY_ERROR)
-        fail_msg("SET after the failover: %s", r ? r->str : rcl_errstr(c));
-    freeReplyObject(r);
-    r = direct(now, "GET %s", "sentinel:ro");
-    assert_non_null(r);
-    assert_string_equal(r->str, "after");
-    freeReplyObject(r);
-    rcl_free(c);
-}
-
 typedef struct async_state {
     int sent, acked, errors; /* SET sentinel:as <n>: the last n answered OK */
 } async_state;
@@ -220,19 +194,40 @@ static void async_run(struct event_base *base, rcl_async *ac, async_state *s, in
     }
 }
 
-/* An async context follows a failover: writes acknowledged after it land on the new
- * master (+switch-master or the lost connection, then the sentinels again). */
-static void test_async_follows(void **state)
+/* Both kinds of context follow one failover (one, to keep the test short: each takes
+ * seconds). The blocking one, opened before, loses its connection to the demoted master
+ * and re-runs its write on the new one: the caller sees OK, the new master holds it. The
+ * async one's writes acknowledged after the failover land on the new master
+ * (+switch-master or the lost connection, then the sentinels again). */
+static void test_contexts_follow_failover(void **state)
 {
     (void)state;
     struct event_base *base = event_base_new();
     char err[256] = "";
+    rcl_ctx *c = rcl_connect(g_url, TV, err, sizeof(err));
+    assert_non_null(c);
+    const char *set1[3] = {"SET", "sentinel:ro", "before"};
+    redisReply *r = rcl_command_argv(c, 3, set1, NULL);
+    assert_non_null(r);
+    freeReplyObject(r);
     rcl_async *ac = rcl_async_connect(g_url, base, TV, err, sizeof(err));
     assert_non_null(ac);
     async_state s = {0};
     async_run(base, ac, &s, 500);
     assert_true(s.acked > 0);
     int now = failover();
+
+    const char *set2[3] = {"SET", "sentinel:ro", "after"};
+    r = rcl_command_argv(c, 3, set2, NULL);
+    if (!r || r->type == REDIS_REPLY_ERROR)
+        fail_msg("blocking SET after the failover: %s", r ? r->str : rcl_errstr(c));
+    freeReplyObject(r);
+    r = direct(now, "GET %s", "sentinel:ro");
+    assert_non_null(r);
+    assert_string_equal(r->str, "after");
+    freeReplyObject(r);
+    rcl_free(c);
+
     int at_failover = s.sent;
     int64_t end = now_ms() + 15000;
     while (now_ms() < end && s.acked <= at_failover + 5)
@@ -241,7 +236,7 @@ static void test_async_follows(void **state)
         fail_msg("no write acknowledged after the failover (sent %d, acked %d, errors %d: %s)",
                  s.sent, s.acked, s.errors, rcl_async_errstr(ac));
     async_run(base, ac, &s, 200);
-    redisReply *r = direct(now, "GET %s", "sentinel:as");
+    r = direct(now, "GET %s", "sentinel:as");
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_STRING);
     /* the new master holds at least the last write acknowledged */
@@ -256,8 +251,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_connect_and_refusals),
-        cmocka_unit_test(test_sync_follows_failover),
-        cmocka_unit_test(test_async_follows),
+        cmocka_unit_test(test_contexts_follow_failover),
     };
     return cmocka_run_group_tests(tests, set_up, tear_down);
 }
