@@ -132,15 +132,18 @@ cmd_wait() {
 }
 
 cmd_down() {
-    local f pid deadline
+    # All at once, then waited for: each takes about 2 s to be gone (reaped) here.
+    local f pids=() pid deadline
     for f in "$DIR"/sentinel-*.pid "$DIR"/node-*.pid; do
         [ -f "$f" ] || continue
         pid=$(cat "$f")
-        kill "$pid" 2>/dev/null || true
-        deadline=$((SECONDS + 20))
+        kill "$pid" 2>/dev/null && pids+=("$pid")
+        rm -f "$f"
+    done
+    deadline=$((SECONDS + 20))
+    for pid in "${pids[@]}"; do
         while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
         kill -KILL "$pid" 2>/dev/null || true
-        rm -f "$f"
     done
 }
 
