@@ -750,7 +750,11 @@ const char *rcl_master_addr(rcl_ctx *c, int i)
         if (i != 0)
             return NULL;
         const sk_redis_url *u = &c->url.plain;
-        if (u->is_unix)
+        if (u->is_sentinel && c->one && c->one->tcp.host) /* the master found at connect */
+            snprintf(c->addr_buf, sizeof(c->addr_buf), "%s:%d", c->one->tcp.host, c->one->tcp.port);
+        else if (u->is_sentinel)
+            snprintf(c->addr_buf, sizeof(c->addr_buf), "%s (not connected)", u->master_name);
+        else if (u->is_unix)
             snprintf(c->addr_buf, sizeof(c->addr_buf), "%s", u->host);
         else
             snprintf(c->addr_buf, sizeof(c->addr_buf), "%s:%d", u->host, u->port);

@@ -138,6 +138,9 @@ static void test_connect_and_refusals(void **state)
     assert_non_null(r);
     assert_string_equal(r->str, "OK");
     freeReplyObject(r);
+    char want[64];
+    snprintf(want, sizeof(want), "127.0.0.1:%d", master_port());
+    assert_string_equal(rcl_master_addr(c, 0), want);
     rcl_free(c);
     r = direct(master_port(), "GET %s", "sentinel:k");
     assert_string_equal(r->str, "v1");
