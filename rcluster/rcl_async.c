@@ -594,7 +594,7 @@ rcl_async *rcl_async_connect(const char *url, struct event_base *base, struct ti
         ok = node_find_add(a, u->is_unix ? u->host : u->host, u->is_unix ? 0 : u->port) == 0;
     }
     if (ok && a->url.plain.is_sentinel)
-        ok = (a->swatch = rcl_swatch_new(base, &a->url.plain, on_switch_master, a)) != NULL;
+        ok = (a->swatch = rcl_swatch_new(base, &a->url.plain, timeout, on_switch_master, a)) != NULL;
     for (int i = 0; ok && a->url.cluster && i < a->url.nseeds; i++)
         ok = node_find_add(a, a->url.seeds[i].host, a->url.seeds[i].port) >= 0;
     if (!ok) {

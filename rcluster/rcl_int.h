@@ -100,10 +100,10 @@ typedef struct rcl_swatch rcl_swatch;
 /* Called on the loop's thread with the new master's address after a failover. */
 typedef void rcl_swatch_fn(void *arg, const char *host, int port);
 struct event_base;
-/* Subscribes to +switch-master on url's sentinels (one at a time; url must outlive it).
- * NULL on OOM. */
-rcl_swatch *rcl_swatch_new(struct event_base *base, const sk_redis_url *url, rcl_swatch_fn *moved,
-                           void *arg);
+/* Subscribes to +switch-master on url's sentinels (one at a time, each connect within
+ * tv; url must outlive it). NULL on OOM. */
+rcl_swatch *rcl_swatch_new(struct event_base *base, const sk_redis_url *url, struct timeval tv,
+                           rcl_swatch_fn *moved, void *arg);
 void rcl_swatch_free(rcl_swatch *w);
 
 #endif

@@ -4,7 +4,10 @@
  * master is found dead (a timeout) or demoted (-READONLY, which Sentinel does only
  * seconds after the old master is back in reach: until then it takes writes that the
  * failover throws away). A lost or refused subscription moves on to the next sentinel
- * after a pause; the sentinels are reached without AUTH, as in sk_redis_sentinel.c.
+ * after a pause, and so does one not connected within the context's timeout; an open
+ * one has TCP keepalive. The sentinels are reached without AUTH, as in
+ * sk_redis_sentinel.c. The subscription only speeds the move up: a lost connection and
+ * -READONLY (rcl_async.c) still lead back to the sentinels without it.
  * Runs on the event_base's thread; see rcl_int.h. */
 #include "rcl_int.h"
 
@@ -24,7 +27,9 @@ struct rcl_swatch {
     void *arg;
     int next;                 /* the sentinel to try next */
     redisAsyncContext *ac;    /* the subscription, NULL between tries */
-    struct event *retry_ev;
+    int connected;
+    struct timeval tv;        /* connect deadline */
+    struct event *retry_ev, *deadline_ev;
 };
 
 static void swatch_try(evutil_socket_t fd, short what, void *arg);
@@ -47,8 +52,30 @@ static void on_sw_disconnect(const redisAsyncContext *ac, int status)
 
 static void on_sw_connect(const redisAsyncContext *ac, int status)
 {
-    if (status != REDIS_OK)
+    rcl_swatch *w = ac->data;
+    if (status != REDIS_OK) {
         on_sw_disconnect(ac, status); /* hiredis frees it after this */
+        return;
+    }
+    if (w && w->ac == ac) {
+        w->connected = 1;
+        redisEnableKeepAlive((redisContext *)&ac->c);
+    }
+}
+
+/* Not connected within the timeout: dropped, the next sentinel after a pause. */
+static void on_sw_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rcl_swatch *w = arg;
+    if (!w->ac || w->connected)
+        return;
+    redisAsyncContext *ac = w->ac;
+    w->ac = NULL;
+    ac->data = NULL;
+    redisAsyncFree(ac);
+    swatch_later(w);
 }
 
 /* A message: ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"]. */
@@ -82,6 +109,8 @@ static void swatch_try(evutil_socket_t fd, short what, void *arg)
         return;
     }
     ac->data = w;
+    w->connected = 0;
+    evtimer_add(w->deadline_ev, &w->tv);
     redisLibeventAttach(ac, w->base);
     redisAsyncSetConnectCallback(ac, on_sw_connect);
     redisAsyncSetDisconnectCallback(ac, on_sw_disconnect);
@@ -89,14 +118,18 @@ static void swatch_try(evutil_socket_t fd, short what, void *arg)
     redisAsyncCommand(ac, on_sw_message, w, "SUBSCRIBE +switch-master");
 }
 
-rcl_swatch *rcl_swatch_new(struct event_base *base, const sk_redis_url *url, rcl_swatch_fn *moved,
-                           void *arg)
+rcl_swatch *rcl_swatch_new(struct event_base *base, const sk_redis_url *url, struct timeval tv,
+                           rcl_swatch_fn *moved, void *arg)
 {
     rcl_swatch *w = calloc(1, sizeof(*w));
-    if (!w || !(w->retry_ev = evtimer_new(base, swatch_try, w))) {
+    if (!w || !(w->retry_ev = evtimer_new(base, swatch_try, w)) ||
+        !(w->deadline_ev = evtimer_new(base, on_sw_deadline, w))) {
+        if (w && w->retry_ev)
+            event_free(w->retry_ev);
         free(w);
         return NULL;
     }
+    w->tv = tv;
     w->base = base;
     w->url = url;
     w->moved = moved;
@@ -116,5 +149,6 @@ void rcl_swatch_free(rcl_swatch *w)
         redisAsyncFree(ac);
     }
     event_free(w->retry_ev);
+    event_free(w->deadline_ev);
     free(w);
 }
