@@ -15,8 +15,8 @@ SENT_DOWN_AFTER_MS=1000
 # 2-core machine) reconnects through the sentinels, which in master_cut*.sh would move
 # the front behind the proxy before the cut (the test then cuts the front off too).
 FAULT_REDIS_TIMEOUT_MS=1000
-TOXI_PID=""
-TOXI_BIN="${SECKILL_SOURCE_DIR:-$(dirname "${BASH_SOURCE[0]}")/../..}/deploy/toxiproxy/bin/toxiproxy-server"
+SENT_TOXI_PID=""
+SENT_TOXI_BIN="${SECKILL_SOURCE_DIR:-$(dirname "${BASH_SOURCE[0]}")/../..}/deploy/toxiproxy/bin/toxiproxy-server"
 
 # Runs after the services stopped (e2e_cleanup's hook): the set and the proxy go, then
 # what tests/fault/lib.sh's hook stops (PostgreSQL).
@@ -28,7 +28,7 @@ e2e_after_stop() {
         fi
         "$SECKILL_SOURCE_DIR/deploy/sentinel.sh" down "$SENT_DIR" >/dev/null 2>&1 || true
     fi
-    [ -n "$TOXI_PID" ] && kill "$TOXI_PID" 2>/dev/null
+    [ -n "$SENT_TOXI_PID" ] && kill "$SENT_TOXI_PID" 2>/dev/null
     fault_e2e_after_stop "$1"
 }
 
@@ -39,39 +39,39 @@ sentinel_require() {
 
 # ---- toxiproxy (its HTTP API, with curl) ----
 
-toxi_start() {
-    [ -x "$TOXI_BIN" ] || e2e_skip "toxiproxy not installed ($TOXI_BIN: deploy/local.sh deps)"
-    TOXI_PORT=$(e2e_free_port)
-    LOG_LEVEL=warn "$TOXI_BIN" -host 127.0.0.1 -port "$TOXI_PORT" >"$E2E_TMP/toxiproxy.log" 2>&1 &
-    TOXI_PID=$!
-    e2e_wait 20 "toxiproxy on $TOXI_PORT" curl -fsS "http://127.0.0.1:$TOXI_PORT/version"
+sent_toxi_start() {
+    [ -x "$SENT_TOXI_BIN" ] || e2e_skip "toxiproxy not installed ($SENT_TOXI_BIN: deploy/local.sh deps)"
+    SENT_TOXI_PORT=$(e2e_free_port)
+    LOG_LEVEL=warn "$SENT_TOXI_BIN" -host 127.0.0.1 -port "$SENT_TOXI_PORT" >"$E2E_TMP/toxiproxy.log" 2>&1 &
+    SENT_TOXI_PID=$!
+    e2e_wait 20 "toxiproxy on $SENT_TOXI_PORT" curl -fsS "http://127.0.0.1:$SENT_TOXI_PORT/version"
 }
 
-toxi_api() { curl -fsS --max-time 5 -H 'Content-Type: application/json' "$@"; }
+sent_toxi_api() { curl -fsS --max-time 5 -H 'Content-Type: application/json' "$@"; }
 
-# toxi_proxy NAME LISTEN_PORT UPSTREAM_PORT
-toxi_proxy() {
-    toxi_api -X POST "http://127.0.0.1:$TOXI_PORT/proxies" \
+# sent_toxi_proxy NAME LISTEN_PORT UPSTREAM_PORT
+sent_toxi_proxy() {
+    sent_toxi_api -X POST "http://127.0.0.1:$SENT_TOXI_PORT/proxies" \
         -d "{\"name\":\"$1\",\"listen\":\"127.0.0.1:$2\",\"upstream\":\"127.0.0.1:$3\"}" >/dev/null ||
         e2e_fail "toxiproxy: proxy $1 not created"
 }
 
-# toxi_cut NAME: a black hole both ways (the `timeout` toxic with timeout 0: bytes vanish,
+# sent_toxi_cut NAME: a black hole both ways (the `timeout` toxic with timeout 0: bytes vanish,
 # the connections stay open, as behind a dead link).
-toxi_cut() {
+sent_toxi_cut() {
     local dir
     for dir in upstream downstream; do
-        toxi_api -X POST "http://127.0.0.1:$TOXI_PORT/proxies/$1/toxics" \
+        sent_toxi_api -X POST "http://127.0.0.1:$SENT_TOXI_PORT/proxies/$1/toxics" \
             -d "{\"name\":\"cut_$dir\",\"type\":\"timeout\",\"stream\":\"$dir\",\"attributes\":{\"timeout\":0}}" \
             >/dev/null || e2e_fail "toxiproxy: cut of $1 not set"
     done
     e2e_log "link $1 cut (black hole)"
 }
 
-toxi_heal() {
+sent_toxi_heal() {
     local dir
     for dir in upstream downstream; do
-        toxi_api -X DELETE "http://127.0.0.1:$TOXI_PORT/proxies/$1/toxics/cut_$dir" >/dev/null ||
+        sent_toxi_api -X DELETE "http://127.0.0.1:$SENT_TOXI_PORT/proxies/$1/toxics/cut_$dir" >/dev/null ||
             e2e_fail "toxiproxy: cut of $1 not removed"
     done
     e2e_log "link $1 healed"
@@ -88,9 +88,9 @@ sentinel_start_set() {
     SENT_DIR="$E2E_TMP/sentinel"
     SENT_BASE=$base
     if [ "${1:-}" = proxied ]; then
-        toxi_start
+        sent_toxi_start
         SENT_PROXY=$(e2e_free_port)
-        toxi_proxy master "$SENT_PROXY" "$base"
+        sent_toxi_proxy master "$SENT_PROXY" "$base"
     fi
     SECKILL_REDIS_URL=$(SENTINEL_DOWN_AFTER_MS=$SENT_DOWN_AFTER_MS "$SECKILL_SOURCE_DIR/deploy/sentinel.sh" up "$SENT_DIR" "$base" 2>"$E2E_TMP/sentinel.sh.log") ||
         e2e_fail "the sentinel set did not come up: $(tail -n 3 "$E2E_TMP/sentinel.sh.log")"
@@ -185,12 +185,12 @@ sentinel_cut_scenario() {
     fault_bench_bg --stock $FAULT_STOCK --users 6000 --requests 6000 --rate 400 --connections 32 \
         --drain.wait 0 --stall 60 --event.name "sentinel-master-cut-w$1"
     e2e_wait 30 "300 units sold" fault_sold_at_least_direct 300
-    toxi_cut master
+    sent_toxi_cut master
     CUT_AT=$(fault_now_ms)
     e2e_wait 20 "a replica promoted" sentinel_failed_over "$SENT_PROXY"
     PROMOTED_AT=$(fault_now_ms)
     e2e_log "the sentinels promoted $(sentinel_master_port) $((PROMOTED_AT - CUT_AT)) ms after the cut"
-    toxi_heal master
+    sent_toxi_heal master
     HEALED_AT=$(fault_now_ms)
     old_is_replica() { redis-cli -p "$SENT_BASE" ROLE | head -n 1 | grep -qx slave; }
     e2e_wait 30 "the old master demoted" old_is_replica
