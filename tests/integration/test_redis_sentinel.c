@@ -20,7 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "idgen.h"
 #include "rcluster.h"
+#include "rlock.h"
 
 static char g_dir[256], g_url[256], g_src[512];
 static int g_base;
@@ -197,6 +199,36 @@ static void async_run(struct event_base *base, rcl_async *ac, async_state *s, in
     }
 }
 
+/* libidgen and librlock take the URL as they take a plain one (both connect through
+ * rcluster's pass-through contexts, hence through common/sk_redis_sentinel.c). */
+static void test_idgen_and_rlock(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    idgen_t *g = idgen_new(g_url, "sentinel", NULL, err, sizeof(err));
+    if (!g)
+        fail_msg("idgen_new: %s", err);
+    uint64_t a = 0, b = 0;
+    assert_int_equal(idgen_next(g, &a), IDGEN_OK);
+    assert_int_equal(idgen_next(g, &b), IDGEN_OK);
+    assert_true(b > a);
+    idgen_free(g);
+    rlock_client_t *c = rlock_client_new(g_url, NULL, err, sizeof(err));
+    if (!c)
+        fail_msg("rlock_client_new: %s", err);
+    rlock_t *l = rlock_new(c, "sentinel:lock", RLOCK_SIMPLE);
+    assert_non_null(l);
+    uint64_t fence = 0;
+    assert_int_equal(rlock_lock(l, 5000, &fence), 0);
+    redisReply *r = direct(master_port(), "EXISTS %s", "rlock:{sentinel:lock}");
+    assert_non_null(r);
+    assert_int_equal(r->integer, 1); /* held on the master */
+    freeReplyObject(r);
+    assert_int_equal(rlock_unlock(l), 0);
+    rlock_free(l);
+    rlock_client_free(c);
+}
+
 /* Both kinds of context follow one failover (one, to keep the test short: each takes
  * seconds). The blocking one, opened before, loses its connection to the demoted master
  * and re-runs its write on the new one: the caller sees OK, the new master holds it. The
@@ -254,6 +286,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_connect_and_refusals),
+        cmocka_unit_test(test_idgen_and_rlock),
         cmocka_unit_test(test_contexts_follow_failover),
     };
     return cmocka_run_group_tests(tests, set_up, tear_down);
