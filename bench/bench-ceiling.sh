@@ -26,6 +26,10 @@
 # than a 10 s accept row answers, so no user repeats and every answer there is a 202),
 # BENCH_WORKERS (seckill-order workers, 1), BENCH_EVENT_METHOD (epoll, the service's default), BENCH_MODES
 # ("none always"), BENCH_BIN (a Release build's bin/, default $SECKILL_BIN_DIR).
+# BENCH_WAIT_REPLICAS=N (0): each round's Redis gets N replicas (same persistence, on
+# loopback) and seckill-order redis.wait_replicas N (redis.wait_timeout_ms 100): the
+# accept path with its WAIT (issue 33). Its cost: run twice, BENCH_WAIT_REPLICAS=0 then
+# 1, and compare the accept and flash rows (the replicas' CPU is not in the table).
 # Before and after: BENCH_BIN_BEFORE=/path/to/other/bin runs the seckill-order rows
 # (accept, sold_out, flash) of both builds in each round, alternating (before, then
 # after, each on its own fresh Redis, dev Kafka and seckill-order, against the same
@@ -41,6 +45,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 CONNS=${BENCH_CONNS:-64}
 NTOK=${BENCH_TOKENS:-1000000}
 MODES=${BENCH_MODES:-none always}
+WAITN=${BENCH_WAIT_REPLICAS:-0}
 FLASH_STOCK=10000
 FLASH_USERS=200000
 NGINX=${BENCH_NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
@@ -172,6 +177,18 @@ run_build() {
     REDIS_PID=$!
     PIDS+=("$REDIS_PID")
     sk_wait 10 redis-cli -p "$RPORT" ping || { echo "bench-ceiling: redis-server did not start" >&2; exit 1; }
+    REPLICA_PIDS=()
+    local i rp
+    for ((i = 1; i <= WAITN; i++)); do
+        rp=$(sk_free_port)
+        mkdir -p "$WORK/redis.$round.$mode$tag.r$i"
+        redis-server --port "$rp" --bind 127.0.0.1 --dir "$WORK/redis.$round.$mode$tag.r$i" "${persist[@]}" --save "" \
+            --replicaof 127.0.0.1 "$RPORT" --daemonize no --logfile "$WORK/redis.$round.$mode$tag.r$i/redis.log" &
+        REPLICA_PIDS+=($!)
+        PIDS+=($!)
+    done
+    replicas_up() { [ "$(redis-cli -p "$RPORT" INFO replication | tr -d '\r' | grep -c '^slave[0-9]*:.*state=online')" -ge "$WAITN" ]; }
+    [ "$WAITN" -eq 0 ] || sk_wait 30 replicas_up || { echo "bench-ceiling: the $WAITN replica(s) are not in sync" >&2; exit 1; }
     rm -f "$WORK/kafka.bootstrap"
     "$bin/seckill-devkafka" --bootstrap-file "$WORK/kafka.bootstrap" --control-file "$WORK/kafka.control" \
         >"$WORK/devkafka.$round.$mode$tag.log" 2>&1 &
@@ -183,6 +200,7 @@ run_build() {
         SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS="$(cat "$WORK/kafka.bootstrap")" SECKILL_LOG_LEVEL=warn \
         SECKILL_LIMITS_INFLIGHT=100000 SECKILL_LIMITS_KAFKA_INFLIGHT=100000 SECKILL_WORKERS="${BENCH_WORKERS:-1}" \
         SECKILL_HTTP_EVENT_METHOD="${BENCH_EVENT_METHOD:-epoll}" SECKILL_CHALLENGE_KEY="$CKEY" \
+        $( [ "$WAITN" -eq 0 ] || echo "SECKILL_REDIS_WAIT_REPLICAS=$WAITN SECKILL_REDIS_WAIT_TIMEOUT_MS=100") \
         "$bin/seckill-order" >"$WORK/order.$round.$mode$tag.log" 2>&1 &
     ORDER_PID=$!
     PIDS+=("$ORDER_PID")
@@ -250,6 +268,7 @@ run_build() {
     kill -TERM "$ORDER_PID"; wait "$ORDER_PID" 2>/dev/null || true
     kill -TERM "$KAFKA_PID"; wait "$KAFKA_PID" 2>/dev/null || true
     kill -TERM "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true
+    for i in "${REPLICA_PIDS[@]}"; do kill -TERM "$i"; wait "$i" 2>/dev/null || true; done
 }
 
 for round in $(seq 1 "$ROUNDS"); do
@@ -272,8 +291,8 @@ rng() { col "$1" "$2" "$3" | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END 
 ratio_med() { awk -v m="$1" -v r="$2" -v d="${3:-nginx}" '$2 == m && $3 == d { n[$1] = $4 } $2 == m && $3 == r { v[$1] = $4 }
     END { for (k in v) if (n[k] > 0) printf "%.3f\n", v[k] / n[k] }' "$WORK/results" | sk_median; }
 
-printf '\nbench-ceiling: %s rounds, %s s per row, wrk -t1 -c%s for every row; seckill-order %s worker(s) on %s; load average before: %s (2 cores shared with other work)\n' \
-    "$ROUNDS" "$SECS" "$CONNS" "${BENCH_WORKERS:-1}" "${BENCH_EVENT_METHOD:-epoll}" "$LOAD0"
+printf '\nbench-ceiling: %s rounds, %s s per row, wrk -t1 -c%s for every row; seckill-order %s worker(s) on %s, redis.wait_replicas %s; load average before: %s (2 cores shared with other work)\n' \
+    "$ROUNDS" "$SECS" "$CONNS" "${BENCH_WORKERS:-1}" "${BENCH_EVENT_METHOD:-epoll}" "$WAITN" "$LOAD0"
 # The rows of the table: with a build before, each seckill-order row of both builds,
 # side by side (row/before, row/after).
 ROWS="nginx accept accept_challenge sold_out flash"

@@ -39,7 +39,7 @@ typedef struct check_cfg {
 
 #define F(x) offsetof(check_cfg, x)
 static const sk_cfg_entry check_table[] = {
-    {"redis.url", SK_CFG_SECRET, 0, 0, "redis://127.0.0.1:6379", "Redis of the gate (redis://[user:pass@]host:port/db, unix:///path, or redis-cluster://host:port[,host:port...])", F(redis_url)},
+    {"redis.url", SK_CFG_SECRET, 0, 0, "redis://127.0.0.1:6379", "Redis of the gate (redis://[user:pass@]host:port/db, unix:///path, redis-cluster://host:port[,host:port...], or redis-sentinel://host:port[,...]/master_name)", F(redis_url)},
     {"pg", SK_CFG_STRING, 0, 0, "dbname=seckill", "PostgreSQL conninfo or URI", F(pg)},
     {"wait", SK_CFG_INT, 0, 3600, "120", "wait up to this many seconds for the drain before judging", F(wait)},
     {"settle", SK_CFG_INT, 1, 600, "5", "the drain is over early when rows and pending have not moved for this many seconds", F(settle)},

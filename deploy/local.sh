@@ -12,7 +12,9 @@
 #         which becomes SECKILL_REDIS_URL; --fronts N: N seckill-order instances
 #         (SECKILL_HTTP_LIST); --kafka-nodes 3: a 3-node Kafka cluster (replication
 #         factor 3, min.insync.replicas 2); --dev-kafka (or SECKILL_DEV_KAFKA=1): the
-#         in-memory seckill-devkafka instead of Apache Kafka.
+#         in-memory seckill-devkafka instead of Apache Kafka; --sentinel: also Redis
+#         behind Sentinel (deploy/sentinel.sh: a master, 2 replicas, 3 sentinels), whose
+#         redis-sentinel:// URL becomes SECKILL_REDIS_URL (not with --cluster).
 #         The shape asked for is the flags given (none: single Redis, one front, Apache
 #         Kafka on 1 node, or the dev Kafka with SECKILL_DEV_KAFKA=1). When a stack of
 #         another shape runs, `up` says what differs and restarts into the shape asked
@@ -39,7 +41,9 @@
 # Ports (override by environment): SECKILL_REDIS_PORT=16379 SECKILL_PG_PORT=15432
 # SECKILL_HTTP_PORT=18080 SECKILL_CONSUMER_HTTP_PORT=18081 SECKILL_CLUSTER_PORT=17001
 # (nodes on 17001-17006, their cluster bus +100) SECKILL_BROKER_PORT=19092 (node i on
-# +2(i-1), its controller on the next port). The test stack adds 10000.
+# +2(i-1), its controller on the next port). --sentinel's set: its master on
+# SECKILL_REDIS_PORT+1, replicas +2 and +3, sentinels +4 .. +6 (master name seckill).
+# The test stack adds 10000.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -58,6 +62,8 @@ CLUSTER_SH=$ROOT/deploy/cluster.sh
 CLUSTER_NODES=6 # 3 masters + 3 replicas
 # Set by --cluster / --fronts N (stack_flags); remembered in $RUN/stack until `down`.
 CLUSTER=0
+SENTINEL=0
+SENTINEL_SH=$ROOT/deploy/sentinel.sh
 FRONTS=1
 KAFKA_NODES=1
 DEV_KAFKA=${SECKILL_DEV_KAFKA:-0}
@@ -233,6 +239,30 @@ cluster_up() {
     log "redis cluster: up on 127.0.0.1:$CLUSTER_PORT-$((CLUSTER_PORT + CLUSTER_NODES - 1)) (3 masters + 3 replicas)"
 }
 
+# Redis behind Sentinel (`up --sentinel`): deploy/sentinel.sh's set, state in
+# $RUN/sentinel (kept by `down`), down-after-milliseconds 5000.
+sentinel_running() {
+    local f
+    for f in "$RUN"/sentinel/*.pid; do pid_alive "$f" && return 0; done
+    return 1
+}
+
+sentinel_set_up() {
+    local base=$((REDIS_PORT + 1)) p
+    if ! sentinel_running; then
+        for p in $(seq "$base" $((base + 5))); do port_free_or_die "$p" "redis behind sentinel"; done
+    fi
+    "$SENTINEL_SH" up "$RUN/sentinel" "$base" >/dev/null ||
+        die "redis behind sentinel did not come up (logs: $RUN/sentinel/*.log)"
+    log "redis behind sentinel: $("$SENTINEL_SH" url "$RUN/sentinel") (master first on $base)"
+}
+
+sentinel_set_down() {
+    sentinel_running || return 0
+    "$SENTINEL_SH" down "$RUN/sentinel"
+    log "redis behind sentinel: stopped"
+}
+
 cluster_down() {
     cluster_running || return 0
     "$CLUSTER_SH" down "$RUN/cluster"
@@ -364,6 +394,7 @@ stack_flags() {
     while [ $# -gt 0 ]; do
         case $1 in
         --cluster) CLUSTER=1 given=1 ;;
+        --sentinel) SENTINEL=1 given=1 ;;
         --fronts | --fronts=*)
             local n
             if [ "$1" = --fronts ]; then n=${2:-}; shift; else n=${1#--fronts=}; fi
@@ -380,22 +411,23 @@ stack_flags() {
         *)
             local e ok=0
             for e in "${extra[@]}"; do [ "$1" = "$e" ] && ok=1; done
-            [ $ok -eq 1 ] || usage_die "$CMD: unknown flag or argument '$1' (flags: --cluster, --fronts N, --kafka-nodes 1|3, --dev-kafka${extra[*]:+, ${extra[*]}})"
+            [ $ok -eq 1 ] || usage_die "$CMD: unknown flag or argument '$1' (flags: --cluster, --sentinel, --fronts N, --kafka-nodes 1|3, --dev-kafka${extra[*]:+, ${extra[*]}})"
             STACK_ARGS+=("$1")
             ;;
         esac
         shift
     done
+    [ "$CLUSTER" = 1 ] && [ "$SENTINEL" = 1 ] && usage_die "--cluster and --sentinel: one Redis for the services, not both"
     if [ $given -eq 0 ] && [ "${KEEP_SHAPE:-0}" = 1 ] && [ -f "$RUN/stack" ]; then
         # shellcheck disable=SC1091
         . "$RUN/stack"
     fi
 }
 
-# shape_words CLUSTER FRONTS KAFKA_NODES DEV_KAFKA: a stack's shape in words.
+# shape_words CLUSTER FRONTS KAFKA_NODES DEV_KAFKA [SENTINEL]: a stack's shape in words.
 shape_words() {
     local w
-    if [ "$1" = 1 ]; then w="redis cluster"; else w="single redis"; fi
+    if [ "$1" = 1 ]; then w="redis cluster"; elif [ "${5:-0}" = 1 ]; then w="redis behind sentinel"; else w="single redis"; fi
     w="$w, $2 front(s), "
     if [ "$4" = 1 ]; then w="${w}dev kafka"; else w="${w}apache kafka on $3 node(s)"; fi
     echo "$w"
@@ -433,8 +465,13 @@ write_env() {
         echo "# written by deploy/local.sh up: source it to reach the local stack"
         if [ "$CLUSTER" -eq 1 ] && cluster_running; then
             echo "export SECKILL_REDIS_URL=$(cluster_url)"
+        elif [ "$SENTINEL" -eq 1 ] && sentinel_running; then
+            echo "export SECKILL_REDIS_URL=$("$SENTINEL_SH" url "$RUN/sentinel")"
         else
             echo "export SECKILL_REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
+        fi
+        if sentinel_running; then
+            echo "export SECKILL_REDIS_SENTINEL_URL=$("$SENTINEL_SH" url "$RUN/sentinel")"
         fi
         if cluster_running; then
             echo "export SECKILL_REDIS_CLUSTER_URL=$(cluster_url)"
@@ -476,7 +513,7 @@ write_env() {
 cmd_up() {
     stack_flags -- "$@"
     mkdir -p "$RUN/logs"
-    local want="CLUSTER=$CLUSTER FRONTS=$FRONTS KAFKA_NODES=$KAFKA_NODES DEV_KAFKA=$DEV_KAFKA"
+    local want="CLUSTER=$CLUSTER FRONTS=$FRONTS KAFKA_NODES=$KAFKA_NODES DEV_KAFKA=$DEV_KAFKA SENTINEL=$SENTINEL"
     if [ -f "$RUN/stack" ] && [ "$(cat "$RUN/stack")" != "$want" ]; then
         # Another shape than the running stack's: the fronts restart on the new Redis,
         # the services on the new Kafka.
@@ -484,9 +521,9 @@ cmd_up() {
         was=$(
             # shellcheck disable=SC1091
             . "$RUN/stack"
-            shape_words "$CLUSTER" "$FRONTS" "$KAFKA_NODES" "$DEV_KAFKA"
+            shape_words "$CLUSTER" "$FRONTS" "$KAFKA_NODES" "$DEV_KAFKA" "$SENTINEL"
         )
-        log "up: the running stack is '$was'; restarting into '$(shape_words "$CLUSTER" "$FRONTS" "$KAFKA_NODES" "$DEV_KAFKA")' as asked (to keep it, give its flags; for a fresh stack, 'down' first)"
+        log "up: the running stack is '$was'; restarting into '$(shape_words "$CLUSTER" "$FRONTS" "$KAFKA_NODES" "$DEV_KAFKA" "$SENTINEL")' as asked (to keep it, give its flags; for a fresh stack, 'down' first)"
         fronts_down
         case "$(cat "$RUN/stack")" in *"KAFKA_NODES=$KAFKA_NODES DEV_KAFKA=$DEV_KAFKA"*) ;; *)
             stop_service seckill-consumer
@@ -497,6 +534,7 @@ cmd_up() {
     echo "$want" >"$RUN/stack"
     redis_up
     [ "$CLUSTER" -eq 1 ] && cluster_up
+    [ "$SENTINEL" -eq 1 ] && sentinel_set_up
     pg_up
     local bin="$BUILD_DIR/bin"
     if [ "$DEV_KAFKA" = 1 ]; then
@@ -548,6 +586,7 @@ cmd_down() {
     fi
     rm -f "$RUN/redis.pid"
     cluster_down
+    sentinel_set_down
     if [ -f "$RUN/pgdir" ]; then
         local dir bin
         dir=$(cat "$RUN/pgdir")
@@ -568,10 +607,11 @@ cmd_status() {
             . "$RUN/stack"
             local f=""
             [ "$CLUSTER" = 1 ] && f="$f --cluster"
+            [ "${SENTINEL:-0}" = 1 ] && f="$f --sentinel"
             [ "$FRONTS" -gt 1 ] && f="$f --fronts $FRONTS"
             [ "$KAFKA_NODES" = 3 ] && f="$f --kafka-nodes 3"
             [ "$DEV_KAFKA" = 1 ] && f="$f --dev-kafka"
-            echo "shape            $(shape_words "$CLUSTER" "$FRONTS" "$KAFKA_NODES" "$DEV_KAFKA") (up${f})"
+            echo "shape            $(shape_words "$CLUSTER" "$FRONTS" "$KAFKA_NODES" "$DEV_KAFKA" "$SENTINEL") (up${f})"
         )
     fi
     pid_alive "$RUN/redis.pid" && echo "redis            running  127.0.0.1:$REDIS_PORT" || echo "redis            stopped"
@@ -579,6 +619,15 @@ cmd_status() {
         echo "postgresql       running  127.0.0.1:$PG_PORT"
     else
         echo "postgresql       stopped"
+    fi
+    if sentinel_running; then
+        local sf p
+        for sf in "$RUN"/sentinel/node-*.pid; do
+            p=$(basename "$sf" .pid)
+            p=${p#node-}
+            printf '%-16s %s  127.0.0.1:%s %s\n' "redis-sentinel" "$(pid_alive "$sf" && echo running || echo stopped)" \
+                "$p" "$(redis-cli -p "$p" role 2>/dev/null | head -n 1)"
+        done
     fi
     if cluster_running; then
         local p

@@ -56,7 +56,7 @@ static const sk_cfg_entry serve_table[] = {
      "address the service listens on: a numeric IPv4 address", F(http_bind)},
     {"serve.port", SK_CFG_INT, 0, 65535, "18090", "port (0: any free port, logged)", F(http_port)},
     {"redis.url", SK_CFG_STRING, 0, 0, "redis://127.0.0.1:16379",
-     "Redis of the counters and worker leases (redis://, unix://, redis-cluster://)",
+     "Redis of the counters and worker leases (redis://, unix://, redis-cluster://, redis-sentinel://)",
      F(redis_url)},
     {"jwt.secret", SK_CFG_SECRET, 0, 0, "",
      "HS256 secret of the bearer tokens every /api request carries (required, at least 32 "

@@ -12,7 +12,7 @@
 
 const sk_cfg_entry order_config_table[] = {
     {"redis.url", SK_CFG_STRING, 0, 0, "redis://127.0.0.1:6379",
-     "Redis URL: redis://[user:pass@]host:port/db, unix:///path?db=N, or redis-cluster://[user:pass@]host:port[,host:port...]", F(redis_url)},
+     "Redis URL: redis://[user:pass@]host:port/db, unix:///path?db=N, redis-cluster://[user:pass@]host:port[,host:port...], or redis-sentinel://[user:pass@]host:port[,host:port...]/master_name[?db=N]", F(redis_url)},
     {"pg", SK_CFG_STRING, 0, 0, "", "PostgreSQL conninfo or URI (events, order lookup)", F(pg)},
     {"jwt.secret", SK_CFG_SECRET, 0, 0, "",
      "HS256 secret of the bearer tokens (required, at least 32 bytes: RFC 7518 3.2)", F(jwt_secret)},
@@ -104,6 +104,12 @@ const sk_cfg_entry order_config_table[] = {
      F(soldout_ttl_ms)},
     {"redis.timeout_ms", SK_CFG_INT, 10, 60000, "1000",
      "Redis connect timeout; a command unanswered this long fails its request", F(redis_timeout_ms)},
+    {"redis.wait_replicas", SK_CFG_INT, 0, 16, "0",
+     "after reserve.lua, WAIT until this many replicas hold the reservation before the "
+     "produce to Kafka; fewer within redis.wait_timeout_ms: cancelled, 503 (0: off; not "
+     "with redis-cluster://)", F(redis_wait_replicas)},
+    {"redis.wait_timeout_ms", SK_CFG_INT, 1, 60000, "100",
+     "the WAIT's timeout (below redis.timeout_ms)", F(redis_wait_timeout_ms)},
     {"pg.pool", SK_CFG_INT, 1, 64, "2", "PostgreSQL connections (one blocking thread each)",
      F(pg_pool)},
     {"order.index_ttl_s", SK_CFG_INT, 1, 31536000, "604800",
@@ -234,6 +240,19 @@ int order_config_check(order_config *cfg, char *err, size_t errsz)
         strcmp(cfg->idgen_order_prefix, cfg->idgen_event_prefix) == 0) {
         snprintf(err, errsz, "idgen.order_prefix and idgen.event_prefix: two different names");
         return -1;
+    }
+    if (cfg->redis_wait_replicas > 0) {
+        /* The WAIT must come back before the connection's own deadline drops it. */
+        if (cfg->redis_wait_timeout_ms >= cfg->redis_timeout_ms) {
+            snprintf(err, errsz, "redis.wait_timeout_ms (%lld) must be below redis.timeout_ms (%lld)",
+                     cfg->redis_wait_timeout_ms, cfg->redis_timeout_ms);
+            return -1;
+        }
+        if (strncmp(cfg->redis_url, "redis-cluster://", 16) == 0) {
+            snprintf(err, errsz, "redis.wait_replicas: not with a redis-cluster:// URL (WAIT "
+                                 "reaches one node, an event's reservations another)");
+            return -1;
+        }
     }
     return 0;
 }

@@ -36,6 +36,7 @@ typedef struct order_config {
     char *http_event_method; /* epoll | poll, checked by order_config_check */
     long long soldout_ttl_ms;
     long long redis_timeout_ms;
+    long long redis_wait_replicas, redis_wait_timeout_ms; /* wait_replicas 0: off */
     long long pg_pool;
     long long index_ttl_s;
     long long events_retention_s; /* an event's Redis keys outlive its end + window by it */

@@ -9,11 +9,14 @@
  *      confirm.lua gathered across turns (order_gate.h), 202 (not waiting for either)
  *   -> NOT_PERSISTED: cancel.lua (batched like reserve) -> 503
  *   -> POSSIBLY_PERSISTED: the reservation stays pending -> 503 with the order id.
+ * With redis.wait_replicas, a WAIT stands between the reservation and the produce
+ * (order_place_wait.h; fewer replicas: cancel.lua -> 503).
  * No 202 is sent before Kafka acknowledged the order. The Redis arguments of the gate's
  * scripts and the index writes live in their modules. Also here: the worker's chain
  * (order_place.h's hooks) and its pool of placement requests. */
 #include "order_place_gate.h"
 #include "order_place_int.h"
+#include "order_place_wait.h"
 #include "order_read.h"
 #include "order_index.h"
 #include "order_pauser.h"
@@ -46,6 +49,7 @@ struct order_chain {
     order_place_req *produce_head, **produce_tail;
     struct event *produce_ev;
     order_pauser *pauser; /* worker 0 only: reads the paused events */
+    order_place_wait *wait; /* redis.wait_replicas: WAIT before the produce, else NULL */
     /* Freed requests kept for the next ones (linked by next): a list pop instead of
      * malloc's work. When the request still carried a PostgreSQL job (over 1 KB), each
      * calloc of one took glibc's large-chunk path (fastbin consolidation, 1.9k
@@ -371,6 +375,16 @@ static void borrow_next(order_place_req *r)
     order_gate_submit(r->h.w->chain->gate, ORDER_GATE_BORROW, &r->lend);
 }
 
+/* Reserved: to Kafka, through the WAIT when redis.wait_replicas asks for one. */
+static void reserved(order_place_req *r)
+{
+    struct order_chain *c = r->h.w->chain;
+    if (c->wait)
+        order_place_wait_add(c->wait, r);
+    else
+        produce(r);
+}
+
 /* borrow.lua's code for this order at segment it->seg. No answer: the claim stays with
  * its pending entry (and a unit, if the call ran) for the reconciler; 503. */
 static void done_borrow(order_gate_item *it, long long code, void *arg)
@@ -383,7 +397,7 @@ static void done_borrow(order_gate_item *it, long long code, void *arg)
     }
     if (code == 0) {
         r->lender = (int)it->seg;
-        produce(r);
+        reserved(r);
         return;
     }
     if (code == 1)
@@ -413,7 +427,7 @@ static void done_reserve(order_gate_item *it, long long code, void *arg)
     order_metrics_reserve(&app->metrics, code);
     if (code == 0) {
         r->now_ms = it->now_ms; /* the pending entry's time, carried by the message */
-        produce(r);
+        reserved(r);
         return;
     }
     if (code > 100 && code <= 100 + ORDER_SEGMENTS_MAX && !r->retried) {
@@ -484,6 +498,10 @@ int order_place_chain_new(order_worker *w)
     c->index = order_index_new(w->base, w->redis, w->app->cfg.index_ttl_s);
     c->produce_ev = event_new(w->base, -1, 0, produce_flush, w);
     c->produce_tail = &c->produce_head;
+    int werr;
+    c->wait = order_place_wait_new(w, produce, cancel_then_503, &werr);
+    if (werr)
+        return -1;
     order_pauser_tables pt = {w->app->paused, w->app->window, w->app->events, w->app->evlist};
     if (w->index == 0 &&
         !(c->pauser = order_pauser_new(w->base, w->redis, &pt, w->app->cfg.events_pause_refresh_ms)))
@@ -498,6 +516,7 @@ int order_place_chain_new(order_worker *w)
 void order_place_chain_flush(order_worker *w)
 {
     struct order_chain *c = w->chain;
+    order_place_wait_flush(c->wait);
     if (c->produce_ev)
         produce_flush(-1, 0, w);
     if (c->index)
@@ -511,6 +530,7 @@ void order_place_chain_free(order_worker *w)
     order_gate_free(c->gate);
     order_index_free(c->index);
     order_pauser_free(c->pauser);
+    order_place_wait_free(c->wait);
     if (c->produce_ev)
         event_free(c->produce_ev);
     while (c->spare) {

@@ -66,6 +66,7 @@ struct rcl_async {
     struct event *watch_ev, *refresh_ev, *reconnect_ev;
     struct event *write_ev; /* active while commands wait to be written (on_write_ev) */
     acmd *cmds; /* every live command */
+    rcl_swatch *swatch; /* sentinel URL: +switch-master moves node 0 (rcl_swatch.c) */
 };
 
 static void on_reply(redisAsyncContext *hac, void *reply, void *priv);
@@ -179,11 +180,14 @@ static void on_handshake(redisAsyncContext *hac, void *reply, void *priv)
     (void)priv;
     if (!r || node_of(a, hac) < 0)
         return; /* torn down: on_disconnect has it */
-    if (r->type != REDIS_REPLY_ERROR) {
+    /* Sentinel URL: ROLE instead of PING; a replica (a sentinel that named a master
+     * since demoted) is closed and the sentinels asked again on the reconnect. */
+    if (r->type != REDIS_REPLY_ERROR && (!a->url.plain.is_sentinel || sk_redis_role_is_master(r))) {
         set_ready(a, 1);
         return;
     }
-    snprintf(a->err, sizeof(a->err), "handshake: %.200s", r->str);
+    snprintf(a->err, sizeof(a->err), "handshake: %.200s",
+             r->type == REDIS_REPLY_ERROR ? r->str : "the sentinels' master is not a master");
     redisAsyncDisconnect(hac);
 }
 
@@ -194,6 +198,16 @@ static redisAsyncContext *node_ac(rcl_async *a, int i)
     if (n->ac)
         return n->ac;
     const sk_redis_url *u = &a->url.plain;
+    if (!a->url.cluster && u->is_sentinel) {
+        /* The master now, asked of the sentinels at every (re)connect: blocking, each
+         * sentinel within the timeout, on the loop's thread (rcluster.h). */
+        char e[RCL_ERR_SIZE];
+        if (sk_redis_sentinel_master(u, a->tv, n->a.host, sizeof(n->a.host), &n->a.port, e,
+                                     sizeof(e)) != 0) {
+            snprintf(a->err, sizeof(a->err), "%s", e);
+            return NULL;
+        }
+    }
     redisAsyncContext *hac = !a->url.cluster && u->is_unix ? redisAsyncConnectUnix(u->host)
                                                            : redisAsyncConnect(n->a.host, n->a.port);
     if (!hac || hac->err) {
@@ -221,7 +235,7 @@ static redisAsyncContext *node_ac(rcl_async *a, int i)
         redisAsyncCommandArgv(hac, on_auth, NULL, 2, v, NULL);
     }
     if (!a->url.cluster)
-        redisAsyncCommand(hac, on_handshake, NULL, "PING");
+        redisAsyncCommand(hac, on_handshake, NULL, u->is_sentinel ? "ROLE" : "PING");
     return hac;
 }
 
@@ -252,6 +266,19 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
         if (n->ac && (!n->connected || n->outstanding > 0) && now - n->since_ms > a->tv_ms)
             node_drop_timeout(a, i);
     }
+}
+
+/* The sentinels announced a failover: leave the old master now (its answers, if it
+ * still gives any, are read first), and the reconnect asks the sentinels. */
+static void on_switch_master(void *arg, const char *host, int port)
+{
+    rcl_async *a = arg;
+    anode *n = &a->nodes[0];
+    if (!n->ac || (n->a.port == port && strcmp(n->a.host, host) == 0) ||
+        (n->ac->c.flags & REDIS_DISCONNECTING))
+        return;
+    snprintf(a->err, sizeof(a->err), "the sentinels moved the master to %.64s:%d", host, port);
+    redisAsyncDisconnect(n->ac);
 }
 
 static void on_reconnect(evutil_socket_t fd, short what, void *arg)
@@ -487,6 +514,13 @@ static void on_reply(redisAsyncContext *hac, void *reply, void *priv)
             retry_later(c, 1);
         return;
     }
+    if (a->url.plain.is_sentinel && sk_redis_reply_is_readonly(r) && n->ac == hac &&
+        !(hac->c.flags & REDIS_DISCONNECTING)) {
+        /* Demoted under us: the reconnect asks the sentinels (node_ac). The command did
+         * not run; its caller gets the error. */
+        snprintf(a->err, sizeof(a->err), "%.64s:%d is a replica now", n->a.host, n->a.port);
+        redisAsyncDisconnect(hac);
+    }
     int slot;
     rcl_addr to;
     int k = rcl_classify(r, &slot, &to);
@@ -559,6 +593,8 @@ rcl_async *rcl_async_connect(const char *url, struct event_base *base, struct ti
         const sk_redis_url *u = &a->url.plain;
         ok = node_find_add(a, u->is_unix ? u->host : u->host, u->is_unix ? 0 : u->port) == 0;
     }
+    if (ok && a->url.plain.is_sentinel)
+        ok = (a->swatch = rcl_swatch_new(base, &a->url.plain, timeout, on_switch_master, a)) != NULL;
     for (int i = 0; ok && a->url.cluster && i < a->url.nseeds; i++)
         ok = node_find_add(a, a->url.seeds[i].host, a->url.seeds[i].port) >= 0;
     if (!ok) {
@@ -639,6 +675,7 @@ void rcl_async_free(rcl_async *a)
     if (!a)
         return;
     a->freeing = 1;
+    rcl_swatch_free(a->swatch);
     for (int i = 0; i < a->nnodes; i++) {
         redisAsyncContext *hac = a->nodes[i].ac;
         a->nodes[i].ac = NULL;

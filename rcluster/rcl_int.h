@@ -95,4 +95,15 @@ char *rcl_resp_format(int argc, const char **argv, const size_t *lens, size_t *l
 void *rcl_argv_copy(int argc, const char **argv, const size_t *lens, const char ***out_argv,
                     size_t **out_lens);
 
+/* ---- the sentinels' +switch-master (rcl_swatch.c; async, sentinel URLs) ---- */
+typedef struct rcl_swatch rcl_swatch;
+/* Called on the loop's thread with the new master's address after a failover. */
+typedef void rcl_swatch_fn(void *arg, const char *host, int port);
+struct event_base;
+/* Subscribes to +switch-master on url's sentinels (one at a time, each connect within
+ * tv; url must outlive it). NULL on OOM. */
+rcl_swatch *rcl_swatch_new(struct event_base *base, const sk_redis_url *url, struct timeval tv,
+                           rcl_swatch_fn *moved, void *arg);
+void rcl_swatch_free(rcl_swatch *w);
+
 #endif

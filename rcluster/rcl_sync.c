@@ -45,6 +45,7 @@ struct rcl_ctx {
     /* pass-through */
     redisContext *one;
     int one_used; /* the connection answered before: a failure is worth one retry */
+    int one_readonly; /* sentinel URL: it answered -READONLY (demoted): drop it */
     int one_broke; /* as node.broke */
     char one_addr[300];
     /* cluster */
@@ -251,6 +252,17 @@ static redisReply *exec_one(rcl_ctx *c, int argc, const char **argv, const size_
             return NULL;
         }
         c->one_used = 1;
+        if (c->url.plain.is_sentinel && sk_redis_reply_is_readonly(r)) {
+            /* The master was demoted under us: find the new one (sk_redis_url_connect
+             * asks the sentinels). Nothing ran, so once more is safe. */
+            redisFree(c->one);
+            c->one = NULL;
+            if (attempt == 0) {
+                freeReplyObject(r);
+                continue;
+            }
+            return r;
+        }
         int slot;
         rcl_addr to;
         if (body && !loaded && rcl_classify(r, &slot, &to) == RCL_R_NOSCRIPT) {
@@ -586,6 +598,15 @@ static void batch_read_one(rcl_ctx *c, pend *p)
     if (!c->url.cluster)
         c->one_used = 1;
     p->reply = r;
+    if (c->url.plain.is_sentinel && sk_redis_reply_is_readonly(p->reply)) {
+        /* Demoted under us: re-run (nothing ran) once the batch is read, on the master
+         * the sentinels name then. */
+        c->one_readonly = 1;
+        freeReplyObject(p->reply);
+        p->reply = NULL;
+        p->redo = 1;
+        return;
+    }
     int slot;
     rcl_addr to;
     int k = rcl_classify(p->reply, &slot, &to);
@@ -606,6 +627,11 @@ static void batch_read_one(rcl_ctx *c, pend *p)
  * exec_cmd what was redirected, lost or NOSCRIPT. */
 static void batch_redo(rcl_ctx *c, int from)
 {
+    if (c->one_readonly && c->one) {
+        redisFree(c->one);
+        c->one = NULL;
+    }
+    c->one_readonly = 0;
     if (c->url.cluster) {
         for (int i = 0; i < c->nnodes; i++)
             if (c->nodes[i].c && c->nodes[i].c->err)
@@ -724,7 +750,11 @@ const char *rcl_master_addr(rcl_ctx *c, int i)
         if (i != 0)
             return NULL;
         const sk_redis_url *u = &c->url.plain;
-        if (u->is_unix)
+        if (u->is_sentinel && c->one && c->one->tcp.host) /* the master found at connect */
+            snprintf(c->addr_buf, sizeof(c->addr_buf), "%s:%d", c->one->tcp.host, c->one->tcp.port);
+        else if (u->is_sentinel)
+            snprintf(c->addr_buf, sizeof(c->addr_buf), "%s (not connected)", u->master_name);
+        else if (u->is_unix)
             snprintf(c->addr_buf, sizeof(c->addr_buf), "%s", u->host);
         else
             snprintf(c->addr_buf, sizeof(c->addr_buf), "%s:%d", u->host, u->port);

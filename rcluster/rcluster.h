@@ -4,6 +4,8 @@
  * URLs:
  *   redis-cluster://[[user]:password@]host:port[,host:port...]   seed nodes of a cluster
  *   redis://... and unix://...  (every sk_redis_url form)          one plain server
+ *   redis-sentinel://[[user]:password@]host:port[,...]/name[?db=N] one server: the master
+ *                                                                   its sentinels name
  * With a plain URL a context is a thin pass-through to that one server (AUTH, SELECT, no
  * slot map, no redirections), so callers have one code path for both. With a cluster URL:
  * - the slot map comes from CLUSTER SLOTS (any seed), one connection per master, opened
@@ -22,6 +24,16 @@
  * In both modes EVALSHA of a script registered with rcl_script_add / rcl_async_script_add
  * that is answered NOSCRIPT (the script cache is per node) is answered by SCRIPT LOAD on
  * that node and one retry, transparently.
+ *
+ * Sentinel URLs are pass-through contexts whose every (re)connect asks the sentinels for
+ * the master and checks ROLE (sk_redis_url.h); a -READONLY reply (the master was demoted
+ * under us) drops the connection, so the next command goes to the new master: the
+ * blocking API re-runs that command once there (it did not run), the async API answers
+ * it with the error. The async API also subscribes to +switch-master on one sentinel at
+ * a time and leaves the old master as soon as the sentinels announce the failover (an
+ * old master cut off from its replicas but not from us would take writes until it is
+ * demoted); it asks the sentinels on its loop's thread, blocking, at most `timeout` per
+ * sentinel, only when it (re)connects.
  *
  * Retries after a lost connection may run a command twice (the first copy may have been
  * executed before the connection broke): use it with idempotent or fenced commands, as

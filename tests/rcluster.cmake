@@ -25,3 +25,12 @@ if(TARGET rcluster AND TARGET seckill_order_test_support)
                    LABELS "integration;cluster" TIMEOUT 240)
   add_dependencies(test_order_gate_cluster seckill-order seckill-devkafka)
 endif()
+
+# redis-sentinel:// through rcluster's contexts on a throwaway set from deploy/sentinel.sh
+# (issue 33; labels integration and sentinel; about 30 s: two failovers).
+if(TARGET rcluster AND TARGET rlock AND TARGET idgen)
+  seckill_add_test(NAME test_redis_sentinel SOURCES integration/test_redis_sentinel.c
+    LIBS seckill::rcluster seckill::rlock seckill::idgen PkgConfig::LIBEVENT
+    LABELS "integration;sentinel" TIMEOUT 120)
+  set_tests_properties(test_redis_sentinel PROPERTIES SKIP_RETURN_CODE 77)
+endif()

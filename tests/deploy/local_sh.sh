@@ -67,7 +67,8 @@ expect2() {
     [ $rc -eq 2 ] || fail "local.sh $*: exit status $rc, not 2"
     grep -q -- "${*: -1}" "$T/err" || fail "local.sh $*: the message does not name '${*: -1}': $(cat "$T/err")"
 }
-expect2 up --sentinel
+expect2 up --shards
+expect2 up --cluster --sentinel
 expect2 up --fronts 2 --bogus
 expect2 status --verbose
 expect2 down now

@@ -133,6 +133,24 @@ static void test_errors_name_file_and_line(void **state)
             assert_non_null(strstr(err, "http.event_method"));
         sk_config_free(order_config_table, &c, kafka);
     }
+
+    /* redis.wait_replicas: its timeout below redis.timeout_ms, and never on a cluster. */
+    const char *waits[][2] = {
+        {"redis.wait_replicas = 1\nredis.url = redis-sentinel://h:1/m\n", "0"},
+        {"redis.wait_replicas = 1\nredis.wait_timeout_ms = 1000\n", "redis.wait_timeout_ms"},
+        {"redis.wait_replicas = 1\nredis.url = redis-cluster://h:1,h:2\n", "redis-cluster"},
+        {"redis.wait_replicas = 0\nredis.url = redis-cluster://h:1,h:2\n", "0"},
+    };
+    for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+        order_config c = {0};
+        kafka = NULL;
+        path = write_file("wait.conf", waits[i][0]);
+        assert_int_equal(sk_config_load(order_config_table, &c, path, &kafka, err, sizeof(err)), 0);
+        int rc = order_config_check(&c, err, sizeof(err));
+        if (strcmp(waits[i][1], "0") == 0 ? rc != 0 : (rc != -1 || !strstr(err, waits[i][1])))
+            fail_msg("wait case %zu: check gave %d (%s)", i, rc, err);
+        sk_config_free(order_config_table, &c, kafka);
+    }
 }
 
 /* Runs the binary; returns its exit status and its stdout+stderr in out. */

@@ -13,6 +13,8 @@
 #include "sk_config.h"
 #include "sk_redis_url.h"
 
+#include <hiredis/hiredis.h>
+
 struct cfg {
     char *url;
     char *secret;
@@ -249,6 +251,67 @@ static void test_redis_url(void **state)
         assert_int_equal(sk_redis_url_parse(bad[i], &u, err, sizeof(err)), -1);
 }
 
+/* redis-sentinel://: the sentinels, the master's name, ?db; the password never shown. */
+static void test_redis_sentinel_url(void **state)
+{
+    (void)state;
+    sk_redis_url u;
+    char err[128], red[512];
+    assert_int_equal(sk_redis_url_parse("redis-sentinel://app:s3cret@h1:26380,h2,10.0.0.3:1/mymaster?db=4",
+                                        &u, err, sizeof(err)), 0);
+    assert_true(u.is_sentinel);
+    assert_int_equal(u.nsentinels, 3);
+    assert_string_equal(u.sentinels[0].host, "h1");
+    assert_int_equal(u.sentinels[0].port, 26380);
+    assert_string_equal(u.sentinels[1].host, "h2");
+    assert_int_equal(u.sentinels[1].port, 26379);
+    assert_int_equal(u.sentinels[2].port, 1);
+    assert_string_equal(u.master_name, "mymaster");
+    assert_int_equal(u.db, 4);
+    assert_string_equal(u.user, "app");
+    assert_string_equal(u.pass, "s3cret");
+    assert_string_equal(u.host, "");
+    sk_redis_url_redacted(&u, red, sizeof(red));
+    assert_null(strstr(red, "s3cret"));
+    assert_string_equal(red, "redis-sentinel://app:***@h1:26380,h2:26379,10.0.0.3:1/mymaster?db=4");
+    assert_true(sk_redis_url_is_sentinel("redis-sentinel://h/m"));
+    assert_false(sk_redis_url_is_sentinel("redis://h"));
+    assert_int_equal(sk_redis_url_parse("redis-sentinel://h/m", &u, err, sizeof(err)), 0);
+    assert_int_equal(u.db, 0);
+    const char *bad[] = {"redis-sentinel://", "redis-sentinel://h", "redis-sentinel://h/",
+                         "redis-sentinel:///m", "redis-sentinel://h,/m", "redis-sentinel://h:0/m",
+                         "redis-sentinel://h/m?db=x", "redis-sentinel://h/m/2",
+                         "redis-sentinel://a,b,c,d,e,f,g,h,i/m"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(sk_redis_url_parse(bad[i], &u, err, sizeof(err)), -1);
+        assert_true(err[0] != '\0');
+    }
+}
+
+/* The replies that send a sentinel client back to the sentinels. */
+static void test_readonly_and_role(void **state)
+{
+    (void)state;
+    redisReply ro = {.type = REDIS_REPLY_ERROR, .str = "READONLY You can't write against a read only replica."};
+    redisReply in_script = {.type = REDIS_REPLY_ERROR,
+                            .str = "ERR Error running script: -READONLY You can't write"};
+    redisReply other = {.type = REDIS_REPLY_ERROR, .str = "ERR wrong number of arguments"};
+    redisReply ok = {.type = REDIS_REPLY_STATUS, .str = "OK"};
+    assert_true(sk_redis_reply_is_readonly(&ro));
+    assert_true(sk_redis_reply_is_readonly(&in_script));
+    assert_false(sk_redis_reply_is_readonly(&other));
+    assert_false(sk_redis_reply_is_readonly(&ok));
+    assert_false(sk_redis_reply_is_readonly(NULL));
+    redisReply master = {.type = REDIS_REPLY_STRING, .str = "master", .len = 6};
+    redisReply slave = {.type = REDIS_REPLY_STRING, .str = "slave", .len = 5};
+    redisReply *e1[] = {&master}, *e2[] = {&slave};
+    redisReply role_m = {.type = REDIS_REPLY_ARRAY, .elements = 1, .element = e1};
+    redisReply role_s = {.type = REDIS_REPLY_ARRAY, .elements = 1, .element = e2};
+    assert_true(sk_redis_role_is_master(&role_m));
+    assert_false(sk_redis_role_is_master(&role_s));
+    assert_false(sk_redis_role_is_master(&ok));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -258,6 +321,8 @@ int main(void)
         cmocka_unit_test(test_command_line),
         cmocka_unit_test(test_help_hides_secrets),
         cmocka_unit_test(test_redis_url),
+        cmocka_unit_test(test_redis_sentinel_url),
+        cmocka_unit_test(test_readonly_and_role),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
