@@ -50,7 +50,7 @@ size_t order_key(uint64_t event_id, order_key_kind kind, char *out, size_t outsz
 size_t order_key_seg(uint64_t event_id, unsigned seg, order_key_kind kind, char *out, size_t outsz)
 {
     static const char *names[ORDER_KEY_COUNT] = {"stock", "buyers", "meta", "pending",
-                                                  "released"};
+                                                  "released", "units"};
     const char *name = (unsigned)kind < ORDER_KEY_COUNT ? names[kind] : "?";
     strbuf b = {out, outsz, 0};
     SB_LIT(&b, "seckill:{e");

@@ -18,6 +18,7 @@ typedef enum {
     ORDER_KEY_META,
     ORDER_KEY_PENDING,
     ORDER_KEY_RELEASED, /* set of order ids whose unit release.lua gave back (issue 22) */
+    ORDER_KEY_UNITS,    /* user -> units held, for a per_user_limit above 1 (issue 31) */
     ORDER_KEY_COUNT
 } order_key_kind;
 

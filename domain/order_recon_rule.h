@@ -50,7 +50,7 @@ int order_recon_is_order_id(const char *id);
 
 /** @brief Parses a pending entry's value "user_id:ts_ms", or "user_id:ts_ms:c" (the claim
  *  of a segmented event's borrowed unit, reserve.lua: cancel.lua releases it without
- *  stock), into user (NUL-terminated, at most usz - 1 characters), *ts_ms and *claim (1
+ *  stock), either with ":q" after ts_ms for an order of q > 1 units (issue 31), into user (NUL-terminated, at most usz - 1 characters), *ts_ms and *claim (1
  *  for a claim; claim may be NULL). @returns 0, or -1 (malformed: left alone). */
 int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *ts_ms, int *claim);
 

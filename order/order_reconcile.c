@@ -106,9 +106,10 @@ static long long run_script(order_reconciler *r, int script, int nkeys,
 
 /* One pending entry of segment s (field id, value "user_id:ts_ms", or "user_id:ts_ms:c"
  * for the claim of a segmented event's borrowed unit: cancel.lua releases a claim
- * without stock, and the borrowed unit's own entry, in its lender, is an ordinary one),
- * its order stored or not. */
-static void settle_entry(order_reconciler *r, recon_seg s, const char *const keys[3],
+ * without stock, and the borrowed unit's own entry, in its lender, is an ordinary one;
+ * ":q" before it for q > 1 units, which cancel.lua reads itself), its order stored or not.
+ * keys: stock, buyers, pending, units (cancel.lua's). */
+static void settle_entry(order_reconciler *r, recon_seg s, const char *const keys[4],
                          const char *id, const char *val, int stored, int64_t cutoff,
                          scan_counts *sc)
 {
@@ -126,7 +127,7 @@ static void settle_entry(order_reconciler *r, recon_seg s, const char *const key
     }
     case ORDER_RECON_CANCEL: {
         const char *args[2] = {id, user};
-        if (run_script(r, ORDER_SCRIPT_CANCEL, 3, keys, 2, args) == 1) {
+        if (run_script(r, ORDER_SCRIPT_CANCEL, 4, keys, 2, args) == 1) {
             sc->cancelled++;
             sk_log(SK_LOG_INFO, "reconciler_cancelled",
                    "event_id=%" PRIu64 " segment=%u order_id=%s user_id=%s age_ms=%lld%s", s.id,
@@ -144,10 +145,12 @@ static void settle_entry(order_reconciler *r, recon_seg s, const char *const key
  * starts again). */
 static int reconcile_event(order_reconciler *r, recon_seg s, scan_counts *sc)
 {
-    char kstock[ORDER_KEY_MAX], kbuyers[ORDER_KEY_MAX], kpending[ORDER_KEY_MAX];
+    char kstock[ORDER_KEY_MAX], kbuyers[ORDER_KEY_MAX], kpending[ORDER_KEY_MAX],
+        kunits[ORDER_KEY_MAX];
     order_key_seg(s.id, s.seg, ORDER_KEY_STOCK, kstock, sizeof(kstock));
     order_key_seg(s.id, s.seg, ORDER_KEY_BUYERS, kbuyers, sizeof(kbuyers));
     order_key_seg(s.id, s.seg, ORDER_KEY_PENDING, kpending, sizeof(kpending));
+    order_key_seg(s.id, s.seg, ORDER_KEY_UNITS, kunits, sizeof(kunits));
     const char *hargv[2] = {"HGETALL", kpending};
     redisReply *h = rcl_command_argv(r->rc, 2, hargv, NULL);
     if (!h) {
@@ -165,7 +168,7 @@ static int reconcile_event(order_reconciler *r, recon_seg s, scan_counts *sc)
     const int64_t cutoff = order_recon_kafka_event_cutoff(r->kafka, s.id);
     if (rc == 0 && n && order_recon_pg_stored(r->pg, ids, n, stored) != 0)
         rc = -1;
-    const char *keys[3] = {kstock, kbuyers, kpending};
+    const char *keys[4] = {kstock, kbuyers, kpending, kunits};
     for (size_t i = 0; rc == 0 && i < n && r->rc; i++)
         if (order_recon_is_order_id(ids[i])) /* anything else is not ours: never touched */
             settle_entry(r, s, keys, ids[i], h->element[2 * i + 1]->str, stored[i], cutoff, sc);
