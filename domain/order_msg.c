@@ -79,9 +79,10 @@ unsigned order_seg_home(uint64_t user_id, unsigned k)
 unsigned order_release_keys_of(uint64_t event_id, uint64_t user_id, unsigned k,
                                order_release_keys *out)
 {
-    static const order_key_kind kinds[3] = {ORDER_KEY_STOCK, ORDER_KEY_BUYERS, ORDER_KEY_RELEASED};
+    static const order_key_kind kinds[4] = {ORDER_KEY_STOCK, ORDER_KEY_BUYERS, ORDER_KEY_RELEASED,
+                                            ORDER_KEY_UNITS};
     unsigned home = order_seg_home(user_id, k);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         out->len[i] = order_key_seg(event_id, home, kinds[i], out->key[i], sizeof(out->key[i]));
     return home;
 }

@@ -213,13 +213,14 @@ static int reload_event(order_reconciler *r, uint64_t event_id)
     order_recon_gate g;
     int rc = order_recon_pg_gate(r->pg, event_id, &g);
     if (rc == 1) {
-        char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX];
+        char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX], ku[ORDER_KEY_MAX];
         order_key(event_id, ORDER_KEY_STOCK, ks, sizeof(ks));
         order_key(event_id, ORDER_KEY_META, km, sizeof(km));
         order_key(event_id, ORDER_KEY_BUYERS, kb, sizeof(kb));
         order_key(event_id, ORDER_KEY_RELEASED, kr, sizeof(kr));
-        const char *keys[4] = {ks, km, kb, kr};
-        long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 4, keys,
+        order_key(event_id, ORDER_KEY_UNITS, ku, sizeof(ku));
+        const char *keys[5] = {ks, km, kb, kr, ku};
+        long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 5, keys,
                                  ORDER_RECON_GATE_FIXED + g.nbuyers + g.nclosed, g.argv);
         if (v == 1)
             sk_log(SK_LOG_INFO, "event_reloaded",
@@ -314,11 +315,12 @@ static int segment_write(order_reconciler *r, const order_recon_lost *l, order_r
     snprintf(g->nbuyers_s, sizeof(g->nbuyers_s), "%d", nb);
     g->nbuyers = nb;
     g->nclosed = nc;
-    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX];
+    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX], ku[ORDER_KEY_MAX];
     order_key_seg(l->id, l->seg, ORDER_KEY_STOCK, ks, sizeof(ks));
     order_key_seg(l->id, l->seg, ORDER_KEY_META, km, sizeof(km));
     order_key_seg(l->id, l->seg, ORDER_KEY_BUYERS, kb, sizeof(kb));
     order_key_seg(l->id, l->seg, ORDER_KEY_RELEASED, kr, sizeof(kr));
+    order_key_seg(l->id, l->seg, ORDER_KEY_UNITS, ku, sizeof(ku));
     /* K first: reserve.lua answers "not loaded" until the stock key exists, and then
      * must find the event's K in this segment's meta */
     const char *hs[4] = {"HSET", km, "segments", k_s};
@@ -328,8 +330,8 @@ static int segment_write(order_reconciler *r, const order_recon_lost *l, order_r
         return -1;
     }
     freeReplyObject(h);
-    const char *keys[4] = {ks, km, kb, kr};
-    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 4, keys, ORDER_RECON_GATE_FIXED + nb + nc, g->argv);
+    const char *keys[5] = {ks, km, kb, kr, ku};
+    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 5, keys, ORDER_RECON_GATE_FIXED + nb + nc, g->argv);
     g->argv[0] = NULL; /* stock_s dies here */
     if (v != 1)
         return r->rc ? 0 : -1;

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# e2e: several units per order (issue 31) through two seckill-order instances on one
+# Redis, one devkafka and one seckill-consumer. An event of 400 units, per_user_limit 4;
+# seckill-bench sends 6,000 orders from 300 users over 64 connections spread over both
+# fronts, each asking a random quantity of 1 to 4. Then:
+#   - every answer is 202, 409 sold_out (nothing or fewer units left) or 409
+#     limit_reached (the user's units would pass 4): nothing else;
+#   - orders of several units were taken, and PostgreSQL holds at most the stock in units;
+#   - seckill-check (in units): no oversell in PostgreSQL or Redis, no user over 4 units,
+#     stock_left and the Redis balance agree, no lost order;
+#   - a cancel of an order of q units gives back q units, in PostgreSQL and in Redis.
+. "$(dirname "$0")/lib.sh"
+e2e_require
+command -v psql >/dev/null && command -v redis-cli >/dev/null || e2e_skip "psql or redis-cli missing"
+e2e_start_kafka
+e2e_start_consumer
+e2e_start_order
+PORT_A=$E2E_HTTP_PORT
+PORT_B=$(e2e_free_port)
+SECKILL_HTTP_PORT=$PORT_B SECKILL_HTTP_BIND=127.0.0.1 SECKILL_KAFKA_BROKERS=$E2E_BROKERS SECKILL_GROUP_ID="seckill-e2e-$$" \
+    SECKILL_JWT_SECRET=$E2E_SECRET "$BIN/seckill-order" >"$E2E_TMP/order_b.log" 2>&1 &
+E2E_PIDS+=($!)
+e2e_wait 60 "second seckill-order /readyz" curl -fsS "http://127.0.0.1:$PORT_B/readyz"
+
+STOCK=400
+e2e_bench --http "http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B" --stock $STOCK \
+    --users 300 --requests 6000 --connections 64 --quantity 4 --drain.wait 90 \
+    --event.name e2e-units || e2e_fail "seckill-bench failed"
+cat "$E2E_TMP/out/summary.json" >&2
+EV=$(cat "$E2E_TMP/out/event_id")
+
+accepted=$(e2e_summary accepted)
+answered=$(e2e_summary answered)
+[ "$answered" -eq 6000 ] || e2e_fail "answered $answered of 6000"
+sold_out=$(e2e_outcome "409 sold_out")
+limit=$(e2e_outcome "409 limit_reached")
+[ $((accepted + sold_out + limit)) -eq 6000 ] ||
+    e2e_fail "$((6000 - accepted - sold_out - limit)) answers were neither 202 nor 409 sold_out/limit_reached"
+[ "$limit" -gt 0 ] || e2e_fail "no 409 limit_reached: users were not held to 4 units"
+[ "$sold_out" -gt 0 ] || e2e_fail "no 409 sold_out: the stock did not run out"
+[ "$(sql "select per_user_limit from seckill_event where id = $EV")" = 4 ] ||
+    e2e_fail "the event's per_user_limit is not 4"
+
+e2e_check --wait 90 || e2e_fail "seckill-check found a violation"
+
+units=$(sql "select coalesce(sum(quantity), 0) from seckill_order where event_id = $EV and status in ('created', 'paid')")
+multi=$(sql "select count(*) from seckill_order where event_id = $EV and quantity > 1")
+over=$(sql "select count(*) from (select user_id from seckill_order where event_id = $EV and status in ('created', 'paid') group by user_id having sum(quantity) > 4) u")
+e2e_log "accepted $accepted orders holding $units units of $STOCK ($multi of several units)"
+[ "$units" -le $STOCK ] || e2e_fail "oversold: $units units held of $STOCK"
+[ "$multi" -gt 0 ] || e2e_fail "no order of several units was taken"
+[ "$over" -eq 0 ] || e2e_fail "$over users hold more than 4 units"
+[ "$units" -ge $((STOCK - 3)) ] ||
+    e2e_fail "only $units of $STOCK units sold: more than a last order's worth went unsold"
+
+# A cancel gives back the order's units, in PostgreSQL and in Redis (release.lua).
+read -r OID OUSER Q < <(sql "select order_id, user_id, quantity from seckill_order where event_id = $EV and status = 'created' and quantity > 1 order by order_id limit 1" | tr '|' ' ')
+left0=$(sql "select stock_left from seckill_event where id = $EV")
+r0=$(rcli GET "seckill:{e$EV}:stock")
+st=$(curl -sS -o "$E2E_TMP/resp" -w '%{http_code}' -X POST -H "Authorization: Bearer $(token "$OUSER")" \
+    "http://127.0.0.1:$PORT_B/api/v1/orders/$OID/cancel")
+[ "$st" = 200 ] || e2e_fail "cancel of order $OID: HTTP $st $(cat "$E2E_TMP/resp")"
+left1=$(sql "select stock_left from seckill_event where id = $EV")
+[ "$left1" -eq $((left0 + Q)) ] || e2e_fail "stock_left $left0 -> $left1 after cancelling $Q units"
+e2e_wait 10 "the $Q units back in Redis" \
+    bash -c "[ \"\$(redis-cli -u '$SECKILL_REDIS_URL' --no-auth-warning GET 'seckill:{e$EV}:stock')\" = $((r0 + Q)) ]"
+e2e_log "cancel of $Q units: stock_left $left0 -> $left1, Redis $r0 -> $((r0 + Q))"
+e2e_log "PASS"
