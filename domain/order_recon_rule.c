@@ -91,6 +91,16 @@ int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *
     return 0;
 }
 
+int order_recon_pending_units(const char *val)
+{
+    char user[24];
+    int64_t ts;
+    if (order_recon_pending_parse(val, user, sizeof(user), &ts, NULL) != 0)
+        return 1;
+    const char *q = strchr(strchr(val, ':') + 1, ':'); /* after the time: ":q" or ":c" */
+    return q && q[1] != 'c' ? atoi(q + 1) : 1;
+}
+
 int order_recon_is_claim(const char *val, size_t len)
 {
     return len >= 2 && strcmp(val + len - 2, ":c") == 0;

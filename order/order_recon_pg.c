@@ -243,8 +243,11 @@ int order_recon_pg_taken_count(order_recon_pg *p, uint64_t event_id, const char 
     const char *params[2] = {a, arr}; /* $1: the event id, $2: the order ids */
     PGresult *c;
     int rc = recon_exec(p, "taken count",
-                        "SELECT count(*) FROM seckill_order WHERE event_id = $1 "
-                        "AND status <> 'rejected' AND order_id = ANY($2::bigint[])",
+                        /* an id comes once per unit of its order (issue 31): the
+                         * join counts a stored order's units */
+                        "SELECT count(*) FROM seckill_order o "
+                        "JOIN unnest($2::bigint[]) AS t(id) ON o.order_id = t.id "
+                        "WHERE o.event_id = $1 AND o.status <> 'rejected'",
                         2, params, &c);
     free(arr);
     if (rc != 0)

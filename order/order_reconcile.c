@@ -260,7 +260,10 @@ static int snapshot_segment(order_reconciler *r, order_recon_lost *l, unsigned j
         const redisReply *v = b->element[i + 1];
         if (v->type != REDIS_REPLY_STRING || order_recon_is_claim(v->str, v->len))
             continue;
-        ok = order_recon_snap_add(l, b->element[i]->str) == 0;
+        /* once per unit (issue 31): the snapshot counts units, and so does the count of
+         * those that landed (order_recon_pg_taken_count) */
+        for (int q = order_recon_pending_units(v->str); ok && q > 0; q--)
+            ok = order_recon_snap_add(l, b->element[i]->str) == 0;
     }
     if (rel)
         freeReplyObject(rel);

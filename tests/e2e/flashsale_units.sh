@@ -8,7 +8,9 @@
 #   - orders of several units were taken, and PostgreSQL holds at most the stock in units;
 #   - seckill-check (in units): no oversell in PostgreSQL or Redis, no user over 4 units,
 #     stock_left and the Redis balance agree, no lost order;
-#   - a cancel of an order of q units gives back q units, in PostgreSQL and in Redis.
+#   - a cancel of an order of q units gives back q units, in PostgreSQL and in Redis;
+#   - the gate's keys lost, the reconciler's reload rebuilds the units per user from
+#     PostgreSQL, and a user holding 4 units is refused (409 limit_reached).
 . "$(dirname "$0")/lib.sh"
 e2e_require
 command -v psql >/dev/null && command -v redis-cli >/dev/null || e2e_skip "psql or redis-cli missing"
@@ -65,4 +67,23 @@ left1=$(sql "select stock_left from seckill_event where id = $EV")
 e2e_wait 10 "the $Q units back in Redis" \
     bash -c "[ \"\$(redis-cli -u '$SECKILL_REDIS_URL' --no-auth-warning GET 'seckill:{e$EV}:stock')\" = $((r0 + Q)) ]"
 e2e_log "cancel of $Q units: stock_left $left0 -> $left1, Redis $r0 -> $((r0 + Q))"
+
+# The gate lost (its keys deleted): the reconciler rebuilds it from PostgreSQL, the units
+# hash included (a closed order's units stay counted: the event keeps its buyers out).
+K="seckill:{e$EV}"
+rcli DEL "$K:stock" "$K:buyers" "$K:meta" "$K:pending" "$K:released" "$K:units" >/dev/null
+e2e_wait 60 "the gate rebuilt by the reconciler" \
+    bash -c "[ \"\$(redis-cli -u '$SECKILL_REDIS_URL' --no-auth-warning EXISTS '$K:stock')\" = 1 ]"
+want=$(sql "select string_agg(user_id || ':' || s, ' ' order by user_id) from (select user_id, sum(quantity) s from seckill_order where event_id = $EV and status <> 'rejected' group by user_id) t")
+got=$(rcli HGETALL "$K:units" | paste -d: - - | sort -n | tr '\n' ' ' | sed 's/ $//')
+[ "$got" = "$want" ] || e2e_fail "units hash after the reload: [$got], PostgreSQL says [$want]"
+[ "$(rcli GET "$K:stock")" = "$left1" ] || e2e_fail "stock after the reload $(rcli GET "$K:stock"), stock_left $left1"
+FULL=$(sql "select user_id from seckill_order where event_id = $EV and status <> 'rejected' group by user_id having sum(quantity) = 4 limit 1")
+if [ -n "$FULL" ]; then
+    st=$(curl -sS -o "$E2E_TMP/resp" -w '%{http_code}' -X POST -H "Authorization: Bearer $(token "$FULL")" \
+        -H 'Content-Type: application/json' -d '{"quantity":1}' "http://127.0.0.1:$PORT_A/api/v1/events/$EV/orders")
+    [ "$st" = 409 ] && grep -q '"limit_reached"' "$E2E_TMP/resp" && grep -q '"held":4' "$E2E_TMP/resp" ||
+        e2e_fail "user $FULL (4 units) after the reload: HTTP $st $(cat "$E2E_TMP/resp")"
+fi
+e2e_log "reload: the units hash rebuilt from PostgreSQL ($(rcli HLEN "$K:units") users), a full user refused"
 e2e_log "PASS"

@@ -137,6 +137,12 @@ static void test_claims_and_id_array(void **state)
     assert_false(order_recon_is_claim("42:5", 4));
     assert_false(order_recon_is_claim("c", 1));
     assert_false(order_recon_is_claim("", 0));
+    /* the units a pending entry holds or claims (issue 31) */
+    assert_int_equal(order_recon_pending_units("42:5"), 1);
+    assert_int_equal(order_recon_pending_units("42:5:c"), 1);
+    assert_int_equal(order_recon_pending_units("42:5:3"), 3);
+    assert_int_equal(order_recon_pending_units("42:5:100:c"), 100);
+    assert_int_equal(order_recon_pending_units("junk"), 1);
     const char *ids[] = {"12", "x1", "", "123456789012345678901", "34", "12345678901234567890"};
     char *a = order_recon_id_array(ids, 6);
     assert_non_null(a);
