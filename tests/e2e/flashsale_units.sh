@@ -10,7 +10,8 @@
 #     stock_left and the Redis balance agree, no lost order;
 #   - a cancel of an order of q units gives back q units, in PostgreSQL and in Redis;
 #   - the gate's keys lost, the reconciler's reload rebuilds the units per user from
-#     PostgreSQL, and a user holding 4 units is refused (409 limit_reached).
+#     PostgreSQL, and a user holding 4 units is refused (409 limit_reached);
+#   - on an event of 3 segments, the same load: seckill-check clean in units.
 . "$(dirname "$0")/lib.sh"
 e2e_require
 command -v psql >/dev/null && command -v redis-cli >/dev/null || e2e_skip "psql or redis-cli missing"
@@ -86,4 +87,26 @@ if [ -n "$FULL" ]; then
         e2e_fail "user $FULL (4 units) after the reload: HTTP $st $(cat "$E2E_TMP/resp")"
 fi
 e2e_log "reload: the units hash rebuilt from PostgreSQL ($(rcli HLEN "$K:units") users), a full user refused"
+
+# Segmented stock (issue 19): an order's units come from its home segment or all from one
+# other segment (borrow.lua). 90 units over 3 segments, 1,500 orders of 1 to 4 units.
+ADMIN=$(token 1 --admin)
+starts=$(date -u -d '-1 minute' +%Y-%m-%dT%H:%M:%SZ)
+ends=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
+EVS=$(curl -fsS -X POST -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+    -d "{\"name\":\"e2e units K3\",\"stock\":90,\"starts_at\":\"$starts\",\"ends_at\":\"$ends\",\"segments\":3,\"per_user_limit\":4}" \
+    "http://127.0.0.1:$PORT_A/api/v1/events" | sed -n 's/.*"event_id":"\([0-9]*\)".*/\1/p')
+[ -n "$EVS" ] || e2e_fail "the segmented event was not created"
+e2e_bench --http "http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B" --event "$EVS" \
+    --users 100 --requests 1500 --connections 64 --quantity 4 --drain.wait 90 \
+    --out "$E2E_TMP/out3" || e2e_fail "seckill-bench (segments) failed"
+others=$(( 1500 - $(sk_json_num "$E2E_TMP/out3/summary.json" accepted) \
+    - $(sk_json_count "$E2E_TMP/out3/summary.json" "409 sold_out") \
+    - $(sk_json_count "$E2E_TMP/out3/summary.json" "409 limit_reached") ))
+[ "$others" -eq 0 ] || e2e_fail "segments: $others answers were neither 202 nor 409 sold_out/limit_reached"
+SECKILL_KAFKA_BROKERS=$E2E_BROKERS "$BIN/seckill-check" --redis.url "$SECKILL_REDIS_URL" \
+    --pg "$SECKILL_PG" --wait 90 "$EVS" "$E2E_TMP/out3/accepted.txt" ||
+    e2e_fail "seckill-check found a violation on the segmented event"
+units=$(sql "select coalesce(sum(quantity), 0) from seckill_order where event_id = $EVS and status in ('created', 'paid')")
+e2e_log "segments: $units of 90 units sold, seckill-check clean"
 e2e_log "PASS"
