@@ -377,9 +377,15 @@ int ctu_producer_close(rd_kafka_t *p)
 size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
                       int64_t ts_ms)
 {
+    return ctu_order_json_units(buf, sz, order_id, event_id, user_id, ts_ms, 1);
+}
+
+size_t ctu_order_json_units(char *buf, size_t sz, int64_t order_id, int64_t event_id,
+                            int64_t user_id, int64_t ts_ms, uint32_t quantity)
+{
     /* the front's encoder (sk_order_msg.h): what the consumer gets in production */
     sk_order_msg m = {.order_id = (uint64_t)order_id, .event_id = (uint64_t)event_id,
-                      .user_id = (uint64_t)user_id, .ts_ms = ts_ms, .quantity = 1};
+                      .user_id = (uint64_t)user_id, .ts_ms = ts_ms, .quantity = quantity};
     /* signed as the gate signs when the stack has keys (SECKILL_ORDER_MSG_KEYS, from
      * .run/env): a consumer that inherits them takes only signed orders */
     const char *spec = getenv("SECKILL_ORDER_MSG_KEYS");

@@ -83,6 +83,9 @@ int ctu_producer_close(rd_kafka_t *p);
 /** @brief Writes the contract JSON of one order. @returns its length. */
 size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
                       int64_t ts_ms);
+/** @brief The same for an order of `quantity` units (issue 31). @returns its length. */
+size_t ctu_order_json_units(char *buf, size_t sz, int64_t order_id, int64_t event_id,
+                            int64_t user_id, int64_t ts_ms, uint32_t quantity);
 
 /** @brief Produces n orders: order_base + i, event event_base + i % nevents (the key),
  *  user user_base + i. @returns 0 or -1. */
