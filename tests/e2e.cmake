@@ -19,8 +19,8 @@ endif()
 # seckill-bench and judge with seckill-check. Exit 77 (skipped) without a stack or
 # without the binaries. See tests/e2e/README.md.
 if(TARGET seckill-bench AND TARGET seckill-check)
-  foreach(t flashsale_small consumer_pause restock_fronts order_pay order_retry order_expiry release_flush flashsale_lifecycle
-            flashsale_challenge flashsale_units
+  foreach(t flashsale_small flashsale_units consumer_pause restock_fronts order_pay order_retry order_expiry release_flush flashsale_lifecycle
+            flashsale_challenge
             event_admin restock_live)
     add_test(NAME e2e_${t} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/${t}.sh)
     set_tests_properties(e2e_${t} PROPERTIES LABELS e2e TIMEOUT 240 SKIP_RETURN_CODE 77

@@ -377,15 +377,9 @@ int ctu_producer_close(rd_kafka_t *p)
 size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
                       int64_t ts_ms)
 {
-    return ctu_order_json_units(buf, sz, order_id, event_id, user_id, ts_ms, 1);
-}
-
-size_t ctu_order_json_units(char *buf, size_t sz, int64_t order_id, int64_t event_id,
-                            int64_t user_id, int64_t ts_ms, uint32_t quantity)
-{
     /* the front's encoder (sk_order_msg.h): what the consumer gets in production */
     sk_order_msg m = {.order_id = (uint64_t)order_id, .event_id = (uint64_t)event_id,
-                      .user_id = (uint64_t)user_id, .ts_ms = ts_ms, .quantity = quantity};
+                      .user_id = (uint64_t)user_id, .ts_ms = ts_ms, .quantity = 1};
     /* signed as the gate signs when the stack has keys (SECKILL_ORDER_MSG_KEYS, from
      * .run/env): a consumer that inherits them takes only signed orders */
     const char *spec = getenv("SECKILL_ORDER_MSG_KEYS");
@@ -621,4 +615,20 @@ char *ctu_setup(ctu_kafka *k, int partitions, const char *name, int64_t event_ba
         if (ctu_pg_add_event(*pg, event_base + e, stock) != 0)
             abort();
     return conninfo;
+}
+
+size_t ctu_order_json_units(char *buf, size_t sz, int64_t order_id, int64_t event_id,
+                            int64_t user_id, int64_t ts_ms, uint32_t quantity)
+{
+    sk_order_msg m = {.order_id = (uint64_t)order_id, .event_id = (uint64_t)event_id,
+                      .user_id = (uint64_t)user_id, .ts_ms = ts_ms, .quantity = quantity};
+    const char *spec = getenv("SECKILL_ORDER_MSG_KEYS"); /* as ctu_order_json signs */
+    if (spec && *spec) {
+        char err[128];
+        sk_order_msg_keys *k = sk_order_msg_keys_new(spec, err, sizeof(err));
+        if (!k || sk_order_msg_sign(k, &m) != 0)
+            abort();
+        sk_order_msg_keys_free(k);
+    }
+    return sk_order_msg_encode(&m, buf, sz);
 }

@@ -83,9 +83,6 @@ int ctu_producer_close(rd_kafka_t *p);
 /** @brief Writes the contract JSON of one order. @returns its length. */
 size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
                       int64_t ts_ms);
-/** @brief The same for an order of `quantity` units (issue 31). @returns its length. */
-size_t ctu_order_json_units(char *buf, size_t sz, int64_t order_id, int64_t event_id,
-                            int64_t user_id, int64_t ts_ms, uint32_t quantity);
 
 /** @brief Produces n orders: order_base + i, event event_base + i % nevents (the key),
  *  user user_base + i. @returns 0 or -1. */
@@ -150,5 +147,10 @@ int ctu_wait_healthy(int port, int timeout_ms);
 /** @brief Seeds and returns a pseudo-random generator state (prints the seed). */
 uint64_t ctu_seed(void);
 uint64_t ctu_rand(uint64_t *state);
+
+/** @brief An order of `quantity` units (issue 31), encoded and signed as ctu_order_json
+ *  does. @returns its length. */
+size_t ctu_order_json_units(char *buf, size_t sz, int64_t order_id, int64_t event_id,
+                            int64_t user_id, int64_t ts_ms, uint32_t quantity);
 
 #endif
