@@ -82,7 +82,7 @@ static const char SQL_LOCK[] =
  * orders. The same statement takes min(new units, stock_left) off each event, so
  * stock_left never goes below zero, and returns the new orders; the caller flips
  * the surplus beyond the stock to 'rejected' (SQL_REJECT), a rare path. The rows of an
- * event whose per_user_limit is above 1 are many_per_user: 010's one-order-per-user
+ * event whose per_user_limit is above 1 are many_per_user: 011's one-order-per-user
  * index skips them (the gate counts a user's units).
  * Why not rank against stock before inserting: an anti-join and a window over every
  * row cost as much as the insert itself, for a case that should never happen. */

@@ -159,7 +159,7 @@ int consumer_wal_line_json(const char *line, size_t len, char *out, size_t outsz
     for (int i = 0; i < 5; i++)
         if (field(line, len, i, &f[i], &fn[i]) != 0)
             return -1;
-    /* the quantity (issue 31, deploy/sql/010): a sixth field, absent from the lines
+    /* the quantity (issue 31, deploy/sql/011): a sixth field, absent from the lines
      * written before that migration */
     int has_q = field(line, len, 5, &f[5], &fn[5]) == 0;
     if (has_q && (memchr(f[5], '\t', len - (size_t)(f[5] - line)) ||

@@ -1,4 +1,4 @@
--- 010: several units per order (issue 31). Applied by `seckill-consumer migrate` like the
+-- 011: several units per order (issue 31). Applied by `seckill-consumer migrate` like the
 -- others, once, in its transaction; idempotent on its own too.
 --
 -- An order carries its units (the Kafka message's "quantity", 1 when absent); every
