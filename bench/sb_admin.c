@@ -46,7 +46,8 @@ int sb_admin_connect(const sb_url *url, int timeout_ms, char *err, size_t errsz)
 }
 
 int sb_admin_create_event(const sb_url *url, const char *token, const char *name, long long stock,
-                          time_t starts_at, time_t ends_at, int challenge_bits, int timeout_ms,
+                          time_t starts_at, time_t ends_at, int challenge_bits,
+                          int per_user_limit, int timeout_ms,
                           uint64_t *event_id, char *err, size_t errsz)
 {
     char s[32], e[32];
@@ -54,6 +55,8 @@ int sb_admin_create_event(const sb_url *url, const char *token, const char *name
     sb_rfc3339(ends_at, e, sizeof(e));
     json_t *o = json_pack("{s:s, s:I, s:s, s:s}", "name", name, "stock", (json_int_t)stock,
                           "starts_at", s, "ends_at", e);
+    if (o && per_user_limit > 1) /* issue 31: several units per user */
+        json_object_set_new(o, "per_user_limit", json_integer(per_user_limit));
     if (o && challenge_bits > 0) /* issue 31: the event's orders carry a solved challenge */
         json_object_set_new(o, "challenge", json_pack("{s:s, s:i}", "kind", "pow", "difficulty",
                                                       challenge_bits));

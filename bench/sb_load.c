@@ -1,5 +1,6 @@
 /* sb_load: keep-alive HTTP load over libevent. See sb_load.h for the design. */
 #include "sb_load.h"
+#include "order_msg.h"
 #include "sk_id.h"
 
 #include <errno.h>
@@ -231,6 +232,14 @@ static int take_request(worker *w, uint64_t *idx, uint64_t *late_ns)
 }
 
 /* Writes as many requests as the pipeline depth and the rate allow, in one send. */
+/* The units order i asks (cfg.quantity > 1): 1 .. quantity, from a 64-bit mix of i (the
+ * one that spreads users over segments, order_msg.h), so a run's requests ask the same
+ * whatever the timing. */
+static int order_quantity(const sb_load *l, uint64_t i)
+{
+    return 1 + (int)order_seg_home(i, (unsigned)l->cfg.quantity);
+}
+
 static void conn_fill(conn *c)
 {
     worker *w = c->w;
@@ -239,7 +248,7 @@ static void conn_fill(conn *c)
         return;
     c->wlen = c->woff = 0;
     uint64_t t = 0;
-    uint64_t i, late;
+    uint64_t i = 0, late;
     while (c->inflight < l->cfg.pipeline) {
         const sb_tokens *tk = l->cfg.tokens;
         char *p = c->wbuf + c->wlen;
@@ -264,7 +273,14 @@ static void conn_fill(conn *c)
         }
         size_t tlen = tk->off[user] - tk->off[user - 1];
         memcpy(p + hl, tk->arena + tk->off[user - 1], tlen);
-        memcpy(p + hl + tlen, "\r\n\r\n", 4);
+        if (ring_user && l->cfg.quantity > 1) { /* the head left Content-Length to here */
+            char body[24];
+            int bl = snprintf(body, sizeof(body), "{\"quantity\":%d}", order_quantity(l, i));
+            tlen += (size_t)snprintf(p + hl + tlen, 64, "\r\nContent-Length: %d\r\n\r\n%s", bl,
+                                     body) - 4;
+        } else {
+            memcpy(p + hl + tlen, "\r\n\r\n", 4);
+        }
         c->wlen += hl + tlen + 4;
         if (!t)
             t = now_ns();
@@ -516,8 +532,9 @@ sb_load *sb_load_new(const sb_load_cfg *cfg, char *err, size_t errsz)
                                url->prefix, (unsigned long long)cfg->event_id, url->host, url->port)
                     : snprintf(head, sizeof(head),
                                "POST %s/api/v1/events/%llu/orders HTTP/1.1\r\nHost: %s:%s\r\n"
-                               "Content-Length: 0\r\nAuthorization: Bearer ",
-                               url->prefix, (unsigned long long)cfg->event_id, url->host, url->port);
+                               "%sAuthorization: Bearer ",
+                               url->prefix, (unsigned long long)cfg->event_id, url->host, url->port,
+                               cfg->quantity > 1 ? "" : "Content-Length: 0\r\n");
         if (n < 0 || (size_t)n >= sizeof(head) || (size_t)n > SB_HEAD_MAX) {
             snprintf(err, errsz, "base URL too long");
             sb_load_free(l);

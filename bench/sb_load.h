@@ -52,6 +52,8 @@ typedef struct sb_load_cfg {
                          * times with the buyer's token before its next order (counted apart:
                          * sb_stats.polls); with pipeline > 1 a later 202 takes over the polls
                          * an earlier one had left */
+    int quantity;       /* issue 31: > 1: each order carries {"quantity":q}, q from 1 to this
+                         * (a hash of the request's index: the same run asks the same) */
     const sb_plan *plan;
     const sb_tokens *tokens;
 } sb_load_cfg;

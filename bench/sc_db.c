@@ -27,7 +27,8 @@ long long sc_db_count(PGconn *c, uint64_t event_id, char *err, size_t errsz)
 }
 
 int sc_db_load(PGconn *c, uint64_t event_id, int *found, long long *stock_total,
-               long long *stock_left, sc_row **rows, size_t *nrows, char *err, size_t errsz)
+               long long *stock_left, long long *per_user_limit, sc_row **rows, size_t *nrows,
+               char *err, size_t errsz)
 {
     char id[24];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)event_id);
@@ -37,18 +38,19 @@ int sc_db_load(PGconn *c, uint64_t event_id, int *found, long long *stock_total,
     *found = 0;
     PGresult *r;
     if (sk_pg_exec(c, "postgresql",
-                   "SELECT stock_total, stock_left FROM seckill_event WHERE id = $1", 1,
+                   "SELECT stock_total, stock_left, per_user_limit FROM seckill_event WHERE id = $1", 1,
                    params, PGRES_TUPLES_OK, &r, err, errsz) != SK_PG_OK)
         return -1;
     if (PQntuples(r) == 1) {
         *found = 1;
         *stock_total = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         *stock_left = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        *per_user_limit = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
     }
     PQclear(r);
     if (sk_pg_exec(c, "postgresql",
                    "SELECT order_id, user_id, status IN ('created', 'paid'), "
-                   "status IN ('cancelled', 'expired'), released_at IS NOT NULL "
+                   "status IN ('cancelled', 'expired'), released_at IS NOT NULL, quantity "
                    "FROM seckill_order WHERE event_id = $1",
                    1, params, PGRES_TUPLES_OK, &r, err, errsz) != SK_PG_OK)
         return -1;
@@ -65,6 +67,7 @@ int sc_db_load(PGconn *c, uint64_t event_id, int *found, long long *stock_total,
         v[i].created = PQgetvalue(r, (int)i, 2)[0] == 't';
         v[i].closed = PQgetvalue(r, (int)i, 3)[0] == 't';
         v[i].released = PQgetvalue(r, (int)i, 4)[0] == 't';
+        v[i].quantity = (int)strtol(PQgetvalue(r, (int)i, 5), NULL, 10);
     }
     PQclear(r);
     *rows = v;

@@ -11,10 +11,22 @@ static int cmp_order(const void *a, const void *b)
     return x->order_id < y->order_id ? -1 : x->order_id > y->order_id;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* A user's units in one created row: sorted by user, a run is one user. */
+typedef struct user_units {
+    uint64_t user_id;
+    long long units;
+} user_units;
+
+static int cmp_user(const void *a, const void *b)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    uint64_t x = ((const user_units *)a)->user_id, y = ((const user_units *)b)->user_id;
     return x < y ? -1 : x > y;
+}
+
+/* A row's units: its quantity, 1 when not read. */
+static long long units_of(const sc_row *r)
+{
+    return r->quantity > 0 ? r->quantity : 1;
 }
 
 int sc_match(const sc_ids *acc, sc_row *rows, size_t nrows, sc_figures *f)
@@ -30,11 +42,11 @@ int sc_match(const sc_ids *acc, sc_row *rows, size_t nrows, sc_figures *f)
             f->missing++;
             i++;
         } else if (i == acc->n || rows[j].order_id < acc->v[i]) {
-            f->created += rows[j].created;
+            f->created += rows[j].created ? units_of(&rows[j]) : 0;
             f->extra_created += rows[j].created;
             j++;
         } else {
-            f->created += rows[j].created;
+            f->created += rows[j].created ? units_of(&rows[j]) : 0;
             f->not_created += !rows[j].created && !rows[j].closed;
             i++;
             j++;
@@ -44,18 +56,25 @@ int sc_match(const sc_ids *acc, sc_row *rows, size_t nrows, sc_figures *f)
         f->closed += rows[k].closed != 0;
         f->closed_released += rows[k].closed && rows[k].released;
     }
-    uint64_t *users = malloc((nrows ? nrows : 1) * sizeof(*users));
+    user_units *users = malloc((nrows ? nrows : 1) * sizeof(*users));
     if (!users)
         return -1;
-    /* One unit per user at a time: a closed order no longer holds one. */
+    /* At most per_user_limit units per user at a time (issue 31; 1: one order): a closed
+     * order no longer holds its units. */
+    long long limit = f->per_user_limit > 0 ? f->per_user_limit : 1;
     size_t nu = 0;
     for (size_t k = 0; k < nrows; k++)
         if (rows[k].created)
-            users[nu++] = rows[k].user_id;
-    qsort(users, nu, sizeof(*users), cmp_u64);
-    for (size_t k = 1; k < nu; k++)
-        if (users[k] == users[k - 1] && (k == 1 || users[k - 1] != users[k - 2]))
-            f->dup_users++;
+            users[nu++] = (user_units){rows[k].user_id, units_of(&rows[k])};
+    qsort(users, nu, sizeof(*users), cmp_user);
+    for (size_t k = 0; k < nu;) {
+        long long sum = 0;
+        size_t e = k;
+        for (; e < nu && users[e].user_id == users[k].user_id; e++)
+            sum += users[e].units;
+        f->dup_users += sum > limit;
+        k = e;
+    }
     free(users);
     return 0;
 }
@@ -108,10 +127,10 @@ int sc_judge(const sc_figures *f, FILE *out)
                 "(closed orders %llu), redis stock %lld",
                 (unsigned long long)f->created, total, f->buyers,
                 (unsigned long long)f->closed, f->redis_stock);
-    /* 2. One per user. */
+    /* 2. One per user, or per_user_limit units per user (issue 31). */
     bad += line(out, f->dup_users == 0, "duplicates", (long long)f->dup_users,
-                "users with more than one order for the event (rows %llu)",
-                (unsigned long long)f->rows);
+                "users holding more than per_user_limit %lld units of the event (rows %llu)",
+                f->per_user_limit > 0 ? f->per_user_limit : 1, (unsigned long long)f->rows);
     /* PostgreSQL's stock agrees with its orders. */
     long long stock_diff = f->stock_left - (total - (long long)f->created);
     bad += line(out, stock_diff == 0 && f->event_found, "stock_left", stock_diff,

@@ -17,6 +17,7 @@ typedef struct sc_row {
     int created;  /* holds its unit: status 'created' or 'paid' (issue 22) */
     int closed;   /* 'cancelled' or 'expired': its unit went back on sale */
     int released; /* closed, and released_at is set (the unit is back in the gate) */
+    int quantity; /* the order's units (issue 31) */
 } sc_row;
 
 typedef struct sc_figures {
@@ -26,12 +27,13 @@ typedef struct sc_figures {
     /* PostgreSQL */
     int event_found;
     long long stock_total, stock_left;
-    uint64_t rows, created; /* created: rows holding a unit (created or paid) */
+    long long per_user_limit; /* the most units one user may hold (0 read as 1) */
+    uint64_t rows, created; /* created: units held by created or paid rows (issue 31) */
     uint64_t closed, closed_released; /* cancelled or expired rows; of those, released */
     uint64_t missing;       /* accepted ids with no row for this event */
     uint64_t not_created;   /* accepted ids whose row holds no unit and is not closed (rejected) */
     uint64_t extra_created; /* created rows not in accepted.txt (a 202 lost on the way back) */
-    uint64_t dup_users;     /* users holding more than one unit of the event */
+    uint64_t dup_users;     /* users holding more units of the event than per_user_limit */
     /* Redis (redis_ok 0: unreachable, then the Redis lines fail) */
     int redis_ok;
     int stock_present; /* the stock key exists */
@@ -46,8 +48,9 @@ typedef struct sc_figures {
     double waited_s;
 } sc_figures;
 
-/** @brief Fills missing, not_created, extra_created, rows, created and dup_users from the
- *  accepted ids and the event's rows. Sorts rows (by order_id) in place. @returns 0, -1 out of memory. */
+/** @brief Fills missing, not_created, extra_created, rows, created (in units) and
+ *  dup_users (against f->per_user_limit, set before) from the accepted ids and the
+ *  event's rows. Sorts rows (by order_id) in place. @returns 0, -1 out of memory. */
 int sc_match(const sc_ids *accepted, sc_row *rows, size_t nrows, sc_figures *f);
 
 /** @brief Prints one line per guarantee ("ok   lost 0   ..." or "FAIL ...") and a verdict

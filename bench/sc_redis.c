@@ -3,14 +3,28 @@
 #include "rcluster.h"
 
 #include "order_msg.h"
+#include "order_recon_rule.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The units of a pending hash's values (HVALS): an entry of q units counts q (issue 31,
+ * "user:ts:q"); a claim ("user:ts[:q]:c", a home segment's entry for units borrowed
+ * elsewhere) holds none here. */
+static long long pending_units(const redisReply *vals)
+{
+    long long n = 0;
+    for (size_t i = 0; i < vals->elements; i++) {
+        const redisReply *v = vals->element[i];
+        if (v->type == REDIS_REPLY_STRING && !order_recon_is_claim(v->str, v->len))
+            n += order_recon_pending_units(v->str);
+    }
+    return n;
+}
+
 /* A segmented event's figures (issue 19): the sums over its k segments, each read on
- * its own master. Pending counts units: a claim ("user:ts:c", a home segment's entry
- * for a unit borrowed elsewhere) is not one. */
+ * its own master. Pending counts units (pending_units). */
 static int figures_segments(rcl_ctx *c, uint64_t event_id, unsigned k, int *present,
                             long long *stock, long long *pending, long long *buyers, char *err,
                             size_t errsz)
@@ -33,11 +47,7 @@ static int figures_segments(rcl_ctx *c, uint64_t event_id, unsigned k, int *pres
                 *present = 0;
             else
                 *stock += strtoll(r1->str, NULL, 10);
-            for (size_t i = 0; i < r2->elements; i++) {
-                const redisReply *v = r2->element[i];
-                if (v->type == REDIS_REPLY_STRING && !(v->len >= 2 && strcmp(v->str + v->len - 2, ":c") == 0))
-                    (*pending)++;
-            }
+            *pending += pending_units(r2);
             *buyers += r3->integer;
         } else {
             const char *why = rcl_errstr(c);
@@ -76,7 +86,7 @@ int sc_redis_figures(rcl_ctx *c, uint64_t event_id, int *present, long long *sto
     snprintf(k_pending, sizeof(k_pending), "seckill:{e%llu}:pending", id);
     snprintf(k_buyers, sizeof(k_buyers), "seckill:{e%llu}:buyers", id);
     /* Pipelined: the three figures come from one round trip, so they are read close together. */
-    const char *cmds[3][2] = {{"GET", k_stock}, {"HLEN", k_pending}, {"HLEN", k_buyers}};
+    const char *cmds[3][2] = {{"GET", k_stock}, {"HVALS", k_pending}, {"HLEN", k_buyers}};
     int queued = 0;
     while (queued < 3 && rcl_append_argv(c, 2, cmds[queued], NULL) == 0)
         queued++;
@@ -103,12 +113,12 @@ int sc_redis_figures(rcl_ctx *c, uint64_t event_id, int *present, long long *sto
             snprintf(err, errsz, "redis: GET %s: unexpected reply", k_stock);
             rc = -1;
         }
-        if (rc == 0 && (r[1]->type != REDIS_REPLY_INTEGER || r[2]->type != REDIS_REPLY_INTEGER)) {
-            snprintf(err, errsz, "redis: HLEN: unexpected reply (wrong key type?)");
+        if (rc == 0 && (r[1]->type != REDIS_REPLY_ARRAY || r[2]->type != REDIS_REPLY_INTEGER)) {
+            snprintf(err, errsz, "redis: HVALS/HLEN: unexpected reply (wrong key type?)");
             rc = -1;
         }
         if (rc == 0) {
-            *pending = r[1]->integer;
+            *pending = pending_units(r[1]); /* in units (issue 31) */
             *buyers = r[2]->integer;
         }
     }

@@ -10,7 +10,7 @@
 
 struct rcl_ctx;
 
-/** @brief GET stock (present 0 if missing), HLEN pending, HLEN buyers (a hash, user -> order id) of event_id, in
+/** @brief GET stock (present 0 if missing), the units of the pending entries (HVALS, issue 31), HLEN buyers (a hash, user -> order id) of event_id, in
  *  one pipelined round trip after reading its segment count K (meta "segments"). A
  *  segmented event (K > 1, issue 19) answers the sums over its segments (present 0 if
  *  any is missing), pending counting units (not the claims of borrowed ones).

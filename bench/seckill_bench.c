@@ -61,6 +61,7 @@ typedef struct bench_cfg {
     long long reads_page, reads_polls;
     long long home_segment, home_of;
     long long challenge; /* issue 31: bits of the created event's challenge; > 0: solve */
+    long long quantity;  /* issue 31: > 1: each order asks 1..quantity units */
 } bench_cfg;
 
 #define F(x) offsetof(bench_cfg, x)
@@ -90,6 +91,7 @@ static const sk_cfg_entry bench_table[] = {
     {"log.level", SK_CFG_STRING, 0, 0, "info", "debug, info, warn or error", F(log_level)},
     {"reads.page", SK_CFG_INT, 0, 1000, "0", "before the buying, each user reads the event page (GET /api/v1/events/{id}) this many times, over the same connections", F(reads_page)},
     {"challenge", SK_CFG_INT, 0, 32, "0", "proof-of-work difficulty (leading zero bits) of the event created when event = 0; > 0: before the clock starts every user gets its challenge (GET /api/v1/events/{id}/challenge) and solves it on one core, and its orders carry the solution (the event given by `event` must then have a challenge)", F(challenge)},
+    {"quantity", SK_CFG_INT, 1, 100, "1", "units per order: 1 sends no body (one unit, as before); N > 1: each order asks a random quantity from 1 to N ({\"quantity\":q}), and the event created when event = 0 gets per_user_limit N", F(quantity)},
     {"reads.polls", SK_CFG_INT, 0, 1000, "0", "after each 202, the buyer polls GET /api/v1/orders/{id} this many times on its connection before the next order (counted apart from the orders)", F(reads_polls)},
     {NULL, 0, 0, 0, NULL, NULL, 0},
 };
@@ -322,7 +324,8 @@ int main(int argc, char **argv)
         /* starts_at one second back: RFC 3339 here has whole seconds, and "now" must
          * already be inside the window when the first request lands. */
         if (sb_admin_create_event(&urls[0], admin, cfg.event_name, cfg.stock, now - 1,
-                                  now + (time_t)cfg.event_minutes * 60, (int)cfg.challenge, 10000,
+                                  now + (time_t)cfg.event_minutes * 60, (int)cfg.challenge,
+                                  (int)cfg.quantity, 10000,
                                   &event_id, err, sizeof(err)) != 0) {
             sk_log(SK_LOG_ERROR, "create_event_failed", "err=\"%s\"", err);
             goto out;
@@ -377,6 +380,7 @@ int main(int argc, char **argv)
         .open_loop = cfg.rate_open,
         .stall_s = (double)cfg.stall,
         .event_id = event_id,
+        .quantity = (int)cfg.quantity,
         .plan = &plan,
         .tokens = &tk,
     };

@@ -199,8 +199,8 @@ int main(int argc, char **argv)
     /* Read Redis after PostgreSQL: a reservation confirmed in between would otherwise be
      * counted in neither; read this way round it can only be counted in both (and the
      * drain is over by now, so nothing moves). */
-    if (sc_db_load(pg, f.event_id, &f.event_found, &f.stock_total, &f.stock_left, &rows, &nrows,
-                   err, sizeof(err)) != 0) {
+    if (sc_db_load(pg, f.event_id, &f.event_found, &f.stock_total, &f.stock_left,
+                   &f.per_user_limit, &rows, &nrows, err, sizeof(err)) != 0) {
         fprintf(stderr, "seckill-check: %s\n", err);
         goto out;
     }

@@ -165,7 +165,7 @@ long consumer_batch_dedup(consumer_batch *b)
         int seen_pair = set_insert(pair_e, size - 1, (uint64_t)m->order.event_id, pair_u,
                                    (uint64_t)m->order.user_id);
         if (seen_order || seen_pair) {
-            m->dup = 1;
+            m->dup = seen_order ? 1 : 2;
             dups++;
         }
     }

@@ -19,7 +19,9 @@ typedef struct consumer_batch_msg {
     int32_t partition;
     int64_t offset;
     consumer_msg_err err; /* OK, a parse error, or UNKNOWN_EVENT once the DB step ran */
-    int dup;              /* 1: same order_id or (event, user) as an earlier message of the batch */
+    int dup;              /* 1: same order_id as an earlier message of the batch; 2: same
+                             (event, user) only (a second order of the user, which an
+                             event whose per_user_limit is above 1 keeps: consumer_db) */
     char outcome;         /* after consumer_db_write, an order index letter (order_msg.h):
                            * 'c' created, 'r' rejected, 'd' already in PostgreSQL (a
                            * replay: status unknown here), 0 not written */
@@ -57,9 +59,11 @@ consumer_batch_msg *consumer_batch_msg_at(consumer_batch *b, size_t i);
 const void *consumer_batch_key(const consumer_batch *b, const consumer_batch_msg *m);
 const void *consumer_batch_value(const consumer_batch *b, const consumer_batch_msg *m);
 
-/** @brief Marks, among valid messages, every one whose order_id or (event_id, user_id)
- *  already appeared earlier in the batch (dup = 1): a replay, or a second order of a
- *  user. Only the first is written. @returns the number marked, or -1 on OOM. */
+/** @brief Marks, among valid messages, every one whose order_id (dup = 1: a replay) or
+ *  else (event_id, user_id) (dup = 2: a second order of the user) already appeared
+ *  earlier in the batch. Only the first is written, but for an event whose
+ *  per_user_limit is above 1, where a user's second order is one (issue 31).
+ *  @returns the number marked, or -1 on OOM. */
 long consumer_batch_dedup(consumer_batch *b);
 
 /** @brief The partitions held and, for each, the offset to commit.

@@ -41,7 +41,7 @@ typedef struct barr {
 /* Microseconds from the Unix epoch to PostgreSQL's (2000-01-01 UTC). */
 #define PG_EPOCH_US 946684800000000LL
 
-#define NARR 8
+#define NARR 9
 
 struct consumer_db {
     char *conninfo;
@@ -64,44 +64,49 @@ struct consumer_db {
  * third column is the pay_by (epoch ms) the INSERTs below give this event's new rows:
  * now() is the transaction's start, the same in every statement of it, so the order
  * index can carry the exact value (issue 22: GET answers pay_by without PostgreSQL).
+ * The fourth: whether a user may hold several orders (issue 31).
  * $1: the event ids of the batch. */
 static const char SQL_LOCK[] =
     "SELECT id, stock_left, "
-    "(extract(epoch FROM now() + make_interval(secs => payment_window_s)) * 1000)::bigint "
+    "(extract(epoch FROM now() + make_interval(secs => payment_window_s)) * 1000)::bigint, "
+    "per_user_limit > 1 "
     "FROM seckill_event WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE";
 
 /* $1 order ids, $2 event ids, $3 user ids, $4 Kafka partitions, $5 Kafka offsets,
- * $6 created_at (the message's ts_ms as a timestamptz): parallel arrays, one element per order (deduplicated within the batch,
+ * $6 created_at (the message's ts_ms as a timestamptz), $7 quantities (the order's units,
+ * issue 31): parallel arrays, one element per order (deduplicated within the batch,
  * events known to exist and locked by SQL_LOCK in this transaction; the join with them
  * gives each row its pay_by, the payment window counted from this write, deploy/sql/002).
  * Every new order goes in as 'created'; ON CONFLICT DO NOTHING (no target: every
  * unique key, so the primary key and (event_id, user_id)) skips replays and second
- * orders. The same statement takes min(new orders, stock_left) off each event, so
+ * orders. The same statement takes min(new units, stock_left) off each event, so
  * stock_left never goes below zero, and returns the new orders; the caller flips
- * the surplus beyond the stock to 'rejected' (SQL_REJECT), a rare path.
+ * the surplus beyond the stock to 'rejected' (SQL_REJECT), a rare path. The rows of an
+ * event whose per_user_limit is above 1 are many_per_user: 011's one-order-per-user
+ * index skips them (the gate counts a user's units).
  * Why not rank against stock before inserting: an anti-join and a window over every
  * row cost as much as the insert itself, for a case that should never happen. */
 static const char SQL_INSERT[] =
     "WITH ins AS ("
     "  INSERT INTO seckill_order (order_id, event_id, user_id, status, created_at,"
-    "                             kafka_partition, kafka_offset, pay_by)"
+    "                             kafka_partition, kafka_offset, pay_by, quantity, many_per_user)"
     "  SELECT order_id, event_id, user_id, 'created', ts, kpart, koff,"
-    "         now() + make_interval(secs => e.payment_window_s)"
+    "         now() + make_interval(secs => e.payment_window_s), q, e.per_user_limit > 1"
     "  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[],"
-    "              $6::timestamptz[]) AS t(order_id, event_id, user_id, kpart, koff, ts)"
+    "              $6::timestamptz[], $7::int[]) AS t(order_id, event_id, user_id, kpart, koff, ts, q)"
     "  JOIN seckill_event e ON e.id = t.event_id"
     "  ON CONFLICT DO NOTHING"
-    "  RETURNING order_id, event_id"
+    "  RETURNING order_id, event_id, quantity"
     "), cnt AS ("
-    "  SELECT event_id, count(*) AS n FROM ins GROUP BY event_id"
+    "  SELECT event_id, sum(quantity) AS n FROM ins GROUP BY event_id"
     "), upd AS ("
     "  UPDATE seckill_event e SET stock_left = e.stock_left - LEAST(c.n, e.stock_left)"
     "  FROM cnt c WHERE e.id = c.event_id AND e.stock_left > 0"
     "  RETURNING e.id"
-    ") SELECT order_id, event_id FROM ins";
+    ") SELECT order_id, event_id, quantity FROM ins";
 
-/* The fast path: the same rows ($1..$6) with a plain INSERT, and the stock update
- * from counts the caller computed ($7 event ids, $8 new orders per event): when no
+/* The fast path: the same rows ($1..$7) with a plain INSERT, and the stock update
+ * from counts the caller computed ($8 event ids, $9 new units per event): when no
  * order of the batch is stored yet, every row goes in, so the counts are known in
  * advance. A replay makes it fail with unique_violation (23505); the caller then
  * rolls back and writes the batch again with SQL_INSERT. Measured on 1,000-row
@@ -110,19 +115,26 @@ static const char SQL_INSERT[] =
 static const char SQL_INSERT_FAST[] =
     "WITH upd AS ("
     "  UPDATE seckill_event e SET stock_left = e.stock_left - LEAST(d.n, e.stock_left)"
-    "  FROM unnest($7::bigint[], $8::int[]) AS d(id, n) WHERE e.id = d.id"
+    "  FROM unnest($8::bigint[], $9::int[]) AS d(id, n) WHERE e.id = d.id"
     "  RETURNING 1"
     ") INSERT INTO seckill_order (order_id, event_id, user_id, status, created_at,"
-    "                             kafka_partition, kafka_offset, pay_by)"
+    "                             kafka_partition, kafka_offset, pay_by, quantity, many_per_user)"
     "  SELECT order_id, event_id, user_id, 'created', ts, kpart, koff,"
-    "         now() + make_interval(secs => e.payment_window_s)"
+    "         now() + make_interval(secs => e.payment_window_s), q, e.per_user_limit > 1"
     "  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[],"
-    "              $6::timestamptz[]) AS t(order_id, event_id, user_id, kpart, koff, ts)"
+    "              $6::timestamptz[], $7::int[]) AS t(order_id, event_id, user_id, kpart, koff, ts, q)"
     "  JOIN seckill_event e ON e.id = t.event_id";
 
-/* $1: the order ids stored in this transaction beyond their event's stock. */
+/* $1: the order ids stored in this transaction beyond their event's stock; $2 event
+ * ids, $3 units given back to each: an order is rejected whole (issue 31), so the
+ * rejected orders may hold more units than the statement above could not take off
+ * stock_left; the difference goes back (0 when every order is one unit). */
 static const char SQL_REJECT[] =
-    "UPDATE seckill_order SET status = 'rejected' WHERE order_id = ANY($1::bigint[])";
+    "WITH rej AS ("
+    "  UPDATE seckill_order SET status = 'rejected' WHERE order_id = ANY($1::bigint[])"
+    "  RETURNING 1"
+    ") UPDATE seckill_event e SET stock_left = e.stock_left + g.back"
+    "  FROM unnest($2::bigint[], $3::int[]) AS g(id, back) WHERE e.id = g.id AND g.back > 0";
 
 static const char SQL_VERSION_TABLE[] =
     "CREATE TABLE IF NOT EXISTS seckill_schema_version ("
@@ -385,18 +397,23 @@ static int prepare(consumer_db *db)
 {
     if (db->prepared)
         return 0;
+    /* the rows ($1..$7 of both inserts), then the fast path's counts ($8, $9) */
     static const Oid t_ins[] = {OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT4_ARRAY,
-                                OID_INT8_ARRAY, OID_TIMESTAMPTZ_ARRAY, OID_INT8_ARRAY, OID_INT4_ARRAY};
+                                OID_INT8_ARRAY, OID_TIMESTAMPTZ_ARRAY, OID_INT4_ARRAY,
+                                OID_INT8_ARRAY, OID_INT4_ARRAY};
+    static const Oid t_rej[] = {OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT4_ARRAY};
     static const struct {
         const char *what, *name, *sql;
         int n;
-    } stmts[] = {{"prepare lock", "sk_lock", SQL_LOCK, 1},
-                 {"prepare insert", "sk_insert", SQL_INSERT, 6},
-                 {"prepare fast insert", "sk_insert_fast", SQL_INSERT_FAST, 8},
-                 {"prepare reject", "sk_reject", SQL_REJECT, 1}};
+        const Oid *types;
+    } stmts[] = {{"prepare lock", "sk_lock", SQL_LOCK, 1, t_ins},
+                 {"prepare insert", "sk_insert", SQL_INSERT, 7, t_ins},
+                 {"prepare fast insert", "sk_insert_fast", SQL_INSERT_FAST, 9, t_ins},
+                 {"prepare reject", "sk_reject", SQL_REJECT, 3, t_rej}};
     for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++)
         if (db_after(db, sk_pg_prepare(db->conn, stmts[i].what, stmts[i].name, stmts[i].sql,
-                                       stmts[i].n, t_ins, db->errstr, sizeof(db->errstr))) != 0)
+                                       stmts[i].n, stmts[i].types, db->errstr,
+                                       sizeof(db->errstr))) != 0)
             return -1;
     db->prepared = 1;
     return 0;
@@ -412,8 +429,12 @@ static int cmp_i64(const void *a, const void *b)
 typedef struct ev_stock {
     int64_t id;
     long stock;    /* stock_left read under the lock */
-    long inserted; /* new rows this transaction */
-    long sent;     /* rows sent to the INSERT */
+    long inserted; /* new units this transaction (issue 31: an order holds quantity) */
+    long orders;   /* new rows this transaction */
+    long sent;     /* units sent to the INSERT */
+    long sent_rows; /* rows sent to the INSERT */
+    int surplus;    /* more new units than stock: wr_choose_rejects rejects some */
+    int many;       /* per_user_limit > 1: a user's second order in a batch is one */
     int64_t pay_by_ms; /* the pay_by of its rows written now */
 } ev_stock;
 
@@ -507,6 +528,7 @@ static int wr_lock(wr_state *w)
         w->evs[i].id = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
         w->evs[i].stock = strtol(PQgetvalue(r, (int)i, 1), NULL, 10);
         w->evs[i].pay_by_ms = strtoll(PQgetvalue(r, (int)i, 2), NULL, 10);
+        w->evs[i].many = PQgetvalue(r, (int)i, 3)[0] == 't';
     }
     PQclear(r);
     /* Rows come back in id order (ORDER BY id), so evs is sorted for bsearch. */
@@ -519,9 +541,9 @@ static long wr_build_rows(wr_state *w)
 {
     consumer_db *db = w->db;
     long rows = 0;
-    static const uint32_t row_types[6] = {OID_INT8, OID_INT8, OID_INT8, OID_INT4, OID_INT8,
-                                          OID_TIMESTAMPTZ};
-    for (int i = 0; i < 6; i++)
+    static const uint32_t row_types[7] = {OID_INT8, OID_INT8, OID_INT8, OID_INT4, OID_INT8,
+                                          OID_TIMESTAMPTZ, OID_INT4};
+    for (int i = 0; i < 7; i++)
         if (barr_start(db, i, row_types[i]) != 0)
             return wr_oom(w);
     for (size_t i = 0; i < w->n; i++) {
@@ -534,13 +556,17 @@ static long wr_build_rows(wr_state *w)
             w->res->unknown_event++;
             continue;
         }
+        if (m->dup == 2 && e->many)
+            m->dup = 0; /* a user's second order, which this event allows (issue 31) */
         if (m->dup)
             continue;
-        e->sent++;
+        e->sent += m->order.quantity;
+        e->sent_rows++;
         /* ts_ms is at most year 9999 (consumer_msg), so the microseconds fit. */
         if (barr_add(db, 0, m->order.order_id) || barr_add(db, 1, m->order.event_id) ||
             barr_add(db, 2, m->order.user_id) || barr_add(db, 3, m->partition) ||
-            barr_add(db, 4, m->offset) || barr_add(db, 5, m->order.ts_ms * 1000 - PG_EPOCH_US))
+            barr_add(db, 4, m->offset) || barr_add(db, 5, m->order.ts_ms * 1000 - PG_EPOCH_US) ||
+            barr_add(db, 6, m->order.quantity))
             return wr_oom(w);
         rows++;
     }
@@ -552,7 +578,7 @@ static long wr_build_rows(wr_state *w)
 static int wr_insert_safe(wr_state *w)
 {
     PGresult *r;
-    if (exec_arrays(w->db, "sk_insert", 6, "insert orders", PGRES_TUPLES_OK, &r) != SK_PG_OK)
+    if (exec_arrays(w->db, "sk_insert", 7, "insert orders", PGRES_TUPLES_OK, &r) != SK_PG_OK)
         return -1;
     w->nfresh = (size_t)PQntuples(r);
     w->fresh = malloc((w->nfresh ? w->nfresh : 1) * sizeof(int64_t));
@@ -563,8 +589,10 @@ static int wr_insert_safe(wr_state *w)
     for (size_t i = 0; i < w->nfresh; i++) {
         w->fresh[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
         ev_stock *e = ev_find(w->evs, w->nknown, strtoll(PQgetvalue(r, (int)i, 1), NULL, 10));
-        if (e)
-            e->inserted++;
+        if (e) {
+            e->inserted += strtol(PQgetvalue(r, (int)i, 2), NULL, 10);
+            e->orders++;
+        }
     }
     PQclear(r);
     qsort(w->fresh, w->nfresh, sizeof(*w->fresh), cmp_i64);
@@ -577,15 +605,16 @@ static int wr_insert_safe(wr_state *w)
 static int wr_insert_fast(wr_state *w)
 {
     consumer_db *db = w->db;
-    if (barr_start(db, 6, OID_INT8) || barr_start(db, 7, OID_INT4))
+    if (barr_start(db, 7, OID_INT8) || barr_start(db, 8, OID_INT4))
         return wr_oom(w);
     for (size_t i = 0; i < w->nknown; i++) {
         ev_stock *e = &w->evs[i];
         e->inserted = e->sent;
-        if (e->sent > 0 && (barr_add(db, 6, e->id) || barr_add(db, 7, e->sent)))
+        e->orders = e->sent_rows;
+        if (e->sent > 0 && (barr_add(db, 7, e->id) || barr_add(db, 8, e->sent)))
             return wr_oom(w);
     }
-    int rc = exec_arrays(db, "sk_insert_fast", 8, "insert orders", PGRES_COMMAND_OK, NULL);
+    int rc = exec_arrays(db, "sk_insert_fast", 9, "insert orders", PGRES_COMMAND_OK, NULL);
     if (rc == SK_PG_OK)
         return 0;
     /* A refused statement leaves the connection up: its SQLSTATE is still there. */
@@ -615,22 +644,27 @@ static int wr_reject_count(wr_state *w, int64_t id)
     return 0;
 }
 
-/* Step 3a: counts the created orders; beyond an event's stock, the latest new orders
- * of the batch (Kafka order) are chosen for 'rejected' into array 0. Redis should
- * never let this happen: it is logged. @returns 1 when there is a surplus (array 0
- * holds the chosen orders, possibly none), 0 when there is none, or -1 (OOM). */
+/* Step 3a: counts the created orders; beyond an event's stock (in units), the latest
+ * new orders of the batch (Kafka order) are chosen for 'rejected' into array 0, whole
+ * (issue 31), and the units the rejects hold beyond the surplus go back to the event
+ * (arrays 1 and 2). Redis should never let this happen: it is logged. @returns 1 when
+ * there is a surplus (array 0 holds the chosen orders, possibly none), 0 when there is
+ * none, or -1 (OOM). */
 static long wr_choose_rejects(wr_state *w)
 {
     long surplus_total = 0;
     for (size_t i = 0; i < w->nknown; i++) {
         ev_stock *e = &w->evs[i];
-        long created = e->inserted < e->stock ? e->inserted : e->stock;
-        w->res->created += created;
-        surplus_total += e->inserted - created;
+        e->surplus = e->inserted > e->stock;
+        if (e->surplus)
+            surplus_total += e->inserted - e->stock;
+        else
+            w->res->created += e->orders;
     }
     if (surplus_total == 0)
         return 0;
-    if (barr_start(w->db, 0, OID_INT8) != 0)
+    if (barr_start(w->db, 0, OID_INT8) || barr_start(w->db, 1, OID_INT8) ||
+        barr_start(w->db, 2, OID_INT4))
         return wr_oom(w);
     /* Walk the batch backwards (latest first); a message whose order is in `fresh`
      * and whose event still has surplus is rejected. */
@@ -646,18 +680,29 @@ static long wr_choose_rejects(wr_state *w)
         if (barr_add(w->db, 0, m->order.order_id) != 0)
             return wr_oom(w);
         m->outcome = ORDER_STATUS_LETTER_REJECTED;
-        e->inserted--; /* one fewer beyond the stock */
+        e->inserted -= m->order.quantity; /* its units no longer beyond the stock */
+        e->orders--;
         w->res->rejected++;
         if (wr_reject_count(w, e->id) != 0)
             return -1;
     }
+    for (size_t i = 0; i < w->nknown; i++) {
+        ev_stock *e = &w->evs[i];
+        if (!e->surplus)
+            continue; /* counted above */
+        w->res->created += e->orders;
+        long back = e->stock - (e->inserted > 0 ? e->inserted : 0);
+        if (back > 0 && (barr_add(w->db, 1, e->id) || barr_add(w->db, 2, back)))
+            return wr_oom(w);
+    }
     return 1;
 }
 
-/* Step 3b: flips the chosen orders (array 0) to 'rejected'. @returns 0 or -1. */
+/* Step 3b: flips the chosen orders (array 0) to 'rejected', the units back (arrays 1,
+ * 2). @returns 0 or -1. */
 static int wr_write_rejects(wr_state *w)
 {
-    return exec_arrays(w->db, "sk_reject", 1, "reject surplus", PGRES_COMMAND_OK, NULL) == SK_PG_OK
+    return exec_arrays(w->db, "sk_reject", 3, "reject surplus", PGRES_COMMAND_OK, NULL) == SK_PG_OK
                ? 0
                : -1;
 }

@@ -31,25 +31,26 @@ struct consumer_expiry {
 };
 
 /* Expires what is due, in one statement: the due rows locked (skipping rows another
- * consumer or a front's pay/cancel holds), closed, and their units added back to their
- * events' stock_left, all or nothing. $1: the most rows. */
+ * consumer or a front's pay/cancel holds), closed, and their units (each order's
+ * quantity, issue 31) added back to their events' stock_left, all or nothing; answers
+ * the orders expired. $1: the most rows. */
 static const char SQL_EXPIRE[] =
     "WITH due AS ("
     "  SELECT order_id FROM seckill_order WHERE status = 'created' AND pay_by <= now()"
     "  ORDER BY pay_by LIMIT $1::int FOR UPDATE SKIP LOCKED),"
     " closed AS ("
     "  UPDATE seckill_order o SET status = 'expired', closed_at = now() FROM due"
-    "  WHERE o.order_id = due.order_id AND o.status = 'created' RETURNING o.event_id),"
+    "  WHERE o.order_id = due.order_id AND o.status = 'created' RETURNING o.event_id, o.quantity),"
     " given AS ("
     "  UPDATE seckill_event e SET stock_left = e.stock_left + c.n"
-    "  FROM (SELECT event_id, count(*) AS n FROM closed GROUP BY event_id) c"
+    "  FROM (SELECT event_id, sum(quantity) AS n FROM closed GROUP BY event_id) c"
     "  WHERE e.id = c.event_id RETURNING c.n)"
-    "SELECT coalesce(sum(n), 0)::bigint FROM given";
+    "SELECT count(*) FROM closed"; /* `given` runs all the same (a data-modifying WITH) */
 
 /* Closed orders whose unit is still owed to the gate. $1: the most rows. */
 static const char SQL_UNRELEASED[] =
     "SELECT o.order_id, o.event_id, o.user_id, o.status, e.rebuy_after_release, e.segments, "
-    "e.ends_at > now() "
+    "e.ends_at > now(), o.quantity "
     "FROM seckill_order o JOIN seckill_event e ON e.id = o.event_id "
     "WHERE o.status IN ('cancelled', 'expired') AND o.released_at IS NULL "
     "ORDER BY o.closed_at LIMIT $1::int";
@@ -155,9 +156,11 @@ static int queue_release(consumer_expiry *e, PGresult *r, int i)
     order_release_keys k; /* the buyer's home segment */
     order_release_keys_of(event_id, strtoull(uid, NULL, 10),
                           order_recon_segments_k(PQgetvalue(r, i, 5)), &k);
-    const char *argv[9] = {"EVALSHA", e->release_sha, "3", k.key[0], k.key[1], k.key[2],
-                           oid, uid, rebuy};
-    size_t lens[9] = {7, 40, 1, k.len[0], k.len[1], k.len[2], strlen(oid), strlen(uid), 1};
+    const char *q = PQgetvalue(r, i, 7); /* the order's units (issue 31) */
+    const char *argv[11] = {"EVALSHA", e->release_sha, "4", k.key[0], k.key[1], k.key[2],
+                            k.key[3],  oid,            uid, rebuy,    q};
+    size_t lens[11] = {7,           40,          1, k.len[0], k.len[1], k.len[2], k.len[3],
+                       strlen(oid), strlen(uid), 1, strlen(q)};
     order_index_entry ie = {event_id, strtoull(uid, NULL, 10), 0,
                             order_index_status_letter(PQgetvalue(r, i, 3)), 0};
     order_iwrite_begin(e->iw, order_id, e->index_ttl_s);
@@ -165,7 +168,7 @@ static int queue_release(consumer_expiry *e, PGresult *r, int i)
     const char **hs, **ex;
     const size_t *hl, *exl;
     int hn = order_iwrite_hset(e->iw, &hs, &hl), xn = order_iwrite_expire(e->iw, &ex, &exl);
-    if (rcl_append_argv(e->rc, 9, argv, lens) != 0 || rcl_append_argv(e->rc, hn, hs, hl) != 0 ||
+    if (rcl_append_argv(e->rc, 11, argv, lens) != 0 || rcl_append_argv(e->rc, hn, hs, hl) != 0 ||
         rcl_append_argv(e->rc, xn, ex, exl) != 0) {
         snprintf(e->err, sizeof(e->err), "%s", rcl_errstr(e->rc));
         return -1;

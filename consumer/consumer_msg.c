@@ -16,14 +16,10 @@ consumer_msg_err consumer_msg_parse(const void *value, size_t len, consumer_orde
     sk_order_msg_err rc = sk_order_msg_decode(value, len, &m);
     if (rc != SK_ORDER_MSG_OK)
         return (consumer_msg_err)rc;
-    /* The message carries a quantity (issue 31) before PostgreSQL counts units: an
-     * order of several units is dead-lettered rather than stored as one. seckill-order
-     * sends one unit per order until the gate counts units. */
-    if (m.quantity != 1)
-        return CONSUMER_MSG_BAD_QUANTITY;
-    /* sk_id.h bounds every id to INT64_MAX: the casts are exact. */
+    /* sk_id.h bounds every id to INT64_MAX: the casts are exact; the decoder bounds the
+     * quantity to [1, SK_ORDER_MSG_MAX_QUANTITY] (issue 31: PostgreSQL counts units). */
     *out = (consumer_order){(int64_t)m.order_id, (int64_t)m.event_id, (int64_t)m.user_id, m.ts_ms,
-                            1, ""};
+                            (int32_t)m.quantity, ""};
     memcpy(out->mac, m.mac, sizeof(out->mac));
     return CONSUMER_MSG_OK;
 }

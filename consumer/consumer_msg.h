@@ -28,8 +28,7 @@ typedef enum {
     CONSUMER_MSG_BAD_EVENT_ID = SK_ORDER_MSG_BAD_EVENT_ID,
     CONSUMER_MSG_BAD_USER_ID = SK_ORDER_MSG_BAD_USER_ID,
     CONSUMER_MSG_BAD_TS = SK_ORDER_MSG_BAD_TS,
-    CONSUMER_MSG_BAD_QUANTITY = SK_ORDER_MSG_BAD_QUANTITY, /* also a valid quantity above 1:
-                                                            see consumer_msg_parse */
+    CONSUMER_MSG_BAD_QUANTITY = SK_ORDER_MSG_BAD_QUANTITY,
     CONSUMER_MSG_BAD_MAC = SK_ORDER_MSG_BAD_MAC, /* set by consumer_msg_verify too */
     CONSUMER_MSG_UNKNOWN_EVENT = SK_ORDER_MSG__COUNT, /* valid, but its event is not in
                                                         seckill_event (set by the DB step) */
@@ -41,7 +40,7 @@ typedef struct consumer_order {
     int64_t event_id; /* > 0 */
     int64_t user_id;  /* > 0 */
     int64_t ts_ms;    /* >= 0, producer's clock */
-    int32_t quantity; /* units: 1 (consumer_msg_parse) */
+    int32_t quantity; /* units, 1 to SK_ORDER_MSG_MAX_QUANTITY (issue 31) */
     char mac[SK_ORDER_MSG_MAC_HEX + 1]; /* as sent; "" when unsigned */
 } consumer_order;
 

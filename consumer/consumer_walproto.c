@@ -154,13 +154,17 @@ int consumer_wal_line_json(const char *line, size_t len, char *out, size_t outsz
 {
     static const char DIGITS[] = "0123456789";
     static const char LOWER[] = "abcdefghijklmnopqrstuvwxyz";
-    const char *f[5];
-    size_t fn[5];
+    const char *f[6];
+    size_t fn[6];
     for (int i = 0; i < 5; i++)
         if (field(line, len, i, &f[i], &fn[i]) != 0)
             return -1;
-    if (memchr(f[4], '\t', len - (size_t)(f[4] - line)))
-        return -1; /* a sixth field */
+    /* the quantity (issue 31, deploy/sql/011): a sixth field, absent from the lines
+     * written before that migration */
+    int has_q = field(line, len, 5, &f[5], &fn[5]) == 0;
+    if (has_q && (memchr(f[5], '\t', len - (size_t)(f[5] - line)) ||
+                  !all_of(f[5], fn[5], DIGITS, 3) || f[5][0] == '0'))
+        return -1; /* a seventh field, or not a quantity */
     for (int i = 0; i < 3; i++)
         if (!all_of(f[i], fn[i], DIGITS, 19))
             return -1;
@@ -168,9 +172,10 @@ int consumer_wal_line_json(const char *line, size_t len, char *out, size_t outsz
         return -1;
     int n = snprintf(out, outsz,
                      "{\"v\":1,\"order_id\":\"%.*s\",\"event_id\":\"%.*s\",\"user_id\":\"%.*s\","
-                     "\"status\":\"%.*s\",\"at_ms\":%.*s}",
+                     "\"status\":\"%.*s\",\"at_ms\":%.*s%s%.*s}",
                      (int)fn[0], f[0], (int)fn[1], f[1], (int)fn[2], f[2], (int)fn[3], f[3],
-                     (int)fn[4], f[4]);
+                     (int)fn[4], f[4], has_q ? ",\"quantity\":" : "", has_q ? (int)fn[5] : 0,
+                     has_q ? f[5] : "");
     if (n < 0 || (size_t)n >= outsz)
         return -1;
     memcpy(key, f[0], fn[0]);

@@ -60,7 +60,8 @@ int consumer_wal_next_line(const char *content, size_t len, size_t *pos, const c
 
 /** @brief Turns one payload line into the transition's Kafka value (JSON) in out and
  *  its key (the order id, decimal) in key[24]. Ids must be 1 to 19 digits, the status
- *  lowercase letters, at_ms digits.
+ *  lowercase letters, at_ms digits; an optional sixth field is the order's quantity
+ *  (1 to 3 digits, no leading zero; deploy/sql/011), written as "quantity".
  *  @returns the value's length, or -1 for a malformed line (out too small included). */
 int consumer_wal_line_json(const char *line, size_t len, char *out, size_t outsz, char key[24]);
 

@@ -35,13 +35,15 @@ typedef struct order_event_limits {
 /** @brief 1 if any level of `l` is overridden. */
 int order_event_limits_any(const order_event_limits *l);
 
-/* An event: POST /api/v1/events {"name","stock","starts_at","ends_at"[,"per_user_limit":1]
+/* An event: POST /api/v1/events {"name","stock","starts_at","ends_at"[,"per_user_limit":N]
  * ...} or a seckill_event row. */
 typedef struct order_event_spec {
     char name[ORDER_EVENT_NAME_MAX + 1]; /* UTF-8 as received, NUL-terminated */
     int64_t stock;                       /* 0 .. INT32_MAX (a PostgreSQL int) */
     int64_t starts_at_ms, ends_at_ms;    /* ends_at_ms > starts_at_ms */
-    int per_user_limit;                  /* 1: the schema allows one order per user */
+    int per_user_limit;                  /* the most units one user holds over their live
+                                            orders, 1 .. SK_ORDER_MSG_MAX_QUANTITY (issue
+                                            31); 1: one order per user */
     int payment_window_s;                /* seconds to pay after the order is written,
                                             1 .. ORDER_PAYMENT_WINDOW_MAX, default 900 */
     int rebuy_after_release;             /* 1: a buyer whose order was cancelled or

@@ -50,7 +50,7 @@ size_t order_key(uint64_t event_id, order_key_kind kind, char *out, size_t outsz
 size_t order_key_seg(uint64_t event_id, unsigned seg, order_key_kind kind, char *out, size_t outsz)
 {
     static const char *names[ORDER_KEY_COUNT] = {"stock", "buyers", "meta", "pending",
-                                                  "released"};
+                                                  "released", "units"};
     const char *name = (unsigned)kind < ORDER_KEY_COUNT ? names[kind] : "?";
     strbuf b = {out, outsz, 0};
     SB_LIT(&b, "seckill:{e");
@@ -79,9 +79,10 @@ unsigned order_seg_home(uint64_t user_id, unsigned k)
 unsigned order_release_keys_of(uint64_t event_id, uint64_t user_id, unsigned k,
                                order_release_keys *out)
 {
-    static const order_key_kind kinds[3] = {ORDER_KEY_STOCK, ORDER_KEY_BUYERS, ORDER_KEY_RELEASED};
+    static const order_key_kind kinds[4] = {ORDER_KEY_STOCK, ORDER_KEY_BUYERS, ORDER_KEY_RELEASED,
+                                            ORDER_KEY_UNITS};
     unsigned home = order_seg_home(user_id, k);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         out->len[i] = order_key_seg(event_id, home, kinds[i], out->key[i], sizeof(out->key[i]));
     return home;
 }

@@ -18,6 +18,7 @@ typedef enum {
     ORDER_KEY_META,
     ORDER_KEY_PENDING,
     ORDER_KEY_RELEASED, /* set of order ids whose unit release.lua gave back (issue 22) */
+    ORDER_KEY_UNITS,    /* user -> units held, for a per_user_limit above 1 (issue 31) */
     ORDER_KEY_COUNT
 } order_key_kind;
 
@@ -46,11 +47,11 @@ unsigned order_seg_home(uint64_t user_id, unsigned k);
  * k <= 1 the event's own keys. One rule for the front's pay/cancel and the consumer's
  * release sweep. */
 typedef struct order_release_keys {
-    char key[3][ORDER_KEY_MAX]; /* stock, buyers, released */
-    size_t len[3];
+    char key[4][ORDER_KEY_MAX]; /* stock, buyers, released, units (issue 31) */
+    size_t len[4];
 } order_release_keys;
 
-/** @brief Fills out with release.lua's three keys for an order of user_id in event_id
+/** @brief Fills out with release.lua's four keys for an order of user_id in event_id
  *  (k segments). @returns the home segment. */
 unsigned order_release_keys_of(uint64_t event_id, uint64_t user_id, unsigned k,
                                order_release_keys *out);

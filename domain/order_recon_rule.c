@@ -1,5 +1,6 @@
 /* order_recon_rule: the cancel rule of the reconciler. See order_recon_rule.h. */
 #include "order_recon_rule.h"
+#include "sk_order_msg.h"
 #include "order_msg.h"
 
 #include <errno.h>
@@ -71,7 +72,16 @@ int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *
     char *end;
     errno = 0;
     long long ts = strtoll(colon + 1, &end, 10);
-    if (errno || (*end && strcmp(end, ":c") != 0) || end == colon + 1)
+    if (errno || end == colon + 1)
+        return -1;
+    if (*end == ':' && end[1] >= '1' && end[1] <= '9') { /* ":q", the units (issue 31) */
+        char *qend;
+        long long q = strtoll(end + 1, &qend, 10);
+        if (errno || q < 2 || q > SK_ORDER_MSG_MAX_QUANTITY)
+            return -1;
+        end = qend;
+    }
+    if (*end && strcmp(end, ":c") != 0)
         return -1;
     memcpy(user, val, ulen);
     user[ulen] = 0;
@@ -79,6 +89,16 @@ int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *
     if (claim)
         *claim = *end != 0;
     return 0;
+}
+
+int order_recon_pending_units(const char *val)
+{
+    char user[24];
+    int64_t ts;
+    if (order_recon_pending_parse(val, user, sizeof(user), &ts, NULL) != 0)
+        return 1;
+    const char *q = strchr(strchr(val, ':') + 1, ':'); /* after the time: ":q" or ":c" */
+    return q && q[1] != 'c' ? atoi(q + 1) : 1;
 }
 
 int order_recon_is_claim(const char *val, size_t len)

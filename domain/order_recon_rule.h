@@ -50,9 +50,12 @@ int order_recon_is_order_id(const char *id);
 
 /** @brief Parses a pending entry's value "user_id:ts_ms", or "user_id:ts_ms:c" (the claim
  *  of a segmented event's borrowed unit, reserve.lua: cancel.lua releases it without
- *  stock), into user (NUL-terminated, at most usz - 1 characters), *ts_ms and *claim (1
+ *  stock), either with ":q" after ts_ms for an order of q > 1 units (issue 31), into user (NUL-terminated, at most usz - 1 characters), *ts_ms and *claim (1
  *  for a claim; claim may be NULL). @returns 0, or -1 (malformed: left alone). */
 int order_recon_pending_parse(const char *val, char *user, size_t usz, int64_t *ts_ms, int *claim);
+
+/** @brief The units a pending value holds or claims: its ":q" (issue 31), else 1. */
+int order_recon_pending_units(const char *val);
 
 /** @brief 1 if a pending value of len bytes is a claim (ends in ":c"): it holds no unit. */
 int order_recon_is_claim(const char *val, size_t len);

@@ -1,5 +1,6 @@
 -- cancel.lua: gives reservations back (their messages surely never reached Kafka).
 -- KEYS[1] seckill:{e<ID>}:stock  KEYS[2] ...:buyers  KEYS[3] ...:pending
+-- [KEYS[4] ...:units, the user's units hash of an event whose per_user_limit is above 1]
 -- ARGV[1] order_id  ARGV[2] user_id  [ARGV[3] order_id  ARGV[4] user_id ...]: one or more
 -- pairs of one event (the front batches the cancels of one loop turn, the reconciler sends one).
 -- Per pair: 1 cancelled, 0 nothing to cancel (already cancelled or confirmed), -1 the
@@ -12,6 +13,9 @@
 -- ordinary "user:ts" (borrow.lua).
 -- KEYS[2] is the buyers hash (user -> order id, reserve.lua): the user's field goes with
 -- the entry.
+-- Several units (issue 31): an entry "user:ts:q" (or the claim "user:ts:q:c") gives
+-- back q units; when the user has a units field (KEYS[4], reserve.lua), q comes off it,
+-- and the buyers field goes only with the user's last unit.
 -- Only the pending entry proves the stock was taken for this order, so without it
 -- nothing is touched: a second call, or a call after confirm, changes nothing.
 if #ARGV < 2 or #ARGV % 2 == 1 then
@@ -27,9 +31,19 @@ for i = 1, #ARGV / 2 do
         codes[i] = -1
     else
         redis.call('HDEL', KEYS[3], order)
-        redis.call('HDEL', KEYS[2], user)
+        local q = tonumber(string.match(v, '^%d+:%d+:(%d+)') or '1')
+        local left = 0
+        if KEYS[4] and redis.call('HEXISTS', KEYS[4], user) == 1 then
+            left = redis.call('HINCRBY', KEYS[4], user, -q)
+            if left <= 0 then
+                redis.call('HDEL', KEYS[4], user)
+            end
+        end
+        if left <= 0 then
+            redis.call('HDEL', KEYS[2], user)
+        end
         if string.sub(v, -2) ~= ':c' then
-            given = given + 1
+            given = given + q
         end
         codes[i] = 1
     end

@@ -2,6 +2,7 @@
 -- its Redis keys were lost, from PostgreSQL once the consumer has drained the event's
 -- partition (order_reconcile.c).
 -- KEYS[1] seckill:{e<ID>}:stock  KEYS[2] ...:meta  KEYS[3] ...:buyers  KEYS[4] ...:released
+-- [KEYS[5] ...:units, needed when a buyer below carries its units (issue 31)]
 --   (segment k >= 1: seckill:{e<ID>.<k>}:..., all four in one slot)
 -- ARGV[1] stock (PostgreSQL stock_left, or the segment's share of it)  ARGV[2] starts_at_ms
 -- ARGV[3] ends_at_ms  ARGV[4] per_user_limit  ARGV[5] ip_rate  ARGV[6] user_rate
@@ -10,7 +11,9 @@
 --   "0" for neither; issue 31)
 -- ARGV[9] n: how many buyers follow
 -- ARGV[10..9+n] "user_id:order_id" of the users that hold an order for the event (the
---   buyers hash, user -> order id, rebuilt whole; reserve.lua)
+--   buyers hash, user -> order id, rebuilt whole; reserve.lua), or
+--   "user_id:order_id:units" for an event whose per_user_limit is above 1: the units the
+--   user holds over their live orders (the units hash, rebuilt whole with it)
 -- ARGV[10+n..] ids of the closed (cancelled or expired) orders whose unit the stock above
 --   already counts (homed on this segment): they join the released set, so that a
 --   release.lua owed for one of them (the consumer's sweep after the flush) answers 0
@@ -27,8 +30,9 @@ if not nb or nb < 0 or 9 + nb > n then
     return redis.error_reply('ERR event_reload.lua: ARGV[9] is the number of buyers')
 end
 for i = 10, 9 + nb do
-    if not string.match(ARGV[i], '^%d+:%d+$') then
-        return redis.error_reply('ERR event_reload.lua: a buyer is user_id:order_id')
+    if not string.match(ARGV[i], '^%d+:%d+$') and
+        not (KEYS[5] and string.match(ARGV[i], '^%d+:%d+:%d+$')) then
+        return redis.error_reply('ERR event_reload.lua: a buyer is user_id:order_id[:units]')
     end
 end
 -- SADD in chunks: unpack() has a limit on the number of values
@@ -44,17 +48,27 @@ end
 local function buyers_range(key, from, to)
     local i = from
     while i <= to do
-        local j, kv = math.min(i + 499, to), {}
+        local j, kv, ku = math.min(i + 499, to), {}, {}
         for b = i, j do
-            local u, o = string.match(ARGV[b], '^(%d+):(%d+)$')
+            local u, o, q = string.match(ARGV[b], '^(%d+):(%d+):?(%d*)$')
             kv[#kv + 1] = u
             kv[#kv + 1] = o
+            if q ~= '' then
+                ku[#ku + 1] = u
+                ku[#ku + 1] = q
+            end
         end
         redis.call('HSET', key, unpack(kv))
+        if #ku > 0 then
+            redis.call('HSET', KEYS[5], unpack(ku))
+        end
         i = j + 1
     end
 end
 redis.call('DEL', KEYS[3])
+if KEYS[5] then
+    redis.call('DEL', KEYS[5])
+end
 buyers_range(KEYS[3], 10, 9 + nb)
 -- The released set is not cleared: what it still holds was given back to this stock
 -- already (a partial loss), and the new ids only add to it.

@@ -1,7 +1,9 @@
 -- reserve.lua: the flash-sale gate. The orders of one event that reached a worker in one
 -- loop turn, decided in arrival order in one atomic step (docs/design.md, Lua scripts).
 -- KEYS[1] seckill:{e<ID>}:stock  KEYS[2] ...:buyers  KEYS[3] ...:meta  KEYS[4] ...:pending
--- ARGV[1] now_ms, then one or more pairs: ARGV[2k] user_id, ARGV[2k+1] order_id
+-- [KEYS[5] ...:units, needed only when the event's per_user_limit is above 1]
+-- ARGV[1] now_ms, then one or more pairs: ARGV[2k] user_id, ARGV[2k+1] order_id, or
+--   "order_id:q" for an order of q > 1 units (issue 31)
 -- Returns an array with one code per pair, in order: 0 ok, 1 sold out, 2 duplicate,
 -- 3 not started, 4 ended, 5 event not loaded, 6 claim held (below), 100 + K the front's
 -- segment count is not the event's K (nothing touched; the front retries with K). An
@@ -21,6 +23,15 @@
 -- the event keeps them out after a release): a duplicate answers that id, a bulk string
 -- in place of the code 2 (an empty string when a reload did not know it), so that a retry
 -- whose first answer was lost finds its order.
+-- Several units (issue 31): the meta's per_user_limit L (absent: 1). With L = 1 every
+-- pair is one unit and the path above is the whole story (an "order_id:q" pair answers
+-- "Q1"). With L > 1 the units hash (user -> units held over the user's live orders,
+-- the claims included) counts per user; a pair of q units is taken whole or not at all:
+-- "Q<L>" q alone is over L, "L<held>:<order_id>" the user's held + q would pass L (the
+-- order is the buyers hash's: the user's latest), 1 nothing left, "S<left>" fewer than
+-- q left (K = 1; with K > 1 the home segment claims q units and borrow.lua takes them
+-- all from one other segment). A taken order's pending entry is "user:now_ms:q" (q > 1)
+-- and a claim "user:now_ms:q:c", so that cancel.lua gives back q units.
 if #ARGV < 3 or #ARGV % 2 == 0 then
     return redis.error_reply('ERR reserve.lua: ARGV is now_ms, then (user_id, order_id) pairs')
 end
@@ -44,7 +55,8 @@ if not now then
     end
     now, segs, now_s = tonumber(a), tonumber(b), a
 end
-local win = redis.call('HMGET', KEYS[3], 'starts_at_ms', 'ends_at_ms', 'segments')
+local win = redis.call('HMGET', KEYS[3], 'starts_at_ms', 'ends_at_ms', 'segments',
+                      'per_user_limit')
 local k = tonumber(win[3] or '1')
 if k ~= segs then
     return refuse_all(100 + k)
@@ -56,6 +68,68 @@ if win[2] and now >= tonumber(win[2]) then
     return refuse_all(4)
 end
 stock = tonumber(stock)
+local limit = tonumber(win[4] or '1') or 1
+if limit > 1 then
+    if not KEYS[5] then
+        return redis.error_reply('ERR reserve.lua: per_user_limit > 1 needs KEYS[5] (units)')
+    end
+    -- several units per user: the units hash counts them (header); not the hot path of
+    -- "1 per customer", which stays below untouched
+    local taken, held, latest, nbuy = 0, {}, {}, 0
+    local buyers, units, pending = {}, {}, {}
+    for i = 1, n do
+        local user, word = ARGV[2 * i], ARGV[2 * i + 1]
+        local order, q = string.match(word, '^(%d+):(%d+)$')
+        if order then
+            q = tonumber(q)
+        else
+            order, q = word, 1
+        end
+        local left = stock - taken
+        if q < 1 or q > limit then
+            codes[i] = 'Q' .. limit
+        elseif k == 1 and left <= 0 then
+            codes[i] = 1
+        elseif k == 1 and left < q then
+            codes[i] = 'S' .. left
+        else
+            local h = held[user]
+            if not h then
+                h = tonumber(redis.call('HGET', KEYS[5], user) or '0')
+            end
+            if h + q > limit then
+                held[user] = h
+                codes[i] = 'L' .. h .. ':' .. (latest[user] or redis.call('HGET', KEYS[2], user) or '')
+            else
+                local entry = user .. ':' .. now_s
+                if q > 1 then
+                    entry = entry .. ':' .. q
+                end
+                if left < q then -- K > 1: the claim of q units, none taken here
+                    entry = entry .. ':c'
+                    codes[i] = 6
+                else
+                    taken = taken + q
+                    codes[i] = 0
+                end
+                held[user], latest[user] = h + q, order
+                nbuy = nbuy + 1
+                buyers[2 * nbuy - 1], buyers[2 * nbuy] = user, order
+                units[2 * nbuy - 1], units[2 * nbuy] = user, h + q
+                pending[2 * nbuy - 1], pending[2 * nbuy] = order, entry
+            end
+        end
+    end
+    if taken > 0 then
+        redis.call('DECRBY', KEYS[1], taken)
+    end
+    if nbuy > 0 then
+        redis.call('HSET', KEYS[2], unpack(buyers))
+        redis.call('HSET', KEYS[5], unpack(units))
+        redis.call('HSET', KEYS[4], unpack(pending))
+    end
+    return codes
+end
 local taken, users, pending, seen = 0, {}, {}, {}
 local claims, nclaim = {}, 0
 -- the order the user holds: this call's earlier one, else the buyers hash's (false: none)
@@ -66,7 +140,9 @@ for i = 1, n do
     local user, order = ARGV[2 * i], ARGV[2 * i + 1]
     local empty = stock - taken <= 0
     local h = (k > 1 or not empty) and held(user)
-    if empty and k == 1 then
+    if string.find(order, ':', 1, true) then -- several units over a limit of 1
+        codes[i] = 'Q1'
+    elseif empty and k == 1 then
         codes[i] = 1
     elseif h then
         codes[i] = h

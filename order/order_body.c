@@ -154,10 +154,14 @@ int order_body_parse_event(const char *body, size_t len, order_event_spec *out, 
     }
     out->per_user_limit = 1;
     json_t *lim = json_object_get(root, "per_user_limit");
-    if (lim && !(json_is_integer(lim) && json_integer_value(lim) == 1)) {
-        snprintf(err, errsz, "per_user_limit: only 1 is supported (one order per user)");
+    if (lim && !(json_is_integer(lim) && json_integer_value(lim) >= 1 &&
+                 json_integer_value(lim) <= SK_ORDER_MSG_MAX_QUANTITY)) {
+        snprintf(err, errsz, "per_user_limit: an integer from 1 to %d (units per user)",
+                 SK_ORDER_MSG_MAX_QUANTITY);
         goto out;
     }
+    if (lim)
+        out->per_user_limit = (int)json_integer_value(lim);
     out->payment_window_s = ORDER_PAYMENT_WINDOW_DEFAULT;
     json_t *win = json_object_get(root, "payment_window_s");
     if (win) {
@@ -291,11 +295,13 @@ int order_body_parse_patch(const char *body, size_t len, order_event_patch *out,
         goto out;
     }
     if ((v = json_object_get(root, "per_user_limit")) != NULL) {
-        if (!(json_is_integer(v) && json_integer_value(v) == 1)) {
-            snprintf(err, errsz, "per_user_limit: only 1 is supported (one order per user)");
+        if (!(json_is_integer(v) && json_integer_value(v) >= 1 &&
+              json_integer_value(v) <= SK_ORDER_MSG_MAX_QUANTITY)) {
+            snprintf(err, errsz, "per_user_limit: an integer from 1 to %d (units per user)",
+                     SK_ORDER_MSG_MAX_QUANTITY);
             goto out;
         }
-        out->per_user_limit = 1;
+        out->per_user_limit = (int)json_integer_value(v);
         out->has |= ORDER_PATCH_PER_USER;
     }
     if ((v = json_object_get(root, "limits")) != NULL &&

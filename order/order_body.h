@@ -39,7 +39,7 @@ typedef struct order_event_patch {
 } order_event_patch;
 
 /** @brief Parses a change body: an object of at least one of name, starts_at, ends_at,
- *  per_user_limit (1) and limits ({ip_rate|user_rate|event_rate: N or null}), nothing
+ *  per_user_limit (1 .. SK_ORDER_MSG_MAX_QUANTITY) and limits ({ip_rate|user_rate|event_rate: N or null}), nothing
  *  else (a misspelt field would otherwise change nothing silently). The values are
  *  checked alone here; against the stored event by the caller. @returns 0, or -1 with
  *  err. */

@@ -124,8 +124,15 @@ static int merge(order_pg_job *job, int has_orders)
         return conflict(job, "ends_at must be after starts_at");
     if (p->has & ORDER_PATCH_NAME)
         memcpy(s->name, p->name, sizeof(s->name));
-    if (p->has & ORDER_PATCH_PER_USER)
+    if (p->has & ORDER_PATCH_PER_USER) {
+        /* Across 1 the gate's book-keeping changes (issue 31: the buyers hash alone, or
+         * the units hash beside it), and orders already taken were counted the other
+         * way: a buyer of "1 per customer" holds no units field. */
+        if (has_orders && (p->per_user_limit > 1) != (s->per_user_limit > 1))
+            return conflict(job, "orders were taken: per_user_limit can change between 1 and "
+                                 "more than 1 only before the first order");
         s->per_user_limit = p->per_user_limit;
+    }
     if (p->has & ORDER_PATCH_IP_RATE)
         s->limits.ip_rate = p->limits.ip_rate;
     if (p->has & ORDER_PATCH_USER_RATE)

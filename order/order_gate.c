@@ -37,10 +37,12 @@ typedef struct gate_call {
 static void answer(gate_call *c, const redisReply *reply)
 {
     long long codes[ORDER_GATE_ITEMS_MAX];
-    uint64_t held[ORDER_GATE_ITEMS_MAX];
+    order_gate_held held[ORDER_GATE_ITEMS_MAX];
     order_gate_codes(c->op, reply, c->n, codes, held);
     for (size_t i = 0; i < c->n; i++) {
-        c->items[i]->held_id = codes[i] == 2 ? held[i] : 0;
+        int named = c->op == ORDER_GATE_RESERVE && codes[i] >= 0; /* held[i] was set */
+        c->items[i]->held_id = named ? held[i].order_id : 0;
+        c->items[i]->held_n = named ? held[i].n : 0;
         c->g->done[c->op](c->items[i], codes[i], c->g->arg);
     }
     free(c);

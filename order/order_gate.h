@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 typedef enum {
-    ORDER_GATE_RESERVE = 0, /* reserve.lua: codes 0..6, 100 + K (order_err_from_reserve) */
+    ORDER_GATE_RESERVE = 0, /* reserve.lua: codes 0..9, 100 + K (order_err_from_reserve) */
     ORDER_GATE_CANCEL,      /* cancel.lua: 1 cancelled, 0 nothing to cancel, -1 not the owner */
     ORDER_GATE_CONFIRM,     /* confirm.lua: 0 for every item once the call answered */
     ORDER_GATE_BORROW,      /* borrow.lua: 0 taken, 1 segment empty, 5 segment not loaded */
@@ -50,9 +50,15 @@ typedef enum {
  * out; an error reply; a reply of the wrong shape). The script may or may not have run. */
 #define ORDER_GATE_FAILED (-100)
 
-/* The most items in one call: reserve.lua's 4 keys, now_ms and two words per item
+/* reserve.lua's answers for an order of several units (issue 31), decoded from its
+ * bulk strings by order_gate_codes; the figure goes into the item's held_n. */
+#define ORDER_GATE_LIMIT_REACHED 7 /* "L<held>:<order>": held units + quantity > the limit */
+#define ORDER_GATE_FEWER_LEFT 8    /* "S<left>": fewer units left than the quantity */
+#define ORDER_GATE_OVER_LIMIT 9    /* "Q<limit>": the quantity alone is over the limit */
+
+/* The most items in one call: reserve.lua's 5 keys, now_ms and two words per item
  * within ORDER_REDIS_SCRIPT_MAX_ARGS. */
-#define ORDER_GATE_BATCH_MAX ((ORDER_REDIS_SCRIPT_MAX_ARGS - 5) / 2)
+#define ORDER_GATE_BATCH_MAX ((ORDER_REDIS_SCRIPT_MAX_ARGS - 6) / 2)
 
 /* The most orders in one confirm.lua call: its one key, then one word per order. */
 #define ORDER_GATE_CONFIRM_MAX (ORDER_REDIS_SCRIPT_MAX_ARGS - 1)
@@ -83,7 +89,18 @@ typedef struct order_gate_item {
     /* reserve, code 2 (a duplicate): the order the user holds (the buyers hash's, issue
      * 31), 0 when the script did not know it. Set by the gate before done runs. */
     uint64_t held_id;
+    /* The order's units (issue 31; 0 or 1: one, the words of before). */
+    uint32_t quantity;
+    /* reserve, codes 7-9: the held units, the units left, or the event's limit. */
+    int64_t held_n;
 } order_gate_item;
+
+/* What a reserve answer names beside its code: the order held (code 2 and 7) and the
+ * figure of codes 7-9 (0 otherwise). */
+typedef struct order_gate_held {
+    uint64_t order_id;
+    int64_t n;
+} order_gate_held;
 
 /* ---- pure: arguments and codes (order_gate_args.c) ---- */
 
@@ -98,14 +115,15 @@ typedef struct order_gate_args {
     const char *argv[ORDER_REDIS_SCRIPT_MAX_ARGS];
     size_t lens[ORDER_REDIS_SCRIPT_MAX_ARGS];
     char keys[4][ORDER_KEY_MAX];
-    char words[ORDER_REDIS_SCRIPT_MAX_ARGS][32];
+    char words[ORDER_REDIS_SCRIPT_MAX_ARGS][32]; /* "order_id:q" fits: 20 + 1 + 10 */
 } order_gate_args;
 
 /** @brief The arguments of one `op` call for items[0..n-1], all of event items[0]'s
- *  segment items[0]->seg (reserve: KEYS stock, buyers, meta, pending; ARGV now_ms, or
- *  "now_ms:K" when segs > 1, then user_id, order_id per item. cancel: KEYS stock, buyers,
- *  pending; ARGV order_id, user_id per item. confirm: KEYS pending; ARGV order_id per
- *  item. borrow: KEYS stock, pending; ARGV now_ms, then user_id, order_id per item).
+ *  segment items[0]->seg (reserve: KEYS stock, buyers, meta, pending, units; ARGV
+ *  now_ms, or "now_ms:K" when segs > 1, then user_id, order_id per item. cancel: KEYS
+ *  stock, buyers, pending, units; ARGV order_id, user_id per item. confirm: KEYS pending;
+ *  ARGV order_id per item. borrow: KEYS stock, pending; ARGV now_ms, then user_id,
+ *  order_id per item). An item of quantity q > 1 has "order_id:q" in reserve and borrow.
  *  now_ms is used by reserve and borrow only.
  *  @returns 0, or -1 if n is 0 or above order_gate_batch_max(op), or the items' events or
  *  segments differ. */
@@ -114,12 +132,14 @@ int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
 
 /** @brief The per-item codes of one `op` call for n items from its reply (NULL: none
  *  came). reserve answers an array of n integers, where a duplicate is the held order's
- *  id as a bulk string (code 2, the id into held[i], 0 when empty or not an id; held may
- *  be NULL); cancel an integer for one item and an array for several (borrow an array,
- *  like reserve); confirm an integer (how many were pending), which is 0 per item.
+ *  id as a bulk string (code 2, the id into held[i].order_id, 0 when empty or not an
+ *  id; held may be NULL), and "L<held>:<order>", "S<left>", "Q<limit>" are codes 7, 8,
+ *  9 with the figure in held[i].n (issue 31); cancel an integer for one item and an
+ *  array for several (borrow an array, like reserve); confirm an integer (how many were
+ *  pending), which is 0 per item.
  *  @returns 0 with codes[0..n-1] set, or -1 (every code is then ORDER_GATE_FAILED). */
 int order_gate_codes(order_gate_op op, const redisReply *reply, size_t n, long long *codes,
-                     uint64_t *held);
+                     order_gate_held *held);
 
 /* ---- the batching, on a worker's loop (order_gate.c) ---- */
 

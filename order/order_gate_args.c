@@ -2,8 +2,11 @@
 #include "order_gate.h"
 #include "sk_id.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static void add(order_gate_args *a, const char *s, size_t len)
 {
@@ -23,6 +26,16 @@ static void add_u64(order_gate_args *a, uint64_t v)
 {
     char *w = a->words[a->n];
     add(a, w, sk_id_format(w, v));
+}
+
+/* The order's word: its id, or "order_id:q" for q > 1 units (reserve.lua, borrow.lua). */
+static void add_order(order_gate_args *a, const order_gate_item *it)
+{
+    char *w = a->words[a->n];
+    size_t len = sk_id_format(w, it->order_id);
+    if (it->quantity > 1)
+        len += (size_t)snprintf(w + len, sizeof(a->words[0]) - len, ":%" PRIu32, it->quantity);
+    add(a, w, len);
 }
 
 size_t order_gate_batch_max(order_gate_op op)
@@ -47,6 +60,7 @@ int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
         add_key(a, event_id, seg, ORDER_KEY_BUYERS);
         add_key(a, event_id, seg, ORDER_KEY_META);
         add_key(a, event_id, seg, ORDER_KEY_PENDING);
+        add_key(a, event_id, seg, ORDER_KEY_UNITS);
         char *w = a->words[a->n];
         if (segs > 1) /* the K this front knows, which reserve.lua checks */
             add(a, w, (size_t)snprintf(w, sizeof(a->words[0]), "%" PRId64 ":%u", now_ms, segs));
@@ -54,7 +68,7 @@ int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
             add(a, w, (size_t)snprintf(w, sizeof(a->words[0]), "%" PRId64, now_ms));
         for (size_t i = 0; i < n; i++) {
             add_u64(a, items[i]->user_id);
-            add_u64(a, items[i]->order_id);
+            add_order(a, items[i]);
         }
         break;
     }
@@ -65,7 +79,7 @@ int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
         add(a, w, (size_t)snprintf(w, sizeof(a->words[0]), "%" PRId64, now_ms));
         for (size_t i = 0; i < n; i++) {
             add_u64(a, items[i]->user_id);
-            add_u64(a, items[i]->order_id);
+            add_order(a, items[i]);
         }
         break;
     }
@@ -73,6 +87,7 @@ int order_gate_args_build(order_gate_args *a, order_gate_op op, int64_t now_ms,
         add_key(a, event_id, seg, ORDER_KEY_STOCK);
         add_key(a, event_id, seg, ORDER_KEY_BUYERS);
         add_key(a, event_id, seg, ORDER_KEY_PENDING);
+        add_key(a, event_id, seg, ORDER_KEY_UNITS);
         for (size_t i = 0; i < n; i++) {
             add_u64(a, items[i]->order_id);
             add_u64(a, items[i]->user_id);
@@ -94,8 +109,34 @@ static int fail_all(long long *codes, size_t n)
     return -1;
 }
 
+/* reserve.lua's bulk answer of several units: "L<held>:<order>" (7), "S<left>" (8),
+ * "Q<limit>" (9), the figure into *num and the order into *order. @returns the code, or
+ * -1 for anything else. */
+static long long units_answer(const char *s, size_t len, int64_t *num, uint64_t *order)
+{
+    static const char letters[] = "LSQ";
+    const char *l = len > 1 ? strchr(letters, s[0]) : NULL;
+    if (!l || !*l)
+        return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s + 1, &end, 10);
+    if (errno || end == s + 1 || v < 0)
+        return -1;
+    size_t rest = len - (size_t)(end - s);
+    if (s[0] == 'L' && rest > 0 && *end == ':') {
+        if (rest > 1 && sk_id_parse(end + 1, rest - 1, order) != 0)
+            *order = 0;
+    } else if (rest != 0) {
+        return -1;
+    }
+    *num = v;
+    return s[0] == 'L' ? ORDER_GATE_LIMIT_REACHED
+                       : s[0] == 'S' ? ORDER_GATE_FEWER_LEFT : ORDER_GATE_OVER_LIMIT;
+}
+
 int order_gate_codes(order_gate_op op, const redisReply *reply, size_t n, long long *codes,
-                     uint64_t *held)
+                     order_gate_held *held)
 {
     if (!reply || n == 0)
         return fail_all(codes, n);
@@ -115,12 +156,19 @@ int order_gate_codes(order_gate_op op, const redisReply *reply, size_t n, long l
     for (size_t i = 0; i < n; i++) {
         const redisReply *e = reply->element[i];
         if (held)
-            held[i] = 0;
+            held[i] = (order_gate_held){0, 0};
         if (op == ORDER_GATE_RESERVE && e->type == REDIS_REPLY_STRING) {
-            uint64_t id = 0; /* a duplicate naming the held order ("" when not known) */
-            if (held && e->len > 0 && sk_id_parse(e->str, e->len, &id) == 0)
-                held[i] = id;
-            codes[i] = 2;
+            order_gate_held h = {0, 0};
+            long long c = units_answer(e->str, e->len, &h.n, &h.order_id);
+            if (c < 0) { /* a duplicate naming the held order ("" when not known) */
+                c = 2;
+                h.n = 0;
+                if (e->len == 0 || sk_id_parse(e->str, e->len, &h.order_id) != 0)
+                    h.order_id = 0;
+            }
+            if (held)
+                held[i] = h;
+            codes[i] = c;
             continue;
         }
         if (e->type != REDIS_REPLY_INTEGER)

@@ -126,21 +126,25 @@ static void on_release(redisReply *reply, void *arg)
     free(p);
 }
 
-/* The unit back to the buyer's home segment (order_release_keys_of), the SREM there when
- * the event lets the buyer buy again. */
+/* The order's units back to the buyer's home segment (order_release_keys_of), the HDEL
+ * there when the event lets the buyer buy again. */
 static void release(pay_req *p)
 {
     order_release_keys k;
-    char oid[24], uid[24];
+    char oid[24], uid[24], q[12];
     order_release_keys_of(p->job.event_id, p->job.user_id, p->job.segments, &k);
-    const char *args[6] = {k.key[0], k.key[1], k.key[2], oid, uid, p->job.rebuy ? "1" : "0"};
-    size_t lens[6] = {k.len[0],
+    const char *args[8] = {k.key[0], k.key[1], k.key[2], k.key[3],
+                           oid,      uid,      p->job.rebuy ? "1" : "0", q};
+    size_t lens[8] = {k.len[0],
                       k.len[1],
                       k.len[2],
+                      k.len[3],
                       sk_id_format(oid, p->job.id),
                       sk_id_format(uid, p->job.user_id),
-                      1};
-    if (order_redis_script(p->h.w->redis, ORDER_SCRIPT_RELEASE, 3, 6, args, lens, on_release, p) !=
+                      1,
+                      (size_t)snprintf(q, sizeof(q), "%" PRIu32,
+                                       p->job.quantity ? p->job.quantity : 1)};
+    if (order_redis_script(p->h.w->redis, ORDER_SCRIPT_RELEASE, 4, 8, args, lens, on_release, p) !=
         0)
         on_release(NULL, p);
 }

@@ -13,7 +13,7 @@
 
 /* The transition decided under the row lock: the order's UPDATE (conditional on
  * 'created', which the lock makes certain, and which keeps it safe on its own), and for
- * a release the event's stock_left + 1, in the caller's transaction. */
+ * a release the event's stock_left + the order's quantity, in the caller's transaction. */
 static int apply(PGconn *c, order_pg_job *job, const char *id, const char *new_status)
 {
     int pay = strcmp(new_status, "paid") == 0;
@@ -37,13 +37,14 @@ static int apply(PGconn *c, order_pg_job *job, const char *id, const char *new_s
     }
     if (!order_pay_releases(new_status))
         return 0;
-    char ev[24];
+    char ev[24], q[12];
     snprintf(ev, sizeof(ev), "%" PRIu64, job->event_id);
-    const char *p_ev[1] = {ev /* $1 event id */};
+    snprintf(q, sizeof(q), "%" PRIu32, job->quantity);
+    const char *p_ev[2] = {ev /* $1 event id */, q /* $2 the order's units */};
     return order_pg_job_exec(
         c, job, "update event stock",
-        "UPDATE seckill_event SET stock_left = stock_left + 1 WHERE id = $1::bigint", 1, p_ev,
-        PGRES_COMMAND_OK, NULL);
+        "UPDATE seckill_event SET stock_left = stock_left + $2::int WHERE id = $1::bigint", 2,
+        p_ev, PGRES_COMMAND_OK, NULL);
 }
 
 void order_pay_pg_run(void *pgconn, order_pg_job *job)
@@ -61,7 +62,7 @@ void order_pay_pg_run(void *pgconn, order_pg_job *job)
             "SELECT o.event_id, o.user_id, o.status, o.payment_ref, "
             "coalesce(o.pay_by <= now(), false), "
             "coalesce((extract(epoch from o.pay_by) * 1000)::bigint, 0), e.rebuy_after_release, "
-            "e.segments "
+            "e.segments, o.quantity "
             "FROM seckill_order o JOIN seckill_event e ON e.id = o.event_id "
             "WHERE o.order_id = $1::bigint FOR UPDATE OF o",
             1, params, PGRES_TUPLES_OK, &res) != 0)
@@ -76,6 +77,7 @@ void order_pay_pg_run(void *pgconn, order_pg_job *job)
     job->pay_by_ms = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
     job->rebuy = PQgetvalue(res, 0, 6)[0] == 't';
     job->segments = order_recon_segments_k(PQgetvalue(res, 0, 7));
+    job->quantity = (uint32_t)strtoul(PQgetvalue(res, 0, 8), NULL, 10);
     order_pay_in in = {
         .op = job->kind == ORDER_PG_PAY_ORDER ? ORDER_PAY_OP_PAY : ORDER_PAY_OP_CANCEL,
         .status = PQgetvalue(res, 0, 2),

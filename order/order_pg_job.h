@@ -51,6 +51,7 @@ typedef struct order_pg_job {
     int changed;            /* 1: this call made the transition (order_status is new) */
     int rebuy;              /* the event's rebuy_after_release */
     unsigned segments;      /* PAY/CANCEL: the event's K (a release goes to the home segment) */
+    uint32_t quantity;      /* PAY/CANCEL: the order's units (issue 31), what a release gives */
     /* CHANGE_EVENT (order_event_change.h) */
     order_event_patch patch;
     int ending;             /* POST /end: ends_at = now_ms, whatever the patch */

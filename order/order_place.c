@@ -258,12 +258,6 @@ static void order_create(order_worker *w, sk_http_req *req, const order_route *r
         order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST, msg, 0);
         return;
     }
-    /* Every event's per_user_limit is 1 until the gate counts units (issue 31). */
-    if (quantity > 1) {
-        order_http_reply_error(w, req, rt->id, start_us, ORDER_ERR_BAD_REQUEST,
-                               "quantity: over the event's per_user_limit of 1", 0);
-        return;
-    }
     /* Idempotency-Key (issue 31): one Redis call for a keyed order, none without */
     if (order_idem_check(w, req, rt, start_us, claims.sub, body, blen, place_keyed))
         return;
@@ -283,6 +277,9 @@ static void order_create(order_worker *w, sk_http_req *req, const order_route *r
         return;
     r->now_ms = now_ms;
     r->lim = lim;
+    /* The event's per_user_limit is the gate's check (reserve.lua answers Q<limit> for a
+     * quantity over it, nothing touched): this front does not keep it. */
+    r->quantity = (uint32_t)quantity;
     /* The event's rate: a local token if this front holds one, else a batch from Redis. */
     int64_t erate = event_rate_of(app, &lim);
     int et = erate > 0 ? order_evrate_take(app->evrate, r->event_id, now_ms) : 1;

@@ -242,7 +242,7 @@ static void produce_now(order_place_req *r)
 {
     order_app *app = r->h.w->app;
     sk_order_msg m = {.order_id = r->order_id, .event_id = r->event_id, .user_id = r->user,
-                      .ts_ms = r->now_ms, .quantity = 1};
+                      .ts_ms = r->now_ms, .quantity = r->quantity};
     if (app->msg_keys && sk_order_msg_sign(app->msg_keys, &m) != 0) {
         cancel_then_503(r); /* only the gate signs (issue 33); unsigned it would be lost */
         return;
@@ -406,6 +406,29 @@ static void done_borrow(order_gate_item *it, long long code, void *arg)
     borrow_next(r); /* 1 empty, 5 not loaded there: the next one */
 }
 
+/* An order of several units refused by reserve.lua, nothing taken (issue 31): its
+ * quantity over the event's per_user_limit (400 naming the field), fewer units left
+ * than it asks (409 sold_out with "left"), or the user's units would pass the limit
+ * (409 limit_reached with the units held and their latest order). */
+static void refuse_units(order_place_req *r, long long code, const order_gate_item *it)
+{
+    char body[256];
+    size_t n;
+    if (code == ORDER_GATE_OVER_LIMIT) {
+        snprintf(body, sizeof(body), "quantity: over the event's per_user_limit of %lld",
+                 (long long)it->held_n);
+        order_place_error(r, ORDER_ERR_BAD_REQUEST, body, 0);
+        return;
+    }
+    if (code == ORDER_GATE_FEWER_LEFT)
+        n = order_reply_units(body, sizeof(body), ORDER_ERR_SOLD_OUT, (long long)it->held_n, 0);
+    else
+        n = order_reply_units(body, sizeof(body), ORDER_ERR_LIMIT_REACHED, (long long)it->held_n,
+                              it->held_id);
+    order_req_reply_json(&r->h, 409, body, n);
+    order_place_req_free(r);
+}
+
 /* reserve.lua's code for this order (its call carried the event's other orders of the
  * same loop turn), or ORDER_GATE_FAILED. */
 static void done_reserve(order_gate_item *it, long long code, void *arg)
@@ -457,6 +480,10 @@ static void done_reserve(order_gate_item *it, long long code, void *arg)
         order_read_duplicate(w, req, route, start_us, user, event_id, held);
         return;
     }
+    if (code >= ORDER_GATE_LIMIT_REACHED && code <= ORDER_GATE_OVER_LIMIT) {
+        refuse_units(r, code, it);
+        return;
+    }
     if (code == 1)
         order_soldout_set(app->soldout, r->event_id, order_time_now_ms());
     if (code == 5 && app->pg) {
@@ -479,6 +506,7 @@ void order_place_reserve(order_place_req *r)
     r->gi.event_id = r->event_id;
     r->gi.user_id = r->user;
     r->gi.order_id = r->order_id;
+    r->gi.quantity = r->quantity;
     r->lender = -1;
     r->stage_us = order_time_mono_us();
     gate_reserve(r);

@@ -24,6 +24,7 @@ typedef struct order_place_req {
     order_gate_item lend;
     int lender, gate_wait, unclaim, retried;
     order_event_limits lim;       /* the event's rate overrides (order_window.h), 0s: defaults */
+    uint32_t quantity;            /* the order's units (issue 31), 1 .. SK_ORDER_MSG_MAX_QUANTITY */
     struct order_place_req *next; /* on the chain's produce queue, or its spare list */
 } order_place_req;
 

@@ -166,15 +166,18 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
     /* The buyers: users holding an order (created or paid), and those whose order was
      * cancelled or expired when the event keeps them out (rebuy_after_release false). */
     /* "user_id:order_id" (event_reload.lua's buyers hash): per user the order a
-     * duplicate names, a live one before a closed one, the latest first. */
+     * duplicate names, a live one before a closed one, the latest first; for an event
+     * whose per_user_limit is above 1, ":units" after it (issue 31): the units of those
+     * orders, which count against the limit as reserve.lua's units hash did. */
     g->buyers = gate_query(p,
-                           "SELECT DISTINCT ON (o.user_id) o.user_id::text || ':' || "
-                           "o.order_id::text FROM seckill_order o "
+                           "SELECT o.user_id::text || ':' || (array_agg(o.order_id ORDER BY "
+                           "o.status IN ('created', 'paid') DESC, o.order_id DESC))[1]::text || "
+                           "CASE WHEN e.per_user_limit > 1 THEN ':' || sum(o.quantity)::text "
+                           "ELSE '' END FROM seckill_order o "
                            "JOIN seckill_event e ON e.id = o.event_id WHERE o.event_id = $1 "
                            "AND (o.status IN ('created', 'paid') OR (o.status IN "
                            "('cancelled', 'expired') AND NOT e.rebuy_after_release)) "
-                           "ORDER BY o.user_id, o.status IN ('created', 'paid') DESC, "
-                           "o.order_id DESC",
+                           "GROUP BY o.user_id, e.per_user_limit",
                            a);
     /* The closed orders: stock_left counts their units, given back to Redis or not. */
     g->closed = gate_query(p,
@@ -240,8 +243,11 @@ int order_recon_pg_taken_count(order_recon_pg *p, uint64_t event_id, const char 
     const char *params[2] = {a, arr}; /* $1: the event id, $2: the order ids */
     PGresult *c;
     int rc = recon_exec(p, "taken count",
-                        "SELECT count(*) FROM seckill_order WHERE event_id = $1 "
-                        "AND status <> 'rejected' AND order_id = ANY($2::bigint[])",
+                        /* an id comes once per unit of its order (issue 31): the
+                         * join counts a stored order's units */
+                        "SELECT count(*) FROM seckill_order o "
+                        "JOIN unnest($2::bigint[]) AS t(id) ON o.order_id = t.id "
+                        "WHERE o.event_id = $1 AND o.status <> 'rejected'",
                         2, params, &c);
     free(arr);
     if (rc != 0)

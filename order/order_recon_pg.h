@@ -70,7 +70,8 @@ int order_recon_pg_gate(order_recon_pg *p, uint64_t event_id, order_recon_gate *
 /** @brief Frees what order_recon_pg_gate put in g. */
 void order_recon_gate_clear(order_recon_gate *g);
 
-/** @brief How many of the n order ids (decimal strings; anything else is skipped) are
+/** @brief How many of the n order ids (decimal strings; anything else is skipped; an id
+ *  given once per unit of its order counts its units, issue 31) are
  *  orders of event_id that took a unit off stock_left (any status but rejected: a
  *  closed one's unit is back in stock_left and owed to its home segment), into *count:
  *  a lost segment's snapshot ids that did land (docs/segments.md). @returns 0, or -1

@@ -108,9 +108,10 @@ static long long run_script(order_reconciler *r, int script, int nkeys,
 
 /* One pending entry of segment s (field id, value "user_id:ts_ms", or "user_id:ts_ms:c"
  * for the claim of a segmented event's borrowed unit: cancel.lua releases a claim
- * without stock, and the borrowed unit's own entry, in its lender, is an ordinary one),
- * its order stored or not. */
-static void settle_entry(order_reconciler *r, recon_seg s, const char *const keys[3],
+ * without stock, and the borrowed unit's own entry, in its lender, is an ordinary one;
+ * ":q" before it for q > 1 units, which cancel.lua reads itself), its order stored or not.
+ * keys: stock, buyers, pending, units (cancel.lua's). */
+static void settle_entry(order_reconciler *r, recon_seg s, const char *const keys[4],
                          const char *id, const char *val, int stored, int64_t cutoff,
                          scan_counts *sc)
 {
@@ -128,7 +129,7 @@ static void settle_entry(order_reconciler *r, recon_seg s, const char *const key
     }
     case ORDER_RECON_CANCEL: {
         const char *args[2] = {id, user};
-        if (run_script(r, ORDER_SCRIPT_CANCEL, 3, keys, 2, args) == 1) {
+        if (run_script(r, ORDER_SCRIPT_CANCEL, 4, keys, 2, args) == 1) {
             sc->cancelled++;
             sk_log(SK_LOG_INFO, "reconciler_cancelled",
                    "event_id=%" PRIu64 " segment=%u order_id=%s user_id=%s age_ms=%lld%s", s.id,
@@ -146,10 +147,12 @@ static void settle_entry(order_reconciler *r, recon_seg s, const char *const key
  * starts again). */
 static int reconcile_event(order_reconciler *r, recon_seg s, scan_counts *sc)
 {
-    char kstock[ORDER_KEY_MAX], kbuyers[ORDER_KEY_MAX], kpending[ORDER_KEY_MAX];
+    char kstock[ORDER_KEY_MAX], kbuyers[ORDER_KEY_MAX], kpending[ORDER_KEY_MAX],
+        kunits[ORDER_KEY_MAX];
     order_key_seg(s.id, s.seg, ORDER_KEY_STOCK, kstock, sizeof(kstock));
     order_key_seg(s.id, s.seg, ORDER_KEY_BUYERS, kbuyers, sizeof(kbuyers));
     order_key_seg(s.id, s.seg, ORDER_KEY_PENDING, kpending, sizeof(kpending));
+    order_key_seg(s.id, s.seg, ORDER_KEY_UNITS, kunits, sizeof(kunits));
     const char *hargv[2] = {"HGETALL", kpending};
     redisReply *h = rcl_command_argv(r->rc, 2, hargv, NULL);
     if (!h) {
@@ -167,7 +170,7 @@ static int reconcile_event(order_reconciler *r, recon_seg s, scan_counts *sc)
     const int64_t cutoff = order_recon_kafka_event_cutoff(r->kafka, s.id);
     if (rc == 0 && n && order_recon_pg_stored(r->pg, ids, n, stored) != 0)
         rc = -1;
-    const char *keys[3] = {kstock, kbuyers, kpending};
+    const char *keys[4] = {kstock, kbuyers, kpending, kunits};
     for (size_t i = 0; rc == 0 && i < n && r->rc; i++)
         if (order_recon_is_order_id(ids[i])) /* anything else is not ours: never touched */
             settle_entry(r, s, keys, ids[i], h->element[2 * i + 1]->str, stored[i], cutoff, sc);
@@ -212,13 +215,14 @@ static int reload_event(order_reconciler *r, uint64_t event_id)
     order_recon_gate g;
     int rc = order_recon_pg_gate(r->pg, event_id, &g);
     if (rc == 1) {
-        char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX];
+        char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX], ku[ORDER_KEY_MAX];
         order_key(event_id, ORDER_KEY_STOCK, ks, sizeof(ks));
         order_key(event_id, ORDER_KEY_META, km, sizeof(km));
         order_key(event_id, ORDER_KEY_BUYERS, kb, sizeof(kb));
         order_key(event_id, ORDER_KEY_RELEASED, kr, sizeof(kr));
-        const char *keys[4] = {ks, km, kb, kr};
-        long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 4, keys,
+        order_key(event_id, ORDER_KEY_UNITS, ku, sizeof(ku));
+        const char *keys[5] = {ks, km, kb, kr, ku};
+        long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 5, keys,
                                  ORDER_RECON_GATE_FIXED + g.nbuyers + g.nclosed, g.argv);
         if (v == 1)
             sk_log(SK_LOG_INFO, "event_reloaded",
@@ -258,7 +262,10 @@ static int snapshot_segment(order_reconciler *r, order_recon_lost *l, unsigned j
         const redisReply *v = b->element[i + 1];
         if (v->type != REDIS_REPLY_STRING || order_recon_is_claim(v->str, v->len))
             continue;
-        ok = order_recon_snap_add(l, b->element[i]->str) == 0;
+        /* once per unit (issue 31): the snapshot counts units, and so does the count of
+         * those that landed (order_recon_pg_taken_count) */
+        for (int q = order_recon_pending_units(v->str); ok && q > 0; q--)
+            ok = order_recon_snap_add(l, b->element[i]->str) == 0;
     }
     if (rel)
         freeReplyObject(rel);
@@ -313,11 +320,12 @@ static int segment_write(order_reconciler *r, const order_recon_lost *l, order_r
     snprintf(g->nbuyers_s, sizeof(g->nbuyers_s), "%d", nb);
     g->nbuyers = nb;
     g->nclosed = nc;
-    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX];
+    char ks[ORDER_KEY_MAX], km[ORDER_KEY_MAX], kb[ORDER_KEY_MAX], kr[ORDER_KEY_MAX], ku[ORDER_KEY_MAX];
     order_key_seg(l->id, l->seg, ORDER_KEY_STOCK, ks, sizeof(ks));
     order_key_seg(l->id, l->seg, ORDER_KEY_META, km, sizeof(km));
     order_key_seg(l->id, l->seg, ORDER_KEY_BUYERS, kb, sizeof(kb));
     order_key_seg(l->id, l->seg, ORDER_KEY_RELEASED, kr, sizeof(kr));
+    order_key_seg(l->id, l->seg, ORDER_KEY_UNITS, ku, sizeof(ku));
     /* K first: reserve.lua answers "not loaded" until the stock key exists, and then
      * must find the event's K in this segment's meta */
     const char *hs[4] = {"HSET", km, "segments", k_s};
@@ -327,8 +335,8 @@ static int segment_write(order_reconciler *r, const order_recon_lost *l, order_r
         return -1;
     }
     freeReplyObject(h);
-    const char *keys[4] = {ks, km, kb, kr};
-    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 4, keys, ORDER_RECON_GATE_FIXED + nb + nc, g->argv);
+    const char *keys[5] = {ks, km, kb, kr, ku};
+    long long v = run_script(r, ORDER_SCRIPT_EVENT_RELOAD, 5, keys, ORDER_RECON_GATE_FIXED + nb + nc, g->argv);
     g->argv[0] = NULL; /* stock_s dies here */
     if (v != 1)
         return r->rc ? 0 : -1;

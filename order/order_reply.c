@@ -36,6 +36,8 @@ static const struct {
     [ORDER_ERR_KEY_REUSED] = {422, "key_reused",
                               "this Idempotency-Key was used for another request"},
     [ORDER_ERR_CONFLICT] = {409, "conflict", "the event's state does not allow this change"},
+    [ORDER_ERR_LIMIT_REACHED] = {409, "limit_reached",
+                                 "this order would pass the event's per_user_limit"},
 };
 
 int order_err_status(order_err e)
@@ -163,6 +165,25 @@ size_t order_reply_duplicate(char *out, size_t outsz, uint64_t order_id, uint64_
     return clamp(snprintf(out, outsz, "{\"error\":\"duplicate\",\"message\":\"%s\",%s",
                           order_err_message(ORDER_ERR_DUPLICATE), order + 1),
                  outsz);
+}
+
+size_t order_reply_units(char *out, size_t outsz, order_err e, long long n, uint64_t order_id)
+{
+    int len;
+    if (e == ORDER_ERR_LIMIT_REACHED && order_id)
+        len = snprintf(out, outsz,
+                       "{\"error\":\"limit_reached\",\"message\":\"%s\",\"held\":%lld,"
+                       "\"order_id\":\"%" PRIu64 "\"}",
+                       order_err_message(e), n, order_id);
+    else if (e == ORDER_ERR_LIMIT_REACHED)
+        len = snprintf(out, outsz, "{\"error\":\"limit_reached\",\"message\":\"%s\",\"held\":%lld}",
+                       order_err_message(e), n);
+    else
+        len = snprintf(out, outsz,
+                       "{\"error\":\"sold_out\",\"message\":\"fewer units are left than the "
+                       "order's quantity\",\"left\":%lld}",
+                       n);
+    return clamp(len, outsz);
 }
 
 size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id)

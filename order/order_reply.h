@@ -33,6 +33,8 @@ typedef enum {
                                   still being decided (order_idem.h) */
     ORDER_ERR_KEY_REUSED,      /* 422 key_reused: the Idempotency-Key was used for another request */
     ORDER_ERR_CONFLICT,        /* 409 conflict: an admin change the event's state refuses */
+    ORDER_ERR_LIMIT_REACHED,   /* 409 limit_reached: the user's units would pass the event's
+                                  per_user_limit (issue 31, a limit above 1) */
     ORDER_ERR_COUNT
 } order_err;
 
@@ -72,6 +74,13 @@ size_t order_reply_order_pay_by(char *out, size_t outsz, uint64_t order_id, uint
  *  the rest as order_reply_order_pay_by. @returns the length. */
 size_t order_reply_duplicate(char *out, size_t outsz, uint64_t order_id, uint64_t event_id,
                              uint64_t user_id, const char *status, int64_t pay_by_ms);
+
+/** @brief An order of several units refused (issue 31): for ORDER_ERR_SOLD_OUT
+ *  {"error":"sold_out","message":"...","left":n} (fewer units left than asked: n of
+ *  them); for ORDER_ERR_LIMIT_REACHED {"error":"limit_reached","message":"...",
+ *  "held":n[,"order_id":"<id>"]} (the units the user holds over their live orders, and
+ *  their latest order; order_id 0: not known). @returns the length. */
+size_t order_reply_units(char *out, size_t outsz, order_err e, long long n, uint64_t order_id);
 
 /** @brief {"event_id":"<id>"} @returns the length. */
 size_t order_reply_event_created(char *out, size_t outsz, uint64_t event_id);

@@ -7,7 +7,7 @@ if(TARGET seckill_bench_core)
   seckill_add_test(NAME test_sc_judge SOURCES unit/test_sc_judge.c LIBS seckill_check_core LABELS unit TIMEOUT 60)
   # The load engine against a scripted HTTP server in process (loopback only).
   seckill_add_test(NAME test_sb_load SOURCES unit/test_sb_load.c ${CMAKE_SOURCE_DIR}/bench/sb_load.c
-    LIBS seckill_bench_core seckill::common PkgConfig::LIBEVENT Threads::Threads LABELS integration TIMEOUT 120)
+    LIBS seckill_bench_core seckill::domain seckill::common PkgConfig::LIBEVENT Threads::Threads LABELS integration TIMEOUT 120)
   # The dead-letter scan against librdkafka's mock cluster, in process (loopback only).
   seckill_add_test(NAME test_sc_dlq SOURCES unit/test_sc_dlq.c ${CMAKE_SOURCE_DIR}/bench/sc_dlq.c
     LIBS seckill_check_core seckill_kafka_conf seckill::common PkgConfig::RDKAFKA LABELS integration TIMEOUT 120)
@@ -19,7 +19,7 @@ endif()
 # seckill-bench and judge with seckill-check. Exit 77 (skipped) without a stack or
 # without the binaries. See tests/e2e/README.md.
 if(TARGET seckill-bench AND TARGET seckill-check)
-  foreach(t flashsale_small consumer_pause restock_fronts order_pay order_retry order_expiry release_flush flashsale_lifecycle
+  foreach(t flashsale_small flashsale_units consumer_pause restock_fronts order_pay order_retry order_expiry release_flush flashsale_lifecycle
             flashsale_challenge
             event_admin restock_live event_cleanup event_ended)
     add_test(NAME e2e_${t} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/${t}.sh)

@@ -436,7 +436,8 @@ async function buy(ev) {
     path = p.body.path;
     setText('challenge-state', 'hidden path given: ' + path);
   }
-  const r = await api('POST', path, token, {}, extra);
+  const q = Number($('buyer-quantity').value) || 1; /* units (issue 31): 1 sends {} as before */
+  const r = await api('POST', path, token, q > 1 ? { quantity: q } : {}, extra);
   if (r.status !== 202 || !r.body) {
     setText('buyer-error', errorText(r));
     if (r.body && typeof r.body.order_id === 'string') follow(r.body.order_id, token);

@@ -49,11 +49,11 @@ static void test_event_keys_one_slot(void **state)
 static void test_reserve_call_not_crossslot(void **state)
 {
     (void)state;
-    order_gate_item items[3] = {{NULL, 392089604561305601ULL, 7, 8, 0, 0, 1, 0},
-                                {NULL, 392089604561305601ULL, 9, 10, 0, 0, 1, 0},
-                                {NULL, 392089604561305601ULL, 11, 12, 0, 0, 1, 0}};
+    order_gate_item items[3] = {{NULL, 392089604561305601ULL, 7, 8, 0, 0, 1, 0, 1, 0},
+                                {NULL, 392089604561305601ULL, 9, 10, 0, 0, 1, 0, 1, 0},
+                                {NULL, 392089604561305601ULL, 11, 12, 0, 0, 1, 0, 1, 0}};
     const order_gate_item *its[3] = {&items[0], &items[1], &items[2]};
-    const int nkeys[ORDER_GATE_OPS] = {4, 3, 1, 2};
+    const int nkeys[ORDER_GATE_OPS] = {5, 4, 1, 2};
     /* and once more as segment 2 of 3 (issue 19): its own tag, still one slot per call */
     for (int pass = 0; pass < 2; pass++)
     for (int op = 0; op < ORDER_GATE_OPS; op++) {

@@ -622,3 +622,19 @@ char *ctu_setup(ctu_kafka *k, int partitions, const char *name, int64_t event_ba
             abort();
     return conninfo;
 }
+
+size_t ctu_order_json_units(char *buf, size_t sz, int64_t order_id, int64_t event_id,
+                            int64_t user_id, int64_t ts_ms, uint32_t quantity)
+{
+    sk_order_msg m = {.order_id = (uint64_t)order_id, .event_id = (uint64_t)event_id,
+                      .user_id = (uint64_t)user_id, .ts_ms = ts_ms, .quantity = quantity};
+    const char *spec = getenv("SECKILL_ORDER_MSG_KEYS"); /* as ctu_order_json signs */
+    if (spec && *spec) {
+        char err[128];
+        sk_order_msg_keys *k = sk_order_msg_keys_new(spec, err, sizeof(err));
+        if (!k || sk_order_msg_sign(k, &m) != 0)
+            abort();
+        sk_order_msg_keys_free(k);
+    }
+    return sk_order_msg_encode(&m, buf, sz);
+}

@@ -152,4 +152,9 @@ int ctu_wait_healthy(int port, int timeout_ms);
 uint64_t ctu_seed(void);
 uint64_t ctu_rand(uint64_t *state);
 
+/** @brief An order of `quantity` units (issue 31), encoded and signed as ctu_order_json
+ *  does. @returns its length. */
+size_t ctu_order_json_units(char *buf, size_t sz, int64_t order_id, int64_t event_id,
+                            int64_t user_id, int64_t ts_ms, uint32_t quantity);
+
 #endif

@@ -142,8 +142,15 @@ static void test_lines(void **state)
     assert_true(consumer_wal_line_json(line, n, out, sizeof(out), key) > 0);
     assert_string_equal(key, "12");
     assert_int_equal(consumer_wal_next_line(c, strlen(c), &pos, &line, &n), 0);
+    /* the quantity (issue 31): a sixth field */
+    const char *q = "13\t2\t5\tcreated\t1702\t3";
+    assert_true(consumer_wal_line_json(q, strlen(q), out, sizeof(out), key) > 0);
+    assert_string_equal(out, "{\"v\":1,\"order_id\":\"13\",\"event_id\":\"2\",\"user_id\":\"5\","
+                             "\"status\":\"created\",\"at_ms\":1702,\"quantity\":3}");
 
-    const char *bad[] = {"", "1\t2\t3\tcreated", "1\t2\t3\tcreated\t4\t5", "x\t2\t3\tpaid\t4",
+    const char *bad[] = {"", "1\t2\t3\tcreated", "1\t2\t3\tcreated\t4\t5\t6", "x\t2\t3\tpaid\t4",
+                         "1\t2\t3\tcreated\t4\t", "1\t2\t3\tcreated\t4\t0", "1\t2\t3\tcreated\t4\t1000",
+                         "1\t2\t3\tcreated\t4\t-1",
                          "1\t2\t3\tPAID\t4", "1\t2\t3\tpa\"id\t4", "12345678901234567890\t2\t3\tpaid\t4",
                          "1\t\t3\tpaid\t4", "1\t2\t3\tpaid\t-4"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)

@@ -104,6 +104,10 @@ static void test_event_body(void **state)
     assert_int_equal(order_event_limits_any(&s.limits), 0);
     assert_int_equal(parse("{\"name\":\"x\",\"stock\":0,\"starts_at\":\"2026-11-22T10:00:00Z\","
                            "\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":1}", &s, err), 0);
+    /* several units per user (issue 31), up to the message's bound */
+    assert_int_equal(parse("{\"name\":\"x\",\"stock\":0,\"starts_at\":\"2026-11-22T10:00:00Z\","
+                           "\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":100}", &s, err), 0);
+    assert_int_equal(s.per_user_limit, 100);
 
     static const struct {
         const char *body;
@@ -125,7 +129,9 @@ static void test_event_body(void **state)
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"tomorrow\",\"ends_at\":\"2026-11-22T11:00:00Z\"}", "starts_at"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\"}", "ends_at"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T10:00:00Z\"}", "after"},
-        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":2}", "per_user_limit"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":101}", "per_user_limit: an integer from 1 to 100"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":0}", "per_user_limit"},
+        {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"per_user_limit\":2.5}", "per_user_limit"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"segments\":0}", "segments"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"segments\":65}", "segments"},
         {"{\"name\":\"x\",\"stock\":1,\"starts_at\":\"2026-11-22T10:00:00Z\",\"ends_at\":\"2026-11-22T11:00:00Z\",\"segments\":\"3\"}", "segments"},
@@ -170,6 +176,9 @@ static void test_patch_body(void **state)
     (void)state;
     order_event_patch p;
     char err[160];
+    assert_int_equal(order_body_parse_patch("{\"per_user_limit\":3}", 20, &p, err, sizeof(err)), 0);
+    assert_int_equal(p.per_user_limit, 3);
+    assert_int_equal(p.has, ORDER_PATCH_PER_USER);
     assert_int_equal(order_body_parse_patch("{\"name\":\"new\"}", 14, &p, err, sizeof(err)), 0);
     assert_int_equal(p.has, ORDER_PATCH_NAME);
     assert_string_equal(p.name, "new");
@@ -191,7 +200,8 @@ static void test_patch_body(void **state)
         {"{\"name\":\"\"}", "name"},
         {"{\"starts_at\":\"soon\"}", "starts_at"},
         {"{\"starts_at\":\"2026-11-22T11:00:00Z\",\"ends_at\":\"2026-11-22T10:00:00Z\"}", "after"},
-        {"{\"per_user_limit\":2}", "per_user_limit"},
+        {"{\"per_user_limit\":101}", "per_user_limit"},
+        {"{\"per_user_limit\":\"2\"}", "per_user_limit"},
         {"{\"limits\":{}}", "limits: an object"},
         {"{\"limits\":{\"ip_rate\":0}}", "limits.ip_rate"},
         {"{\"limits\":{\"per_ip\":3}}", "only ip_rate"},

@@ -65,7 +65,7 @@ static const order_gate_item *its[ORDER_GATE_ITEMS_MAX + 1];
 static void fill(size_t n, uint64_t event)
 {
     for (size_t i = 0; i < n; i++) {
-        items[i] = (order_gate_item){NULL, event, 1000 + i, 5000000000000000000ULL + i, 0, 0, 1, 0};
+        items[i] = (order_gate_item){NULL, event, 1000 + i, 5000000000000000000ULL + i, 0, 0, 1, 0, 1, 0};
         its[i] = &items[i];
     }
 }
@@ -84,13 +84,23 @@ static void test_reserve_args(void **state)
     fill(3, 77);
     order_gate_args a;
     assert_int_equal(order_gate_args_build(&a, ORDER_GATE_RESERVE, 1795341600123LL, its, 3), 0);
-    check_keys("reserve", &a, 4);
-    assert_int_equal(a.n, 4 + 1 + 2 * 3);
-    check_word(&a, 4, "1795341600123");
-    check_word(&a, 5, "1000");
-    check_word(&a, 6, "5000000000000000000");
-    check_word(&a, 9, "1002");
-    check_word(&a, 10, "5000000000000000002");
+    check_keys("reserve", &a, 5);
+    assert_int_equal(a.n, 5 + 1 + 2 * 3);
+    check_word(&a, 5, "1795341600123");
+    check_word(&a, 6, "1000");
+    check_word(&a, 7, "5000000000000000000");
+    check_word(&a, 10, "1002");
+    check_word(&a, 11, "5000000000000000002");
+    /* several units (issue 31): "order_id:q", and a quantity of 1 is the plain id */
+    items[0].quantity = 100;
+    items[1].quantity = 1;
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_RESERVE, 1795341600123LL, its, 3), 0);
+    check_word(&a, 7, "5000000000000000000:100");
+    check_word(&a, 9, "5000000000000000001");
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_BORROW, 1795341600123LL, its, 3), 0);
+    check_word(&a, 4, "5000000000000000000:100");
+    assert_int_equal(order_gate_args_build(&a, ORDER_GATE_CANCEL, 0, its, 1), 0);
+    check_word(&a, 4, "5000000000000000000"); /* cancel.lua reads q from the pending entry */
 }
 
 static void test_cancel_args(void **state)
@@ -105,12 +115,12 @@ static void test_cancel_args(void **state)
     fill(2, 77);
     order_gate_args a;
     assert_int_equal(order_gate_args_build(&a, ORDER_GATE_CANCEL, 0, its, 2), 0);
-    check_keys("cancel", &a, 3);
-    assert_int_equal(a.n, 3 + 2 * 2);
-    check_word(&a, 3, "5000000000000000000");
-    check_word(&a, 4, "1000");
-    check_word(&a, 5, "5000000000000000001");
-    check_word(&a, 6, "1001");
+    check_keys("cancel", &a, 4);
+    assert_int_equal(a.n, 4 + 2 * 2);
+    check_word(&a, 4, "5000000000000000000");
+    check_word(&a, 5, "1000");
+    check_word(&a, 6, "5000000000000000001");
+    check_word(&a, 7, "1001");
 }
 
 static void test_confirm_args(void **state)
@@ -141,10 +151,11 @@ static void test_segment_args(void **state)
     }
     order_gate_args a;
     assert_int_equal(order_gate_args_build(&a, ORDER_GATE_RESERVE, 1795341600123LL, its, 2), 0);
-    assert_int_equal(a.nkeys, 4);
+    assert_int_equal(a.nkeys, 5);
     check_word(&a, 0, "seckill:{e77.2}:stock");
     check_word(&a, 3, "seckill:{e77.2}:pending");
-    check_word(&a, 4, "1795341600123:3");
+    check_word(&a, 4, "seckill:{e77.2}:units");
+    check_word(&a, 5, "1795341600123:3");
     const char *script = seckill_lua_find("borrow");
     char word[64];
     contract_word(script, "KEYS[1]", word, sizeof(word));
@@ -174,7 +185,7 @@ static void test_segment_args(void **state)
     fill(1, 77);
     assert_int_equal(order_gate_args_build(&a, ORDER_GATE_RESERVE, 5, its, 1), 0);
     check_word(&a, 0, "seckill:{e77}:stock");
-    check_word(&a, 4, "5");
+    check_word(&a, 5, "5");
 }
 
 static void test_bounds(void **state)
@@ -232,19 +243,39 @@ static void test_codes(void **state)
     assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &one, 1, codes, NULL), -1);
     /* a duplicate names the held order (issue 31): a bulk string is code 2 and its id;
      * an empty one (a reload that did not know it) or a non-id is code 2 and id 0 */
-    uint64_t held[8];
+    order_gate_held held[8];
     arr = array_of(mixed, 4);
     ints[1] = (redisReply){.type = REDIS_REPLY_STRING, .str = "1234567890123", .len = 13};
     ints[3] = (redisReply){.type = REDIS_REPLY_STRING, .str = "", .len = 0};
     assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes, held), 0);
     assert_int_equal(codes[1], 2);
-    assert_int_equal(held[1], 1234567890123ULL);
+    assert_int_equal(held[1].order_id, 1234567890123ULL);
     assert_int_equal(codes[3], 2);
-    assert_int_equal(held[3], 0);
-    assert_int_equal(held[0], 0);
+    assert_int_equal(held[3].order_id, 0);
+    assert_int_equal(held[0].order_id, 0);
     ints[3] = (redisReply){.type = REDIS_REPLY_STRING, .str = "12x", .len = 3};
     assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes, held), 0);
-    assert_int_equal(held[3], 0);
+    assert_int_equal(held[3].order_id, 0);
+    /* several units (issue 31): L<held>:<order> 7, S<left> 8, Q<limit> 9; a malformed
+     * one is a duplicate with no id, as any other string */
+    ints[0] = (redisReply){.type = REDIS_REPLY_STRING, .str = "L3:42", .len = 5};
+    ints[1] = (redisReply){.type = REDIS_REPLY_STRING, .str = "S17", .len = 3};
+    ints[2] = (redisReply){.type = REDIS_REPLY_STRING, .str = "Q100", .len = 4};
+    ints[3] = (redisReply){.type = REDIS_REPLY_STRING, .str = "S1x", .len = 3};
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes, held), 0);
+    assert_int_equal(codes[0], ORDER_GATE_LIMIT_REACHED);
+    assert_int_equal(held[0].n, 3);
+    assert_int_equal(held[0].order_id, 42);
+    assert_int_equal(codes[1], ORDER_GATE_FEWER_LEFT);
+    assert_int_equal(held[1].n, 17);
+    assert_int_equal(codes[2], ORDER_GATE_OVER_LIMIT);
+    assert_int_equal(held[2].n, 100);
+    assert_int_equal(codes[3], 2);
+    assert_int_equal(held[3].order_id, 0);
+    ints[0] = (redisReply){.type = REDIS_REPLY_STRING, .str = "L2:", .len = 3};
+    assert_int_equal(order_gate_codes(ORDER_GATE_RESERVE, &arr, 4, codes, held), 0);
+    assert_int_equal(codes[0], ORDER_GATE_LIMIT_REACHED);
+    assert_int_equal(held[0].order_id, 0);
     /* a string is a duplicate only in reserve's answer */
     assert_int_equal(order_gate_codes(ORDER_GATE_BORROW, &arr, 4, codes, held), -1);
     arr = array_of(mixed, 4);

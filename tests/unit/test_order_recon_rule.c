@@ -106,8 +106,16 @@ static void test_pending_entries(void **state)
     assert_string_equal(user, "43");
     assert_int_equal(ts, 1700000000124LL);
     assert_int_equal(claim, 1);
+    /* several units (issue 31): ":q" after the time, a claim's before its ":c" */
+    assert_int_equal(order_recon_pending_parse("44:1700000000125:3", user, sizeof(user), &ts, &claim), 0);
+    assert_int_equal(claim, 0);
+    assert_int_equal(ts, 1700000000125LL);
+    assert_int_equal(order_recon_pending_parse("45:1700000000126:100:c", user, sizeof(user), &ts, &claim), 0);
+    assert_string_equal(user, "45");
+    assert_int_equal(claim, 1);
     const char *bad[] = {"42", ":5", "42:", "42:5x", "42:99999999999999999999", "42:5:", "42:5:cc",
-                         "42:5:x", "42::c",
+                         "42:5:x", "42::c", "42:5:1", "42:5:0", "42:5:101", "42:5:3x", "42:5:3:",
+                         "42:5:c:3",
                          "123456789012345678901234:5"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(order_recon_pending_parse(bad[i], user, sizeof(user), &ts, NULL), -1);
@@ -129,6 +137,12 @@ static void test_claims_and_id_array(void **state)
     assert_false(order_recon_is_claim("42:5", 4));
     assert_false(order_recon_is_claim("c", 1));
     assert_false(order_recon_is_claim("", 0));
+    /* the units a pending entry holds or claims (issue 31) */
+    assert_int_equal(order_recon_pending_units("42:5"), 1);
+    assert_int_equal(order_recon_pending_units("42:5:c"), 1);
+    assert_int_equal(order_recon_pending_units("42:5:3"), 3);
+    assert_int_equal(order_recon_pending_units("42:5:100:c"), 100);
+    assert_int_equal(order_recon_pending_units("junk"), 1);
     const char *ids[] = {"12", "x1", "", "123456789012345678901", "34", "12345678901234567890"};
     char *a = order_recon_id_array(ids, 6);
     assert_non_null(a);

@@ -37,6 +37,7 @@ static void test_error_bodies(void **state)
         {ORDER_ERR_IN_PROGRESS, 409, "in_progress"},
         {ORDER_ERR_KEY_REUSED, 422, "key_reused"},
         {ORDER_ERR_CONFLICT, 409, "conflict"},
+        {ORDER_ERR_LIMIT_REACHED, 409, "limit_reached"},
     };
     assert_int_equal(sizeof(want) / sizeof(want[0]), ORDER_ERR_COUNT);
     for (size_t i = 0; i < ORDER_ERR_COUNT; i++) {
@@ -92,6 +93,16 @@ static void test_success_bodies(void **state)
     char big[512];
     order_reply_duplicate(big, sizeof(big), 11, 2, 3, "created", 1795341600000LL);
     assert_non_null(strstr(big, "\"status\":\"created\",\"pay_by\":\"2026-11-22T10:00:00.000Z\"}"));
+    /* several units refused (issue 31): what is left, or what the user holds */
+    order_reply_units(b, sizeof(b), ORDER_ERR_SOLD_OUT, 3, 0);
+    assert_string_equal(b, "{\"error\":\"sold_out\",\"message\":\"fewer units are left than the "
+                           "order's quantity\",\"left\":3}");
+    order_reply_units(b, sizeof(b), ORDER_ERR_LIMIT_REACHED, 2, 41);
+    assert_string_equal(b, "{\"error\":\"limit_reached\",\"message\":\"this order would pass the "
+                           "event's per_user_limit\",\"held\":2,\"order_id\":\"41\"}");
+    order_reply_units(b, sizeof(b), ORDER_ERR_LIMIT_REACHED, 2, 0);
+    assert_null(strstr(b, "order_id"));
+    assert_int_equal(order_err_status(ORDER_ERR_LIMIT_REACHED), 409);
     char *e = order_reply_event(5, "a \"quoted\" name", 100, 7, 1795341600000LL, 1795345200123LL, NULL);
     assert_non_null(e);
     assert_string_equal(e, "{\"event_id\":\"5\",\"name\":\"a \\\"quoted\\\" name\",\"stock_total\":100,"

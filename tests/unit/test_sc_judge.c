@@ -72,7 +72,7 @@ static int judge(const sc_figures *f, char **text)
 static void test_all_hold(void **state)
 {
     sc_ids acc = ids_from("3\n1\n2\n");
-    sc_row rows[3] = {{2, 20, 1, 0, 0}, {1, 10, 1, 0, 0}, {3, 30, 1, 0, 0}};
+    sc_row rows[3] = {{2, 20, 1, 0, 0, 1}, {1, 10, 1, 0, 0, 1}, {3, 30, 1, 0, 0, 1}};
     sc_figures f = healthy(&acc, rows);
     assert_int_equal(f.created, 3);
     assert_int_equal(f.missing, 0);
@@ -96,8 +96,8 @@ static void test_after_the_202(void **state)
     char *text;
     /* 3 stock: 1 paid, 2 closed and released, resold to 2 new orders (one by user 20 again) */
     sc_ids acc = ids_from("1\n2\n3\n4\n5\n");
-    sc_row rows[5] = {{1, 10, 1, 0, 0}, {2, 20, 0, 1, 1}, {3, 30, 0, 1, 1},
-                      {4, 40, 1, 0, 0}, {5, 20, 1, 0, 0}};
+    sc_row rows[5] = {{1, 10, 1, 0, 0, 1}, {2, 20, 0, 1, 1, 1}, {3, 30, 0, 1, 1, 1},
+                      {4, 40, 1, 0, 0, 1}, {5, 20, 1, 0, 0, 1}};
     sc_figures f;
     memset(&f, 0, sizeof(f));
     f.event_id = 7;
@@ -142,7 +142,7 @@ static void test_each_violation_is_named(void **state)
     char *text;
     /* lost: an accepted id with no row, and one row rejected */
     sc_ids acc = ids_from("1\n2\n3\n4\n");
-    sc_row rows[3] = {{1, 10, 1, 0, 0}, {2, 20, 0, 0, 0}, {3, 30, 1, 0, 0}};
+    sc_row rows[3] = {{1, 10, 1, 0, 0, 1}, {2, 20, 0, 0, 0, 1}, {3, 30, 1, 0, 0, 1}};
     sc_figures f = healthy(&acc, rows);
     f.accepted = acc.n;
     assert_int_equal(f.missing, 1);
@@ -158,7 +158,7 @@ static void test_each_violation_is_named(void **state)
 
     /* oversold + duplicate user + stock_left off + leaked stock + dead letters */
     acc = ids_from("1\n2\n3\n");
-    sc_row rows2[3] = {{1, 10, 1, 0, 0}, {2, 10, 1, 0, 0}, {3, 30, 1, 0, 0}};
+    sc_row rows2[3] = {{1, 10, 1, 0, 0, 1}, {2, 10, 1, 0, 0, 1}, {3, 30, 1, 0, 0, 1}};
     f = healthy(&acc, rows2);
     assert_int_equal(f.dup_users, 1);
     f.stock_total = 2;
@@ -175,7 +175,7 @@ static void test_each_violation_is_named(void **state)
     free(text);
 
     /* Redis unreachable and dlq unreadable fail rather than pass silently */
-    sc_row rows3[3] = {{1, 10, 1, 0, 0}, {2, 20, 1, 0, 0}, {3, 30, 1, 0, 0}};
+    sc_row rows3[3] = {{1, 10, 1, 0, 0, 1}, {2, 20, 1, 0, 0, 1}, {3, 30, 1, 0, 0, 1}};
     f = healthy(&acc, rows3);
     f.redis_ok = 0;
     f.dlq_checked = -1;
@@ -190,7 +190,7 @@ static void test_extra_rows_are_reported_not_failed(void **state)
 {
     /* a created row whose 202 never reached the bench is not a lost order */
     sc_ids acc = ids_from("1\n2\n");
-    sc_row rows[3] = {{1, 10, 1, 0, 0}, {2, 20, 1, 0, 0}, {3, 30, 1, 0, 0}};
+    sc_row rows[3] = {{1, 10, 1, 0, 0, 1}, {2, 20, 1, 0, 0, 1}, {3, 30, 1, 0, 0, 1}};
     sc_figures f = healthy(&acc, rows);
     assert_int_equal(f.extra_created, 1);
     assert_int_equal(f.created, 3);
@@ -218,6 +218,40 @@ static void test_dlq_match(void **state)
     assert_false(sc_dlq_matches(NULL, 0, NULL, 0, "123"));
 }
 
+/* Several units (issue 31): held stock is counted in units, and a user may hold up to
+ * per_user_limit of them over several orders. */
+static void test_units(void **state)
+{
+    (void)state;
+    sc_ids acc = ids_from("1\n2\n3\n");
+    /* user 10: 2 + 1 units, user 30: 3 units; stock 6, limit 3 */
+    sc_row rows[3] = {{1, 10, 1, 0, 0, 2}, {2, 10, 1, 0, 0, 1}, {3, 30, 1, 0, 0, 3}};
+    sc_figures f;
+    memset(&f, 0, sizeof(f));
+    f.event_id = 7;
+    f.event_found = 1;
+    f.stock_total = 6;
+    f.per_user_limit = 3;
+    f.accepted = acc.n;
+    assert_int_equal(sc_match(&acc, rows, 3, &f), 0);
+    assert_int_equal(f.created, 6);
+    assert_int_equal(f.dup_users, 0);
+    /* the same rows under a limit of 2: user 10 (3) and user 30 (3) are over it */
+    f.per_user_limit = 2;
+    assert_int_equal(sc_match(&acc, rows, 3, &f), 0);
+    assert_int_equal(f.dup_users, 2);
+    /* 7 units held of 6: oversold by one unit, though there are 3 orders */
+    rows[2].quantity = 4;
+    f.per_user_limit = 4;
+    assert_int_equal(sc_match(&acc, rows, 3, &f), 0);
+    assert_int_equal(f.created, 7);
+    char *text;
+    assert_true(judge(&f, &text) > 0);
+    assert_non_null(strstr(text, "FAIL oversold       1 "));
+    free(text);
+    sc_ids_free(&acc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_extra_rows_are_reported_not_failed),
         cmocka_unit_test(test_dlq_match),
         cmocka_unit_test(test_after_the_202),
+        cmocka_unit_test(test_units),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

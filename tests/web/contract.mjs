@@ -271,6 +271,19 @@ if (k2 && k2.headers.get('idempotent-replayed') !== 'true') fail('buy, keyed aga
 await call('buy, key reused', 'POST', `/api/v1/events/${C}/orders`, { token: uk, headers: ik, expect: 422 });
 await call('buy, bad quantity', 'POST', `/api/v1/events/${A}/orders`, { token: uk, body: { quantity: 0 }, expect: 400 });
 await call('buy, bad key', 'POST', `/api/v1/events/${A}/orders`, { token: uk, headers: { 'Idempotency-Key': 'k'.repeat(256) }, expect: 400 });
+// Several units (issue 31): the event M sells 4 units, at most 3 per user.
+const m = await call('create, per_user_limit 3', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('contract M', 4, now - 1000, now + 3600e3), per_user_limit: 3 }, expect: 201 });
+await call('create, per_user_limit over 100', 'POST', '/api/v1/events', { token: admin,
+  body: { ...ev('x', 1, now, now + 1000), per_user_limit: 101 }, expect: 400 });
+const M = m && m.json.event_id;
+await call('buy 2 units', 'POST', `/api/v1/events/${M}/orders`, { token: u[3], body: { quantity: 2 }, expect: 202 });
+const lr = await call('buy 2 more, limit reached', 'POST', `/api/v1/events/${M}/orders`, { token: u[3], body: { quantity: 2 }, expect: 409 });
+if (lr && !(lr.json.error === 'limit_reached' && lr.json.held === 2)) fail('buy 2 more, limit reached', JSON.stringify(lr.json));
+await call('buy over the limit', 'POST', `/api/v1/events/${M}/orders`, { token: u[4], body: { quantity: 4 }, expect: 400 });
+const fl = await call('buy 3, fewer left', 'POST', `/api/v1/events/${M}/orders`, { token: u[4], body: { quantity: 3 }, expect: 409 });
+if (fl && !(fl.json.error === 'sold_out' && fl.json.left === 2)) fail('buy 3, fewer left', JSON.stringify(fl.json));
+await call('buy quantity not an integer', 'POST', `/api/v1/events/${M}/orders`, { token: u[4], body: { quantity: 1.5 }, expect: 400 });
 // A proof-of-work challenge before the order (issue 31): the event DC has one.
 const dc = await call('create, with a challenge', 'POST', '/api/v1/events', { token: admin,
   body: { ...ev('contract DC', 3, now - 1000, now + 3600e3), challenge: { kind: 'pow', difficulty: 8 } }, expect: 201 });
