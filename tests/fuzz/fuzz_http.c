@@ -12,6 +12,7 @@
 #include "order_body.h"
 #include "order_route.h"
 #include "order_time.h"
+#include "sk_order_msg.h"
 
 static int route_has_id(order_route_id id)
 {
@@ -98,7 +99,7 @@ static void check_bodies(const char *body, size_t len)
         FUZZ_CHECK(spec.stock >= 0 && spec.stock <= INT32_MAX);
         FUZZ_CHECK(spec.starts_at_ms >= 0 && spec.ends_at_ms > spec.starts_at_ms);
         FUZZ_CHECK(spec.ends_at_ms <= MAX_RFC3339_MS);
-        FUZZ_CHECK(spec.per_user_limit == 1);
+        FUZZ_CHECK(spec.per_user_limit >= 1 && spec.per_user_limit <= SK_ORDER_MSG_MAX_QUANTITY);
         FUZZ_CHECK(len <= ORDER_BODY_MAX);
     } else {
         FUZZ_CHECK(memchr(err, '\0', sizeof(err)) != NULL && err[0] != '\0');
