@@ -1,4 +1,5 @@
-/* consumer_db: migrations and batched, idempotent order writes. See consumer_db.h.
+/* consumer_db: batched, idempotent order writes (the migrations: consumer_db_migrate.c).
+ * See consumer_db.h.
  *
  * Why one INSERT ... SELECT FROM unnest(): six array parameters carry the whole batch
  * in one round trip and one plan, and the stock decision, the insert and the stock
@@ -7,7 +8,7 @@
  * Why binary arrays: the server then copies fixed-size numbers instead of parsing
  * every element's text (array_in, int8in), and we skip printing them. */
 #include "consumer_db.h"
-#include "consumer_events.h" /* the slot */
+#include "consumer_db_int.h"
 #include "order_msg.h"    /* ORDER_INDEX_OUTCOME_REPLAY */
 #include "order_status.h" /* the outcome letters */
 
@@ -20,40 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A one-dimensional array without NULLs, binary format: a 20-byte header (ndim 1,
- * no nulls, element type, length, lower bound 1), then per element its length and
- * its big-endian value. The header is written by barr_close, once the length is known. */
-#define BARR_HEADER 20
-typedef struct barr {
-    char *buf;
-    size_t len, cap;
-    uint32_t count;
-    uint32_t oid; /* element type */
-} barr;
-
-/* Type oids of the parameters (pg_type.h; stable across PostgreSQL versions). */
-#define OID_INT8 20u
-#define OID_INT4 23u
-#define OID_TIMESTAMPTZ 1184u
-#define OID_INT8_ARRAY 1016u
-#define OID_INT4_ARRAY 1007u
-#define OID_TIMESTAMPTZ_ARRAY 1185u
-/* Microseconds from the Unix epoch to PostgreSQL's (2000-01-01 UTC). */
-#define PG_EPOCH_US 946684800000000LL
-
-#define NARR 9
-
-struct consumer_db {
-    char *conninfo;
-    PGconn *conn;
-    int prepared; /* statements prepared on this connection */
-    char errstr[512];
-    consumer_db_reject *rejects;
-    size_t rejects_cap;
-    int safe_left; /* batches still to write with SQL_INSERT after a conflict */
-    /* Array parameters in PostgreSQL's binary format (array_recv), reused across batches. */
-    barr arr[NARR];
-};
 
 /* After a unique violation on the fast path, this many batches take the safe path:
  * replays come in runs (a restart or a rebalance replays a whole uncommitted tail). */
@@ -136,18 +103,7 @@ static const char SQL_REJECT[] =
     ") UPDATE seckill_event e SET stock_left = e.stock_left + g.back"
     "  FROM unnest($2::bigint[], $3::int[]) AS g(id, back) WHERE e.id = g.id AND g.back > 0";
 
-static const char SQL_VERSION_TABLE[] =
-    "CREATE TABLE IF NOT EXISTS seckill_schema_version ("
-    "  version    int PRIMARY KEY,"
-    "  name       text NOT NULL,"
-    "  applied_at timestamptz NOT NULL DEFAULT now())";
-
-/* A constant key for pg_advisory_xact_lock: "seckill-migrate" (any fixed number works,
- * it only has to be the same in every consumer). */
-#define MIGRATE_LOCK_KEY 0x5345434b4d4947LL
-
-static void set_err(consumer_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(consumer_db *db, const char *fmt, ...)
+void cdb_set_err(consumer_db *db, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -174,7 +130,7 @@ consumer_db *consumer_db_new(const char *conninfo)
     return db;
 }
 
-static void db_disconnect(consumer_db *db)
+void cdb_disconnect(consumer_db *db)
 {
     if (db->conn)
         PQfinish(db->conn);
@@ -186,7 +142,7 @@ void consumer_db_free(consumer_db *db)
 {
     if (!db)
         return;
-    db_disconnect(db);
+    cdb_disconnect(db);
     free(db->conninfo);
     free(db->rejects);
     for (int i = 0; i < NARR; i++)
@@ -201,11 +157,11 @@ const char *consumer_db_errstr(const consumer_db *db)
 
 /* The connection: sk_pg's bounds (connect_timeout, keepalives, statement deadline) and
  * its notice log. */
-static int db_connect(consumer_db *db)
+int cdb_connect(consumer_db *db)
 {
     if (db->conn && PQstatus(db->conn) == CONNECTION_OK)
         return 0;
-    db_disconnect(db);
+    cdb_disconnect(db);
     db->conn = sk_pg_connect(db->conninfo, "seckill-consumer/writer", db->errstr,
                              sizeof(db->errstr));
     return db->conn ? 0 : -1;
@@ -216,94 +172,31 @@ static int db_connect(consumer_db *db)
 static int db_after(consumer_db *db, int rc)
 {
     if (rc != SK_PG_OK && PQstatus(db->conn) != CONNECTION_OK)
-        db_disconnect(db);
+        cdb_disconnect(db);
     return rc;
 }
 
 /* Runs sql (n text parameters) expecting `want`, rows in *res when res is not NULL.
  * @returns 0 or -1 (error set). */
-static int db_exec(consumer_db *db, const char *what, const char *sql, int n,
+int cdb_exec(consumer_db *db, const char *what, const char *sql, int n,
                    const char *const *params, ExecStatusType want, PGresult **res)
 {
     return db_after(db, sk_pg_exec(db->conn, what, sql, n, params, want, res, db->errstr,
                                    sizeof(db->errstr))) == SK_PG_OK ? 0 : -1;
 }
 
-static int exec_cmd(consumer_db *db, const char *sql, const char *what)
+int cdb_exec_cmd(consumer_db *db, const char *sql, const char *what)
 {
-    return db_exec(db, what, sql, 0, NULL, PGRES_COMMAND_OK, NULL);
+    return cdb_exec(db, what, sql, 0, NULL, PGRES_COMMAND_OK, NULL);
 }
 
-static void rollback_quietly(consumer_db *db)
+void cdb_rollback_quietly(consumer_db *db)
 {
     if (db->conn && PQstatus(db->conn) == CONNECTION_OK) {
         char ignored[8]; /* the failure that led here is the one to report */
         db_after(db, sk_pg_exec(db->conn, "rollback", "ROLLBACK", 0, NULL, PGRES_COMMAND_OK, NULL,
                                 ignored, sizeof(ignored)));
     }
-}
-
-int consumer_db_migrate(consumer_db *db)
-{
-    if (db_connect(db) != 0)
-        return -1;
-    /* A migration may rewrite or index a large table: no client deadline here, and each
-     * migration's transaction lifts statement_timeout (SET LOCAL: it ends with it). The
-     * connection was just opened, so the server was answering. */
-    sk_pg_set_deadline(db->conn, 0);
-    PGresult *r;
-    int applied = 0;
-    for (const consumer_migration *m = consumer_migrations; m->name; m++) {
-        int version = atoi(m->name);
-        if (version <= 0) {
-            set_err(db, "migration %s: the file name must start with its number", m->name);
-            return -1;
-        }
-        /* BEGIN; advisory lock; version table; already applied?; apply; record; COMMIT.
-         * The lock serialises concurrent starters; the check under it makes each file
-         * run once, and IF NOT EXISTS in the files makes a repeat harmless anyway. */
-        if (exec_cmd(db, "BEGIN", "migrate begin") != 0 ||
-            exec_cmd(db, "SET LOCAL statement_timeout = 0", "migrate timeout") != 0)
-            goto fail;
-        char key[32], ver[16];
-        snprintf(key, sizeof(key), "%lld", (long long)MIGRATE_LOCK_KEY);
-        snprintf(ver, sizeof(ver), "%d", version);
-        const char *p_key[] = {key};
-        /* $1: the advisory lock key */
-        if (db_exec(db, "migrate lock", "SELECT pg_advisory_xact_lock($1::bigint)", 1, p_key,
-                    PGRES_TUPLES_OK, NULL) != 0)
-            goto fail;
-        if (exec_cmd(db, SQL_VERSION_TABLE, "migrate version table") != 0)
-            goto fail;
-        const char *p_ver[] = {ver};
-        /* $1: the migration's version */
-        if (db_exec(db, "migrate check",
-                    "SELECT 1 FROM seckill_schema_version WHERE version = $1::int", 1, p_ver,
-                    PGRES_TUPLES_OK, &r) != 0)
-            goto fail;
-        int done = PQntuples(r) > 0;
-        PQclear(r);
-        if (!done) {
-            /* Our own file, compiled in: run as is (several statements). */
-            if (db_exec(db, m->name, m->sql, 0, NULL, PGRES_COMMAND_OK, NULL) != 0)
-                goto fail;
-            const char *p_rec[] = {ver, m->name};
-            /* $1: version, $2: file name */
-            if (db_exec(db, "migrate record",
-                        "INSERT INTO seckill_schema_version (version, name) VALUES ($1::int, $2)",
-                        2, p_rec, PGRES_COMMAND_OK, NULL) != 0)
-                goto fail;
-            applied++;
-        }
-        if (exec_cmd(db, "COMMIT", "migrate commit") != 0)
-            goto fail;
-    }
-    sk_pg_set_deadline(db->conn, SK_PG_STATEMENT_TIMEOUT_MS + SK_PG_DEADLINE_GRACE_MS);
-    return applied;
-fail:
-    rollback_quietly(db);
-    sk_pg_set_deadline(db->conn, SK_PG_STATEMENT_TIMEOUT_MS + SK_PG_DEADLINE_GRACE_MS);
-    return -1;
 }
 
 /* Makes room for `n` more bytes in `a`. @returns 0 or -1 on OOM. */
@@ -475,7 +368,7 @@ static void wr_free(wr_state *w)
 
 static int wr_oom(wr_state *w)
 {
-    set_err(w->db, "out of memory");
+    cdb_set_err(w->db, "out of memory");
     return -1;
 }
 
@@ -765,14 +658,14 @@ static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *re
         wr_free(&w);
         return rc;
     }
-    if (db_connect(db) != 0 || prepare(db) != 0 || exec_cmd(db, "BEGIN", "begin") != 0) {
+    if (cdb_connect(db) != 0 || prepare(db) != 0 || cdb_exec_cmd(db, "BEGIN", "begin") != 0) {
         wr_free(&w);
         return -1;
     }
     rc = wr_transaction(&w);
     if (rc != 0) {
-        rollback_quietly(db);
-    } else if (exec_cmd(db, "COMMIT", "commit") != 0) {
+        cdb_rollback_quietly(db);
+    } else if (cdb_exec_cmd(db, "COMMIT", "commit") != 0) {
         rc = -1; /* a failed COMMIT ends the transaction (or the connection is gone) */
     } else {
         wr_count_duplicates(&w);
@@ -793,21 +686,4 @@ int consumer_db_write(consumer_db *db, consumer_batch *b, consumer_db_result *re
     if (rc == 0 && safe && db->safe_left > 0)
         db->safe_left--;
     return rc == 0 ? 0 : -1;
-}
-
-int consumer_db_migrate_events(consumer_db *db, const char *slot_cfg, char *warn, size_t warnsz)
-{
-    warn[0] = '\0';
-    if (slot_cfg) {
-        if (db_connect(db) != 0)
-            return -1;
-        char slot[CONSUMER_EVENTS_SLOT_MAX + 1];
-        if (consumer_events_slot_ensure(db->conn, slot_cfg, slot, warn, warnsz) != 0 &&
-            PQstatus(db->conn) != CONNECTION_OK) {
-            set_err(db, "%s", warn);
-            db_disconnect(db);
-            return -1;
-        }
-    }
-    return consumer_db_migrate(db);
 }
