@@ -49,6 +49,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=deploy/lib.sh
 . "$ROOT/deploy/lib.sh"
+# shellcheck source=deploy/deps.sh
+. "$ROOT/deploy/deps.sh" # the pinned tools beside the packages: toxiproxy_deps, web_deps
 BUILD_DIR=${SECKILL_BUILD_DIR:-$ROOT/build}
 RUN=${SECKILL_RUN_DIR:-$ROOT/.run}
 REDIS_PORT=${SECKILL_REDIS_PORT:-16379}
@@ -133,45 +135,6 @@ cmd_deps() {
     # Sonyflake at the version bench/sonyflake/go.mod pins (go.sum checks it).
     (cd "$ROOT/bench/sonyflake" && go mod download)
     toxiproxy_deps
-}
-
-# Shopify's toxiproxy (the network fault proxy of tests/fault/), built by the Go toolchain
-# at a pinned version into deploy/toxiproxy/bin (Debian does not package it). Redone only
-# when the pin changes.
-# v2.8.0: the newest whose go.mod Debian 12's Go (1.19) builds (v2.9.0 on need Go 1.22+).
-TOXIPROXY_VERSION=v2.8.0
-TOXIPROXY_BIN=$ROOT/deploy/toxiproxy/bin
-toxiproxy_deps() {
-    [ "$(cat "$TOXIPROXY_BIN/.version" 2>/dev/null)" = "$TOXIPROXY_VERSION" ] &&
-        [ -x "$TOXIPROXY_BIN/toxiproxy-server" ] && return 0
-    log "deps: toxiproxy $TOXIPROXY_VERSION (go install)"
-    local tmp
-    tmp=$(mktemp -d)
-    GOBIN=$tmp go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" ||
-        die "toxiproxy $TOXIPROXY_VERSION did not build"
-    mkdir -p "$TOXIPROXY_BIN"
-    mv "$tmp/server" "$TOXIPROXY_BIN/toxiproxy-server"
-    rm -rf "$tmp"
-    echo "$TOXIPROXY_VERSION" >"$TOXIPROXY_BIN/.version"
-}
-
-# The web tests' tools, pinned: npm packages from tests/web/package-lock.json and
-# schemathesis (tests/web/requirements.txt) in a venv. Each is redone only when its pin
-# file changed since the last install.
-web_deps() {
-    local web=$ROOT/tests/web
-    if ! cmp -s "$web/package-lock.json" "$web/node_modules/.seckill-lock" 2>/dev/null; then
-        log "deps: npm ci in tests/web"
-        (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-        cp "$web/package-lock.json" "$web/node_modules/.seckill-lock"
-    fi
-    if ! cmp -s "$web/requirements.txt" "$web/.venv/.seckill-req" 2>/dev/null; then
-        log "deps: schemathesis venv in tests/web/.venv"
-        rm -rf "$web/.venv"
-        python3 -m venv "$web/.venv"
-        "$web/.venv/bin/pip" install -q --disable-pip-version-check -r "$web/requirements.txt" >/dev/null
-        cp "$web/requirements.txt" "$web/.venv/.seckill-req"
-    fi
 }
 
 # build DIR [cmake args...]
