@@ -374,12 +374,13 @@ int ctu_producer_close(rd_kafka_t *p)
     return rc;
 }
 
-size_t ctu_order_signed(char *buf, size_t sz, int64_t order_id, int64_t event_id,
-                        int64_t user_id, int64_t ts_ms, const char *spec)
+/* The front's encoder (sk_order_msg.h): what the consumer gets in production; signed
+ * under `spec` when it names keys. */
+static size_t order_msg(char *buf, size_t sz, int64_t order_id, int64_t event_id,
+                        int64_t user_id, int64_t ts_ms, uint32_t quantity, const char *spec)
 {
-    /* the front's encoder (sk_order_msg.h): what the consumer gets in production */
     sk_order_msg m = {.order_id = (uint64_t)order_id, .event_id = (uint64_t)event_id,
-                      .user_id = (uint64_t)user_id, .ts_ms = ts_ms, .quantity = 1};
+                      .user_id = (uint64_t)user_id, .ts_ms = ts_ms, .quantity = quantity};
     if (spec && *spec) {
         char err[128];
         sk_order_msg_keys *k = sk_order_msg_keys_new(spec, err, sizeof(err));
@@ -388,6 +389,12 @@ size_t ctu_order_signed(char *buf, size_t sz, int64_t order_id, int64_t event_id
         sk_order_msg_keys_free(k);
     }
     return sk_order_msg_encode(&m, buf, sz);
+}
+
+size_t ctu_order_signed(char *buf, size_t sz, int64_t order_id, int64_t event_id,
+                        int64_t user_id, int64_t ts_ms, const char *spec)
+{
+    return order_msg(buf, sz, order_id, event_id, user_id, ts_ms, 1, spec);
 }
 
 size_t ctu_order_json(char *buf, size_t sz, int64_t order_id, int64_t event_id, int64_t user_id,
@@ -626,15 +633,7 @@ char *ctu_setup(ctu_kafka *k, int partitions, const char *name, int64_t event_ba
 size_t ctu_order_json_units(char *buf, size_t sz, int64_t order_id, int64_t event_id,
                             int64_t user_id, int64_t ts_ms, uint32_t quantity)
 {
-    sk_order_msg m = {.order_id = (uint64_t)order_id, .event_id = (uint64_t)event_id,
-                      .user_id = (uint64_t)user_id, .ts_ms = ts_ms, .quantity = quantity};
-    const char *spec = getenv("SECKILL_ORDER_MSG_KEYS"); /* as ctu_order_json signs */
-    if (spec && *spec) {
-        char err[128];
-        sk_order_msg_keys *k = sk_order_msg_keys_new(spec, err, sizeof(err));
-        if (!k || sk_order_msg_sign(k, &m) != 0)
-            abort();
-        sk_order_msg_keys_free(k);
-    }
-    return sk_order_msg_encode(&m, buf, sz);
+    /* signed as ctu_order_json signs */
+    return order_msg(buf, sz, order_id, event_id, user_id, ts_ms, quantity,
+                     getenv("SECKILL_ORDER_MSG_KEYS"));
 }
