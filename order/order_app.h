@@ -67,6 +67,10 @@ typedef struct order_worker_hooks {
     void (*chain_flush)(order_worker *w);
     /* After the Redis connection is freed: frees w->chain. */
     void (*chain_free)(order_worker *w);
+    /* Every answer about to be sent (order_http_reply_send), status and body: the
+     * Idempotency-Key's capture (order_idem_http.h). A hook, so the reply path does not
+     * call back into a module that calls it. NULL: nothing to do. */
+    void (*answered)(sk_http_req *req, int status, const char *body, size_t len);
 } order_worker_hooks;
 
 struct order_worker {

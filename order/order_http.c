@@ -21,6 +21,7 @@
 #include "order_event_change.h"
 #include "order_event_read.h"
 #include "order_http_int.h"
+#include "order_idem_http.h"
 #include "order_ops.h"
 #include "order_pay_http.h"
 #include "order_place.h"
@@ -177,4 +178,5 @@ void order_http_handle(sk_http_req *req, void *arg)
 }
 
 const order_worker_hooks order_http_hooks = {order_http_handle, order_place_chain_new,
-                                             order_place_chain_flush, order_place_chain_free};
+                                             order_place_chain_flush, order_place_chain_free,
+                                             order_idem_answered};

@@ -5,7 +5,6 @@
  * calls the route files. See order_http_int.h. */
 #include "order_http_int.h"
 #include "order_body.h"
-#include "order_idem_http.h"
 #include "order_time.h"
 #include "sk_http_query.h"
 
@@ -47,7 +46,8 @@ void order_http_reply_send(order_worker *w, sk_http_req *req, order_route_id rou
     order_app *app = w->app;
     if (atomic_load_explicit(&app->draining, memory_order_relaxed))
         sk_http_close_after(req);
-    order_idem_answered(req, status, body, len); /* kept for its Idempotency-Key, if any */
+    if (app->hooks.answered) /* kept for its Idempotency-Key, if any */
+        app->hooks.answered(req, status, body, len);
     /* sk_http writes Date, Content-Length and Connection, and no body for HEAD */
     sk_http_reply(req, status, reason(status), ctype, body, len);
     order_metrics_request(&app->metrics, route, status, order_time_mono_us() - start_us);

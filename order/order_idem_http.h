@@ -6,7 +6,8 @@
  * without the header costs nothing here (the order path's accept row keeps its Redis
  * calls). Once claimed, the route's handler runs again from the top (`resume`), finds
  * its request claimed and goes on as without a key; its answer, whatever path gives it,
- * passes order_http_reply_send, which hands it to order_idem_answered. The claimed
+ * passes order_http_reply_send, which hands it to order_idem_answered (app->hooks.answered:
+ * a hook, so the reply path does not call back into this module). The claimed
  * requests of a worker are a list of its thread's: every answer of a request is given on
  * its worker's loop (order_http_int.h), and a thread with none pays one load per answer.
  *
