@@ -6,7 +6,8 @@
 # very same rows into an exact empty copy of seckill_order (same indexes, check and
 # foreign key: the issue's reference) and into one without the foreign key (for
 # information), in the same run. Prints a table and one JSON line.
-# Needs the stack of `deploy/local.sh up` (PostgreSQL) and .run/env sourced; uses
+# Needs .run/env sourced (the stack of `deploy/local.sh up`: its Redis for the order index;
+# its PostgreSQL only with PG=stack, below); uses
 # $SECKILL_BIN_DIR (a Release build for meaningful figures; override with BIN=...).
 # The drain runs once per mode of ORDER_EVENTS (default "on off"): on, the order
 # transitions emitted into the WAL and published by the consumer to
@@ -41,16 +42,30 @@ KAFKA_SH=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/deploy/kafka/kafka.sh
 # The consumer's /metrics during the run.
 PORT=${PORT:-$(sk_free_port)}
 BIN=${BIN:-${SECKILL_BIN_DIR:?source .run/env first}}
-: "${SECKILL_PG:?source .run/env first}" "${SECKILL_PG_ADMIN:?source .run/env first}"
+# PG=private (default): a PostgreSQL of the bench's own, the stack's settings
+# (SK_PG_TUNING), on a free port, for this run only. Why not the stack's: a logical slot's
+# walsender decodes every database's WAL of its cluster, so the stack's own consumer's
+# events reader decoded this run's writes as well, about 1.4 s of a core per 500,000
+# orders taken from the drain (measured 2026-11-27: steady drain 60,746 against 68,833/s
+# with it stopped). PG=stack: the stack's PostgreSQL (SECKILL_PG, SECKILL_PG_ADMIN).
+PG=${PG:-private}
+case $PG in private | stack) ;; *) echo "bench-consumer: PG is private or stack" >&2; exit 2 ;; esac
+if [ "$PG" = stack ]; then
+    : "${SECKILL_PG:?source .run/env first}" "${SECKILL_PG_ADMIN:?source .run/env first}"
+fi
 DB=sk_bench_consumer
 for b in seckill-consumer seckill-devkafka consumer-load; do
     [ -x "$BIN/$b" ] || { echo "bench-consumer: $BIN/$b is not built" >&2; exit 1; }
 done
 
 work=$(mktemp -d /tmp/sk-bench-consumer.XXXXXX)
-kpid="" cpid=""
+kpid="" cpid="" pgdir=""
 cleanup() {
     [ -n "$cpid" ] && kill "$cpid" 2>/dev/null && wait "$cpid" 2>/dev/null || true
+    if [ -n "$pgdir" ]; then
+        sk_as_pg "$(sk_pg_bin)/pg_ctl" -D "$pgdir/data" -m immediate -w stop >/dev/null 2>&1 || true
+        rm -rf "$pgdir"
+    fi
     if [ "$KAFKA" = real ]; then
         "$KAFKA_SH" stop "$work/kafka" 2>/dev/null || true
     else
@@ -94,6 +109,19 @@ else
     brokers=$(cat "$work/bootstrap")
 fi
 
+if [ "$PG" = private ]; then
+    pgbin=$(sk_pg_bin) || { echo "bench-consumer: no PostgreSQL server (deploy/local.sh deps)" >&2; exit 1; }
+    pgport=$(sk_free_port) || { echo "bench-consumer: no free port for PostgreSQL" >&2; exit 1; }
+    pgdir=$(mktemp -d /tmp/sk-bench-pg.XXXXXX)
+    [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$pgdir"
+    sk_as_pg "$pgbin/initdb" -D "$pgdir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+    sk_as_pg "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/postgres.log" -w -t 60 \
+        -o "-p $pgport -k $pgdir -c listen_addresses=127.0.0.1 $SK_PG_TUNING" start >/dev/null ||
+        { cat "$pgdir/postgres.log" >&2; exit 1; }
+    SECKILL_PG_ADMIN="host=127.0.0.1 port=$pgport dbname=postgres user=postgres"
+    SECKILL_PG="host=127.0.0.1 port=$pgport user=seckill"
+    psql "$SECKILL_PG_ADMIN" -qc "CREATE ROLE seckill LOGIN REPLICATION" >/dev/null
+fi
 drop_db
 psql "$SECKILL_PG_ADMIN" -qc "CREATE DATABASE $DB OWNER seckill" >/dev/null
 SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_EVENTS_TOPIC= "$BIN/seckill-consumer" migrate 2>/dev/null
@@ -201,10 +229,17 @@ drain() { # mode
     # CPU time (user + system) of the consumer, of its PostgreSQL backends (the writers'
     # connections and the slot's walsender, in this database only: the stack's own
     # consumer beside the bench is not counted) and of the dev Kafka during the drain.
-    local cpu_pg=0 b
+    # The walsender's share alone too: it decodes every row change of the database's
+    # WAL to find the transitions' messages (pgoutput then drops the rows).
+    local cpu_pg=0 cpu_ws=0 b ws
+    ws=$(pg -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walsender' AND datname = current_database()")
     for b in $(pg -c "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'seckill-consumer/%' AND datname = current_database()"); do
         cpu_pg=$(awk -v a="$cpu_pg" -v b="$(sk_cpu_seconds "$b")" 'BEGIN { printf "%.2f", a + b }')
     done
+    for b in $ws; do
+        cpu_ws=$(awk -v a="$cpu_ws" -v b="$(sk_cpu_seconds "$b")" 'BEGIN { printf "%.2f", a + b }')
+    done
+    printf -v "cpu_ws_$mode" '%s' "$cpu_ws"
     printf -v "total_$mode" '%s' "$(awk -v a="$t0" -v b="$t2" 'BEGIN { printf "%.3f", b - a }')"
     printf -v "steady_$mode" '%s' "$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.3f", b - a }')"
     printf -v "cpu_c_$mode" '%s' "$(sk_cpu_seconds "$cpid")"
@@ -273,11 +308,11 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 # One line per mode, then the reference and the ratios.
 report() { # mode
     local m=$1 v
-    for v in total steady cpu_c cpu_pg cpu_k txs txn rb ck av lag pub; do
+    for v in total steady cpu_c cpu_pg cpu_ws cpu_k txs txn rb ck av lag pub; do
         eval "r_$v=\${${v}_$m:-0}"
     done
     awk -v mode="$m" -v n="$N" -v total="$r_total" -v steady="$r_steady" -v cfk="$copy_fk" -v cnofk="$copy_nofk" \
-        -v cpu_c="$r_cpu_c" -v cpu_pg="$r_cpu_pg" -v cpu_k="$r_cpu_k" -v txs="${r_txs:-0}" -v txn="${r_txn:-0}" \
+        -v cpu_c="$r_cpu_c" -v cpu_pg="$r_cpu_pg" -v cpu_ws="$r_cpu_ws" -v cpu_k="$r_cpu_k" -v txs="${r_txs:-0}" -v txn="${r_txn:-0}" \
         -v rb="$r_rb" -v ck="$r_ck" -v av="$r_av" -v lag="$r_lag" -v pub="${r_pub:-0}" -v writers="$WRITERS" \
         -v kafka="$KAFKA" -v batch="$BATCH_MAX" -v parts="$PARTITIONS" -v load="$load" 'BEGIN {
         rt = n / total; rs = n / steady; rfk = cfk > 0 ? n / cfk : 0; rnofk = cnofk > 0 ? n / cnofk : 0
@@ -290,11 +325,11 @@ report() { # mode
         if (txn > 0)
             printf "  batches %d, mean transaction %.1f ms, writers busy %.0f%%\n", txn, 1000 * txs / txn,
                 100 * txs / (writers * steady)
-        printf "  CPU per order: consumer %.1f us, its PostgreSQL backends %.1f us, Kafka (%s) %.1f us\n",
-            1e6 * cpu_c / n, 1e6 * cpu_pg / n, kafka, 1e6 * cpu_k / n
+        printf "  CPU per order: consumer %.1f us, its PostgreSQL backends %.1f us (the slot'"'"'s walsender %.1f), Kafka (%s) %.1f us\n",
+            1e6 * cpu_c / n, 1e6 * cpu_pg / n, 1e6 * cpu_ws / n, kafka, 1e6 * cpu_k / n
         printf "  checkpoints %d, autovacuums %d, rollbacks %d during the drain\n", ck, av, rb
-        printf "{\"bench\":\"consumer\",\"kafka\":\"%s\",\"events\":\"%s\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"consumer_cpu_s\":%.2f,\"pg_cpu_s\":%.2f,\"kafka_cpu_s\":%.2f,\"rollbacks\":%d,\"autovacuums\":%d,\"published\":%d,\"publisher_lag_s\":%.2f,\"copy_fk_rate\":%.0f,\"copy_nofk_rate\":%.0f,\"ratio_fk\":%.3f,\"ratio_nofk\":%.3f,\"loadavg\":\"%s\"}\n",
-            kafka, mode, n, batch, writers, parts, total, steady, rt, rs, cpu_c, cpu_pg, cpu_k, rb, av, pub, lag, rfk, rnofk,
+        printf "{\"bench\":\"consumer\",\"kafka\":\"%s\",\"events\":\"%s\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"consumer_cpu_s\":%.2f,\"pg_cpu_s\":%.2f,\"walsender_cpu_s\":%.2f,\"kafka_cpu_s\":%.2f,\"rollbacks\":%d,\"autovacuums\":%d,\"published\":%d,\"publisher_lag_s\":%.2f,\"copy_fk_rate\":%.0f,\"copy_nofk_rate\":%.0f,\"ratio_fk\":%.3f,\"ratio_nofk\":%.3f,\"loadavg\":\"%s\"}\n",
+            kafka, mode, n, batch, writers, parts, total, steady, rt, rs, cpu_c, cpu_pg, cpu_ws, cpu_k, rb, av, pub, lag, rfk, rnofk,
             rfk ? rs / rfk : 0, rnofk ? rs / rnofk : 0, load
     }'
 }

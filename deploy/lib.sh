@@ -178,3 +178,26 @@ sk_json_count() {
     v=$(sed -n "s/^ *\"$2\": *\([0-9]*\).*/\1/p" "$1" | head -n 1)
     echo "${v:-0}"
 }
+
+# ---- PostgreSQL: the stack's server settings, and running its tools -----------------
+
+# The server settings of every PostgreSQL the project starts (the local stack's, and the
+# private one of bench/bench-consumer.sh). Durability-neutral: fsync and
+# synchronous_commit stay on (the consumer commits Kafka offsets only after PostgreSQL's
+# COMMIT, so a commit must survive a crash); room for the order table and its indexes in
+# memory, fewer checkpoints during a drain; wal_level=logical: the order transitions are
+# read from the WAL (consumer_walproto.h, issue 36).
+SK_PG_TUNING="-c shared_buffers=512MB -c wal_buffers=64MB -c max_wal_size=4GB -c checkpoint_timeout=15min -c wal_level=logical"
+
+# sk_as_pg COMMAND...: runs COMMAND as the postgres user when this is root (initdb and
+# pg_ctl refuse root), from / (postgres may not be allowed into the caller's directory).
+sk_as_pg() {
+    if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
+}
+
+# sk_pg_bin: the newest installed PostgreSQL server's bin directory.
+sk_pg_bin() {
+    local d
+    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$d" ] && echo "$d"
+}

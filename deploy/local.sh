@@ -93,17 +93,9 @@ as_root() {
 }
 
 # PostgreSQL refuses to run as root: as root we run it as the postgres user.
-as_pg() {
-    # From /: the postgres user may not be allowed into the caller's directory.
-    if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
-}
+as_pg() { sk_as_pg "$@"; }
 
-pg_bin() {
-    local d
-    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-    [ -n "$d" ] || die "PostgreSQL server binaries not found (run: deploy/local.sh deps)"
-    echo "$d"
-}
+pg_bin() { sk_pg_bin || die "PostgreSQL server binaries not found (run: deploy/local.sh deps)"; }
 
 cmd_deps() {
     local missing=() p
@@ -247,11 +239,8 @@ pg_dir() {
     echo "$d"
 }
 
-# Durability-neutral tuning (fsync and synchronous_commit stay on: the consumer commits
-# Kafka offsets only after PostgreSQL's COMMIT, so a commit must survive a crash): room
-# for the order table and its indexes in memory, fewer checkpoints during a drain.
-# wal_level=logical: the order transitions are read from the WAL (consumer_wal.h, issue 36).
-PG_TUNING="-c shared_buffers=512MB -c wal_buffers=64MB -c max_wal_size=4GB -c checkpoint_timeout=15min -c wal_level=logical"
+# The server settings (deploy/lib.sh says why each).
+PG_TUNING=$SK_PG_TUNING
 
 pg_up() {
     mkdir -p "$RUN/logs"
