@@ -326,6 +326,94 @@ int sk_pg_exec_prepared(PGconn *c, const char *what, const char *name, int n,
     return finish(c, sent, what, want, res, err, errsz);
 }
 
+/* Sends a COPY's input in non-blocking mode: put (PQputCopyData or PQputCopyEnd) returns
+ * 0 while libpq's buffer is full, which flushing, up to the deadline, empties.
+ * @returns 1 sent, 0 deadline, -1 error. */
+static int copy_put(PGconn *c, const char *data, size_t len, long long deadline)
+{
+    for (;;) {
+        int rc = data ? PQputCopyData(c, data, (int)len) : PQputCopyEnd(c, NULL);
+        if (rc < 0)
+            return -1;
+        if (rc > 0)
+            return 1;
+        int f = PQflush(c);
+        if (f < 0)
+            return -1;
+        if (f > 0) {
+            int w = wait_socket(c, POLLOUT, deadline);
+            if (w <= 0)
+                return w;
+        }
+    }
+}
+
+/* A COPY that missed its deadline (timed_out) or lost its connection: as finish's own
+ * failure, the socket shut so that the caller reconnects. @returns the sk_pg_err. */
+static int copy_failed(PGconn *c, conn_data *d, int timed_out, const char *what, char *err,
+                       size_t errsz)
+{
+    if (timed_out) {
+        char msg[64];
+        snprintf(msg, sizeof(msg), "no answer in %d ms", d ? d->deadline_ms : 0);
+        set_err(err, errsz, what, msg, NULL);
+    } else {
+        set_err(err, errsz, what, PQerrorMessage(c), NULL);
+    }
+    abandon(c);
+    return timed_out ? SK_PG_ETIMEOUT : SK_PG_ECONN;
+}
+
+int sk_pg_copy_in(PGconn *c, const char *what, const char *sql, const char *data, size_t len,
+                  char *err, size_t errsz)
+{
+    if (!c) {
+        set_err(err, errsz, what, "not connected", NULL);
+        return SK_PG_ECONN;
+    }
+    conn_data *d = data_of(c);
+    long long deadline = d && d->deadline_ms ? now_ms() + d->deadline_ms : 0;
+    if (d)
+        d->sqlstate[0] = '\0';
+    if (!PQsendQuery(c, sql))
+        return finish(c, 0, what, PGRES_COMMAND_OK, NULL, err, errsz);
+    /* The server's first answer: CopyInResponse, or an error (then finish reports it). */
+    PGresult *r = NULL;
+    for (;;) {
+        if (PQflush(c) == 0 && !PQisBusy(c)) {
+            r = PQgetResult(c);
+            break;
+        }
+        int w = wait_socket(c, PQflush(c) ? POLLIN | POLLOUT : POLLIN, deadline);
+        if (w <= 0 || !PQconsumeInput(c))
+            return copy_failed(c, d, w == 0, what, err, errsz);
+    }
+    if (!r || PQresultStatus(r) != PGRES_COPY_IN) {
+        const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+        const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
+        set_err(err, errsz, what, *msg ? msg : "no COPY", state);
+        if (d && state)
+            snprintf(d->sqlstate, sizeof(d->sqlstate), "%s", state);
+        PQclear(r);
+        while ((r = PQgetResult(c)) != NULL)
+            PQclear(r);
+        return PQstatus(c) == CONNECTION_OK ? SK_PG_ESTATEMENT : SK_PG_ECONN;
+    }
+    PQclear(r);
+    int sent = 0;
+    if (PQsetnonblocking(c, 1) == 0) {
+        int w = copy_put(c, data, len, deadline);
+        if (w > 0)
+            w = copy_put(c, NULL, 0, deadline);
+        PQsetnonblocking(c, 0);
+        if (w <= 0)
+            return copy_failed(c, d, w == 0, what, err, errsz);
+        sent = 1;
+    }
+    /* CommandComplete, or the error that refused a row (a unique violation). */
+    return finish(c, sent, what, PGRES_COMMAND_OK, NULL, err, errsz);
+}
+
 int sk_pg_prepare(PGconn *c, const char *what, const char *name, const char *sql, int n,
                   const Oid *types, char *err, size_t errsz)
 {

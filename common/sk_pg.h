@@ -77,6 +77,15 @@ int sk_pg_exec_prepared(PGconn *c, const char *what, const char *name, int n,
 int sk_pg_prepare(PGconn *c, const char *what, const char *name, const char *sql, int n,
                   const Oid *types, char *err, size_t errsz);
 
+/** @brief Runs `sql`, a COPY ... FROM STDIN, and sends it `data` (len bytes, in the
+ *  format the COPY names) as the whole of its input, all within c's deadline (the
+ *  socket is written in non-blocking mode, so a server that stops reading cannot hold
+ *  the caller past it). @returns as sk_pg_exec: SK_PG_OK once the server confirmed the
+ *  COPY; SK_PG_ESTATEMENT with the SQLSTATE (a unique violation, a bad row) and nothing
+ *  stored. */
+int sk_pg_copy_in(PGconn *c, const char *what, const char *sql, const char *data, size_t len,
+                  char *err, size_t errsz);
+
 /** @brief The SQLSTATE of c's last failed sk_pg_* call ("23505"), "" when it had none
  *  (a broken connection, a timeout) or c's last call succeeded. */
 const char *sk_pg_sqlstate(const PGconn *c);

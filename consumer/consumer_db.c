@@ -31,12 +31,14 @@
  * third column is the pay_by (epoch ms) the INSERTs below give this event's new rows:
  * now() is the transaction's start, the same in every statement of it, so the order
  * index can carry the exact value (issue 22: GET answers pay_by without PostgreSQL).
- * The fourth: whether a user may hold several orders (issue 31).
+ * The fourth: whether a user may hold several orders (issue 31). The fifth: the same
+ * pay_by in microseconds, exactly as the fast path's COPY stores it.
  * $1: the event ids of the batch. */
 static const char SQL_LOCK[] =
     "SELECT id, stock_left, "
     "(extract(epoch FROM now() + make_interval(secs => payment_window_s)) * 1000)::bigint, "
-    "per_user_limit > 1 "
+    "per_user_limit > 1, "
+    "(extract(epoch FROM now() + make_interval(secs => payment_window_s)) * 1000000)::bigint "
     "FROM seckill_event WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE";
 
 /* $1 order ids, $2 event ids, $3 user ids, $4 Kafka partitions, $5 Kafka offsets,
@@ -72,25 +74,23 @@ static const char SQL_INSERT[] =
     "  RETURNING e.id"
     ") SELECT order_id, event_id, quantity FROM ins";
 
-/* The fast path: the same rows ($1..$7) with a plain INSERT, and the stock update
- * from counts the caller computed ($8 event ids, $9 new units per event): when no
- * order of the batch is stored yet, every row goes in, so the counts are known in
- * advance. A replay makes it fail with unique_violation (23505); the caller then
- * rolls back and writes the batch again with SQL_INSERT. Measured on 1,000-row
- * batches: about 25% cheaper than ON CONFLICT with RETURNING, and replays are rare
- * (they follow crashes and rebalances). */
-static const char SQL_INSERT_FAST[] =
-    "WITH upd AS ("
-    "  UPDATE seckill_event e SET stock_left = e.stock_left - LEAST(d.n, e.stock_left)"
-    "  FROM unnest($8::bigint[], $9::int[]) AS d(id, n) WHERE e.id = d.id"
-    "  RETURNING 1"
-    ") INSERT INTO seckill_order (order_id, event_id, user_id, status, created_at,"
-    "                             kafka_partition, kafka_offset, pay_by, quantity, many_per_user)"
-    "  SELECT order_id, event_id, user_id, 'created', ts, kpart, koff,"
-    "         now() + make_interval(secs => e.payment_window_s), q, e.per_user_limit > 1"
-    "  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[],"
-    "              $6::timestamptz[], $7::int[]) AS t(order_id, event_id, user_id, kpart, koff, ts, q)"
-    "  JOIN seckill_event e ON e.id = t.event_id";
+/* The fast path: the batch's rows in one binary COPY (wr_build_rows writes them: the
+ * same values SQL_INSERT would store, pay_by and many_per_user from SQL_LOCK), then the
+ * stock taken off from counts the caller computed ($1 event ids, $2 new units per event):
+ * when no order of the batch is stored yet, every row goes in, so the counts are known in
+ * advance. A replay makes the COPY fail with unique_violation (23505); the caller then
+ * rolls back and writes the batch again with SQL_INSERT. COPY skips the executor's
+ * per-row work of an INSERT ... SELECT FROM unnest(...) JOIN (the arrays' unpacking, the
+ * join, the pay_by expression): measured on 1,000-row batches (docs/benchmarks.md,
+ * issue 36), the writers' backends spend less per order; replays are rare (they follow
+ * crashes and rebalances). The statement triggers (006) fire for a COPY as for an
+ * INSERT, so the transitions are emitted the same. */
+static const char SQL_COPY[] =
+    "COPY seckill_order (order_id, event_id, user_id, status, created_at, kafka_partition,"
+    " kafka_offset, pay_by, quantity, many_per_user) FROM STDIN (FORMAT binary)";
+static const char SQL_STOCK[] =
+    "UPDATE seckill_event e SET stock_left = e.stock_left - LEAST(d.n, e.stock_left)"
+    "  FROM unnest($1::bigint[], $2::int[]) AS d(id, n) WHERE e.id = d.id";
 
 /* $1: the order ids stored in this transaction beyond their event's stock; $2 event
  * ids, $3 units given back to each: an order is rejected whole (issue 31), so the
@@ -147,6 +147,7 @@ void consumer_db_free(consumer_db *db)
     free(db->rejects);
     for (int i = 0; i < NARR; i++)
         free(db->arr[i].buf);
+    free(db->copy.buf);
     free(db);
 }
 
@@ -290,18 +291,19 @@ static int prepare(consumer_db *db)
 {
     if (db->prepared)
         return 0;
-    /* the rows ($1..$7 of both inserts), then the fast path's counts ($8, $9) */
+    /* the rows ($1..$7 of SQL_INSERT) */
     static const Oid t_ins[] = {OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT4_ARRAY,
                                 OID_INT8_ARRAY, OID_TIMESTAMPTZ_ARRAY, OID_INT4_ARRAY,
                                 OID_INT8_ARRAY, OID_INT4_ARRAY};
     static const Oid t_rej[] = {OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT4_ARRAY};
+    static const Oid t_stock[] = {OID_INT8_ARRAY, OID_INT4_ARRAY};
     static const struct {
         const char *what, *name, *sql;
         int n;
         const Oid *types;
     } stmts[] = {{"prepare lock", "sk_lock", SQL_LOCK, 1, t_ins},
                  {"prepare insert", "sk_insert", SQL_INSERT, 7, t_ins},
-                 {"prepare fast insert", "sk_insert_fast", SQL_INSERT_FAST, 9, t_ins},
+                 {"prepare stock", "sk_stock", SQL_STOCK, 2, t_stock},
                  {"prepare reject", "sk_reject", SQL_REJECT, 3, t_rej}};
     for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++)
         if (db_after(db, sk_pg_prepare(db->conn, stmts[i].what, stmts[i].name, stmts[i].sql,
@@ -329,6 +331,7 @@ typedef struct ev_stock {
     int surplus;    /* more new units than stock: wr_choose_rejects rejects some */
     int many;       /* per_user_limit > 1: a user's second order in a batch is one */
     int64_t pay_by_ms; /* the pay_by of its rows written now */
+    int64_t pay_by_us; /* the same, in microseconds (the fast path's COPY) */
 } ev_stock;
 
 static int cmp_ev(const void *a, const void *b)
@@ -348,7 +351,7 @@ typedef struct wr_state {
     consumer_db *db;
     consumer_batch *b;
     consumer_db_result *res;
-    int safe;          /* SQL_INSERT (replays allowed) rather than SQL_INSERT_FAST */
+    int safe;          /* SQL_INSERT (replays allowed) rather than SQL_COPY */
     size_t n;          /* messages in the batch */
     int64_t *events;   /* distinct event ids of the valid messages, sorted */
     size_t nev;
@@ -422,21 +425,102 @@ static int wr_lock(wr_state *w)
         w->evs[i].stock = strtol(PQgetvalue(r, (int)i, 1), NULL, 10);
         w->evs[i].pay_by_ms = strtoll(PQgetvalue(r, (int)i, 2), NULL, 10);
         w->evs[i].many = PQgetvalue(r, (int)i, 3)[0] == 't';
+        w->evs[i].pay_by_us = strtoll(PQgetvalue(r, (int)i, 4), NULL, 10);
     }
     PQclear(r);
     /* Rows come back in id order (ORDER BY id), so evs is sorted for bsearch. */
     return 0;
 }
 
-/* Step 2a: builds arrays $1..$6 from the messages to insert, marks those of unknown
- * events, counts per event what is sent. @returns the rows to insert, or -1 (OOM). */
+/* The binary COPY format (PostgreSQL's "COPY" page): an 11-byte signature, flags and
+ * header-extension length (both 0), then per row its field count and each field's
+ * length and big-endian value, then -1 as the count that ends it. */
+static const char COPY_SIGNATURE[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', '\377', '\r', '\n', '\0'};
+#define COPY_FIELDS 10 /* SQL_COPY's columns */
+/* The largest row: the count, then 10 lengths and at most 8 bytes each. */
+#define COPY_ROW_MAX (2 + COPY_FIELDS * (4 + 8))
+
+static int copy_start(consumer_db *db)
+{
+    barr *a = &db->copy;
+    a->len = 0;
+    if (barr_reserve(a, sizeof(COPY_SIGNATURE) + 8) != 0)
+        return -1;
+    memcpy(a->buf, COPY_SIGNATURE, sizeof(COPY_SIGNATURE));
+    put_be32(a->buf + sizeof(COPY_SIGNATURE), 0);
+    put_be32(a->buf + sizeof(COPY_SIGNATURE) + 4, 0);
+    a->len = sizeof(COPY_SIGNATURE) + 8;
+    return 0;
+}
+
+static char *copy_field(char *p, const void *v, uint32_t n)
+{
+    put_be32(p, n);
+    memcpy(p + 4, v, n);
+    return p + 4 + n;
+}
+
+static char *copy_i64(char *p, int64_t v)
+{
+    put_be32(p, 8);
+    put_be64(p + 4, (uint64_t)v);
+    return p + 12;
+}
+
+static char *copy_i32(char *p, int32_t v)
+{
+    put_be32(p, 4);
+    put_be32(p + 4, (uint32_t)v);
+    return p + 8;
+}
+
+/* One row of SQL_COPY: the order as SQL_INSERT would store it. @returns 0 or -1 (OOM). */
+static int copy_row(consumer_db *db, const consumer_batch_msg *m, const ev_stock *e)
+{
+    barr *a = &db->copy;
+    if (barr_reserve(a, COPY_ROW_MAX) != 0)
+        return -1;
+    char *p = a->buf + a->len;
+    p[0] = 0;
+    p[1] = COPY_FIELDS;
+    p += 2;
+    p = copy_i64(p, m->order.order_id);
+    p = copy_i64(p, m->order.event_id);
+    p = copy_i64(p, m->order.user_id);
+    p = copy_field(p, "created", 7);
+    p = copy_i64(p, m->order.ts_ms * 1000 - PG_EPOCH_US);
+    p = copy_i32(p, m->partition);
+    p = copy_i64(p, m->offset);
+    p = copy_i64(p, e->pay_by_us - PG_EPOCH_US);
+    p = copy_i32(p, m->order.quantity);
+    char many = e->many ? 1 : 0;
+    p = copy_field(p, &many, 1);
+    a->len = (size_t)(p - a->buf);
+    return 0;
+}
+
+static int copy_end(consumer_db *db)
+{
+    barr *a = &db->copy;
+    if (barr_reserve(a, 2) != 0)
+        return -1;
+    a->buf[a->len++] = (char)0xff; /* -1 as a 16-bit count */
+    a->buf[a->len++] = (char)0xff;
+    return 0;
+}
+
+/* Step 2a: writes the rows to insert, the fast path's COPY input or the safe path's
+ * arrays $1..$7, marks the messages of unknown events, counts per event what is sent.
+ * @returns the rows to insert, or -1 (OOM). */
 static long wr_build_rows(wr_state *w)
 {
     consumer_db *db = w->db;
     long rows = 0;
     static const uint32_t row_types[7] = {OID_INT8, OID_INT8, OID_INT8, OID_INT4, OID_INT8,
                                           OID_TIMESTAMPTZ, OID_INT4};
-    for (int i = 0; i < 7; i++)
+    if (!w->safe && copy_start(db) != 0)
+        return wr_oom(w);
+    for (int i = 0; w->safe && i < 7; i++)
         if (barr_start(db, i, row_types[i]) != 0)
             return wr_oom(w);
     for (size_t i = 0; i < w->n; i++) {
@@ -456,13 +540,17 @@ static long wr_build_rows(wr_state *w)
         e->sent += m->order.quantity;
         e->sent_rows++;
         /* ts_ms is at most year 9999 (consumer_msg), so the microseconds fit. */
-        if (barr_add(db, 0, m->order.order_id) || barr_add(db, 1, m->order.event_id) ||
-            barr_add(db, 2, m->order.user_id) || barr_add(db, 3, m->partition) ||
-            barr_add(db, 4, m->offset) || barr_add(db, 5, m->order.ts_ms * 1000 - PG_EPOCH_US) ||
-            barr_add(db, 6, m->order.quantity))
+        if (!w->safe ? copy_row(db, m, e) != 0
+                     : barr_add(db, 0, m->order.order_id) || barr_add(db, 1, m->order.event_id) ||
+                           barr_add(db, 2, m->order.user_id) || barr_add(db, 3, m->partition) ||
+                           barr_add(db, 4, m->offset) ||
+                           barr_add(db, 5, m->order.ts_ms * 1000 - PG_EPOCH_US) ||
+                           barr_add(db, 6, m->order.quantity))
             return wr_oom(w);
         rows++;
     }
+    if (!w->safe && copy_end(db) != 0)
+        return wr_oom(w);
     return rows;
 }
 
@@ -492,26 +580,29 @@ static int wr_insert_safe(wr_state *w)
     return 0;
 }
 
-/* Step 2b, fast path: every row will go in (or the statement fails), so the counts
- * are known now and go in as $7, $8. @returns 0, -1 (error set) or -2 (a unique
- * violation: a replay, write again on the safe path). */
+/* Step 2b, fast path: the COPY; every row goes in (or the COPY fails), so the counts
+ * are known now and take the stock off (SQL_STOCK: arrays 0 and 1, free once the COPY
+ * is sent). @returns 0, -1 (error set) or -2 (a unique violation: a replay, write again
+ * on the safe path). */
 static int wr_insert_fast(wr_state *w)
 {
     consumer_db *db = w->db;
-    if (barr_start(db, 7, OID_INT8) || barr_start(db, 8, OID_INT4))
+    int rc = db_after(db, sk_pg_copy_in(db->conn, "copy orders", SQL_COPY, db->copy.buf,
+                                        db->copy.len, db->errstr, sizeof(db->errstr)));
+    if (rc != SK_PG_OK) /* a refused COPY leaves the connection up: its SQLSTATE is there */
+        return rc == SK_PG_ESTATEMENT && strcmp(sk_pg_sqlstate(db->conn), "23505") == 0 ? -2
+                                                                                         : -1;
+    if (barr_start(db, 0, OID_INT8) || barr_start(db, 1, OID_INT4))
         return wr_oom(w);
     for (size_t i = 0; i < w->nknown; i++) {
         ev_stock *e = &w->evs[i];
         e->inserted = e->sent;
         e->orders = e->sent_rows;
-        if (e->sent > 0 && (barr_add(db, 7, e->id) || barr_add(db, 8, e->sent)))
+        if (e->sent > 0 && (barr_add(db, 0, e->id) || barr_add(db, 1, e->sent)))
             return wr_oom(w);
     }
-    int rc = exec_arrays(db, "sk_insert_fast", 9, "insert orders", PGRES_COMMAND_OK, NULL);
-    if (rc == SK_PG_OK)
-        return 0;
-    /* A refused statement leaves the connection up: its SQLSTATE is still there. */
-    return rc == SK_PG_ESTATEMENT && strcmp(sk_pg_sqlstate(db->conn), "23505") == 0 ? -2 : -1;
+    return exec_arrays(db, "sk_stock", 2, "take stock", PGRES_COMMAND_OK, NULL) == SK_PG_OK ? 0
+                                                                                          : -1;
 }
 
 /* Counts one rejected order of event `id` in db->rejects (the per-event summary the
@@ -646,7 +737,7 @@ static int wr_transaction(wr_state *w)
     return surplus > 0 ? wr_write_rejects(w) : 0;
 }
 
-/* One transaction. `safe`: SQL_INSERT (replays allowed) rather than SQL_INSERT_FAST.
+/* One transaction. `safe`: SQL_INSERT (replays allowed) rather than SQL_COPY.
  * @returns 0, -1 (error, rolled back), or -2 (fast path hit a unique violation,
  * rolled back: write again with safe = 1). */
 static int write_once(consumer_db *db, consumer_batch *b, consumer_db_result *res, int safe)

@@ -31,7 +31,7 @@ typedef struct barr {
 /* Microseconds from the Unix epoch to PostgreSQL's (2000-01-01 UTC). */
 #define PG_EPOCH_US 946684800000000LL
 
-#define NARR 9
+#define NARR 7 /* SQL_INSERT's seven; the others use fewer */
 
 struct consumer_db {
     char *conninfo;
@@ -43,6 +43,9 @@ struct consumer_db {
     int safe_left; /* batches still to write with SQL_INSERT after a conflict */
     /* Array parameters in PostgreSQL's binary format (array_recv), reused across batches. */
     barr arr[NARR];
+    /* The fast path's COPY input in PostgreSQL's binary COPY format, reused likewise
+     * (only buf, len and cap used). */
+    barr copy;
 };
 
 /** @brief db->errstr from fmt, on one logfmt-safe line. */

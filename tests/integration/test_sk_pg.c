@@ -1,7 +1,8 @@
 /* sk_pg (common/sk_pg.h) against the stack's PostgreSQL and against a server that accepts
  * and never answers (test_pg_hold): the bounds every connection gets, the precedence of
  * the user's own conninfo over them (key=value and URL forms), the statement paths (an
- * error with its SQLSTATE, several statements, a prepared one), the client-side deadline,
+ * error with its SQLSTATE, several statements, a prepared one, a COPY's input), the
+ * client-side deadline,
  * notices routed to sk_log, and connect_timeout on a hung server, with no password in
  * any message. */
 #include <setjmp.h>
@@ -180,6 +181,84 @@ static void test_statements(void **state)
     PQfinish(c);
 }
 
+static long count_rows(PGconn *c, const char *table)
+{
+    char sql[128], err[256];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+    PGresult *r = NULL;
+    long n = -1;
+    if (sk_pg_exec(c, "count", sql, 0, NULL, PGRES_TUPLES_OK, &r, err, sizeof(err)) == SK_PG_OK)
+        n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return n;
+}
+
+/* sk_pg_copy_in (the consumer's fast path): rows in; a unique violation refused whole
+ * with its SQLSTATE and the connection still up; an input larger than the socket's
+ * buffers (the non-blocking put loop); a COPY that cannot start (no such table); and a
+ * COPY held behind another session's lock, which returns at the client's deadline. */
+static void test_copy_in(void **state)
+{
+    (void)state;
+    char err[256];
+    PGconn *c = sk_pg_connect(stack_pg(), "seckill-test/copy", err, sizeof(err));
+    assert_non_null(c);
+    assert_int_equal(sk_pg_exec(c, "table", "DROP TABLE IF EXISTS sk_pg_copy_t; "
+                                "CREATE TABLE sk_pg_copy_t (id int8 PRIMARY KEY, s text)",
+                                0, NULL, PGRES_COMMAND_OK, NULL, err, sizeof(err)),
+                     SK_PG_OK);
+    static const char SQL[] = "COPY sk_pg_copy_t FROM STDIN";
+    static const char two[] = "1\ta\n2\tb\n";
+    assert_int_equal(sk_pg_copy_in(c, "copy", SQL, two, strlen(two), err, sizeof(err)), SK_PG_OK);
+    assert_int_equal(count_rows(c, "sk_pg_copy_t"), 2);
+    assert_string_equal(sk_pg_sqlstate(c), "");
+    /* A row already there: the whole COPY refused, 23505, nothing of it stored. */
+    static const char dup[] = "3\tc\n1\ta\n";
+    assert_int_equal(sk_pg_copy_in(c, "copy dup", SQL, dup, strlen(dup), err, sizeof(err)),
+                     SK_PG_ESTATEMENT);
+    assert_string_equal(sk_pg_sqlstate(c), "23505");
+    assert_non_null(strstr(err, "copy dup: "));
+    assert_null(strchr(err, '\n'));
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    assert_int_equal(count_rows(c, "sk_pg_copy_t"), 2);
+    /* 200,000 rows (about 3 MB): more than the socket takes at once. */
+    size_t cap = 200000 * 24, len = 0;
+    char *big = malloc(cap);
+    assert_non_null(big);
+    for (int i = 0; i < 200000; i++)
+        len += (size_t)snprintf(big + len, cap - len, "%d\trow-%d\n", 100 + i, i);
+    assert_int_equal(sk_pg_copy_in(c, "copy big", SQL, big, len, err, sizeof(err)), SK_PG_OK);
+    free(big);
+    assert_int_equal(count_rows(c, "sk_pg_copy_t"), 200002);
+    /* No such table: refused before any data, the connection still up. */
+    assert_int_equal(sk_pg_copy_in(c, "copy none", "COPY sk_pg_no_such FROM STDIN", two,
+                                   strlen(two), err, sizeof(err)),
+                     SK_PG_ESTATEMENT);
+    assert_string_equal(sk_pg_sqlstate(c), "42P01");
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    /* Held behind a lock another session keeps: back at the deadline, connection closed. */
+    PGconn *holder = sk_pg_connect(stack_pg(), "seckill-test/copy-holder", err, sizeof(err));
+    assert_non_null(holder);
+    assert_int_equal(sk_pg_exec(holder, "lock", "BEGIN; LOCK TABLE sk_pg_copy_t", 0, NULL,
+                                PGRES_COMMAND_OK, NULL, err, sizeof(err)),
+                     SK_PG_OK);
+    sk_pg_set_deadline(c, 300);
+    static const char more[] = "900000\tz\n";
+    int64_t t0 = sk_test_now_ms();
+    int rc = sk_pg_copy_in(c, "copy held", SQL, more, strlen(more), err, sizeof(err));
+    int64_t took = sk_test_now_ms() - t0;
+    fprintf(stderr, "# COPY behind a lock, deadline 300 ms: returned in %lld ms: %s\n",
+            (long long)took, err);
+    assert_int_equal(rc, SK_PG_ETIMEOUT);
+    assert_true(took >= 250 && took < 2000);
+    assert_int_equal(PQstatus(c), CONNECTION_BAD);
+    PQfinish(c);
+    assert_int_equal(sk_pg_exec(holder, "end", "ROLLBACK; DROP TABLE sk_pg_copy_t", 0, NULL,
+                                PGRES_COMMAND_OK, NULL, err, sizeof(err)),
+                     SK_PG_OK);
+    PQfinish(holder);
+}
+
 /* A server that takes the statement and does not answer in time: the call returns at the
  * client's deadline, the connection is closed, and the caller's reconnect path follows. */
 static void test_client_deadline(void **state)
@@ -286,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_user_wins_url),
         cmocka_unit_test(test_statements),
         cmocka_unit_test(test_client_deadline),
+        cmocka_unit_test(test_copy_in),
         cmocka_unit_test(test_notice_logged),
         cmocka_unit_test(test_hung_server),
         cmocka_unit_test(test_bad_conninfo),
