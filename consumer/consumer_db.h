@@ -4,8 +4,8 @@
  * loop is just "call it again later". Every write is one transaction:
  *   1. lock the batch's events (SELECT ... FOR UPDATE, in id order so two consumers
  *      never deadlock) and learn which exist and their stock_left;
- *   2. the fast path: one plain INSERT ... SELECT FROM unnest(arrays) that also takes
- *      min(new orders, stock_left) off each event; a unique violation (a replay or a
+ *   2. the fast path: the batch's rows in one binary COPY, then one UPDATE that takes
+ *      min(new units, stock_left) off each event; a unique violation (a replay or a
  *      second order of a user) rolls it back, and the batch (and the next 16) is
  *      written with INSERT ... ON CONFLICT DO NOTHING RETURNING, the stock taken from
  *      what it returned: replays change nothing;
