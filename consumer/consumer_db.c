@@ -291,10 +291,9 @@ static int prepare(consumer_db *db)
 {
     if (db->prepared)
         return 0;
-    /* the rows ($1..$7 of SQL_INSERT) */
+    /* the rows ($1..$7 of SQL_INSERT; SQL_LOCK's $1 is the first) */
     static const Oid t_ins[] = {OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT4_ARRAY,
-                                OID_INT8_ARRAY, OID_TIMESTAMPTZ_ARRAY, OID_INT4_ARRAY,
-                                OID_INT8_ARRAY, OID_INT4_ARRAY};
+                                OID_INT8_ARRAY, OID_TIMESTAMPTZ_ARRAY, OID_INT4_ARRAY};
     static const Oid t_rej[] = {OID_INT8_ARRAY, OID_INT8_ARRAY, OID_INT4_ARRAY};
     static const Oid t_stock[] = {OID_INT8_ARRAY, OID_INT4_ARRAY};
     static const struct {
@@ -435,7 +434,8 @@ static int wr_lock(wr_state *w)
 /* The binary COPY format (PostgreSQL's "COPY" page): an 11-byte signature, flags and
  * header-extension length (both 0), then per row its field count and each field's
  * length and big-endian value, then -1 as the count that ends it. */
-static const char COPY_SIGNATURE[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', '\377', '\r', '\n', '\0'};
+static const char COPY_SIGNATURE[11] = {'P', 'G',  'C',  'O',  'P', 'Y',
+                                         '\n', '\377', '\r', '\n', '\0'};
 #define COPY_FIELDS 10 /* SQL_COPY's columns */
 /* The largest row: the count, then 10 lengths and at most 8 bytes each. */
 #define COPY_ROW_MAX (2 + COPY_FIELDS * (4 + 8))
