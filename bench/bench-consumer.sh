@@ -203,12 +203,13 @@ drain() { # mode
     # 50 ms that was 17% of a core taken from the drain it measures. So the pause between
     # polls is a quarter of the time left at the rate seen so far, between 20 and 500 ms:
     # a few polls a second in the bulk, the end still seen within 20-50 ms.
-    # Shell arithmetic on $EPOCHREALTIME (microseconds): no process per poll but the read.
-    local pause_ms=100 t_us c prev_c=0 prev_us=${EPOCHREALTIME/./}
+    # Shell arithmetic on $EPOCHREALTIME in microseconds (its digits: the separator follows
+    # the locale): no process per poll but the read.
+    local pause_ms=100 t_us c prev_c=0 prev_us=${EPOCHREALTIME//[!0-9]/}
     while :; do
         read -r created dead < <(created_total 2>/dev/null || echo 0 0)
         [ "${created:-0}" -ge "$N" ] && break
-        t_us=${EPOCHREALTIME/./} c=${created:-0}
+        t_us=${EPOCHREALTIME//[!0-9]/} c=${created:-0}
         pause_ms=100
         if ((c > prev_c && t_us > prev_us)); then # ms left at the rate seen, / 4
             pause_ms=$(( (N - c) * (t_us - prev_us) / (c - prev_c) / 4000 ))
