@@ -221,6 +221,41 @@ static void abandon(PGconn *c)
         PQclear(r);
 }
 
+/* A call the server answered with an error (or with an unexpected status), the
+ * connection still up: err and the SQLSTATE from `r`, which is freed (NULL: no result).
+ * @returns SK_PG_ESTATEMENT. */
+static int refused(PGconn *c, PGresult *r, const char *what, char *err, size_t errsz)
+{
+    conn_data *d = data_of(c);
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = r ? PQresultErrorMessage(r) : "";
+    if (!*msg)
+        msg = r ? PQresStatus(PQresultStatus(r)) : "no result";
+    set_err(err, errsz, what, msg, state);
+    if (d && state)
+        snprintf(d->sqlstate, sizeof(d->sqlstate), "%s", state);
+    PQclear(r);
+    return SK_PG_ESTATEMENT;
+}
+
+/* A call that missed its deadline (timed_out) or lost its connection: err says which, and
+ * the socket is shut so that the caller reconnects. @returns the sk_pg_err. */
+static int broken(PGconn *c, int timed_out, const char *what, char *err, size_t errsz)
+{
+    conn_data *d = data_of(c);
+    if (timed_out) {
+        char msg[64];
+        snprintf(msg, sizeof(msg), "no answer in %d ms", d ? d->deadline_ms : 0);
+        set_err(err, errsz, what, msg, NULL);
+        abandon(c);
+        return SK_PG_ETIMEOUT;
+    }
+    set_err(err, errsz, what, PQerrorMessage(c), NULL);
+    if (PQstatus(c) == CONNECTION_OK)
+        abandon(c); /* a half-read answer is of no use: start over on a new one */
+    return SK_PG_ECONN;
+}
+
 /* After a PQsend*: flushes, awaits every result of the call up to the deadline and keeps
  * the first error result (a later statement was not run) or else the last result. */
 static int finish(PGconn *c, int sent, const char *what, ExecStatusType want, PGresult **out,
@@ -229,7 +264,7 @@ static int finish(PGconn *c, int sent, const char *what, ExecStatusType want, PG
     conn_data *d = data_of(c);
     long long deadline = d && d->deadline_ms ? now_ms() + d->deadline_ms : 0;
     PGresult *keep = NULL;
-    int timed_out = 0, rc = SK_PG_ECONN;
+    int timed_out = 0;
     if (out)
         *out = NULL;
     if (d)
@@ -273,31 +308,11 @@ done:
             PQclear(keep);
         return SK_PG_OK;
     }
-    if (PQstatus(c) == CONNECTION_OK) {
-        const char *state = keep ? PQresultErrorField(keep, PG_DIAG_SQLSTATE) : NULL;
-        const char *msg = keep ? PQresultErrorMessage(keep) : "";
-        if (!*msg)
-            msg = keep ? PQresStatus(PQresultStatus(keep)) : "no result";
-        set_err(err, errsz, what, msg, state);
-        if (d && state)
-            snprintf(d->sqlstate, sizeof(d->sqlstate), "%s", state);
-        PQclear(keep);
-        return SK_PG_ESTATEMENT;
-    }
+    if (PQstatus(c) == CONNECTION_OK)
+        return refused(c, keep, what, err, errsz);
 failed:
-    if (timed_out) {
-        char msg[64];
-        snprintf(msg, sizeof(msg), "no answer in %d ms", d ? d->deadline_ms : 0);
-        set_err(err, errsz, what, msg, NULL);
-        abandon(c);
-        rc = SK_PG_ETIMEOUT;
-    } else {
-        set_err(err, errsz, what, PQerrorMessage(c), NULL);
-        if (PQstatus(c) == CONNECTION_OK)
-            abandon(c); /* a half-read answer is of no use: start over on a new one */
-    }
     PQclear(keep);
-    return rc;
+    return broken(c, timed_out, what, err, errsz);
 }
 
 int sk_pg_exec(PGconn *c, const char *what, const char *sql, int n, const char *const *values,
@@ -348,22 +363,6 @@ static int copy_put(PGconn *c, const char *data, size_t len, long long deadline)
     }
 }
 
-/* A COPY that missed its deadline (timed_out) or lost its connection: as finish's own
- * failure, the socket shut so that the caller reconnects. @returns the sk_pg_err. */
-static int copy_failed(PGconn *c, conn_data *d, int timed_out, const char *what, char *err,
-                       size_t errsz)
-{
-    if (timed_out) {
-        char msg[64];
-        snprintf(msg, sizeof(msg), "no answer in %d ms", d ? d->deadline_ms : 0);
-        set_err(err, errsz, what, msg, NULL);
-    } else {
-        set_err(err, errsz, what, PQerrorMessage(c), NULL);
-    }
-    abandon(c);
-    return timed_out ? SK_PG_ETIMEOUT : SK_PG_ECONN;
-}
-
 int sk_pg_copy_in(PGconn *c, const char *what, const char *sql, const char *data, size_t len,
                   char *err, size_t errsz)
 {
@@ -377,7 +376,7 @@ int sk_pg_copy_in(PGconn *c, const char *what, const char *sql, const char *data
         d->sqlstate[0] = '\0';
     if (!PQsendQuery(c, sql))
         return finish(c, 0, what, PGRES_COMMAND_OK, NULL, err, errsz);
-    /* The server's first answer: CopyInResponse, or an error (then finish reports it). */
+    /* The server's first answer: CopyInResponse, or an error (refused reports it). */
     PGresult *r = NULL;
     for (;;) {
         if (PQflush(c) == 0 && !PQisBusy(c)) {
@@ -386,18 +385,16 @@ int sk_pg_copy_in(PGconn *c, const char *what, const char *sql, const char *data
         }
         int w = wait_socket(c, PQflush(c) ? POLLIN | POLLOUT : POLLIN, deadline);
         if (w <= 0 || !PQconsumeInput(c))
-            return copy_failed(c, d, w == 0, what, err, errsz);
+            return broken(c, w == 0, what, err, errsz);
     }
     if (!r || PQresultStatus(r) != PGRES_COPY_IN) {
-        const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-        const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
-        set_err(err, errsz, what, *msg ? msg : "no COPY", state);
-        if (d && state)
-            snprintf(d->sqlstate, sizeof(d->sqlstate), "%s", state);
-        PQclear(r);
-        while ((r = PQgetResult(c)) != NULL)
+        for (PGresult *rest; (rest = PQgetResult(c)) != NULL;)
+            PQclear(rest);
+        if (PQstatus(c) != CONNECTION_OK) {
             PQclear(r);
-        return PQstatus(c) == CONNECTION_OK ? SK_PG_ESTATEMENT : SK_PG_ECONN;
+            return broken(c, 0, what, err, errsz);
+        }
+        return refused(c, r, what, err, errsz);
     }
     PQclear(r);
     int sent = 0;
@@ -407,7 +404,7 @@ int sk_pg_copy_in(PGconn *c, const char *what, const char *sql, const char *data
             w = copy_put(c, NULL, 0, deadline);
         PQsetnonblocking(c, 0);
         if (w <= 0)
-            return copy_failed(c, d, w == 0, what, err, errsz);
+            return broken(c, w == 0, what, err, errsz);
         sent = 1;
     }
     /* CommandComplete, or the error that refused a row (a unique violation). */
