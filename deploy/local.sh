@@ -92,9 +92,7 @@ as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# PostgreSQL refuses to run as root: as root we run it as the postgres user.
-as_pg() { sk_as_pg "$@"; }
-
+# PostgreSQL refuses to run as root: its tools go through sk_as_pg (deploy/lib.sh).
 pg_bin() { sk_pg_bin || die "PostgreSQL server binaries not found (run: deploy/local.sh deps)"; }
 
 cmd_deps() {
@@ -239,9 +237,7 @@ pg_dir() {
     echo "$d"
 }
 
-# The server settings (deploy/lib.sh says why each).
-PG_TUNING=$SK_PG_TUNING
-
+# The server settings are SK_PG_TUNING (deploy/lib.sh says why each).
 pg_up() {
     mkdir -p "$RUN/logs"
     local bin dir
@@ -250,16 +246,16 @@ pg_up() {
     if [ ! -f "$dir/data/PG_VERSION" ]; then
         # trust on loopback only: a throwaway dev/test cluster. Real deployments use
         # passwords and sslmode through the conninfo (README, Configuration).
-        as_pg "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+        sk_as_pg "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
         mkdir -p "$dir/sock"
         [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir/sock"
     fi
-    if as_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+    if sk_as_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
         log "postgresql: already running on $PG_PORT"
     else
         port_free_or_die "$PG_PORT" postgresql
-        as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-            -o "-p $PG_PORT -k $dir/sock -c listen_addresses=127.0.0.1 -c max_connections=200 $PG_TUNING" start >/dev/null
+        sk_as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+            -o "-p $PG_PORT -k $dir/sock -c listen_addresses=127.0.0.1 -c max_connections=200 $SK_PG_TUNING" start >/dev/null
         log "postgresql: up on 127.0.0.1:$PG_PORT"
     fi
     wait_for "postgresql" 30 "$bin/pg_isready" -h 127.0.0.1 -p "$PG_PORT"
@@ -543,8 +539,8 @@ cmd_down() {
         local dir bin
         dir=$(cat "$RUN/pgdir")
         bin=$(pg_bin)
-        if [ -d "$dir/data" ] && as_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
-            as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+        if [ -d "$dir/data" ] && sk_as_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+            sk_as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
             log "postgresql: stopped"
         fi
     fi
@@ -567,7 +563,7 @@ cmd_status() {
         )
     fi
     pid_alive "$RUN/redis.pid" && echo "redis            running  127.0.0.1:$REDIS_PORT" || echo "redis            stopped"
-    if [ -f "$RUN/pgdir" ] && as_pg "$(pg_bin)/pg_ctl" -D "$(cat "$RUN/pgdir")/data" status >/dev/null 2>&1; then
+    if [ -f "$RUN/pgdir" ] && sk_as_pg "$(pg_bin)/pg_ctl" -D "$(cat "$RUN/pgdir")/data" status >/dev/null 2>&1; then
         echo "postgresql       running  127.0.0.1:$PG_PORT"
     else
         echo "postgresql       stopped"

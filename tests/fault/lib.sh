@@ -36,17 +36,12 @@ fault_cleanup() {
 }
 e2e_after_stop() {
     [ -n "$FAULT_PG_DIR" ] || return 0
-    fault_as_pg "$FAULT_PG_BIN/pg_ctl" -D "$FAULT_PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
+    sk_as_pg "$FAULT_PG_BIN/pg_ctl" -D "$FAULT_PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
     if [ "$1" -ne 0 ] && [ "$1" -ne $E2E_SKIP ]; then cp "$FAULT_PG_DIR/log" "$E2E_TMP/postgres.log" 2>/dev/null || true; fi
     rm -rf "$FAULT_PG_DIR"
 }
 trap fault_cleanup EXIT
 
-
-# PostgreSQL refuses root: as root its tools run as the postgres user, from /.
-fault_as_pg() {
-    if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
-}
 
 fault_require() {
     local b
@@ -55,7 +50,7 @@ fault_require() {
     done
     command -v redis-server >/dev/null && command -v redis-cli >/dev/null || e2e_skip "redis-server/redis-cli not installed"
     command -v psql >/dev/null || e2e_skip "psql not installed"
-    FAULT_PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    FAULT_PG_BIN=$(sk_pg_bin || true)
     [ -n "$FAULT_PG_BIN" ] && [ -x "$FAULT_PG_BIN/initdb" ] || e2e_skip "PostgreSQL server binaries not installed"
     if [ "$(id -u)" -eq 0 ]; then
         id postgres >/dev/null 2>&1 || e2e_skip "running as root without a postgres user"
@@ -97,7 +92,7 @@ fault_start_pg() {
     FAULT_PG_DIR=$(mktemp -d /tmp/seckill-fault-pg.XXXXXX)
     chmod 755 "$FAULT_PG_DIR"
     [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$FAULT_PG_DIR"
-    fault_as_pg "$FAULT_PG_BIN/initdb" -D "$FAULT_PG_DIR/data" -U postgres --auth=trust \
+    sk_as_pg "$FAULT_PG_BIN/initdb" -D "$FAULT_PG_DIR/data" -U postgres --auth=trust \
         --no-sync -E UTF8 >"$E2E_TMP/initdb.log" 2>&1 || e2e_fail "initdb: $(tail -n 3 "$E2E_TMP/initdb.log")"
     # A port can be taken between the probe and the bind: try three.
     local try
@@ -111,7 +106,7 @@ fault_start_pg() {
 }
 
 fault_pg_start_once() {
-    fault_as_pg "$FAULT_PG_BIN/pg_ctl" -D "$FAULT_PG_DIR/data" -l "$FAULT_PG_DIR/log" -w -t 60 \
+    sk_as_pg "$FAULT_PG_BIN/pg_ctl" -D "$FAULT_PG_DIR/data" -l "$FAULT_PG_DIR/log" -w -t 60 \
         -o "-p $FAULT_PG_PORT -k $FAULT_PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50 -c wal_level=logical" \
         start >/dev/null || return 1
     e2e_log "postgresql up (port $FAULT_PG_PORT)"
@@ -123,7 +118,7 @@ fault_pg_up() {
 }
 
 fault_pg_down() {
-    fault_as_pg "$FAULT_PG_BIN/pg_ctl" -D "$FAULT_PG_DIR/data" -m fast -w stop >/dev/null ||
+    sk_as_pg "$FAULT_PG_BIN/pg_ctl" -D "$FAULT_PG_DIR/data" -m fast -w stop >/dev/null ||
         e2e_fail "PostgreSQL did not stop"
     e2e_log "postgresql stopped"
 }
