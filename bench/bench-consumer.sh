@@ -71,7 +71,8 @@ cleanup() {
     else
         [ -n "$kpid" ] && kill "$kpid" 2>/dev/null && wait "$kpid" 2>/dev/null || true
     fi
-    drop_db || true
+    # A private PostgreSQL went whole above; the stack's keeps no bench database.
+    [ "$PG" = stack ] && { drop_db || true; }
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -157,6 +158,23 @@ created_total() { # -> "created dead-lettered"
     exec 3<&-
     echo "$n $d"
 }
+# The machine's CPU ticks so far, "busy total" (all cores; /proc/stat's first line, read
+# by bash's own read: no process per sample).
+machine_ticks() {
+    local _cpu us ni sy id io irq sirq st
+    read -r _cpu us ni sy id io irq sirq st _ </proc/stat
+    echo "$((us + ni + sy + irq + sirq + st)) $((us + ni + sy + id + io + irq + sirq + st))"
+}
+# The stack Redis's pid (the order index the consumer writes), when it runs on this
+# machine: its CPU is part of the drain's cost. Empty otherwise.
+redis_pid() {
+    local p
+    p=$(redis-cli -u "${SECKILL_REDIS_URL:-redis://127.0.0.1:6379}" info server 2>/dev/null |
+        awk -F: '/^process_id:/ { print $2 + 0 }')
+    [ -n "$p" ] && [ -r "/proc/$p/stat" ] && echo "$p"
+}
+rpid=$(redis_pid || true)
+
 # The ts= of a consumer log line (UTC, ms) as epoch seconds.
 log_time() {
     local ts
@@ -192,6 +210,8 @@ drain() { # mode
     local ck0 av0 rb0 ck1 av1 rb1 cpu_kafka0
     ck0=$(ckpts) av0=$(autovacs) rb0=$(rollbacks)
     cpu_kafka0=$(sk_cpu_seconds "$kpid")
+    local cpu_redis0=0 m0="" m1 c0=0
+    [ -n "$rpid" ] && cpu_redis0=$(sk_cpu_seconds "$rpid")
     : >"$work/consumer.log"
     t0=$(now)
     SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_KAFKA_BROKERS="$brokers" SECKILL_HTTP_PORT="$PORT" \
@@ -210,6 +230,8 @@ drain() { # mode
         read -r created dead < <(created_total 2>/dev/null || echo 0 0)
         [ "${created:-0}" -ge "$N" ] && break
         t_us=${EPOCHREALTIME//[!0-9]/} c=${created:-0}
+        # The machine's ticks from the first order written (the group join left out).
+        if [ -z "$m0" ] && ((c > 0)); then m0=$(machine_ticks) c0=$c; fi
         pause_ms=100
         if ((c > prev_c && t_us > prev_us)); then # ms left at the rate seen, / 4
             pause_ms=$(( (N - c) * (t_us - prev_us) / (c - prev_c) / 4000 ))
@@ -224,6 +246,7 @@ drain() { # mode
         sleep "$(printf '0.%03d' "$pause_ms")"
     done
     t2=$(now)
+    m1=$(machine_ticks)
     ck1=$(ckpts) av1=$(autovacs) rb1=$(rollbacks)
     if [ "$mode" = on ]; then
         # The publisher's lag: until the slot confirmed the WAL written by the drain's end.
@@ -260,6 +283,17 @@ drain() { # mode
     printf -v "cpu_c_$mode" '%s' "$(sk_cpu_seconds "$cpid")"
     printf -v "cpu_pg_$mode" '%s' "$cpu_pg"
     printf -v "cpu_k_$mode" '%s' "$(awk -v a="$(sk_cpu_seconds "$kpid")" -v b="$cpu_kafka0" 'BEGIN { printf "%.2f", a - b }')"
+    local cpu_r=0
+    [ -n "$rpid" ] && cpu_r=$(awk -v a="$(sk_cpu_seconds "$rpid")" -v b="$cpu_redis0" 'BEGIN { printf "%.2f", a - b }')
+    printf -v "cpu_r_$mode" '%s' "$cpu_r"
+    # The whole machine from the first order written to the last: its cores' busy share
+    # and its CPU per order, every process counted (what the drain has to fit in).
+    local mb0 mt0 mb1 mt1
+    [ -n "$m0" ] || m0=$m1 c0=$N
+    read -r mb0 mt0 <<<"$m0"
+    read -r mb1 mt1 <<<"$m1"
+    printf -v "mbusy_$mode" '%s' "$(awk -v b=$((mb1 - mb0)) -v t=$((mt1 - mt0)) 'BEGIN { printf "%.2f", (t > 0 ? b / t : 0) }')"
+    printf -v "mcpu_$mode" '%s' "$(awk -v b=$((mb1 - mb0)) -v hz="$(getconf CLK_TCK)" -v n=$((N - c0)) 'BEGIN { printf "%.2f", (n > 0 ? 1e6 * b / hz / n : 0) }')"
     printf -v "txs_$mode" '%s' "$(m seckill_consumer_transaction_seconds_sum)"
     printf -v "txn_$mode" '%s' "$(m seckill_consumer_transaction_seconds_count)"
     printf -v "rb_$mode" '%s' $((rb1 - rb0))
@@ -323,11 +357,11 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 # One line per mode, then the reference and the ratios.
 report() { # mode
     local m=$1 v
-    for v in total steady cpu_c cpu_pg cpu_ws cpu_k txs txn rb ck av lag pub; do
+    for v in total steady cpu_c cpu_pg cpu_ws cpu_k cpu_r mbusy mcpu txs txn rb ck av lag pub; do
         eval "r_$v=\${${v}_$m:-0}"
     done
     awk -v mode="$m" -v n="$N" -v total="$r_total" -v steady="$r_steady" -v cfk="$copy_fk" -v cnofk="$copy_nofk" \
-        -v cpu_c="$r_cpu_c" -v cpu_pg="$r_cpu_pg" -v cpu_ws="$r_cpu_ws" -v cpu_k="$r_cpu_k" -v txs="${r_txs:-0}" -v txn="${r_txn:-0}" \
+        -v cpu_c="$r_cpu_c" -v cpu_pg="$r_cpu_pg" -v cpu_ws="$r_cpu_ws" -v cpu_k="$r_cpu_k" -v cpu_r="$r_cpu_r" -v mbusy="$r_mbusy" -v mcpu="$r_mcpu" -v redis="${rpid:+1}" -v cores="$(getconf _NPROCESSORS_ONLN)" -v txs="${r_txs:-0}" -v txn="${r_txn:-0}" \
         -v rb="$r_rb" -v ck="$r_ck" -v av="$r_av" -v lag="$r_lag" -v pub="${r_pub:-0}" -v writers="$WRITERS" \
         -v kafka="$KAFKA" -v batch="$BATCH_MAX" -v parts="$PARTITIONS" -v load="$load" 'BEGIN {
         rt = n / total; rs = n / steady; rfk = cfk > 0 ? n / cfk : 0; rnofk = cnofk > 0 ? n / cnofk : 0
@@ -342,9 +376,17 @@ report() { # mode
                 100 * txs / (writers * steady)
         printf "  CPU per order: consumer %.1f us, its PostgreSQL backends %.1f us (the slot'"'"'s walsender %.1f), Kafka (%s) %.1f us\n",
             1e6 * cpu_c / n, 1e6 * cpu_pg / n, 1e6 * cpu_ws / n, kafka, 1e6 * cpu_k / n
+        if (redis)
+            printf "  Redis (the order index) %.1f us per order\n", 1e6 * cpu_r / n
+        printf "  the machine from the first order written: %.0f%% of its cores busy, %.1f us of CPU per order (every process)\n",
+            100 * mbusy, mcpu
+        # The budget: at 80% of the COPY rate, this many us of all the cores per order.
+        if (rfk > 0)
+            printf "  at 80%% of COPY the %d cores give %.1f us per order, %.1f at this run'"'"'s busy share\n",
+                cores, 1e6 * cores / (0.8 * rfk), 1e6 * cores * mbusy / (0.8 * rfk)
         printf "  checkpoints %d, autovacuums %d, rollbacks %d during the drain\n", ck, av, rb
-        printf "{\"bench\":\"consumer\",\"kafka\":\"%s\",\"events\":\"%s\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"consumer_cpu_s\":%.2f,\"pg_cpu_s\":%.2f,\"walsender_cpu_s\":%.2f,\"kafka_cpu_s\":%.2f,\"rollbacks\":%d,\"autovacuums\":%d,\"published\":%d,\"publisher_lag_s\":%.2f,\"copy_fk_rate\":%.0f,\"copy_nofk_rate\":%.0f,\"ratio_fk\":%.3f,\"ratio_nofk\":%.3f,\"loadavg\":\"%s\"}\n",
-            kafka, mode, n, batch, writers, parts, total, steady, rt, rs, cpu_c, cpu_pg, cpu_ws, cpu_k, rb, av, pub, lag, rfk, rnofk,
+        printf "{\"bench\":\"consumer\",\"kafka\":\"%s\",\"events\":\"%s\",\"orders\":%d,\"batch_max\":%d,\"writers\":%d,\"partitions\":%d,\"drain_s\":%.3f,\"drain_steady_s\":%.3f,\"drain_rate\":%.0f,\"drain_rate_steady\":%.0f,\"consumer_cpu_s\":%.2f,\"pg_cpu_s\":%.2f,\"walsender_cpu_s\":%.2f,\"kafka_cpu_s\":%.2f,\"redis_cpu_s\":%.2f,\"machine_busy\":%.2f,\"machine_cpu_us\":%.2f,\"rollbacks\":%d,\"autovacuums\":%d,\"published\":%d,\"publisher_lag_s\":%.2f,\"copy_fk_rate\":%.0f,\"copy_nofk_rate\":%.0f,\"ratio_fk\":%.3f,\"ratio_nofk\":%.3f,\"loadavg\":\"%s\"}\n",
+            kafka, mode, n, batch, writers, parts, total, steady, rt, rs, cpu_c, cpu_pg, cpu_ws, cpu_k, cpu_r, mbusy, mcpu, rb, av, pub, lag, rfk, rnofk,
             rfk ? rs / rfk : 0, rnofk ? rs / rnofk : 0, load
     }'
 }
