@@ -71,20 +71,25 @@ if(TARGET rlock AND TARGET rcluster AND SECKILL_JAVA AND SECKILL_MVN)
             ${SECKILL_MVN} -f ${CMAKE_CURRENT_SOURCE_DIR}/redisson/pom.xml ${rlock_redisson_args})
   set_tests_properties(rlock_redisson_build PROPERTIES LABELS redisson TIMEOUT 600
     FIXTURES_SETUP rlock_redisson_jar)
+  # Two binaries (the locks; the synchronizers: one file each, under 800 lines), each on
+  # the shared test Redis and on a throwaway cluster; rlock_redisson_harness.c in each.
   foreach(v single cluster)
-    set(n test_rlock_redisson)
-    if(v STREQUAL "cluster")
-      set(n test_rlock_redisson_cluster)
-    endif()
-    seckill_add_test(NAME ${n}
-      SOURCES integration/test_rlock_redisson.c integration/rlock_test_util.c
-      LIBS seckill::rlock seckill::rcluster seckill_test_cluster LABELS "integration;redisson" TIMEOUT 300)
-    target_include_directories(${n} PRIVATE ${CMAKE_SOURCE_DIR}/rcluster)
-    set_property(TEST ${n} APPEND PROPERTY ENVIRONMENT "RLOCK_REDISSON_JAR=${rlock_redisson_dir}/rlock-redisson-driver.jar")
-    set_tests_properties(${n} PROPERTIES FIXTURES_REQUIRED rlock_redisson_jar)
-    if(v STREQUAL "cluster")
-      target_compile_definitions(${n} PRIVATE RLOCK_REDISSON_CLUSTER)
-      set_property(TEST ${n} APPEND PROPERTY LABELS cluster)
-    endif()
+    foreach(part "" _sync)
+      set(n test_rlock_redisson${part})
+      if(v STREQUAL "cluster")
+        set(n test_rlock_redisson${part}_cluster)
+      endif()
+      seckill_add_test(NAME ${n}
+        SOURCES integration/test_rlock_redisson${part}.c integration/rlock_redisson_harness.c
+                integration/rlock_test_util.c
+        LIBS seckill::rlock seckill::rcluster seckill_test_cluster LABELS "integration;redisson" TIMEOUT 300)
+      target_include_directories(${n} PRIVATE ${CMAKE_SOURCE_DIR}/rcluster)
+      set_property(TEST ${n} APPEND PROPERTY ENVIRONMENT "RLOCK_REDISSON_JAR=${rlock_redisson_dir}/rlock-redisson-driver.jar")
+      set_tests_properties(${n} PROPERTIES FIXTURES_REQUIRED rlock_redisson_jar)
+      if(v STREQUAL "cluster")
+        target_compile_definitions(${n} PRIVATE RLOCK_REDISSON_CLUSTER)
+        set_property(TEST ${n} APPEND PROPERTY LABELS cluster)
+      endif()
+    endforeach()
   endforeach()
 endif()
