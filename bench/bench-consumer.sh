@@ -29,6 +29,10 @@ EVENTS=${EVENTS:-256}
 PARTITIONS=${PARTITIONS:-64}
 BATCH_MAX=${BATCH_MAX:-1000}
 WRITERS=${WRITERS:-2}
+# Orders per second of ids (consumer-load --per-second: ids numbered as libidgen numbers
+# them, so each of the order index's hashes, one per second of ids, holds a second of a
+# sale, about one front's accept ceiling here); 0: densely, a million in one hash.
+PER_SECOND=${PER_SECOND:-50000}
 COPY_REF=${COPY_REF:-1}
 ORDER_EVENTS=${ORDER_EVENTS:-on off}
 for mode in $ORDER_EVENTS; do
@@ -132,7 +136,7 @@ pg -c "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, 
        FROM generate_series(0, $EVENTS - 1) g"
 
 echo "bench-consumer: loading $N orders ($EVENTS events, $PARTITIONS partitions, Kafka: $KAFKA)" >&2
-"$BIN/consumer-load" --brokers "$brokers" --count "$N" --events "$EVENTS" \
+"$BIN/consumer-load" --brokers "$brokers" --count "$N" --events "$EVENTS" --per-second "$PER_SECOND" \
     --copy-file "$work/orders.tsv" >&2
 
 # Each timed part starts after a CHECKPOINT, so a checkpoint's flush does not land in

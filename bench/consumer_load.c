@@ -1,7 +1,13 @@
 /* consumer-load: produces N contract order messages to a Kafka topic as fast as the
  * broker takes them, for the seckill-consumer benchmark (bench/bench-consumer.sh).
  * Order i: order_id = order_base + i, event_id = event_base + i % events (also the
- * key), user_id = 1 + i, ts_ms = now. With --copy-file it also writes the same rows
+ * key), user_id = 1 + i, ts_ms = now. With --per-second R (default 50,000) the ids are
+ * numbered as libidgen numbers them (the second in the high 32 bits, a sequence below,
+ * idgen_core.h) at R orders per second of ids: order_base + (i / R << 32) + i % R. The
+ * order index keeps one Redis hash per second of ids (order_msg.h), and 50,000 is about
+ * one front's accept ceiling on this machine type (README), so each hash holds what a
+ * second of a sale puts there; --per-second 0 numbers them densely, order_base + i (a
+ * million orders in one second's hash, which no sale makes). With --copy-file it also writes the same rows
  * as PostgreSQL COPY text (order_id, event_id, user_id, status, created_at,
  * kafka_partition, kafka_offset), so a raw COPY of the very same rows can be timed. */
 #include "sk_order_msg.h"
@@ -36,14 +42,16 @@ int main(int argc, char **argv)
     const char *brokers = getenv("SECKILL_KAFKA_BROKERS"), *topic = "seckill.orders";
     const char *copy_file = NULL;
     long long count = 1000000, events = 12, event_base = 7000000000LL, order_base = 7000000000000LL;
+    long long per_second = 50000;
     static const struct option opts[] = {
         {"brokers", required_argument, 0, 'b'}, {"topic", required_argument, 0, 't'},
         {"count", required_argument, 0, 'n'},   {"events", required_argument, 0, 'e'},
         {"event-base", required_argument, 0, 'E'}, {"order-base", required_argument, 0, 'O'},
-        {"copy-file", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'},
+        {"copy-file", required_argument, 0, 'c'}, {"per-second", required_argument, 0, 'r'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int o;
-    while ((o = getopt_long(argc, argv, "b:t:n:e:E:O:c:h", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "b:t:n:e:E:O:c:r:h", opts, NULL)) != -1) {
         switch (o) {
         case 'b': brokers = optarg; break;
         case 't': topic = optarg; break;
@@ -52,15 +60,23 @@ int main(int argc, char **argv)
         case 'E': event_base = atoll(optarg); break;
         case 'O': order_base = atoll(optarg); break;
         case 'c': copy_file = optarg; break;
+        case 'r': per_second = atoll(optarg); break;
         default:
             fprintf(o == 'h' ? stdout : stderr,
                     "usage: consumer-load [--brokers B] [--topic T] [--count N] [--events E]\n"
-                    "                     [--event-base ID] [--order-base ID] [--copy-file F]\n");
+                    "                     [--event-base ID] [--order-base ID] [--copy-file F]\n"
+                    "                     [--per-second R]\n");
             return o == 'h' ? 0 : 2;
         }
     }
-    if (!brokers || count <= 0 || events <= 0) {
-        fprintf(stderr, "consumer-load: --brokers (or SECKILL_KAFKA_BROKERS), --count > 0, --events > 0\n");
+    if (!brokers || count <= 0 || events <= 0 || per_second < 0 || per_second > 0x7fffffffLL) {
+        fprintf(stderr, "consumer-load: --brokers (or SECKILL_KAFKA_BROKERS), --count > 0, --events > 0,"
+                        " 0 <= --per-second < 2^31\n");
+        return 2;
+    }
+    /* the sequence must stay below the second: order_base's low 32 bits plus R */
+    if (per_second > 0 && (order_base & 0xffffffffLL) + per_second > 0xffffffffLL) {
+        fprintf(stderr, "consumer-load: --order-base's low 32 bits + --per-second pass 2^32\n");
         return 2;
     }
     char err[512];
@@ -106,8 +122,9 @@ int main(int argc, char **argv)
     for (long long i = 0; i < count; i++) {
         char val[SK_ORDER_MSG_MAX], key[24];
         long long ev = event_base + i % events;
+        long long oid = per_second ? order_base + ((i / per_second) << 32) + i % per_second : order_base + i;
         int kn = snprintf(key, sizeof(key), "%lld", ev);
-        sk_order_msg m = {.order_id = (uint64_t)(order_base + i), .event_id = (uint64_t)ev,
+        sk_order_msg m = {.order_id = (uint64_t)oid, .event_id = (uint64_t)ev,
                           .user_id = (uint64_t)(1 + i), .ts_ms = ts_ms, .quantity = 1};
         if (keys && sk_order_msg_sign(keys, &m) != 0) {
             fprintf(stderr, "consumer-load: signing failed\n");
@@ -129,7 +146,7 @@ int main(int argc, char **argv)
             break;
         }
         if (cf)
-            fprintf(cf, "%lld\t%lld\t%lld\tcreated\t%s\t\\N\t\\N\n", order_base + i, ev, 1 + i, created);
+            fprintf(cf, "%lld\t%lld\t%lld\tcreated\t%s\t\\N\t\\N\n", oid, ev, 1 + i, created);
         rd_kafka_poll(p, 0);
     }
     rd_kafka_resp_err_t e = rd_kafka_flush(p, 120000);
