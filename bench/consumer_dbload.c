@@ -1,8 +1,9 @@
 /* consumer-dbload: the consumer's PostgreSQL write path alone, without Kafka, for
  * measuring changes to consumer_db (bench/bench-consumer.sh times the whole drain).
  *
- * Writes N synthetic orders (the messages consumer-load produces: order_id =
- * order_base + i, event_id = event_base + i % events, user_id = 1 + i) through
+ * Writes N synthetic orders (the messages consumer-load --per-second 0 produces:
+ * order_id = order_base + i, event_id = event_base + i % events, user_id = 1 + i; no
+ * Redis here, so the ids' seconds do not matter) through
  * consumer_db_write in batches of B, from W writer threads with one connection each,
  * event e going to writer (e % 64) % W as partition p goes to lane p % W in the
  * consumer. The database must exist (empty); it is migrated and given the events.
