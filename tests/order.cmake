@@ -24,7 +24,7 @@ if(TARGET seckill_order_core)
   target_include_directories(seckill_order_test_support PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/integration)
   target_link_libraries(seckill_order_test_support PUBLIC seckill_test_support seckill::common seckill_order_core
     PkgConfig::HIREDIS PkgConfig::RDKAFKA PkgConfig::LIBPQ)
-  foreach(t lua lua_units http kafka reconcile slow auth nofile reads levels http1 challenge_http)
+  foreach(t lua lua_units http gate_faults kafka reconcile slow auth nofile reads levels http1 challenge_http)
     if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_order_${t}.c)
       continue()
     endif()

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <librdkafka/rdkafka.h>
 #include <libpq-fe.h>
 #include <netinet/in.h>
@@ -292,6 +293,18 @@ uint64_t to_json_id(const char *json, const char *key)
     snprintf(pat, sizeof(pat), "\"%s\":\"", key);
     const char *p = strstr(json, pat);
     return p ? strtoull(p + strlen(pat), NULL, 10) : 0;
+}
+
+int to_error_is(const char *json, const char *code)
+{
+    json_error_t jerr;
+    json_t *o = json_loads(json, 0, &jerr);
+    if (!o)
+        return 0;
+    const char *got = json_string_value(json_object_get(o, "error"));
+    int ok = got && strcmp(got, code) == 0 && json_is_string(json_object_get(o, "message"));
+    json_decref(o);
+    return ok;
 }
 
 redisContext *to_redis(const char *url)

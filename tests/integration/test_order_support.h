@@ -80,6 +80,9 @@ int to_order_burst(const to_order *o, int n, const uint64_t *events, const uint6
 long long to_order_metric(const to_order *o, const char *name);
 /** @brief The decimal value of "key":"<digits>" in a JSON text, or 0. */
 uint64_t to_json_id(const char *json, const char *key);
+/* 1 when json is an error body, {"error": code, "message": "..."} (a string message);
+ * else 0. */
+int to_error_is(const char *json, const char *code);
 
 /* ---- Redis ---- */
 redisContext *to_redis(const char *url);
