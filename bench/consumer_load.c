@@ -7,9 +7,10 @@
  * order index keeps one Redis hash per second of ids (order_msg.h), and 50,000 is about
  * one front's accept ceiling on this machine type (README), so each hash holds what a
  * second of a sale puts there; --per-second 0 numbers them densely, order_base + i (a
- * million orders in one second's hash, which no sale makes). With --copy-file it also writes the same rows
- * as PostgreSQL COPY text (order_id, event_id, user_id, status, created_at,
- * kafka_partition, kafka_offset), so a raw COPY of the very same rows can be timed. */
+ * million orders in one second's hash, which no sale makes). With --copy-file it also
+ * writes the same rows as PostgreSQL COPY text (order_id, event_id, user_id, status,
+ * created_at, kafka_partition, kafka_offset), so a raw COPY of the very same rows can be
+ * timed. */
 #include "sk_order_msg.h"
 
 #include <getopt.h>
@@ -122,9 +123,12 @@ int main(int argc, char **argv)
     for (long long i = 0; i < count; i++) {
         char val[SK_ORDER_MSG_MAX], key[24];
         long long ev = event_base + i % events;
-        long long oid = per_second ? order_base + ((i / per_second) << 32) + i % per_second : order_base + i;
+        /* unsigned: the shift of a large count must wrap, not be undefined */
+        uint64_t oid = per_second ? (uint64_t)order_base + ((uint64_t)(i / per_second) << 32) +
+                                        (uint64_t)(i % per_second)
+                                  : (uint64_t)(order_base + i);
         int kn = snprintf(key, sizeof(key), "%lld", ev);
-        sk_order_msg m = {.order_id = (uint64_t)oid, .event_id = (uint64_t)ev,
+        sk_order_msg m = {.order_id = oid, .event_id = (uint64_t)ev,
                           .user_id = (uint64_t)(1 + i), .ts_ms = ts_ms, .quantity = 1};
         if (keys && sk_order_msg_sign(keys, &m) != 0) {
             fprintf(stderr, "consumer-load: signing failed\n");
@@ -146,7 +150,7 @@ int main(int argc, char **argv)
             break;
         }
         if (cf)
-            fprintf(cf, "%lld\t%lld\t%lld\tcreated\t%s\t\\N\t\\N\n", oid, ev, 1 + i, created);
+            fprintf(cf, "%" PRIu64 "\t%lld\t%lld\tcreated\t%s\t\\N\t\\N\n", oid, ev, 1 + i, created);
         rd_kafka_poll(p, 0);
     }
     rd_kafka_resp_err_t e = rd_kafka_flush(p, 120000);
