@@ -15,12 +15,20 @@ fault_start_redis
 fault_start_pg
 kafka_start_private 3
 fault_start_consumer consumer
-fault_start_order order SECKILL_LIMITS_KAFKA_INFLIGHT=32
+CUT_S=8
+# The reconciler gives a unit back only once its order can no longer land: reserved
+# longer ago than message.timeout.ms + reconcile.margin_ms (docs/design.md, "Before
+# PostgreSQL"). A record the leader appended during the cut stays uncommitted while node 2
+# is stopped (the ISR cannot shrink: with node 3 dead the controller quorum is gone too)
+# and lands when node 2 returns, up to CUT_S later, after the front timed it out
+# (persisted=maybe). So the margin must outlast the cut, as a deployment's must outlast
+# its longest such outage. With the fault suite's 1 s margin a CI run (2026-11-27) gave
+# 11 units back whose orders then landed (redis_balance 11).
+fault_start_order order SECKILL_LIMITS_KAFKA_INFLIGHT=32 SECKILL_RECONCILE_MARGIN_MS=$(((CUT_S + 4) * 1000))
 FAULT_URLS=http://127.0.0.1:$FAULT_PORT_order
 fault_warmup
 
 FAULT_STOCK=7000
-CUT_S=8
 fault_bench_bg --stock $FAULT_STOCK --users 14000 --requests 14000 --rate 400 --connections 64 \
     --drain.wait 0 --stall 90 --event.name kafka-isr-lost
 e2e_wait 30 "400 units sold" fault_sold_at_least 400
