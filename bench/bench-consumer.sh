@@ -178,6 +178,8 @@ redis_pid() {
     [ -n "$p" ] && [ -r "/proc/$p/stat" ] && echo "$p"
 }
 rpid=$(redis_pid || true)
+# cpu_since PID SECONDS: the CPU seconds PID used since sk_cpu_seconds gave SECONDS.
+cpu_since() { awk -v a="$(sk_cpu_seconds "$1")" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 
 # The ts= of a consumer log line (UTC, ms) as epoch seconds.
 log_time() {
@@ -286,9 +288,9 @@ drain() { # mode
     printf -v "steady_$mode" '%s' "$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.3f", b - a }')"
     printf -v "cpu_c_$mode" '%s' "$(sk_cpu_seconds "$cpid")"
     printf -v "cpu_pg_$mode" '%s' "$cpu_pg"
-    printf -v "cpu_k_$mode" '%s' "$(awk -v a="$(sk_cpu_seconds "$kpid")" -v b="$cpu_kafka0" 'BEGIN { printf "%.2f", a - b }')"
+    printf -v "cpu_k_$mode" '%s' "$(cpu_since "$kpid" "$cpu_kafka0")"
     local cpu_r=0
-    [ -n "$rpid" ] && cpu_r=$(awk -v a="$(sk_cpu_seconds "$rpid")" -v b="$cpu_redis0" 'BEGIN { printf "%.2f", a - b }')
+    [ -n "$rpid" ] && cpu_r=$(cpu_since "$rpid" "$cpu_redis0")
     printf -v "cpu_r_$mode" '%s' "$cpu_r"
     # The whole machine from the first order written to the last: its cores' busy share
     # and its CPU per order, every process counted (what the drain has to fit in).
