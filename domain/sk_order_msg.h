@@ -73,6 +73,11 @@ size_t sk_order_msg_encode(const sk_order_msg *m, char *out, size_t outsz);
  *  @returns SK_ORDER_MSG_OK, or the first reason it is refused (*out then undefined). */
 sk_order_msg_err sk_order_msg_decode(const void *value, size_t len, sk_order_msg *out);
 
+/** @brief The same decoding, always through jansson: what sk_order_msg_decode does for
+ *  any value not in the encoder's exact layout (its fast path reads that layout by hand).
+ *  Public so the tests can hold the two to the same answers. */
+sk_order_msg_err sk_order_msg_decode_json(const void *value, size_t len, sk_order_msg *out);
+
 /** @brief A short stable code ("not_json", "bad_order_id", ...; DLQ headers, metric
  *  labels). "unknown" for a value outside the enum. Never NULL. */
 const char *sk_order_msg_strerror(sk_order_msg_err err);

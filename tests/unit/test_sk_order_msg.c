@@ -190,12 +190,86 @@ static void test_mac(void **state)
     assert_string_equal(sk_order_msg_strerror(SK_ORDER_MSG_BAD_MAC), "bad_mac");
 }
 
+/* Both decoders give the same answer: the code, and on success every field. */
+static void same_answer(const char *v, size_t n)
+{
+    sk_order_msg a, b;
+    memset(&a, 0x5a, sizeof(a));
+    memset(&b, 0xa5, sizeof(b));
+    sk_order_msg_err ea = sk_order_msg_decode(v, n, &a), eb = sk_order_msg_decode_json(v, n, &b);
+    if (ea != eb)
+        fail_msg("%.*s: decode %s, jansson %s", (int)n, v, sk_order_msg_strerror(ea),
+                 sk_order_msg_strerror(eb));
+    if (ea == SK_ORDER_MSG_OK &&
+        !(a.order_id == b.order_id && a.event_id == b.event_id && a.user_id == b.user_id &&
+          a.ts_ms == b.ts_ms && a.quantity == b.quantity && strcmp(a.mac, b.mac) == 0))
+        fail_msg("%.*s: the two decoders read different fields", (int)n, v);
+}
+
+/* sk_order_msg_decode reads the encoder's exact layout by hand and gives anything else
+ * to jansson: the two must agree on every value, the encoder's and every one-byte edit of
+ * it (a byte replaced, dropped or added: whitespace, escapes, signs, leading zeros,
+ * overflows, broken hex, members cut short or run on). */
+static void test_fast_path_agrees(void **state)
+{
+    (void)state;
+    const sk_order_msg ms[] = {
+        {.order_id = 12, .event_id = 3, .user_id = 4, .ts_ms = 1795341600123LL},
+        {.order_id = 1, .event_id = 1, .user_id = 1, .ts_ms = 0, .quantity = 2},
+        {.order_id = (uint64_t)INT64_MAX, .event_id = (uint64_t)INT64_MAX,
+         .user_id = (uint64_t)INT64_MAX, .ts_ms = SK_ORDER_MSG_MAX_TS_MS,
+         .quantity = SK_ORDER_MSG_MAX_QUANTITY, .mac = "0123456789abcdef0123456789abcdef"},
+        {.order_id = 987654321, .event_id = 10, .user_id = 99, .ts_ms = 10,
+         .mac = "ffffffffffffffffffffffffffffffff"},
+    };
+    static const char edits[] = " 0159af\"\\,}{:-+.eExFu";
+    for (size_t k = 0; k < sizeof(ms) / sizeof(ms[0]); k++) {
+        char enc[SK_ORDER_MSG_MAX_SIGNED], v[SK_ORDER_MSG_MAX_SIGNED + 1];
+        size_t n = sk_order_msg_encode(&ms[k], enc, sizeof(enc));
+        assert_true(n > 0);
+        same_answer(enc, n);
+        for (size_t i = 0; i <= n; i++) {
+            if (i < n) { /* dropped */
+                memcpy(v, enc, i);
+                memcpy(v + i, enc + i + 1, n - i - 1);
+                same_answer(v, n - 1);
+            }
+            for (const char *e = edits; *e; e++) {
+                if (i < n) { /* replaced */
+                    memcpy(v, enc, n);
+                    v[i] = *e;
+                    same_answer(v, n);
+                }
+                memcpy(v, enc, i); /* added */
+                v[i] = *e;
+                memcpy(v + i + 1, enc + i, n - i);
+                same_answer(v, n + 1);
+            }
+        }
+    }
+    /* just past each bound, in the encoder's layout */
+    const char *past[] = {
+        "{\"v\":1,\"order_id\":\"9223372036854775808\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1}",
+        "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"0\",\"user_id\":\"1\",\"ts_ms\":1}",
+        "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":253402300800000}",
+        "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1,\"quantity\":101}",
+        "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1,\"quantity\":0}",
+        "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1,\"quantity\":1}",
+        "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1,\"mac\":\"0123\"}",
+        "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1,\"extra\":1}",
+        "{\"v\":1,\"order_id\":\"1\",\"event_id\":\"1\",\"user_id\":\"1\",\"ts_ms\":1} ",
+    };
+    for (size_t i = 0; i < sizeof(past) / sizeof(past[0]); i++)
+        same_answer(past[i], strlen(past[i]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_mac),
+        cmocka_unit_test(test_fast_path_agrees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
