@@ -17,14 +17,14 @@
 #include <stdio.h>
 
 /* One database step of the lane's `writing` batch: the transaction, then (best effort,
- * after the commit) the orders' outcomes into the order index for the front's GET. */
+ * after the commit) the orders' outcomes handed to the order index's recorder thread for
+ * the front's GET. */
 static int lane_write(lane *ln, consumer_db_result *res)
 {
     int rc = consumer_db_write(ln->db, ln->writing, res);
-    if (rc == 0 && ln->oidx && consumer_oidx_record(ln->oidx, ln->writing) < 0) {
+    if (rc == 0 && ln->oidx && consumer_oidx_submit(ln->oidx, ln->writing) != 0) {
         atomic_fetch_add(&ln->l->m->oidx_failures, 1);
-        sk_log(SK_LOG_WARN, "order_index_failed", "writer=%d err=\"%s\"", ln->idx,
-               consumer_oidx_errstr(ln->oidx));
+        sk_log(SK_LOG_WARN, "order_index_failed", "writer=%d err=\"out of memory\"", ln->idx);
     }
     return rc;
 }
@@ -344,8 +344,9 @@ int consumer_lane_init(consumer_loop *l, int idx, char *errstr, size_t errstr_si
     ln->writing = consumer_batch_new();
     ln->db = consumer_db_new(cfg->pg);
     if (cfg->redis_url && *cfg->redis_url &&
-        !(ln->oidx = consumer_oidx_new(cfg->redis_url, cfg->index_ttl_s, 1000))) {
-        snprintf(errstr, errstr_size, "out of memory");
+        !(ln->oidx = consumer_oidx_new(cfg->redis_url, cfg->index_ttl_s, 1000, idx,
+                                       &l->m->oidx_failures))) {
+        snprintf(errstr, errstr_size, "out of memory, or no thread for the order index");
         return -1;
     }
     if (!ln->filling || !ln->writing || !ln->db) {

@@ -15,25 +15,40 @@
  * Redis fails, the batch's outcomes are not recorded (logged and counted) and the front
  * answers `queued` for them until the index expires (order/README.md). The offsets are
  * not held back for Redis: the orders are durable, which is the consumer's promise.
- * Not thread-safe: one per writer thread. */
+ *
+ * Off the writer's path: each recorder has a thread of its own, which writes what the
+ * writer submits after its commit, so the writer's next transaction does not wait for
+ * Redis's round trip and its work on a thousand fields (about 2 ms of each ~25 ms batch
+ * on the bench machine, when the writers are what the drain waits for; A/B in
+ * docs/benchmarks.md, round 13). One batch waits behind the one being written; a writer
+ * that submits a third waits, so a slow Redis still slows the writer rather than piling
+ * batches up in memory. Freeing the recorder writes what was submitted first (each
+ * Redis call has timeout_ms), so a stopping consumer records its last batch.
+ * One recorder per writer; submit and free from one thread at a time. */
 #ifndef CONSUMER_OIDX_H
 #define CONSUMER_OIDX_H
 
 #include "consumer_batch.h"
 
+#include <stdatomic.h>
+
 typedef struct consumer_oidx consumer_oidx;
 
-/** @brief A recorder for `url` (redis:// or redis-cluster://, copied); connects lazily.
- *  @returns NULL on OOM. */
-consumer_oidx *consumer_oidx_new(const char *url, long long ttl_s, int timeout_ms);
+/** @brief A recorder for `url` (redis:// or redis-cluster://, copied), which connects
+ *  lazily, and its thread. A failed write adds 1 to *failures (atomic; the metrics' own,
+ *  which outlive the recorder) and logs event=order_index_failed with `writer`.
+ *  @returns NULL on OOM or when no thread can be started. */
+consumer_oidx *consumer_oidx_new(const char *url, long long ttl_s, int timeout_ms, int writer,
+                                 atomic_uint_fast64_t *failures);
+
+/** @brief Writes what was submitted (within timeout_ms per Redis call), stops the thread
+ *  and frees o. NULL is fine. */
 void consumer_oidx_free(consumer_oidx *o);
 
-/** @brief Records the outcome of every message of `b` that has one (after
- *  consumer_db_write succeeded). @returns the number recorded, or -1 (Redis failed;
- *  the connection is dropped and made again on the next call). */
-long consumer_oidx_record(consumer_oidx *o, consumer_batch *b);
-
-/** @brief The last error, "" if none. */
-const char *consumer_oidx_errstr(const consumer_oidx *o);
+/** @brief Hands the outcome of every message of `b` that has one (after consumer_db_write
+ *  succeeded) to the recorder's thread: copied, so b is the caller's again on return.
+ *  Waits while a batch is already queued behind the one being written.
+ *  @returns 0, or -1 when out of memory (nothing submitted). */
+int consumer_oidx_submit(consumer_oidx *o, consumer_batch *b);
 
 #endif
