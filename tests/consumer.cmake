@@ -18,6 +18,9 @@ if(TARGET seckill_consumer_core)
     # The tests spawn these binaries: build them first.
     add_dependencies(test_consumer_${t} seckill-consumer seckill-devkafka)
   endforeach()
+  # The order index's recorder thread against a Redis of its own (issue 36, round 13).
+  seckill_add_test(NAME test_consumer_oidx SOURCES integration/test_consumer_oidx.c
+                   LIBS seckill_consumer_core seckill_test_support LABELS integration TIMEOUT 120)
   # seckill.order-events from the WAL, read back from the dev Kafka (issue 36).
   add_library(seckill_consumer_test_evutil STATIC integration/test_consumer_evutil.c)
   target_link_libraries(seckill_consumer_test_evutil PUBLIC seckill_consumer_test_util)
