@@ -120,7 +120,7 @@ static int get_mac(json_t *obj, char mac[SK_ORDER_MSG_MAC_HEX + 1])
  * value it accepts is one jansson reads the same, so a message decodes to the same
  * result either way (tests/unit/test_sk_order_msg.c compares the two on mutations). */
 
-/* Consumes the literal lit at *p (before end). */
+/* Consumes the n bytes of s at *p (before end). */
 static int lit(const char **p, const char *end, const char *s, size_t n)
 {
     if ((size_t)(end - *p) < n || memcmp(*p, s, n) != 0)
