@@ -92,6 +92,11 @@ uint64_t order_index_bucket(uint64_t order_id)
     return order_id >> 32;
 }
 
+int64_t order_id_age_s(uint64_t order_id, int64_t now_s)
+{
+    return now_s - ((int64_t)order_index_bucket(order_id) + 1704067200LL); /* libidgen's epoch */
+}
+
 size_t order_key_index(uint64_t order_id, char *out, size_t outsz)
 {
     strbuf b = {out, outsz, 0};

@@ -61,6 +61,18 @@ unsigned order_release_keys_of(uint64_t event_id, uint64_t user_id, unsigned k,
  *  a GET for an id never issued finds no field. */
 uint64_t order_index_bucket(uint64_t order_id);
 
+/** @brief Seconds from order_id's issue (its libidgen second since 2024-01-01 UTC) to
+ *  now_s (Unix seconds); negative for an id from the future. */
+int64_t order_id_age_s(uint64_t order_id, int64_t now_s);
+
+/* How long after its issue an order id may still be missing from the index although a
+ * front answered 202 for it: the accepting worker sends the entry at the end of its loop
+ * turn, on its own Redis connection, and a request the buyer sends next may reach another
+ * worker, whose Redis connection can be quicker when the machine is busy (CI 2026-11-27:
+ * a pay a few ms after its 202 found neither the row nor the entry and was told 404).
+ * Pay and cancel answer such a young unknown id "not ready" (retry), not 404. */
+#define ORDER_INDEX_ENTRY_GRACE_S 2
+
 /** @brief "seckill:oidx:<bucket>": the hash whose field <order_id> holds the event an
  *  order belongs to (for GET order). */
 size_t order_key_index(uint64_t order_id, char *out, size_t outsz);

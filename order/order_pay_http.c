@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* One pay or cancel, from the token check to the answer (and, for a release, past it
  * until released_at is recorded). */
@@ -150,13 +151,21 @@ static void release(pay_req *p)
 }
 
 /* The index's entry of an order PostgreSQL does not hold: queued (409 not_ready) or
- * unknown (404). */
+ * unknown (404). An id younger than ORDER_INDEX_ENTRY_GRACE_S without an entry may be an
+ * order another worker has just accepted, its entry not in Redis yet: not ready too
+ * (nothing about the order is told, whoever asks: the same answer for every young id). */
 static void on_index(redisReply *reply, void *arg)
 {
     pay_req *p = arg;
     order_index_entry e;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
         order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
+        return;
+    }
+    int64_t age_s = order_id_age_s(p->job.id, (int64_t)time(NULL));
+    if (reply->type == REDIS_REPLY_NIL && age_s >= -60 && age_s <= ORDER_INDEX_ENTRY_GRACE_S) {
+        sk_http_add_header(p->h.req, "Retry-After", "1");
+        order_req_error_free(&p->h, ORDER_ERR_NOT_READY, NULL, 0);
         return;
     }
     if (reply->type == REDIS_REPLY_NIL || order_index_decode(reply->str, reply->len, &e) != 0 ||

@@ -135,7 +135,7 @@ static void on_order_index(redisReply *reply, void *arg)
             order_answer(r, o.user_id, order_index_status_name(o.outcome), o.pay_by_ms);
         return;
     }
-    int64_t age_s = time(NULL) - ((int64_t)(r->order_id >> 32) + 1704067200LL); /* libidgen */
+    int64_t age_s = order_id_age_s(r->order_id, (int64_t)time(NULL));
     if (has_outcome) { /* a replay's status: PostgreSQL has the order's own */
         order_lookup_pg(r);
         return;

@@ -108,6 +108,14 @@ expect 400 bad_request POST "/api/v1/orders/$O2/cancel" "${T[1]}" '[1]'
 expect 400 bad_request POST "/api/v1/orders/0x12/pay" "${T[1]}" '{"payment_ref":"a"}'
 expect 400 bad_request POST "/api/v1/orders/00012/cancel" "${T[1]}"
 expect 404 not_found POST "/api/v1/orders/12345/pay" "${T[1]}" '{"payment_ref":"a"}'
+# An id of this second that neither PostgreSQL nor the index holds may be an order another
+# worker has just accepted, its index entry not in Redis yet: not ready, not 404
+# (ORDER_INDEX_ENTRY_GRACE_S, order_msg.h); one 10 s old is unknown. (Sequence 2^32 - 16:
+# far past any this test issues.)
+YOUNG=$(( (($(date +%s) - 1704067200) << 32) | 4294967280 ))
+expect 409 not_ready POST "/api/v1/orders/$YOUNG/cancel" "${T[1]}"
+OLD=$(( (($(date +%s) - 10 - 1704067200) << 32) | 4294967280 ))
+expect 404 not_found POST "/api/v1/orders/$OLD/cancel" "${T[1]}"
 expect 404 not_found POST "/api/v1/orders/$O2/refund" "${T[1]}"
 expect 405 method_not_allowed GET "/api/v1/orders/$O2/pay" "${T[1]}"
 expect 401 unauthorized POST "/api/v1/orders/$O2/cancel" ""
