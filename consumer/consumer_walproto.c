@@ -3,6 +3,8 @@
  * "Logical Replication Message Formats" (protocol version 1, not streamed: no xid in 'M'). */
 #include "consumer_walproto.h"
 
+#include "sk_put.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -135,20 +137,6 @@ static int all_in(const char *s, size_t n, char lo, char hi, size_t maxn)
     return 1;
 }
 
-/* Appends n bytes at *at when they fit before outsz with a NUL after them; *at becomes
- * outsz (no valid length) once something did not. */
-static void put(char *out, size_t outsz, size_t *at, const char *s, size_t n)
-{
-    if (*at >= outsz || outsz - *at <= n) {
-        *at = outsz;
-        return;
-    }
-    memcpy(out + *at, s, n);
-    *at += n;
-    out[*at] = 0;
-}
-#define PUT_LIT(s) put(out, outsz, &at, (s), sizeof(s) - 1)
-
 /* One pass over the line and memcpy, not a field search per field with a strchr per byte
  * and snprintf: this runs once per published transition, a million per drain (it was 9% of
  * the consumer's CPU, perf 2026-11-27). */
@@ -176,21 +164,21 @@ int consumer_wal_line_json(const char *line, size_t len, char *out, size_t outsz
     if (!all_in(f[3], fn[3], 'a', 'z', 16) || !all_in(f[4], fn[4], '0', '9', 15))
         return -1;
     size_t at = 0;
-    PUT_LIT("{\"v\":1,\"order_id\":\"");
-    put(out, outsz, &at, f[0], fn[0]);
-    PUT_LIT("\",\"event_id\":\"");
-    put(out, outsz, &at, f[1], fn[1]);
-    PUT_LIT("\",\"user_id\":\"");
-    put(out, outsz, &at, f[2], fn[2]);
-    PUT_LIT("\",\"status\":\"");
-    put(out, outsz, &at, f[3], fn[3]);
-    PUT_LIT("\",\"at_ms\":");
-    put(out, outsz, &at, f[4], fn[4]);
+    SK_PUT_LIT("{\"v\":1,\"order_id\":\"");
+    sk_put(out, outsz, &at, f[0], fn[0]);
+    SK_PUT_LIT("\",\"event_id\":\"");
+    sk_put(out, outsz, &at, f[1], fn[1]);
+    SK_PUT_LIT("\",\"user_id\":\"");
+    sk_put(out, outsz, &at, f[2], fn[2]);
+    SK_PUT_LIT("\",\"status\":\"");
+    sk_put(out, outsz, &at, f[3], fn[3]);
+    SK_PUT_LIT("\",\"at_ms\":");
+    sk_put(out, outsz, &at, f[4], fn[4]);
     if (has_q) {
-        PUT_LIT(",\"quantity\":");
-        put(out, outsz, &at, f[5], fn[5]);
+        SK_PUT_LIT(",\"quantity\":");
+        sk_put(out, outsz, &at, f[5], fn[5]);
     }
-    PUT_LIT("}");
+    SK_PUT_LIT("}");
     if (at >= outsz)
         return -1;
     memcpy(key, f[0], fn[0]);

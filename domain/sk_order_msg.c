@@ -2,6 +2,7 @@
 #include "sk_order_msg.h"
 #include "sk_hmac.h"
 #include "sk_id.h"
+#include "sk_put.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -30,56 +31,40 @@ const char *sk_order_msg_strerror(sk_order_msg_err err)
     return err_codes[err];
 }
 
-/* Appends n bytes at *at if they fit with the NUL after them; *at becomes outsz (never a
- * valid length) once something did not, and stays so. Each piece is short: this
- * replaces snprintf on the accept path (order/README.md, callgrind). */
-static void put(char *out, size_t outsz, size_t *at, const char *s, size_t n)
-{
-    if (*at >= outsz || outsz - *at <= n) {
-        *at = outsz;
-        return;
-    }
-    memcpy(out + *at, s, n);
-    *at += n;
-    out[*at] = 0;
-}
-
 static void put_dec(char *out, size_t outsz, size_t *at, uint64_t v)
 {
     char d[SK_ID_DEC_MAX];
-    put(out, outsz, at, d, sk_id_format(d, v));
+    sk_put(out, outsz, at, d, sk_id_format(d, v));
 }
 
 static void put_signed(char *out, size_t outsz, size_t *at, int64_t v)
 {
     if (v < 0)
-        put(out, outsz, at, "-", 1);
+        sk_put(out, outsz, at, "-", 1);
     put_dec(out, outsz, at, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
 }
-
-#define PUT_LIT(lit) put(out, outsz, &at, (lit), sizeof(lit) - 1)
 
 size_t sk_order_msg_encode(const sk_order_msg *m, char *out, size_t outsz)
 {
     size_t at = 0;
-    PUT_LIT("{\"v\":1,\"order_id\":\"");
+    SK_PUT_LIT("{\"v\":1,\"order_id\":\"");
     put_dec(out, outsz, &at, m->order_id);
-    PUT_LIT("\",\"event_id\":\"");
+    SK_PUT_LIT("\",\"event_id\":\"");
     put_dec(out, outsz, &at, m->event_id);
-    PUT_LIT("\",\"user_id\":\"");
+    SK_PUT_LIT("\",\"user_id\":\"");
     put_dec(out, outsz, &at, m->user_id);
-    PUT_LIT("\",\"ts_ms\":");
+    SK_PUT_LIT("\",\"ts_ms\":");
     put_signed(out, outsz, &at, m->ts_ms);
     if (m->quantity > 1) { /* one unit: the value of before */
-        PUT_LIT(",\"quantity\":");
+        SK_PUT_LIT(",\"quantity\":");
         put_dec(out, outsz, &at, m->quantity);
     }
     if (m->mac[0]) { /* the MAC: its own member, last */
-        PUT_LIT(",\"mac\":\"");
-        put(out, outsz, &at, m->mac, strnlen(m->mac, SK_ORDER_MSG_MAC_HEX));
-        PUT_LIT("\"");
+        SK_PUT_LIT(",\"mac\":\"");
+        sk_put(out, outsz, &at, m->mac, strnlen(m->mac, SK_ORDER_MSG_MAC_HEX));
+        SK_PUT_LIT("\"");
     }
-    PUT_LIT("}");
+    SK_PUT_LIT("}");
     return at < outsz ? at : 0;
 }
 
@@ -309,17 +294,17 @@ int sk_order_msg_keys_count(const sk_order_msg_keys *k)
 size_t sk_order_msg_canonical(const sk_order_msg *m, char *out, size_t outsz)
 {
     size_t at = 0;
-    PUT_LIT("seckill.orders/1|");
+    SK_PUT_LIT("seckill.orders/1|");
     put_dec(out, outsz, &at, m->order_id);
-    PUT_LIT("|");
+    SK_PUT_LIT("|");
     put_dec(out, outsz, &at, m->event_id);
-    PUT_LIT("|");
+    SK_PUT_LIT("|");
     put_dec(out, outsz, &at, m->user_id);
-    PUT_LIT("|");
+    SK_PUT_LIT("|");
     put_signed(out, outsz, &at, m->ts_ms);
     /* the units too (issue 31): a MAC that left them out would let a relay turn one unit
      * into a hundred; 0 is written as the 1 it encodes as */
-    PUT_LIT("|");
+    SK_PUT_LIT("|");
     put_dec(out, outsz, &at, m->quantity > 1 ? m->quantity : 1);
     return at < outsz ? at : 0;
 }
