@@ -16,11 +16,10 @@
 /* Fields per HSET: a batch is at most batch.max messages, sent as several HSETs. */
 #define OIDX_HSET_MAX 256
 
-/* One outcome to record: what the order index entry needs of a batch's message. */
+/* One outcome to record: the order and its index entry, taken from a batch's message. */
 typedef struct oidx_rec {
-    uint64_t order_id, event_id, user_id;
-    int64_t pay_by_ms;
-    char outcome;
+    uint64_t order_id;
+    order_index_entry e;
 } oidx_rec;
 
 typedef struct oidx_job {
@@ -131,9 +130,8 @@ static int write_recs(consumer_oidx *o, const oidx_rec *r, size_t n)
             continue;
         order_iwrite_begin(w, r[i].order_id, o->ttl_s);
         for (size_t j = i; j < n && order_iwrite_count(w) < OIDX_HSET_MAX; j++) {
-            order_index_entry e = {r[j].event_id, r[j].user_id, 0, r[j].outcome, r[j].pay_by_ms};
             /* another second's id is refused by the builder: it goes with its own HSET */
-            if (done[j] || order_iwrite_add(w, r[j].order_id, ORDER_INDEX_OUTCOME_SUFFIX, &e) != 0)
+            if (done[j] || order_iwrite_add(w, r[j].order_id, ORDER_INDEX_OUTCOME_SUFFIX, &r[j].e) != 0)
                 continue;
             done[j] = 1;
         }
@@ -215,8 +213,9 @@ int consumer_oidx_submit(consumer_oidx *o, consumer_batch *b)
         consumer_batch_msg *m = consumer_batch_msg_at(b, i);
         if (m->err != CONSUMER_MSG_OK || !m->outcome)
             continue;
-        j->r[j->n++] = (oidx_rec){(uint64_t)m->order.order_id, (uint64_t)m->order.event_id,
-                                  (uint64_t)m->order.user_id, m->pay_by_ms, m->outcome};
+        j->r[j->n++] = (oidx_rec){(uint64_t)m->order.order_id,
+                                  {(uint64_t)m->order.event_id, (uint64_t)m->order.user_id, 0,
+                                   m->outcome, m->pay_by_ms}};
     }
     if (j->n > 0) {
         o->has_next = 1;
