@@ -65,6 +65,10 @@ uint64_t order_index_bucket(uint64_t order_id);
  *  now_s (Unix seconds); negative for an id from the future. */
 int64_t order_id_age_s(uint64_t order_id, int64_t now_s);
 
+/* An id whose second is more than this ahead of the clock was never issued, whatever the
+ * clock skew between the gate's Redis and a front (GET and pay/cancel answer it 404). */
+#define ORDER_ID_SKEW_S 60
+
 /* How long after its issue an order id may still be missing from the index although a
  * front answered 202 for it: the accepting worker sends the entry at the end of its loop
  * turn, on its own Redis connection, and a request the buyer sends next may reach another

@@ -162,18 +162,14 @@ static void on_index(redisReply *reply, void *arg)
         order_req_error_free(&p->h, ORDER_ERR_UNAVAILABLE, "redis is unavailable", 0);
         return;
     }
+    int nil = reply->type == REDIS_REPLY_NIL;
     int64_t age_s = order_id_age_s(p->job.id, (int64_t)time(NULL));
-    if (reply->type == REDIS_REPLY_NIL && age_s >= -60 && age_s <= ORDER_INDEX_ENTRY_GRACE_S) {
-        sk_http_add_header(p->h.req, "Retry-After", "1");
-        order_req_error_free(&p->h, ORDER_ERR_NOT_READY, NULL, 0);
-        return;
-    }
-    if (reply->type == REDIS_REPLY_NIL || order_index_decode(reply->str, reply->len, &e) != 0 ||
-        e.outcome) {
+    if (nil ? age_s < -ORDER_ID_SKEW_S || age_s > ORDER_INDEX_ENTRY_GRACE_S
+            : order_index_decode(reply->str, reply->len, &e) != 0 || e.outcome) {
         order_req_error_free(&p->h, ORDER_ERR_NOT_FOUND, "no such order", 0);
         return;
     }
-    if (e.user_id != p->job.actor && !p->job.actor_admin) {
+    if (!nil && e.user_id != p->job.actor && !p->job.actor_admin) {
         order_req_error_free(&p->h, ORDER_ERR_FORBIDDEN,
                              "only the buyer or an admin may pay or cancel this order", 0);
         return;

@@ -145,7 +145,7 @@ static void on_order_index(redisReply *reply, void *arg)
          * issued, or its entry was lost (the consumer records the outcome when it writes
          * it): looked up, but within order_ocache's bound, so made-up ids cannot put a
          * query per request on the database. */
-        if (age_s < -60) { /* issued in the future (past any clock skew): never issued */
+        if (age_s < -ORDER_ID_SKEW_S) { /* issued in the future: never issued */
             read_fail(r, ORDER_ERR_NOT_FOUND, "no such order");
             return;
         }
