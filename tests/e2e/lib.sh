@@ -19,7 +19,14 @@ E2E_TMP=$(mktemp -d /tmp/seckill-e2e.XXXXXX)
 E2E_PIDS=()
 
 e2e_log() { printf '[e2e %s] %s\n' "$(date -u +%H:%M:%S.%N | cut -c1-12)" "$*" >&2; }
-e2e_fail() { e2e_log "FAIL: $*"; exit 1; }
+e2e_fail() {
+    E2E_FAIL_MSG="$*"
+    e2e_log "FAIL: $*"
+    exit 1
+}
+# A command that ends the test through `set -e` (no e2e_fail): where, for the last line.
+set -E
+trap 'E2E_ERR_AT="${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND (status $?)"' ERR
 e2e_skip() { e2e_log "SKIP: $*"; exit $E2E_SKIP; }
 # Short helpers the e2e scripts share (read their settings when called, so a script may
 # point SECKILL_REDIS_URL or SECKILL_PG elsewhere first): redis-cli on the test's Redis,
@@ -49,6 +56,12 @@ e2e_cleanup() {
             echo "---- last lines of $(basename "$f")" >&2
             tail -n 30 "$f" >&2
         done
+        # Last, so that a log cut to its tail (CI's) still says why.
+        if [ -n "${E2E_FAIL_MSG:-}" ]; then
+            echo "---- the test failed: $E2E_FAIL_MSG" >&2
+        else
+            echo "---- the test stopped with status $rc${E2E_ERR_AT:+ at $E2E_ERR_AT}" >&2
+        fi
     fi
     if [ -n "${E2E_KEEP:-}" ]; then
         e2e_log "kept $E2E_TMP (E2E_KEEP is set)"
