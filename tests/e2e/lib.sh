@@ -60,7 +60,7 @@ e2e_cleanup() {
         if [ -n "${E2E_FAIL_MSG:-}" ]; then
             echo "---- the test failed: $E2E_FAIL_MSG" >&2
         else
-            echo "---- the test stopped with status $rc${E2E_ERR_AT:+ at $E2E_ERR_AT}" >&2
+            echo "---- the test stopped with status $rc${E2E_ERR_AT:+ (the last command that failed: $E2E_ERR_AT)}" >&2
         fi
     fi
     if [ -n "${E2E_KEEP:-}" ]; then

@@ -276,8 +276,8 @@ static void test_watchdog_not_after_unlock(void **state)
 {
     (void)state;
     /* WD is the watchdog timeout, renewed every WD/3: a hold lapses only if the renewal
-     * thread (or Redis) stalls for 2/3 of it. CI's busy two cores stalled 600 ms once
-     * (the hold lapsed with WD 600), so WD leaves a second of slack. */
+     * thread (or Redis) stalls for 2/3 of it. On CI's busy two cores a read hold lapsed
+     * once with WD 600 (a stall past 400 ms), so WD leaves a second of slack. */
     enum { WD = 1500, JAVA_LEASE = 1000 };
     char name[128];
     rt_name(name, sizeof(name), "rs-wd");
