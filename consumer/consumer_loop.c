@@ -185,15 +185,24 @@ consumer_loop *consumer_loop_new(const consumer_cfg *cfg, const sk_cfg_kv *kafka
 }
 
 /* When the main loop must look again at the latest: a retry or a batch.ms deadline
- * of some lane, and at most 100 ms from `now` (the stop flag is checked this often). */
+ * of some lane, and at most 100 ms from `now` (the stop flag is checked this often).
+ * A deadline counts only for a lane that can take its batch now: a busy lane's thread
+ * wakes the poll itself when its write is done (rd_kafka_queue_yield), and a failing
+ * lane's batch waits for its retry. Waking for a deadline that cannot be acted on made
+ * the loop spin on a zero poll timeout for the whole write (over 100,000 empty polls a
+ * second, docs/benchmarks.md round 14), a core's time taken from the writers. */
 static int64_t loop_next_wake(consumer_loop *l, int64_t now)
 {
     int64_t wake = now + 100;
     for (int i = 0; i < l->nlanes; i++) {
         lane *ln = &l->lanes[i];
-        if (ln->failing && consumer_batch_count(ln->writing) > 0 && ln->next_retry_ms < wake)
+        if (consumer_lane_get_state(ln) == LANE_BUSY)
+            continue;
+        size_t writing = consumer_batch_count(ln->writing);
+        if (ln->failing && writing > 0 && ln->next_retry_ms < wake)
             wake = ln->next_retry_ms;
-        if (consumer_batch_count(ln->filling) > 0 && ln->filling_deadline_ms < wake)
+        if (writing == 0 && consumer_batch_count(ln->filling) > 0 &&
+            ln->filling_deadline_ms < wake)
             wake = ln->filling_deadline_ms;
     }
     return wake;
