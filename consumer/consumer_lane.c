@@ -52,6 +52,10 @@ static void *lane_thread(void *arg)
         ln->state = LANE_DONE;
         pthread_cond_broadcast(&ln->cv);
         pthread_mutex_unlock(&ln->mu);
+        pthread_mutex_lock(&ln->l->done_mu);
+        ln->l->done_seq++;
+        pthread_cond_broadcast(&ln->l->done_cv);
+        pthread_mutex_unlock(&ln->l->done_mu);
         /* Wake the main thread out of rd_kafka_consumer_poll to collect the result. */
         rd_kafka_queue_yield(ln->l->cq);
         pthread_mutex_lock(&ln->mu);
@@ -77,8 +81,15 @@ static void lane_wait(lane *ln)
     pthread_mutex_unlock(&ln->mu);
 }
 
-/* Waits up to ms for the lane's thread to finish its write. */
-void consumer_lane_wait_ms(lane *ln, int ms)
+unsigned consumer_lane_done_seq(consumer_loop *l)
+{
+    pthread_mutex_lock(&l->done_mu);
+    unsigned seq = l->done_seq;
+    pthread_mutex_unlock(&l->done_mu);
+    return seq;
+}
+
+void consumer_lane_wait_any(consumer_loop *l, unsigned seq, int ms)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -88,11 +99,11 @@ void consumer_lane_wait_ms(lane *ln, int ms)
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
-    pthread_mutex_lock(&ln->mu);
-    while (ln->state == LANE_BUSY)
-        if (pthread_cond_timedwait(&ln->cv, &ln->mu, &until) != 0)
+    pthread_mutex_lock(&l->done_mu);
+    while (l->done_seq == seq)
+        if (pthread_cond_timedwait(&l->done_cv, &l->done_mu, &until) != 0)
             break;
-    pthread_mutex_unlock(&ln->mu);
+    pthread_mutex_unlock(&l->done_mu);
 }
 
 static void lane_submit(lane *ln)

@@ -69,6 +69,11 @@ struct consumer_loop {
     size_t dlq_max_bytes; /* the DLQ producer's message.max.bytes */
     int fatal;
     sk_order_msg_keys *msg_keys; /* order.msg_keys; NULL: messages are not verified */
+    /* Bumped by a lane thread each time it finishes a write (under done_mu, done_cv
+     * broadcast): the main thread, holding intake, waits for any lane, not one. */
+    pthread_mutex_t done_mu;
+    pthread_cond_t done_cv;
+    unsigned done_seq;
 };
 
 static inline int64_t now_ms(void)
@@ -104,8 +109,12 @@ void consumer_lane_destroy(lane *ln);
 /** @brief The lane's state, read under its mutex. */
 lane_state consumer_lane_get_state(lane *ln);
 
-/** @brief Waits up to ms for the lane's thread to finish its write. */
-void consumer_lane_wait_ms(lane *ln, int ms);
+/** @brief How many writes the lanes have finished so far (l->done_seq). */
+unsigned consumer_lane_done_seq(consumer_loop *l);
+
+/** @brief Waits up to ms for some lane to finish a write after consumer_lane_done_seq
+ *  answered seq (at once if one did already). */
+void consumer_lane_wait_any(consumer_loop *l, unsigned seq, int ms);
 
 /** @brief The main thread's turn on one lane: collect a result, start the next write. */
 void consumer_lane_service(consumer_loop *l, lane *ln);
