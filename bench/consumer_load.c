@@ -10,7 +10,15 @@
  * million orders in one second's hash, which no sale makes). With --copy-file it also
  * writes the same rows as PostgreSQL COPY text (order_id, event_id, user_id, status,
  * created_at, kafka_partition, kafka_offset), so a raw COPY of the very same rows can be
- * timed. */
+ * timed.
+ * --batch B (default 100): at most B messages per partition in one produce request, so
+ * the topic holds record batches of the size the fronts write. A front produces with
+ * linger.ms 0 (order/order_kafka.c): a request leaves as soon as the previous one is
+ * answered, carrying what arrived meanwhile, tens of orders at a sale's peak. Produced
+ * as fast as this program can, librdkafka's own limits made 1 MB batches (about 6,600
+ * orders of one partition), and a fetch hands a whole batch over: the consumer then got
+ * runs of thousands of one writer's orders while the other writer idled (writers busy
+ * 64% in a third of the drains, docs/benchmarks.md round 14), which no sale makes. */
 #include "sk_order_msg.h"
 
 #include <getopt.h>
@@ -43,16 +51,16 @@ int main(int argc, char **argv)
     const char *brokers = getenv("SECKILL_KAFKA_BROKERS"), *topic = "seckill.orders";
     const char *copy_file = NULL;
     long long count = 1000000, events = 12, event_base = 7000000000LL, order_base = 7000000000000LL;
-    long long per_second = 50000;
+    long long per_second = 50000, batch = 100;
     static const struct option opts[] = {
         {"brokers", required_argument, 0, 'b'}, {"topic", required_argument, 0, 't'},
         {"count", required_argument, 0, 'n'},   {"events", required_argument, 0, 'e'},
         {"event-base", required_argument, 0, 'E'}, {"order-base", required_argument, 0, 'O'},
         {"copy-file", required_argument, 0, 'c'}, {"per-second", required_argument, 0, 'r'},
-        {"help", no_argument, 0, 'h'},
+        {"batch", required_argument, 0, 'B'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int o;
-    while ((o = getopt_long(argc, argv, "b:t:n:e:E:O:c:r:h", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "b:t:n:e:E:O:c:r:B:h", opts, NULL)) != -1) {
         switch (o) {
         case 'b': brokers = optarg; break;
         case 't': topic = optarg; break;
@@ -62,17 +70,19 @@ int main(int argc, char **argv)
         case 'O': order_base = atoll(optarg); break;
         case 'c': copy_file = optarg; break;
         case 'r': per_second = atoll(optarg); break;
+        case 'B': batch = atoll(optarg); break;
         default:
             fprintf(o == 'h' ? stdout : stderr,
                     "usage: consumer-load [--brokers B] [--topic T] [--count N] [--events E]\n"
                     "                     [--event-base ID] [--order-base ID] [--copy-file F]\n"
-                    "                     [--per-second R]\n");
+                    "                     [--per-second R] [--batch B]\n");
             return o == 'h' ? 0 : 2;
         }
     }
-    if (!brokers || count <= 0 || events <= 0 || per_second < 0 || per_second > 0x7fffffffLL) {
+    if (!brokers || count <= 0 || events <= 0 || per_second < 0 || per_second > 0x7fffffffLL ||
+        batch < 1 || batch > 1000000) {
         fprintf(stderr, "consumer-load: --brokers (or SECKILL_KAFKA_BROKERS), --count > 0, --events > 0,"
-                        " 0 <= --per-second < 2^31\n");
+                        " 0 <= --per-second < 2^31, 1 <= --batch <= 1000000\n");
         return 2;
     }
     /* the sequence must stay below the second: order_base's low 32 bits plus R */
@@ -80,10 +90,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "consumer-load: --order-base's low 32 bits + --per-second pass 2^32\n");
         return 2;
     }
-    char err[512];
+    char err[512], batch_s[24];
+    snprintf(batch_s, sizeof(batch_s), "%lld", batch);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     const char *kv[] = {"bootstrap.servers", brokers, "linger.ms", "5", "enable.idempotence", "true",
-                        "queue.buffering.max.messages", "1000000", "batch.num.messages", "10000",
+                        "queue.buffering.max.messages", "1000000", "batch.num.messages", batch_s,
                         "compression.type", "none", NULL};
     for (int i = 0; kv[i]; i += 2)
         if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], err, sizeof(err)) != RD_KAFKA_CONF_OK) {
