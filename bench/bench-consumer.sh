@@ -15,11 +15,12 @@
 # the last order written until the slot confirmed everything before it); off, the
 # triggers disabled and no publisher (the drain without order events). The ratio of
 # the two is the cost of publishing.
-# Knobs: N, EVENTS, PARTITIONS, BATCH_MAX (batch.max), WRITERS (db.writers), PORT,
+# Knobs: N, EVENTS, PARTITIONS, BATCH_MAX (batch.max), WRITERS (db.writers), PORT, LOAD_BATCH,
 # COPY_REF=0 (time the drain only, for A/B runs of consumer changes), KAFKA=dev (the
 # private seckill-devkafka) or KAFKA=real (a private single-node Apache Kafka, KRaft,
-# started by deploy/kafka/kafka.sh; bench/bench-kafka.sh runs both). SECKILL_* in the
-# environment reach the consumer (e.g. SECKILL_KAFKA_MAX_PARTITION_FETCH_BYTES).
+# started by deploy/kafka/kafka.sh; bench/bench-kafka.sh runs both), WARMUP (KAFKA=real:
+# orders of the untimed drain that warms the broker first, default N; 0: none).
+# SECKILL_* in the environment reach the consumer (e.g. SECKILL_KAFKA_MAX_PARTITION_FETCH_BYTES).
 set -euo pipefail
 
 N=${N:-1000000}
@@ -33,6 +34,10 @@ WRITERS=${WRITERS:-2}
 # them, so each of the order index's hashes, one per second of ids, holds a second of a
 # sale, about one front's accept ceiling here); 0: densely, a million in one hash.
 PER_SECOND=${PER_SECOND:-50000}
+# Orders per partition in one produce request (consumer-load --batch): the record batches
+# a front writes at a sale's peak are tens of orders; 10,000 gave 1 MB batches, whole
+# runs of one writer's partitions in the consumer's queue (consumer_load.c).
+LOAD_BATCH=${LOAD_BATCH:-100}
 COPY_REF=${COPY_REF:-1}
 ORDER_EVENTS=${ORDER_EVENTS:-on off}
 for mode in $ORDER_EVENTS; do
@@ -95,6 +100,15 @@ drop_db() {
 now() { date +%s.%N; }
 pg() { psql "$SECKILL_PG dbname=$DB" -qAtX "$@"; }
 
+# The Apache Kafka broker is a JVM started for this run: in its first minutes it compiles
+# its hot paths, and the drain paid for it (its C2 compiler thread took 1.9 s of CPU in
+# 8 s of a drain with the events on, from /proc's per-thread times; docs/benchmarks.md
+# round 14), which a broker that has been serving for a while does not. So an untimed
+# drain of WARMUP orders through the same paths (the fetch, the events' produce, the
+# group's commits) goes first, on topics of its own. As many as the timed drain: after
+# 300,000 the compiler still took 1.5 s of 8, after 1,000,000 0.2 to 0.6 s of each 5.
+WARMUP=${WARMUP:-$N}
+[ "$KAFKA" = real ] || WARMUP=0
 if [ "$KAFKA" = real ]; then
     # Two free ports (client, controller).
     kport=$(sk_free_ports 2) || { echo "bench-consumer: no free port for Kafka" >&2; exit 1; }
@@ -104,6 +118,10 @@ if [ "$KAFKA" = real ]; then
     # The events topic too: the broker creates none by itself (auto.create.topics.enable
     # false), and without it the publisher never got an acknowledgement (0 published).
     "$KAFKA_SH" topic "$work/kafka" seckill.order-events 6
+    if [ "$WARMUP" -gt 0 ]; then
+        "$KAFKA_SH" topic "$work/kafka" seckill.orders.warmup "$PARTITIONS"
+        "$KAFKA_SH" topic "$work/kafka" seckill.order-events.warmup 6
+    fi
     brokers=$(cat "$work/kafka/bootstrap")
     kpid=$(cat "$work/kafka/node-1.pid")
 else
@@ -137,6 +155,7 @@ pg -c "INSERT INTO seckill_event (id, name, stock_total, stock_left, starts_at, 
 
 echo "bench-consumer: loading $N orders ($EVENTS events, $PARTITIONS partitions, Kafka: $KAFKA)" >&2
 "$BIN/consumer-load" --brokers "$brokers" --count "$N" --events "$EVENTS" --per-second "$PER_SECOND" \
+    --batch "$LOAD_BATCH" \
     --copy-file "$work/orders.tsv" >&2
 
 # Each timed part starts after a CHECKPOINT, so a checkpoint's flush does not land in
@@ -313,6 +332,33 @@ drain() { # mode
     [ "$rows" -eq "$N" ] || { echo "bench-consumer: $rows rows, expected $N" >&2; exit 1; }
     slot_drop
 }
+# The broker's warm-up (WARMUP above): WARMUP orders of ids of their own drained with the
+# events on into the same database, then emptied; nothing of it is timed.
+warm_broker() {
+    echo "bench-consumer: warming the broker up: $WARMUP orders, events on (untimed)" >&2
+    "$BIN/consumer-load" --brokers "$brokers" --topic seckill.orders.warmup --count "$WARMUP" \
+        --events "$EVENTS" --order-base 8000000000000 --per-second "$PER_SECOND" \
+        --batch "$LOAD_BATCH" >/dev/null
+    pg -c "TRUNCATE seckill_order" >/dev/null
+    slot_drop
+    SECKILL_PG="$SECKILL_PG dbname=$DB" "$BIN/seckill-consumer" migrate 2>/dev/null
+    SECKILL_PG="$SECKILL_PG dbname=$DB" SECKILL_KAFKA_BROKERS="$brokers" SECKILL_HTTP_PORT="$PORT" \
+        SECKILL_GROUP_ID=bench-warmup SECKILL_TOPIC=seckill.orders.warmup \
+        SECKILL_EVENTS_TOPIC=seckill.order-events.warmup \
+        SECKILL_MIGRATE=false "$BIN/seckill-consumer" 2>"$work/warmup.log" &
+    cpid=$!
+    local created dead
+    for _ in $(seq 1200); do # at most 2 minutes
+        read -r created dead < <(created_total 2>/dev/null || echo 0 0)
+        [ "${created:-0}" -ge "$WARMUP" ] && break
+        kill -0 "$cpid" 2>/dev/null || { echo "bench-consumer: the warm-up's consumer died" >&2; cat "$work/warmup.log" >&2; exit 1; }
+        sleep 0.1
+    done
+    [ "${created:-0}" -ge "$WARMUP" ] || { echo "bench-consumer: the warm-up did not drain" >&2; exit 1; }
+    kill -TERM "$cpid"; wait "$cpid" || true; cpid=""
+    slot_drop
+}
+[ "$WARMUP" -gt 0 ] && warm_broker
 for mode in $ORDER_EVENTS; do
     echo "bench-consumer: drain with order events $mode" >&2
     drain "$mode"
