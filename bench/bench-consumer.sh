@@ -28,7 +28,7 @@ EVENTS=${EVENTS:-256}
 # librdkafka's mock cluster keeps about 5 MB per partition and drops older batches
 # beyond that, so a million ~120-byte orders need many partitions.
 PARTITIONS=${PARTITIONS:-64}
-BATCH_MAX=${BATCH_MAX:-1000}
+BATCH_MAX=${BATCH_MAX:-2000} # the consumer's default (batch.max)
 WRITERS=${WRITERS:-2}
 # Orders per second of ids (consumer-load --per-second: ids numbered as libidgen numbers
 # them, so each of the order index's hashes, one per second of ids, holds a second of a
