@@ -1,11 +1,12 @@
 /* Integration tests of seckill.order-events from the WAL (issues 22 and 36): real
  * PostgreSQL (wal_level=logical, the test stack), the dev Kafka, seckill-consumer.
  *
- * test_events: 10 orders written by the consumer (10 "created"), then one paid, one
- * cancelled and released, one expired, as a front's pay and cancel, the release sweep
- * and the expiry do (the triggers see every change, whoever makes it), and one pay
- * rolled back: exactly 14 messages, none for the rollback, and each order's transitions
- * on the topic in the order they committed.
+ * test_events: 10 orders written by the consumer against a stock of 9 (10 "created" and
+ * the last one "rejected", in the same transaction, after its "created"), one inserted
+ * by hand, then one paid, one cancelled and released, one expired, as a front's pay and
+ * cancel, the release sweep and the expiry do (the triggers see every change, whoever
+ * makes it), and one pay rolled back: exactly 16 messages, none for the rollback, and
+ * each order's transitions on the topic in the order they committed.
  * test_takeover: two consumers; only one streams the slot (it is exclusive), the other
  * waits. 5,000 orders committed in 50 transactions, the streaming one killed with
  * SIGKILL half-way: the other takes the slot over, every transition arrives, and the
@@ -62,7 +63,7 @@ static void test_events(void **state)
     (void)state;
     ctu_kafka k;
     PGconn *pg;
-    char *conninfo = ctu_setup(&k, 3, DB_NAME, EVENT, 1, 100, &pg);
+    char *conninfo = ctu_setup(&k, 3, DB_NAME, EVENT, 1, 9, &pg);
 
     rd_kafka_t *p = ctu_producer(k.bootstrap);
     char buf[256], key[32];
@@ -76,6 +77,9 @@ static void test_events(void **state)
     int port = sk_test_free_port();
     pid_t pid = cev_spawn(conninfo, k.bootstrap, port);
     assert_int_equal(ctu_pg_wait_ll(pg, "SELECT count(*) FROM seckill_order", 10, 60000), 10);
+
+    /* An order written by hand, not by the consumer. */
+    assert_int_equal(cev_insert(pg, ORDER_BASE + 100, EVENT, 0, 1), 0);
 
     char sql[512];
     snprintf(sql, sizeof(sql),
@@ -93,11 +97,21 @@ static void test_events(void **state)
     assert_int_equal(ctu_pg_exec(pg, sql), 0);
 
     ctu_dlq_msg *msgs = NULL;
-    size_t n = ctu_dlq_read(k.bootstrap, CEV_TOPIC, 14, 30000, &msgs);
-    /* Exactly 14 (a transaction published twice would show more, a lost one fewer). */
-    assert_int_equal(n, 14);
+    size_t n = ctu_dlq_read(k.bootstrap, CEV_TOPIC, 16, 30000, &msgs);
+    /* Exactly 16 (a transaction published twice would show more, a lost one fewer). */
+    assert_int_equal(n, 16);
     int c;
     long created0 = find(msgs, n, ORDER_BASE, "created", &c);
+    assert_int_equal(c, 1);
+    for (int i = 1; i < 10; i++) {
+        assert_true(find(msgs, n, ORDER_BASE + i, "created", &c) >= 0);
+        assert_int_equal(c, 1);
+    }
+    /* beyond the stock: created, then rejected, by the same transaction */
+    long rejected = find(msgs, n, ORDER_BASE + 9, "rejected", &c);
+    assert_int_equal(c, 1);
+    assert_true(rejected > find(msgs, n, ORDER_BASE + 9, "created", &c));
+    assert_true(find(msgs, n, ORDER_BASE + 100, "created", &c) >= 0);
     assert_int_equal(c, 1);
     assert_true(created0 >= 0 && find(msgs, n, ORDER_BASE, "paid", &c) > created0);
     long cancelled = find(msgs, n, ORDER_BASE + 1, "cancelled", &c);
@@ -107,7 +121,7 @@ static void test_events(void **state)
     assert_int_equal(find(msgs, n, ORDER_BASE + 3, "paid", &c), -1);
     assert_non_null(strstr(msgs[0].val, "\"event_id\":\"4300000001\""));
     ctu_dlq_free(msgs, n);
-    assert_true(cev_metric(port, "seckill_consumer_events_published_total") >= 14);
+    assert_true(cev_metric(port, "seckill_consumer_events_published_total") >= 16);
 
     assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 20000), 0);
     PQfinish(pg);
