@@ -252,6 +252,27 @@ static lane_state lane_collect(consumer_loop *l, lane *ln, int sync_commit)
     return LANE_IDLE;
 }
 
+int consumer_lane_room(consumer_loop *l, lane *ln)
+{
+    if (consumer_batch_count(ln->filling) < (size_t)l->cfg->batch_max)
+        return 1;
+    if (ln->nready == LANE_READY_MAX || ln->nspare == 0)
+        return 0;
+    ln->ready[ln->nready++] = ln->filling;
+    ln->filling = ln->spare[--ln->nspare];
+    return 1;
+}
+
+int consumer_lane_held(lane *ln, consumer_batch **held)
+{
+    int n = 0;
+    held[n++] = ln->writing;
+    for (int i = 0; i < ln->nready; i++)
+        held[n++] = ln->ready[i];
+    held[n++] = ln->filling;
+    return n;
+}
+
 /* The main thread's turn on one lane: collect a result, start the next write. */
 void consumer_lane_service(consumer_loop *l, lane *ln)
 {
@@ -261,6 +282,16 @@ void consumer_lane_service(consumer_loop *l, lane *ln)
     if (consumer_batch_count(ln->writing) > 0) {
         if (ln->failing && now >= ln->next_retry_ms)
             lane_start_write(l, ln);
+        return;
+    }
+    if (ln->nready > 0) { /* the oldest full batch; the empty `writing` becomes a spare */
+        ln->spare[ln->nspare++] = ln->writing;
+        ln->writing = ln->ready[0];
+        for (int i = 1; i < ln->nready; i++)
+            ln->ready[i - 1] = ln->ready[i];
+        ln->nready--;
+        ln->deduped = ln->db_done = 0;
+        lane_start_write(l, ln);
         return;
     }
     size_t count = consumer_batch_count(ln->filling);
@@ -281,12 +312,20 @@ void consumer_lane_drain_sync(consumer_loop *l, lane *ln, int64_t deadline_ms, c
 {
     lane_wait(ln);
     lane_collect(l, ln, 1); /* a finished result, if any; starts nothing new */
-    consumer_batch *order[2] = {ln->writing, ln->filling};
+    consumer_batch *order[LANE_READY_MAX + 2];
+    int norder = consumer_lane_held(ln, order);
+    /* Each held batch is swapped into `writing` in turn, oldest first; every other one
+     * ends up a spare, and a spare fills next. */
+    ln->nready = 0;
+    ln->filling = NULL;
     int abandoned = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < norder; k++) {
         consumer_batch *b = order[k];
-        if (consumer_batch_count(b) == 0)
+        if (consumer_batch_count(b) == 0) {
+            if (b != ln->writing)
+                ln->spare[ln->nspare++] = b;
             continue;
+        }
         /* Once a batch is abandoned, so is everything after it: committing a later
          * batch's offsets would skip the abandoned messages for good. */
         if (abandoned) {
@@ -294,12 +333,13 @@ void consumer_lane_drain_sync(consumer_loop *l, lane *ln, int64_t deadline_ms, c
                    consumer_batch_count(b), why);
             atomic_fetch_add(&l->m->abandoned, 1);
             consumer_batch_clear(b);
+            if (b != ln->writing)
+                ln->spare[ln->nspare++] = b;
             continue;
         }
-        if (b != ln->writing) { /* move `filling` into the writing slot */
-            consumer_batch *t = ln->writing;
-            ln->writing = ln->filling;
-            ln->filling = t;
+        if (b != ln->writing) { /* into the writing slot; the empty one becomes a spare */
+            ln->spare[ln->nspare++] = ln->writing;
+            ln->writing = b;
             ln->deduped = ln->db_done = 0;
         }
         int ok = 0;
@@ -338,7 +378,7 @@ void consumer_lane_drain_sync(consumer_loop *l, lane *ln, int64_t deadline_ms, c
             abandoned = 1;
         }
     }
-    consumer_batch_clear(ln->filling);
+    ln->filling = ln->spare[--ln->nspare];
     ln->failing = 0;
     ln->backoff_ms = 0;
 }
@@ -353,6 +393,11 @@ int consumer_lane_init(consumer_loop *l, int idx, char *errstr, size_t errstr_si
     pthread_cond_init(&ln->cv, NULL);
     ln->filling = consumer_batch_new();
     ln->writing = consumer_batch_new();
+    for (; ln->nspare < LANE_READY_MAX; ln->nspare++)
+        if (!(ln->spare[ln->nspare] = consumer_batch_new())) {
+            snprintf(errstr, errstr_size, "out of memory");
+            return -1;
+        }
     ln->db = consumer_db_new(cfg->pg);
     if (cfg->redis_url && *cfg->redis_url &&
         !(ln->oidx = consumer_oidx_new(cfg->redis_url, cfg->index_ttl_s, 1000, idx,
@@ -390,6 +435,10 @@ void consumer_lane_destroy(lane *ln)
 {
     consumer_batch_free(ln->filling);
     consumer_batch_free(ln->writing);
+    for (int i = 0; i < ln->nready; i++)
+        consumer_batch_free(ln->ready[i]);
+    for (int i = 0; i < ln->nspare; i++)
+        consumer_batch_free(ln->spare[i]);
     consumer_db_free(ln->db);
     consumer_oidx_free(ln->oidx);
     pthread_mutex_destroy(&ln->mu);

@@ -210,14 +210,12 @@ static int64_t loop_next_wake(consumer_loop *l, int64_t now)
     return wake;
 }
 
-/* Backpressure: a writer still busy with the previous batch and a full next one means
- * the database is the bottleneck: take nothing more in until it is done (a write takes
- * far less than max.poll.interval.ms). A failing writer is not busy (its partitions
- * are paused instead), so polling goes on. The wait ends when any lane finishes, not
- * only the full one: a lane done meanwhile gets its next batch at once. Waiting for the
- * full lane alone coupled the two writers' rhythms, and when their transactions fell out
- * of step each idled a third of the drain (writers busy 64-65% against 90% in the same
- * build, a third of the runs of 1,000,000 orders, docs/benchmarks.md round 14).
+/* Backpressure: a writer still busy and its lane holding all it may (a full `filling`
+ * and LANE_READY_MAX full batches behind the one being written) means the database is
+ * the bottleneck: take nothing more in until a write is done (a write takes far less
+ * than max.poll.interval.ms). A failing writer is not busy (its partitions are paused
+ * instead), so polling goes on. The wait ends when any lane finishes, not only the full
+ * one: a lane done meanwhile gets its next batch at once.
  * @returns 1 when intake was held (waited up to 100 ms), 0 when no lane is full. */
 static int loop_hold_intake(consumer_loop *l, int64_t now)
 {
@@ -226,7 +224,7 @@ static int loop_hold_intake(consumer_loop *l, int64_t now)
     unsigned seq = consumer_lane_done_seq(l);
     lane *full = NULL;
     for (int i = 0; i < l->nlanes && !full; i++)
-        if (consumer_batch_count(l->lanes[i].filling) >= (size_t)l->cfg->batch_max &&
+        if (!consumer_lane_room(l, &l->lanes[i]) &&
             consumer_lane_get_state(&l->lanes[i]) == LANE_BUSY)
             full = &l->lanes[i];
     if (!full)
@@ -258,6 +256,9 @@ static void loop_take(consumer_loop *l, rd_kafka_message_t *msg, int64_t now)
                    rd_kafka_err2name(msg->err), rd_kafka_message_errstr(msg));
     } else {
         lane *ln = &l->lanes[(msg->partition < 0 ? 0 : msg->partition) % l->nlanes];
+        /* Held intake saw to it that a busy lane has room; one that cannot write (a
+         * failing one: its partitions are paused) takes the message beyond batch.max. */
+        consumer_lane_room(l, ln);
         if (consumer_batch_count(ln->filling) == 0)
             ln->filling_deadline_ms = now + l->cfg->batch_ms;
         if (consumer_batch_add(ln->filling, msg->partition, msg->offset, msg->key,

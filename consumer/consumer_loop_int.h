@@ -29,6 +29,9 @@
 #include <time.h>
 
 #define MAX_LANES 16
+/* Full batches a lane may hold for its writer besides the one being written and the one
+ * filling (see struct lane). */
+#define LANE_READY_MAX 3
 
 typedef enum { LANE_IDLE, LANE_BUSY, LANE_DONE } lane_state;
 
@@ -39,6 +42,15 @@ typedef struct lane {
     consumer_oidx *oidx;         /* with db; NULL when no redis.url is set */
     consumer_batch *filling;     /* main thread: messages arriving */
     int64_t filling_deadline_ms; /* when `filling` is old enough to write */
+    /* Full batches waiting for the writer, oldest first (main thread). Intake goes on
+     * into `filling` while the writer works through them: the consumer queue hands out
+     * a partition's fetched messages in one run, a whole record batch at least, and with
+     * one batch of room a long run of this lane's partitions held intake while the other
+     * lane idled (writers busy 64% against 92%, docs/benchmarks.md round 14). */
+    consumer_batch *ready[LANE_READY_MAX];
+    int nready;
+    consumer_batch *spare[LANE_READY_MAX + 1]; /* empty batches for `filling` */
+    int nspare;
     consumer_batch *writing;     /* handed to the thread while BUSY; kept on failure */
     int deduped, db_done;        /* progress of `writing` (main thread) */
     int failing;                 /* `writing` failed: retry at next_retry_ms */
@@ -118,6 +130,15 @@ void consumer_lane_wait_any(consumer_loop *l, unsigned seq, int ms);
 
 /** @brief The main thread's turn on one lane: collect a result, start the next write. */
 void consumer_lane_service(consumer_loop *l, lane *ln);
+
+/** @brief Makes room in `filling` for one more message: a full `filling` joins the ready
+ *  batches when they have room. @returns 1 when `filling` has room (or is empty), 0
+ *  when the lane holds all it may (filling full and LANE_READY_MAX batches ready). */
+int consumer_lane_room(consumer_loop *l, lane *ln);
+
+/** @brief The number of batches the lane holds (writing, ready, filling) and each in
+ *  order, oldest first, into held[LANE_READY_MAX + 2]. */
+int consumer_lane_held(lane *ln, consumer_batch **held);
 
 /** @brief Writes everything the lane holds on the main thread, abandoning what cannot be
  *  written by deadline_ms (one attempt each if already past); `why` is logged. */

@@ -75,8 +75,9 @@ void consumer_offset_lag_update(consumer_loop *l)
         lags[i] = -1;
         int64_t from = p->offset;
         lane *ln = &l->lanes[(p->partition < 0 ? 0 : p->partition) % l->nlanes];
-        consumer_batch *held[2] = {ln->writing, ln->filling};
-        for (int k = 0; k < 2; k++) {
+        consumer_batch *held[LANE_READY_MAX + 2];
+        int nheld = consumer_lane_held(ln, held);
+        for (int k = 0; k < nheld; k++) {
             int64_t h = batch_lowest_offset(held[k], p->partition);
             if (h >= 0 && (from < 0 || h < from))
                 from = h;

@@ -12,7 +12,7 @@ if(TARGET seckill_consumer_core)
   target_link_libraries(seckill_consumer_test_util PUBLIC seckill_test_support seckill::domain seckill::common
                       PkgConfig::RDKAFKA PkgConfig::LIBPQ)
 
-  foreach(t cli drain stock group poison http nofile mac replay)
+  foreach(t cli drain stock group poison http nofile mac replay queue)
     seckill_add_test(NAME test_consumer_${t} SOURCES integration/test_consumer_${t}.c
                      LIBS seckill_consumer_test_util LABELS integration TIMEOUT 240)
     # The tests spawn these binaries: build them first.
