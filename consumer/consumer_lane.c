@@ -263,16 +263,6 @@ int consumer_lane_room(consumer_loop *l, lane *ln)
     return 1;
 }
 
-int consumer_lane_held(lane *ln, consumer_batch **held)
-{
-    int n = 0;
-    held[n++] = ln->writing;
-    for (int i = 0; i < ln->nready; i++)
-        held[n++] = ln->ready[i];
-    held[n++] = ln->filling;
-    return n;
-}
-
 /* The main thread's turn on one lane: collect a result, start the next write. */
 void consumer_lane_service(consumer_loop *l, lane *ln)
 {

@@ -137,8 +137,17 @@ void consumer_lane_service(consumer_loop *l, lane *ln);
 int consumer_lane_room(consumer_loop *l, lane *ln);
 
 /** @brief The number of batches the lane holds (writing, ready, filling) and each in
- *  order, oldest first, into held[LANE_READY_MAX + 2]. */
-int consumer_lane_held(lane *ln, consumer_batch **held);
+ *  order, oldest first, into held[LANE_READY_MAX + 2]. Inline: consumer_offset.c, below
+ *  consumer_lane.c, reads them too. */
+static inline int consumer_lane_held(lane *ln, consumer_batch **held)
+{
+    int n = 0;
+    held[n++] = ln->writing;
+    for (int i = 0; i < ln->nready; i++)
+        held[n++] = ln->ready[i];
+    held[n++] = ln->filling;
+    return n;
+}
 
 /** @brief Writes everything the lane holds on the main thread, abandoning what cannot be
  *  written by deadline_ms (one attempt each if already past); `why` is logged. */
