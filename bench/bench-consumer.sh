@@ -69,17 +69,22 @@ done
 
 work=$(mktemp -d /tmp/sk-bench-consumer.XXXXXX)
 kpid="" cpid="" pgdir=""
+# The private Kafka (at the end, and before the COPY reference: see there).
+stop_kafka() {
+    if [ "$KAFKA" = real ]; then
+        "$KAFKA_SH" stop "$work/kafka" 2>/dev/null || true
+    else
+        [ -n "$kpid" ] && kill "$kpid" 2>/dev/null && wait "$kpid" 2>/dev/null || true
+    fi
+    kpid=""
+}
 cleanup() {
     [ -n "$cpid" ] && kill "$cpid" 2>/dev/null && wait "$cpid" 2>/dev/null || true
     if [ -n "$pgdir" ]; then
         sk_as_pg "$(sk_pg_bin)/pg_ctl" -D "$pgdir/data" -m immediate -w stop >/dev/null 2>&1 || true
         rm -rf "$pgdir"
     fi
-    if [ "$KAFKA" = real ]; then
-        "$KAFKA_SH" stop "$work/kafka" 2>/dev/null || true
-    else
-        [ -n "$kpid" ] && kill "$kpid" 2>/dev/null && wait "$kpid" 2>/dev/null || true
-    fi
+    stop_kafka
     # A private PostgreSQL went whole above; the stack's keeps no bench database.
     [ "$PG" = stack ] && { drop_db || true; }
     rm -rf "$work"
@@ -363,6 +368,10 @@ for mode in $ORDER_EVENTS; do
     echo "bench-consumer: drain with order events $mode" >&2
     drain "$mode"
 done
+
+# Kafka is done with: the COPY below needs none, and an idle JVM broker still compiles
+# and collects in the background, CPU the reference would not get.
+stop_kafka
 
 # Raw COPY of the same rows into empty copies of seckill_order: first an exact copy
 # (same columns, defaults, check, indexes and the foreign key to the populated
