@@ -66,7 +66,9 @@ static int loop_consumer_new(consumer_loop *l, const sk_cfg_kv *kafka, char *err
     const consumer_cfg *cfg = l->cfg;
     /* max.partition.fetch.bytes 64 KB (librdkafka: 1 MB): the consumer queue hands out
      * a partition's fetched messages in one run, i.e. one writer's share at a time;
-     * shorter runs keep both writers fed (drains +7 to +17%, README). */
+     * shorter runs kept both writers fed (drains +7 to +17%, docs/benchmarks.md). Since
+     * a writer can queue a long run (LANE_READY_MAX), 1 MB measured better on Apache
+     * Kafka and worse on the dev Kafka (round 14): 64 KB stays. */
     /* reconnect.backoff.max.ms 1 s (librdkafka: 10 s): after a link that reset every
      * connection for 5 s the backoff had grown so that the drain came back 9.6 s after
      * the link did (tests/fault/netfault.sh consumer-kafka reset). */
