@@ -121,7 +121,7 @@ static void test_events(void **state)
     assert_int_equal(find(msgs, n, ORDER_BASE + 3, "paid", &c), -1);
     assert_non_null(strstr(msgs[0].val, "\"event_id\":\"4300000001\""));
     ctu_dlq_free(msgs, n);
-    assert_true(cev_metric(port, "seckill_consumer_events_published_total") >= 16);
+    assert_true(ctu_metric_of(port, "seckill_consumer_events_published_total") >= 16);
 
     assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 20000), 0);
     PQfinish(pg);
@@ -149,8 +149,8 @@ static void test_takeover(void **state)
     assert_int_equal(ctu_wait_healthy(port_b, 30000), 0);
     /* B tried the slot at least a few times (every 200 ms) and waits. */
     sk_test_pause_ms(1500);
-    assert_int_equal(cev_metric(port_b, "seckill_consumer_events_streaming"), 0);
-    assert_int_equal(cev_metric(port_a, "seckill_consumer_events_streaming"), 1);
+    assert_int_equal(ctu_metric_of(port_b, "seckill_consumer_events_streaming"), 0);
+    assert_int_equal(ctu_metric_of(port_a, "seckill_consumer_events_streaming"), 1);
 
     for (int t = 0; t < TAKEOVER_TX; t++) {
         if (t == TAKEOVER_TX / 2)
@@ -168,7 +168,7 @@ static void test_takeover(void **state)
     assert_int_equal(distinct, total);
     assert_true(n - distinct < total / 2);
     /* The standby watched the slot's lag (its alarm is 1 byte here) while A was gone. */
-    assert_true(cev_metric(port_b, "seckill_consumer_events_slot_lag_bytes") >= 0);
+    assert_true(ctu_metric_of(port_b, "seckill_consumer_events_slot_lag_bytes") >= 0);
 
     assert_int_equal(sk_test_proc_stop(b, SIGTERM, 20000), 0);
     PQfinish(pg);

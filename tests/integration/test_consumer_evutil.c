@@ -20,21 +20,11 @@ pid_t cev_spawn(const char *conninfo, const char *bootstrap, int port)
     return ctu_consumer_spawn(env);
 }
 
-double cev_metric(int port, const char *name)
-{
-    char *body = NULL;
-    double v = -1;
-    if (ctu_http_get(port, "/metrics", &body) == 200)
-        v = ctu_metric(body, name);
-    free(body);
-    return v;
-}
-
 double cev_metric_wait(int port, const char *name, double want, int timeout_ms)
 {
     double v = -1;
     for (int t = 0; t < timeout_ms; t += 100) {
-        if ((v = cev_metric(port, name)) == want)
+        if ((v = ctu_metric_of(port, name)) == want)
             break;
         sk_test_pause_ms(100);
     }

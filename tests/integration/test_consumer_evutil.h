@@ -16,10 +16,8 @@
  *  off, the slot retried every 200 ms and its lag alarm at 1 byte. */
 pid_t cev_spawn(const char *conninfo, const char *bootstrap, int port);
 
-/** @brief A metric of the consumer on port, -1 when it does not answer. */
-double cev_metric(int port, const char *name);
-
-/** @brief Polls the metric until it equals want or timeout_ms. @returns its last value. */
+/** @brief Polls the metric (ctu_metric_of) until it equals want or timeout_ms.
+ *  @returns its last value. */
 double cev_metric_wait(int port, const char *name, double want, int timeout_ms);
 
 /** @brief Inserts orders base + from .. base + to - 1 of event (users 1 + i) as

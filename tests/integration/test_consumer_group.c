@@ -25,16 +25,6 @@
 #define ORDER_BASE INT64_C(4400000000000)
 #define USER_BASE INT64_C(1)
 
-static double metric_of(int port, const char *name)
-{
-    char *body = NULL;
-    double v = -1;
-    if (ctu_http_get(port, "/metrics", &body) == 200)
-        v = ctu_metric(body, name);
-    free(body);
-    return v;
-}
-
 static int lag_partitions(int port)
 {
     char *body = NULL;
@@ -75,11 +65,11 @@ static void test_group(void **state)
     /* Both take part: each has consumed something, and each holds 3 of the 6 partitions. */
     int64_t deadline = sk_test_now_ms() + 60000;
     while (sk_test_now_ms() < deadline &&
-           !(metric_of(port_a, "seckill_consumer_messages_consumed_total") > 0 &&
-             metric_of(port_b, "seckill_consumer_messages_consumed_total") > 0))
+           !(ctu_metric_of(port_a, "seckill_consumer_messages_consumed_total") > 0 &&
+             ctu_metric_of(port_b, "seckill_consumer_messages_consumed_total") > 0))
         sk_test_pause_ms(20);
-    assert_true(metric_of(port_a, "seckill_consumer_messages_consumed_total") > 0);
-    assert_true(metric_of(port_b, "seckill_consumer_messages_consumed_total") > 0);
+    assert_true(ctu_metric_of(port_a, "seckill_consumer_messages_consumed_total") > 0);
+    assert_true(ctu_metric_of(port_b, "seckill_consumer_messages_consumed_total") > 0);
     long long mid = ctu_pg_ll(pg, "SELECT count(*) FROM seckill_order");
     fprintf(stderr, "# both consuming; %lld rows; A holds %d partitions, B %d\n", mid,
             lag_partitions(port_a), lag_partitions(port_b));

@@ -30,16 +30,6 @@
 #define USER_BASE INT64_C(1)
 #define DOWN_MS 10000
 
-static double metric_of(int port, const char *name)
-{
-    char *body = NULL;
-    double v = -1;
-    if (ctu_http_get(port, "/metrics", &body) == 200)
-        v = ctu_metric(body, name);
-    free(body);
-    return v;
-}
-
 /* File-scope so the teardown can stop the server even after a failed assertion
  * (pg_ctl daemonizes it: it would outlive the test). */
 static ctu_pgsrv srv;
@@ -92,20 +82,20 @@ static void test_pgdown(void **state)
     int saw_paused = 0;
     double consumed_paused = -1, consumed_late = -1;
     while (sk_test_now_ms() < deadline && !saw_paused) {
-        if (metric_of(port, "seckill_consumer_paused") == 1 &&
-            metric_of(port, "seckill_consumer_db_up") == 0) {
+        if (ctu_metric_of(port, "seckill_consumer_paused") == 1 &&
+            ctu_metric_of(port, "seckill_consumer_db_up") == 0) {
             saw_paused = 1;
-            consumed_paused = metric_of(port, "seckill_consumer_messages_consumed_total");
+            consumed_paused = ctu_metric_of(port, "seckill_consumer_messages_consumed_total");
         }
         sk_test_pause_ms(50);
     }
     assert_true(saw_paused);
     /* The stuck writer shows (refreshed every second). */
-    while (sk_test_now_ms() < deadline && !(metric_of(port, "seckill_consumer_writers_retrying") >= 1 &&
-                                        metric_of(port, "seckill_consumer_retrying_seconds") > 0))
+    while (sk_test_now_ms() < deadline && !(ctu_metric_of(port, "seckill_consumer_writers_retrying") >= 1 &&
+                                        ctu_metric_of(port, "seckill_consumer_retrying_seconds") > 0))
         sk_test_pause_ms(50);
-    assert_true(metric_of(port, "seckill_consumer_writers_retrying") >= 1);
-    assert_true(metric_of(port, "seckill_consumer_retrying_seconds") > 0);
+    assert_true(ctu_metric_of(port, "seckill_consumer_writers_retrying") >= 1);
+    assert_true(ctu_metric_of(port, "seckill_consumer_retrying_seconds") > 0);
     /* A second member joins: the first is revoked with a batch it cannot write. */
     int port_b = sk_test_free_port();
     char env_port_b[64];
@@ -115,18 +105,18 @@ static void test_pgdown(void **state)
                            "SECKILL_KAFKA_SESSION_TIMEOUT_MS=6000", "SECKILL_MIGRATE=false", NULL};
     pid_t pid_b = ctu_consumer_spawn(env_b);
     while (sk_test_now_ms() < deadline &&
-           metric_of(port, "seckill_consumer_batches_abandoned_total") < 1)
+           ctu_metric_of(port, "seckill_consumer_batches_abandoned_total") < 1)
         sk_test_pause_ms(50);
-    assert_true(metric_of(port, "seckill_consumer_batches_abandoned_total") >= 1);
+    assert_true(ctu_metric_of(port, "seckill_consumer_batches_abandoned_total") >= 1);
     while (sk_test_now_ms() < deadline)
         sk_test_pause_ms(100);
-    consumed_late = metric_of(port, "seckill_consumer_messages_consumed_total");
+    consumed_late = ctu_metric_of(port, "seckill_consumer_messages_consumed_total");
     fprintf(stderr, "# consumed %.0f when paused, %.0f at the end of the outage\n", consumed_paused,
             consumed_late);
     /* Paused means paused: at most what librdkafka had already fetched came in after
      * (and the replay of the abandoned batch once the group settled). */
     assert_true(consumed_late < N);
-    assert_true(metric_of(port, "seckill_consumer_batch_failures_total") > 0);
+    assert_true(ctu_metric_of(port, "seckill_consumer_batch_failures_total") > 0);
     assert_int_equal(ctu_http_get(port, "/healthz", NULL), 200);
     assert_int_equal(waitpid(pid, NULL, WNOHANG), 0); /* still running */
 
@@ -137,13 +127,13 @@ static void test_pgdown(void **state)
     assert_int_equal(ctu_check_orders(pg, ORDER_BASE, N, EVENT_BASE, NEVENTS, USER_BASE), 0);
     assert_int_equal(ctu_pg_ll(pg, "SELECT sum(stock_total - stock_left) FROM seckill_event"), N);
     deadline = sk_test_now_ms() + 10000;
-    while (sk_test_now_ms() < deadline && (metric_of(port, "seckill_consumer_paused") != 0 ||
-                                       metric_of(port_b, "seckill_consumer_paused") != 0))
+    while (sk_test_now_ms() < deadline && (ctu_metric_of(port, "seckill_consumer_paused") != 0 ||
+                                       ctu_metric_of(port_b, "seckill_consumer_paused") != 0))
         sk_test_pause_ms(50);
-    assert_true(metric_of(port, "seckill_consumer_paused") == 0);
-    assert_true(metric_of(port_b, "seckill_consumer_paused") == 0);
+    assert_true(ctu_metric_of(port, "seckill_consumer_paused") == 0);
+    assert_true(ctu_metric_of(port_b, "seckill_consumer_paused") == 0);
     /* Both wrote: the second member took partitions over. */
-    assert_true(metric_of(port_b, "seckill_consumer_orders_created_total") > 0);
+    assert_true(ctu_metric_of(port_b, "seckill_consumer_orders_created_total") > 0);
 
     assert_int_equal(sk_test_proc_stop(pid_b, SIGTERM, 15000), 0);
     assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 15000), 0);

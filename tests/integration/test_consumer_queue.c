@@ -31,16 +31,6 @@
 #define ORDER_BASE INT64_C(4700000000000)
 #define USER_BASE INT64_C(1)
 
-static double metric_of(int port, const char *name)
-{
-    char *body = NULL;
-    double v = -1;
-    if (ctu_http_get(port, "/metrics", &body) == 200)
-        v = ctu_metric(body, name);
-    free(body);
-    return v;
-}
-
 static pid_t spawn(const ctu_env *ce, int port)
 {
     char env_port[64];
@@ -73,13 +63,13 @@ static void test_queue(void **state)
     pid_t pid = spawn(&ce, port);
     assert_int_equal(ctu_wait_healthy(port, 30000), 0);
     int64_t deadline = sk_test_now_ms() + 30000;
-    while (metric_of(port, "seckill_consumer_messages_consumed_total") < HELD &&
+    while (ctu_metric_of(port, "seckill_consumer_messages_consumed_total") < HELD &&
            sk_test_now_ms() < deadline)
         sk_test_pause_ms(20);
-    assert_int_equal(metric_of(port, "seckill_consumer_messages_consumed_total"), HELD);
+    assert_int_equal(ctu_metric_of(port, "seckill_consumer_messages_consumed_total"), HELD);
     /* Held: a second on, not one more (the main loop looks every 100 ms at the most). */
     sk_test_pause_ms(1000);
-    assert_int_equal(metric_of(port, "seckill_consumer_messages_consumed_total"), HELD);
+    assert_int_equal(ctu_metric_of(port, "seckill_consumer_messages_consumed_total"), HELD);
     assert_int_equal(ctu_pg_ll(pg, "SELECT count(*) FROM seckill_order"), 0);
 
     /* Stop it while its writer waits, then let the writer through: it writes all it
@@ -100,8 +90,8 @@ static void test_queue(void **state)
     assert_int_equal(ctu_pg_wait_ll(pg, "SELECT count(*) FROM seckill_order", N, 60000), N);
     assert_int_equal(ctu_check_orders(pg, ORDER_BASE, N, EVENT, 1, USER_BASE), 0);
     assert_int_equal(ctu_pg_ll(pg, "SELECT sum(stock_total - stock_left) FROM seckill_event"), N);
-    assert_int_equal(metric_of(port, "seckill_consumer_messages_consumed_total"), N - HELD);
-    assert_int_equal(metric_of(port, "seckill_consumer_duplicates_total"), 0);
+    assert_int_equal(ctu_metric_of(port, "seckill_consumer_messages_consumed_total"), N - HELD);
+    assert_int_equal(ctu_metric_of(port, "seckill_consumer_duplicates_total"), 0);
     assert_int_equal(sk_test_proc_stop(pid, SIGTERM, 20000), 0);
 
     PQfinish(lk);

@@ -606,6 +606,16 @@ double ctu_metric(const char *text, const char *name)
     return -1;
 }
 
+double ctu_metric_of(int port, const char *name)
+{
+    char *body = NULL;
+    double v = -1;
+    if (ctu_http_get(port, "/metrics", &body) == 200)
+        v = ctu_metric(body, name);
+    free(body);
+    return v;
+}
+
 /* ---- the usual start of a consumer test ---- */
 
 void ctu_env_fill(ctu_env *e, const char *conninfo, const char *bootstrap)

@@ -145,6 +145,9 @@ int ctu_consumer_migrate(const char *conninfo);
 int ctu_http_get(int port, const char *path, char **body);
 /** @brief A metric's value from /metrics text ("name" or "name{labels}"), or -1. */
 double ctu_metric(const char *text, const char *name);
+/** @brief The sample `name` of the /metrics of the consumer on 127.0.0.1:port, -1 when
+ *  unreachable or absent. */
+double ctu_metric_of(int port, const char *name);
 
 /** @brief Polls GET /healthz until 200 or timeout_ms. @returns 0 when it answered. */
 int ctu_wait_healthy(int port, int timeout_ms);

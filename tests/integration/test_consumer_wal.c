@@ -65,7 +65,7 @@ static void test_broker_down(void **state)
     sk_test_pause_ms(10000);
     /* The slot held: nothing past the writes confirmed, the lag alarmed on (1 byte). */
     assert_false(slot_past(pg, lsn));
-    assert_true(cev_metric(port, "seckill_consumer_events_slot_lag_bytes") > 1);
+    assert_true(ctu_metric_of(port, "seckill_consumer_events_slot_lag_bytes") > 1);
     assert_int_equal(sk_test_devkafka_control(k.control, "broker up 1"), 0);
 
     size_t n;
