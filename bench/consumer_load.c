@@ -16,9 +16,10 @@
  * linger.ms 0 (order/order_kafka.c): a request leaves as soon as the previous one is
  * answered, carrying what arrived meanwhile, tens of orders at a sale's peak. Produced
  * as fast as this program can, librdkafka's own limits made 1 MB batches (about 6,600
- * orders of one partition), and a fetch hands a whole batch over: the consumer then got
- * runs of thousands of one writer's orders while the other writer idled (writers busy
- * 64% in a third of the drains, docs/benchmarks.md round 14), which no sale makes. */
+ * orders of one partition), and a fetch hands a whole batch over: the consumer got runs
+ * of thousands of one writer's orders, which no sale makes (before a writer could queue
+ * several batches they left the other writer idle: writers busy 64% in a third of the
+ * drains, docs/benchmarks.md round 14). */
 #include "sk_order_msg.h"
 
 #include <getopt.h>
